@@ -1,0 +1,76 @@
+"""One exception hierarchy, rooted in ReconcilerError.
+
+Every error a user can meet says where (file, object), what is wrong and what
+to do. The CLI maps the hierarchy to exit codes, following ``kubectl diff``:
+0 nothing to change, 1 changes found or applied, 2 and above an error.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_CHANGES = 1
+EXIT_ERROR = 2
+EXIT_CLUSTER = 3
+
+
+class ReconcilerError(Exception):
+    """Base of every error the reconciler reports to a user."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, *, path: str | None = None, obj: str | None = None,
+                 hint: str | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.obj = obj
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = ": ".join(p for p in (self.path, self.obj) if p)
+        text = f"{where}: {self.message}" if where else self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class InputError(ReconcilerError):
+    """A file in the repository cannot be read or is not valid."""
+
+
+class DeclarationError(InputError):
+    """An Operator/Input declaration is malformed."""
+
+
+class CatalogError(InputError):
+    """A file-based catalog is malformed or inconsistent."""
+
+
+class ResolutionError(ReconcilerError):
+    """The declarations cannot be satisfied by the catalogs."""
+
+
+class BundleError(ReconcilerError):
+    """A bundle cannot be fetched, read or converted."""
+
+
+class UnsupportedBundleError(BundleError):
+    """A bundle uses a feature the converter does not support."""
+
+
+class LockfileError(ReconcilerError):
+    """The lockfile is malformed or stale."""
+
+
+class PolicyError(ReconcilerError):
+    """A change is held back by the approval policy."""
+
+
+class ClusterError(ReconcilerError):
+    """The cluster could not be reached or refused a request."""
+
+    exit_code = EXIT_CLUSTER
+
+
+class ControlPlaneError(ReconcilerError):
+    """The local control plane could not be built, started or stopped."""

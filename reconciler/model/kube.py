@@ -1,0 +1,113 @@
+"""Kubernetes objects as typed dicts, and the identities and labels we stamp on them.
+
+Objects are matched by API group and kind, never by kind alone: real bundles
+carry custom resources named ``Role``, ``Secret`` or ``Service`` in their own
+groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+API_GROUP = "reconciler.dev"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+FIELD_MANAGER = "reconciler"
+
+LABEL_OPERATOR = f"{API_GROUP}/operator"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "reconciler"
+ANNOTATION_PRUNE = f"{API_GROUP}/prune"
+
+
+class Metadata(TypedDict, total=False):
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+class Manifest(TypedDict, total=False):
+    """A Kubernetes object as the API serves it."""
+
+    apiVersion: str
+    kind: str
+    metadata: Metadata
+    spec: dict[str, Any]
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """``apps/v1`` -> (``apps``, ``v1``); ``v1`` -> (``""``, ``v1``)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """The identity of an object: group, kind, namespace and name (version is not identity)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+    version: str = ""
+
+    @classmethod
+    def of(cls, obj: Manifest) -> ObjectRef:
+        group, version = split_api_version(obj.get("apiVersion", ""))
+        meta = obj.get("metadata") or {}
+        return cls(group, obj.get("kind", ""), meta.get("namespace", "") or "", meta.get("name", ""), version)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.group, self.kind, self.namespace, self.name)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        gk = f"{self.kind}.{self.group}" if self.group else self.kind
+        return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
+
+    def to_dict(self) -> dict[str, str]:
+        d = {"group": self.group, "version": self.version, "kind": self.kind, "name": self.name}
+        if self.namespace:
+            d["namespace"] = self.namespace
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ObjectRef:
+        return cls(d.get("group", ""), d["kind"], d.get("namespace", ""), d["name"], d.get("version", ""))
+
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_dns1123_label(name: str) -> bool:
+    return len(name) <= 63 and bool(_DNS1123_LABEL.match(name))
+
+
+def is_dns1123_subdomain(name: str) -> bool:
+    return len(name) <= 253 and bool(_DNS1123_SUBDOMAIN.match(name))
+
+
+def bounded_name(*parts: str, limit: int = 63) -> str:
+    """Join parts with '-' into a DNS-1123 name; when too long, truncate and add a hash.
+
+    Deterministic: the same parts always give the same name, and distinct
+    long inputs stay distinct through the hash suffix.
+    """
+    name = "-".join(p.strip("-") for p in parts if p)
+    name = re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-.")
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: limit - 9].rstrip('-.')}-{digest}"
+
+
+def ownership_labels(operator: str) -> dict[str, str]:
+    return {LABEL_OPERATOR: operator, LABEL_MANAGED_BY: MANAGED_BY}
