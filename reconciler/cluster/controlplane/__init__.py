@@ -1,0 +1,35 @@
+"""A real Kubernetes API server on the local machine, for tests and for trying things out.
+
+Design decisions:
+
+* Real binaries, not a fake: kube-apiserver and etcd, so validation, admission,
+  RBAC, server-side apply and conflicts behave as on a production cluster.
+  Only the apiserver runs; nothing reconciles the stored objects (see
+  ``plane``), which is what a tool that only writes manifests needs.
+* Built from source with Go (``build``), pinned by ``gomod/go.mod`` and
+  ``go.sum``, cached per user and per pin. No release download to verify.
+* A fresh PKI per start (``pki``): a serving CA, a client CA whose
+  certificates carry the user (CN) and groups (O), and a service-account
+  signing key, so tests can use restricted identities as well as the admin.
+* Two ways to run it: attached to the calling process for pytest
+  (``ControlPlane``, a context manager) and detached for the CLI
+  (``cluster_up``/``cluster_down``/``cluster_kubeconfig``), recorded in a
+  state file so a later command finds it.
+"""
+
+from .build import ETCD_VERSION, KUBERNETES_VERSION, Binaries, cache_dir, ensure_binaries
+from .detached import cluster_down, cluster_kubeconfig, cluster_up, default_state_dir
+from .plane import ControlPlane
+
+__all__ = [
+    "ETCD_VERSION",
+    "KUBERNETES_VERSION",
+    "Binaries",
+    "ControlPlane",
+    "cache_dir",
+    "cluster_down",
+    "cluster_kubeconfig",
+    "cluster_up",
+    "default_state_dir",
+    "ensure_binaries",
+]

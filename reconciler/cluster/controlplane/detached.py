@@ -1,0 +1,96 @@
+"""A control plane that outlives the command that started it (`reconciler cluster ...`).
+
+`up` launches the processes in their own sessions and records them in
+``<cache>/cluster/state.json``; `down` and `kubeconfig` find them through that
+file. A lock next to the state directory keeps two concurrent `up`/`down`
+commands from interleaving. State whose processes are gone (a reboot, a kill)
+is stale: `up` stops whatever is left of it and starts afresh.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from reconciler.errors import ControlPlaneError
+
+from .build import cache_dir, ensure_binaries
+from .plane import ControlPlane
+
+
+def default_state_dir() -> Path:
+    return cache_dir() / "cluster"
+
+
+def cluster_up(state_dir: Path | str | None = None,
+               log: Callable[[str], object] = print) -> ControlPlane:
+    """Start the detached control plane, or return the one already running and healthy."""
+    state_dir = Path(state_dir) if state_dir else default_state_dir()
+    with _locked(state_dir):
+        existing = _recorded(state_dir)
+        if existing is not None:
+            if existing.healthy():
+                log(f"the local cluster ({existing.version}) is already running "
+                    f"at {existing.server}")
+                return existing
+            log("cleaning up a local cluster that is no longer running")
+            existing.stop()
+        plane = ControlPlane(state_dir, ensure_binaries(log), detached=True, log=log)
+        plane.start()
+        log(f"kubeconfig: {plane.kubeconfig_path}")
+        return plane
+
+
+def cluster_down(state_dir: Path | str | None = None,
+                 log: Callable[[str], object] = print) -> bool:
+    """Stop the detached control plane and delete its state; False if none was recorded."""
+    state_dir = Path(state_dir) if state_dir else default_state_dir()
+    with _locked(state_dir):
+        plane = _recorded(state_dir)
+        if plane is not None:
+            plane.stop()
+        if state_dir.is_dir():
+            ControlPlane(state_dir).reset()
+            _remove_if_empty(state_dir)
+        log("the local cluster is stopped" if plane else "no local cluster was running")
+        return plane is not None
+
+
+def cluster_kubeconfig(state_dir: Path | str | None = None) -> Path:
+    """The admin kubeconfig of the running detached control plane."""
+    state_dir = Path(state_dir) if state_dir else default_state_dir()
+    plane = _recorded(state_dir)
+    if plane is None or not plane.healthy():
+        raise ControlPlaneError("the local cluster is not running",
+                                hint="run `reconciler cluster up`")
+    return plane.kubeconfig_path
+
+
+def _recorded(state_dir: Path) -> ControlPlane | None:
+    """The control plane recorded in ``state_dir``, running or not.
+
+    None if there is no record or it is unreadable (then there is nothing it could find to stop).
+    """
+    if not (state_dir / "state.json").exists():
+        return None
+    try:
+        return ControlPlane.attach(state_dir)
+    except ControlPlaneError:
+        return None
+
+
+@contextmanager
+def _locked(state_dir: Path) -> Iterator[None]:
+    state_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(state_dir.parent / f".{state_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools records the Kubernetes commands this module builds, so that
+// `go mod tidy` keeps their dependencies.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+)

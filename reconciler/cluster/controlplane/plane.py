@@ -1,0 +1,453 @@
+"""Run etcd and kube-apiserver as local processes and hand out clients for them.
+
+Only the apiserver and its store run: no controller-manager, scheduler or
+kubelet. Objects are stored, validated, admitted and authorised exactly as in
+a real cluster, but nothing acts on them: pods never run, namespaces being
+deleted stay Terminating (no namespace controller), owner references do not
+cascade (no garbage collector) and no ``default`` ServiceAccount appears in
+new namespaces (no serviceaccounts controller).
+
+Each process runs in its own session (process group) with stdout and stderr in
+a log file in the state directory; errors quote the tail of that log. Ports
+are picked free on 127.0.0.1 just before launch; if another process grabs one
+in between, the start is retried on new ports.
+
+All state lives in one directory, described by ``state.json`` (pids, ports,
+binaries), so that another process can find and stop a detached cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import kubernetes.client
+import kubernetes.config
+import yaml
+from kubernetes.client.rest import ApiException
+
+from reconciler.errors import ControlPlaneError
+
+from .build import Binaries, ensure_binaries, tail
+from .pki import Pki, create_pki, issue_client_cert, slug
+
+ADMIN_USER = "reconciler-admin"
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
+# ServiceAccount admission rejects every Pod whose ServiceAccount does not
+# exist yet, and the controller that creates each namespace's "default"
+# ServiceAccount is not running here.
+DISABLED_ADMISSION_PLUGINS = ("ServiceAccount",)
+
+_ETCD, _APISERVER = "etcd", "kube-apiserver"
+_STATE_FILE = "state.json"
+_ADMIN_KUBECONFIG = "admin.kubeconfig"
+# Everything start() creates in the state directory; reset() removes exactly these,
+# the state file first so that an interrupted reset leaves no record pointing at nothing.
+_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", f"{_ETCD}.log", f"{_APISERVER}.log",
+          _ADMIN_KUBECONFIG)
+_PORT_ATTEMPTS = 3
+_POLL = 0.1
+_PR_SET_PDEATHSIG = 1
+# Looked up now: between fork and exec the child must not load libraries.
+_prctl = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
+_PROCFS = Path("/proc/self/cmdline").exists()
+
+
+class _PortTaken(Exception):
+    """A process lost the race for a port picked free a moment earlier."""
+
+
+class ControlPlane:
+    """etcd plus kube-apiserver on loopback, with an admin kubeconfig.
+
+    ``detached=False`` (tests) ties the processes to the calling thread: on
+    Linux they get SIGKILL if it dies, so even a killed test run leaves
+    nothing behind. Start it from a thread that outlives the cluster.
+    ``detached=True`` (the CLI) lets them outlive the process that started
+    them; ``ControlPlane.attach`` finds them again.
+    """
+
+    def __init__(self, state_dir: Path | str | None = None, binaries: Binaries | None = None, *,
+                 detached: bool = False, log: Callable[[str], object] = lambda _: None) -> None:
+        self._owns_state_dir = state_dir is None
+        self.state_dir = Path(tempfile.mkdtemp(prefix="reconciler-cluster-") if state_dir is None
+                              else state_dir).resolve()
+        self._binaries = binaries
+        self._detached = detached
+        self._log = log
+        self._procs: dict[str, subprocess.Popen] = {}
+        self.pids: dict[str, int] = {}
+        self.ports: dict[str, int] = {}
+
+    @classmethod
+    def attach(cls, state_dir: Path | str) -> ControlPlane:
+        """The control plane described by ``state_dir/state.json``, possibly started elsewhere."""
+        state_dir = Path(state_dir)
+        try:
+            state = json.loads((state_dir / _STATE_FILE).read_text())
+        except FileNotFoundError:
+            raise ControlPlaneError(f"no control plane state in {state_dir}",
+                                    hint="run `reconciler cluster up`") from None
+        except ValueError as exc:
+            raise ControlPlaneError(f"{state_dir / _STATE_FILE} is corrupt: {exc}",
+                                    hint="run `reconciler cluster down` to clear it") from None
+        plane = cls(state_dir, Binaries(**{k: Path(v) if k != "version" else v
+                                           for k, v in state["binaries"].items()}),
+                    detached=True)
+        plane.pids, plane.ports = state["pids"], state["ports"]
+        return plane
+
+    # -- addresses -------------------------------------------------------------------------
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports[_APISERVER]}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.state_dir / _ADMIN_KUBECONFIG
+
+    @property
+    def version(self) -> str:
+        return self._binaries.version if self._binaries else ""
+
+    @property
+    def _pki(self) -> Pki:
+        return Pki(self.state_dir / "pki")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> ControlPlane:
+        """Start both processes on fresh state and wait until the API serves requests."""
+        if self.pids:
+            raise ControlPlaneError(f"the control plane in {self.state_dir} is already started")
+        if self._binaries is None:
+            self._binaries = ensure_binaries(self._log)
+        deadline = time.monotonic() + timeout
+        for attempt in itertools.count(1):
+            self.reset()
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            create_pki(self._pki.directory)
+            self.ports = dict(zip(("etcd-client", "etcd-peer", _APISERVER), _free_ports(3)))
+            self.write_kubeconfig(self.kubeconfig_path, ADMIN_USER, ["system:masters"])
+            try:
+                self._launch(_ETCD, self._etcd_args())
+                self._wait(_ETCD, self._etcd_healthy, deadline)
+                self._launch(_APISERVER, self._apiserver_args())
+                self._wait(_APISERVER, self._apiserver_ready, deadline)
+                self._wait(_APISERVER, self._default_namespace_exists, deadline)
+            except _PortTaken:
+                self._terminate_all()
+                if attempt == _PORT_ATTEMPTS:
+                    raise ControlPlaneError(
+                        f"could not find free ports after {attempt} attempts") from None
+                self._log("a port was taken by another process; retrying on new ports")
+                continue
+            except BaseException:
+                self._terminate_all()
+                raise
+            self._log(f"control plane {self.version} ready at {self.server}")
+            return self
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Terminate both processes (SIGTERM, SIGKILL after ``grace`` seconds) and wait for them."""
+        self._terminate_all(grace)
+        if self._owns_state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def reset(self) -> None:
+        """Remove everything start() writes to the state directory, and nothing else."""
+        for name in _OWNED:
+            path = self.state_dir / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+    def running(self) -> bool:
+        """True if both recorded processes are alive (and are still the binaries started)."""
+        return bool(self.pids) and all(self._alive(name) for name in (_ETCD, _APISERVER))
+
+    def healthy(self) -> bool:
+        """True if both processes are alive and the apiserver reports ready."""
+        return self.running() and self._apiserver_ready()
+
+    def __enter__(self) -> ControlPlane:
+        return self if self.pids else self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- clients -----------------------------------------------------------------------------
+
+    def admin_client(self) -> kubernetes.client.ApiClient:
+        """A new client authenticated as a member of system:masters."""
+        return _client_from(self.kubeconfig_path)
+
+    def write_kubeconfig(self, path: Path | str, user: str,
+                         groups: list[str] | tuple[str, ...] = ()) -> Path:
+        """Write a kubeconfig for a client-certificate identity, e.g. for the CLI under test."""
+        path = Path(path)
+        cert, key = issue_client_cert(self._pki, user, list(groups))
+        _write_kubeconfig(path, self.server, self._pki.ca_cert, user, {
+            "client-certificate-data": _b64(cert.read_bytes()),
+            "client-key-data": _b64(key.read_bytes()),
+        })
+        return path
+
+    def client_cert_identity(self, user: str, groups: list[str] | tuple[str, ...] = ()
+                             ) -> kubernetes.client.ApiClient:
+        """A client for ``user`` in ``groups``; it can do only what RBAC grants it."""
+        path = self.write_kubeconfig(self._kubeconfigs_dir() / f"user-{slug(user)}.kubeconfig",
+                                     user, groups)
+        return _client_from(path)
+
+    def service_account_client(self, namespace: str, name: str,
+                               expiration_seconds: int = 3600) -> kubernetes.client.ApiClient:
+        """A client using a TokenRequest token for ``namespace/name``, creating the SA if needed.
+
+        The namespace must exist. Tokens are signed by the apiserver itself, so
+        this works without a controller-manager.
+        """
+        with self.admin_client() as admin:
+            core = kubernetes.client.CoreV1Api(admin)
+            try:
+                core.create_namespaced_service_account(
+                    namespace, {"metadata": {"name": name}})
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+            request = core.create_namespaced_service_account_token(
+                name, namespace, {"spec": {"expirationSeconds": expiration_seconds}})
+        path = self._kubeconfigs_dir() / f"sa-{slug(namespace)}-{slug(name)}.kubeconfig"
+        user = f"system:serviceaccount:{namespace}:{name}"
+        _write_kubeconfig(path, self.server, self._pki.ca_cert, user,
+                          {"token": request.status.token})
+        return _client_from(path)
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def _etcd_args(self) -> list[str]:
+        client = f"http://127.0.0.1:{self.ports['etcd-client']}"
+        peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
+        return [
+            str(self._binaries.etcd),
+            "--name=reconciler",
+            f"--data-dir={self.state_dir / 'etcd-data'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            # The peer port is unused by a one-member cluster, but etcd listens on it
+            # anyway (default 2380, which would collide between two clusters).
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=reconciler={peer}",
+            # Throwaway data: skipping fsync makes writes, and so every test, faster.
+            "--unsafe-no-fsync=true",
+        ]
+
+    def _apiserver_args(self) -> list[str]:
+        pki = self._pki
+        return [
+            str(self._binaries.kube_apiserver),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd-client']}",
+            "--bind-address=127.0.0.1",
+            # The bootstrap controller publishes this address in the "kubernetes"
+            # Endpoints; without it the apiserver picks the host's first interface.
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.ports[_APISERVER]}",
+            f"--cert-dir={pki.directory}",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.client_ca_cert}",
+            "--authorization-mode=RBAC",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+            f"--service-account-key-file={pki.service_account_pub}",
+            f"--service-account-signing-key-file={pki.service_account_key}",
+            f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
+            # Operators routinely ship privileged pods; without this their specs are rejected.
+            "--allow-privileged=true",
+        ]
+
+    def _launch(self, name: str, args: list[str]) -> None:
+        self._log(f"starting {name}")
+        with open(self.state_dir / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                args, cwd=self.state_dir, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=None if self._detached or _prctl is None else _die_with_parent)
+        self._procs[name], self.pids[name] = proc, proc.pid
+        self._write_state()
+
+    def _wait(self, name: str, ready: Callable[[], bool], deadline: float) -> None:
+        """Poll ``ready`` until it holds; fail early if a process has exited."""
+        while True:
+            for proc_name, proc in self._procs.items():
+                if proc.poll() is not None:
+                    self._exited(proc_name, proc.returncode)
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                log = self.state_dir / f"{name}.log"
+                raise ControlPlaneError(
+                    f"{name} did not become ready in time; the end of {log}:\n{tail(log)}",
+                    hint="on a slow or busy machine, start with a longer timeout")
+            time.sleep(_POLL)
+
+    def _exited(self, name: str, code: int) -> None:
+        log = self.state_dir / f"{name}.log"
+        if "address already in use" in log.read_text(errors="replace"):
+            raise _PortTaken(name)
+        raise ControlPlaneError(f"{name} exited with code {code} during start-up; "
+                                f"the end of {log}:\n{tail(log)}")
+
+    def _terminate_all(self, grace: float = 10.0) -> None:
+        # The apiserver first: stopping etcd under it only floods its log with errors.
+        for name in (_APISERVER, _ETCD):
+            if name in self.pids:
+                self._terminate(name, grace)
+        self._procs.clear()
+        self.pids.clear()
+
+    def _terminate(self, name: str, grace: float) -> None:
+        pid = self.pids[name]
+        if not self._alive(name):
+            return
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                return
+            deadline = time.monotonic() + wait
+            while self._alive(name):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            else:
+                return
+        raise ControlPlaneError(f"{name} (pid {pid}) survived SIGKILL")
+
+    def _alive(self, name: str) -> bool:
+        """Whether the process is still running, guarding against reuse of a stale pid."""
+        if name in self._procs:
+            return self._procs[name].poll() is None
+        pid = self.pids.get(name)
+        if pid is None:
+            return False
+        if not _PROCFS:  # macOS: the best available answer is "some process has this pid"
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        binary = self._binaries.etcd if name == _ETCD else self._binaries.kube_apiserver
+        # A zombie has an empty command line, which rightly counts as not running.
+        return cmdline.split(b"\0", 1)[0] == os.fsencode(binary)
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    def _etcd_healthy(self) -> bool:
+        url = f"http://127.0.0.1:{self.ports['etcd-client']}/health"
+        body = _get(url, None)
+        return body is not None and json.loads(body).get("health") == "true"
+
+    def _apiserver_ready(self) -> bool:
+        return _get(f"{self.server}/readyz", self._admin_ssl_context()) == b"ok"
+
+    def _default_namespace_exists(self) -> bool:
+        url = f"{self.server}/api/v1/namespaces/default"
+        return _get(url, self._admin_ssl_context()) is not None
+
+    def _admin_ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self._pki.ca_cert)
+        context.load_cert_chain(self._pki.client_cert(ADMIN_USER), self._pki.client_key(ADMIN_USER))
+        return context
+
+    # -- files -------------------------------------------------------------------------------
+
+    def _kubeconfigs_dir(self) -> Path:
+        directory = self.state_dir / "kubeconfigs"
+        directory.mkdir(exist_ok=True)
+        return directory
+
+    def _write_state(self) -> None:
+        state = {"version": self.version, "pids": self.pids, "ports": self.ports,
+                 "binaries": {k: str(v) for k, v in asdict(self._binaries).items()}}
+        tmp = self.state_dir / f".{_STATE_FILE}.tmp"
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.state_dir / _STATE_FILE)
+
+
+def _free_ports(count: int) -> list[int]:
+    """Distinct ports that are free on 127.0.0.1 right now (bound together, then released)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _get(url: str, context: ssl.SSLContext | None) -> bytes | None:
+    """The body of a 200 response, or None if the server is not (yet) answering with one."""
+    handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    try:
+        with urllib.request.build_opener(*handlers).open(url, timeout=2) as response:
+            return response.read().strip()
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask the kernel for SIGKILL when the parent thread dies."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _client_from(kubeconfig: Path) -> kubernetes.client.ApiClient:
+    return kubernetes.config.new_client_from_config(config_file=str(kubeconfig),
+                                                    persist_config=False)
+
+
+def _write_kubeconfig(path: Path, server: str, ca_cert: Path, user: str, credentials: dict) -> None:
+    """A self-contained kubeconfig (certificates inlined), private to the current user."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "reconciler-local", "cluster": {
+            "server": server, "certificate-authority-data": _b64(ca_cert.read_bytes())}}],
+        "users": [{"name": user, "user": credentials}],
+        "contexts": [{"name": "reconciler-local",
+                      "context": {"cluster": "reconciler-local", "user": user}}],
+        "current-context": "reconciler-local",
+    }
+    path.touch(mode=0o600)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

@@ -1,0 +1,166 @@
+"""The local control plane is a real, authorising Kubernetes API server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from reconciler.cluster.controlplane import (
+    KUBERNETES_VERSION,
+    ControlPlane,
+    cluster_down,
+    cluster_kubeconfig,
+    cluster_up,
+    ensure_binaries,
+)
+from reconciler.errors import ControlPlaneError
+
+CONFIGMAP_WRITER_RULES = [{"apiGroups": [""], "resources": ["configmaps"],
+                           "verbs": ["create", "get"]}]
+
+
+@pytest.fixture
+def namespace(kube: client.ApiClient) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(kube).create_namespace({"metadata": {"name": name}})
+    return name
+
+
+def create_configmap(api_client: client.ApiClient, namespace: str, name: str) -> None:
+    client.CoreV1Api(api_client).create_namespaced_config_map(
+        namespace, {"metadata": {"name": name}, "data": {"key": "value"}})
+
+
+def grant_configmap_writer(kube: client.ApiClient, namespace: str, subject: dict) -> None:
+    rbac = client.RbacAuthorizationV1Api(kube)
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": "configmap-writer"},
+                                            "rules": CONFIGMAP_WRITER_RULES})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "configmap-writer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": "configmap-writer"},
+        "subjects": [subject],
+    })
+
+
+def eventually(action: Callable[[], None], timeout: float = 10.0) -> None:
+    """Retry ``action`` while it is forbidden: RBAC changes reach the authoriser asynchronously."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            action()
+            return
+        except ApiException as exc:
+            if exc.status != 403 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
+def assert_forbidden(action: Callable[[], None]) -> None:
+    with pytest.raises(ApiException) as caught:
+        action()
+    assert caught.value.status == 403
+
+
+def test_server_reports_the_pinned_version(kube: client.ApiClient) -> None:
+    assert client.VersionApi(kube).get_code().git_version == KUBERNETES_VERSION
+
+
+def test_admin_creates_a_namespace_and_a_configmap(kube: client.ApiClient) -> None:
+    core = client.CoreV1Api(kube)
+    name = f"admin-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    create_configmap(kube, name, "settings")
+    assert core.read_namespaced_config_map("settings", name).data == {"key": "value"}
+
+
+def test_client_certificate_identity_is_bound_by_rbac(
+        control_plane: ControlPlane, kube: client.ApiClient, namespace: str) -> None:
+    with control_plane.client_cert_identity("alice", ["team-a"]) as alice:
+        review = client.AuthenticationV1Api(alice).create_self_subject_review(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        assert review.status.user_info.username == "alice"
+        assert "team-a" in review.status.user_info.groups
+
+        assert_forbidden(lambda: create_configmap(alice, namespace, "by-alice"))
+        grant_configmap_writer(kube, namespace, {"kind": "Group", "name": "team-a",
+                                                 "apiGroup": "rbac.authorization.k8s.io"})
+        eventually(lambda: create_configmap(alice, namespace, "by-alice"))
+
+
+def test_service_account_token_is_bound_by_rbac(
+        control_plane: ControlPlane, kube: client.ApiClient, namespace: str) -> None:
+    with control_plane.service_account_client(namespace, "deployer") as deployer:
+        assert_forbidden(lambda: create_configmap(deployer, namespace, "by-deployer"))
+        grant_configmap_writer(kube, namespace, {"kind": "ServiceAccount", "name": "deployer",
+                                                 "namespace": namespace})
+        eventually(lambda: create_configmap(deployer, namespace, "by-deployer"))
+
+
+def test_pods_are_admitted_without_a_default_service_account(
+        kube: client.ApiClient, namespace: str) -> None:
+    pod = client.CoreV1Api(kube).create_namespaced_pod(namespace, {
+        "metadata": {"name": "idle"},
+        "spec": {"containers": [{"name": "main", "image": "registry.invalid/idle:1"}]},
+    })
+    assert pod.status.phase == "Pending"
+
+
+def test_stop_leaves_no_process_or_port_behind(tmp_path: Path, control_plane: ControlPlane) -> None:
+    with ControlPlane(tmp_path, ensure_binaries()) as plane:
+        pids, ports = dict(plane.pids), dict(plane.ports)
+        assert len(pids) == 2 and len(ports) == 3
+        with plane.admin_client() as admin:
+            assert client.VersionApi(admin).get_code().git_version == KUBERNETES_VERSION
+    assert_stopped(pids, ports)
+
+
+def test_detached_cluster_lifecycle(tmp_path: Path, control_plane: ControlPlane) -> None:
+    state_dir = tmp_path / "cluster"
+    messages: list[str] = []
+    first = cluster_up(state_dir, log=messages.append)
+    try:
+        assert cluster_kubeconfig(state_dir) == first.kubeconfig_path
+        again = cluster_up(state_dir, log=messages.append)
+        assert again.pids == first.pids
+        assert "already running" in messages[-1]
+
+        for pid in first.pids.values():  # a crash, or a reboot
+            os.killpg(pid, signal.SIGKILL)
+        restarted = cluster_up(state_dir, log=messages.append)
+        assert set(restarted.pids.values()).isdisjoint(first.pids.values())
+        assert_stopped(first.pids, {k: v for k, v in first.ports.items()
+                                    if v not in restarted.ports.values()})
+    finally:
+        cluster_down(state_dir, log=messages.append)
+    assert_stopped(restarted.pids, restarted.ports)
+    assert not state_dir.exists()
+    with pytest.raises(ControlPlaneError, match="cluster up"):
+        cluster_kubeconfig(state_dir)
+
+
+def running(pid: int) -> bool:
+    try:
+        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())  # a zombie's is empty
+    except FileNotFoundError:
+        return False
+
+
+def assert_stopped(pids: dict[str, int], ports: dict[str, int]) -> None:
+    for name, pid in pids.items():
+        assert not running(pid), f"{name} (pid {pid}) is still running"
+    for name, port in ports.items():
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, f"{name} port {port} still accepts"
+        with socket.socket() as server:  # a new server could listen there, as etcd/Go would
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", port))
