@@ -1,0 +1,82 @@
+"""Reading a fetched bundle once: its annotations, mediatype and parsed manifests.
+
+Every manifest file is parsed exactly once here; converters only look at the
+parsed objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.bundle.source import FetchedBundle
+from reconciler.errors import BundleError, InputError
+from reconciler.model.kube import Manifest
+
+ANNOTATION_MEDIATYPE = "operators.operatorframework.io.bundle.mediatype.v1"
+ANNOTATION_PACKAGE = "operators.operatorframework.io.bundle.package.v1"
+ANNOTATION_MANIFESTS = "operators.operatorframework.io.bundle.manifests.v1"
+
+
+@dataclass(frozen=True)
+class ParsedManifest:
+    file: str
+    obj: Manifest
+
+
+@dataclass(frozen=True)
+class BundleContent:
+    fetched: FetchedBundle
+    mediatype: str
+    annotations: dict[str, str]
+    manifests: tuple[ParsedManifest, ...]
+
+    @property
+    def name(self) -> str:
+        return self.fetched.reference
+
+
+def read_content(fetched: FetchedBundle) -> BundleContent:
+    root = fetched.path
+    annotations = _annotations(root, fetched.reference)
+    mediatype = annotations.get(ANNOTATION_MEDIATYPE) or ("plain+v0" if not annotations else "")
+    if not mediatype:
+        raise BundleError(f"metadata/annotations.yaml has no {ANNOTATION_MEDIATYPE}",
+                          obj=fetched.reference)
+    manifests_dir = root / (annotations.get(ANNOTATION_MANIFESTS) or "manifests/").strip("/")
+    if not manifests_dir.is_dir():
+        raise BundleError(f"bundle has no {manifests_dir.relative_to(root).as_posix()}/ directory",
+                          obj=fetched.reference)
+    parsed = []
+    for file in sorted(manifests_dir.iterdir()):
+        if file.is_dir():
+            raise BundleError(f"manifests must be flat, but {file.relative_to(root).as_posix()} is a directory",
+                              obj=fetched.reference)
+        if not file.name.endswith((".yaml", ".yml", ".json")):
+            continue
+        rel = file.relative_to(root).as_posix()
+        try:
+            docs = yamlio.read_all(file, rel)
+        except InputError as exc:
+            raise BundleError(exc.message, path=rel, obj=fetched.reference) from None
+        for doc in docs:
+            if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
+                raise BundleError("every manifest needs apiVersion and kind", path=rel, obj=fetched.reference)
+            parsed.append(ParsedManifest(rel, doc))
+    return BundleContent(fetched, mediatype, annotations, tuple(parsed))
+
+
+def _annotations(root: Path, name: str) -> dict[str, str]:
+    path = root / "metadata" / "annotations.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        doc: Any = yamlio.load_one(path.read_text(encoding="utf-8"), "metadata/annotations.yaml")
+    except InputError as exc:
+        raise BundleError(exc.message, path=exc.path, obj=name) from None
+    raw = doc.get("annotations") if isinstance(doc, dict) else None
+    if not isinstance(raw, dict):
+        raise BundleError("metadata/annotations.yaml has no 'annotations' mapping", obj=name)
+    return {str(k): str(v) for k, v in raw.items()}

@@ -1,0 +1,181 @@
+"""A thin, typed layer over the Kubernetes REST API.
+
+Objects stay dicts. Discovery is lazy and per group/version, kept in memory
+for one run and refreshed once when a kind is not found (a CRD applied a
+moment ago). Requests go through the official client's ApiClient, so every
+kubeconfig auth method it supports works here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+from reconciler.errors import ClusterError
+from reconciler.model.kube import Manifest, ObjectRef
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+class ApiError(ClusterError):
+    """The API server answered with an error status."""
+
+    def __init__(self, status: int, reason: str, message: str, obj: str | None = None) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(f"{reason or status}: {message}", obj=obj)
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str = "", name: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace)}"
+        base += f"/{self.plural}"
+        return f"{base}/{quote(name)}" if name else base
+
+
+def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.ApiClient | None:
+    """An ApiClient from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+
+    Returns None when no cluster is configured at all.
+    """
+    path = kubeconfig or os.environ.get("KUBECONFIG") or ""
+    if not path and (Path.home() / ".kube" / "config").is_file():
+        path = str(Path.home() / ".kube" / "config")
+    try:
+        if path:
+            first = path.split(os.pathsep)[0]
+            if not Path(first).is_file():
+                raise ClusterError(f"kubeconfig {first} does not exist",
+                                   hint="pass --kubeconfig, or run `reconciler cluster up` for a local cluster")
+            return k8s_config.new_client_from_config(config_file=first, context=context)
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            cfg = k8s_client.Configuration()
+            k8s_config.load_incluster_config(client_configuration=cfg)
+            return k8s_client.ApiClient(cfg)
+    except ConfigException as exc:
+        raise ClusterError(f"cannot load the cluster configuration: {exc}") from None
+    return None
+
+
+class Kube:
+    """Requests and discovery against one cluster."""
+
+    def __init__(self, api: k8s_client.ApiClient) -> None:
+        self.api = api
+        self._groups: dict[str, dict[str, ResourceInfo]] = {}
+
+    @property
+    def server(self) -> str:
+        return self.api.configuration.host
+
+    def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
+                body: Any = None, content_type: str = "application/json", obj: str | None = None) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        payload = json.dumps(body) if body is not None and not isinstance(body, str) else body
+        _, url, headers, payload, _ = self.api.param_serialize(
+            method, path, query_params=query or [], header_params=headers, body=payload,
+            auth_settings=["BearerToken"])
+        try:
+            resp = self.api.call_api(method, url, header_params=headers, body=payload,
+                                     _request_timeout=(10, 60))
+        except urllib3.exceptions.HTTPError as exc:
+            raise ClusterError(f"cannot reach the API server at {self.server}: {exc}",
+                               hint="check the kubeconfig and that the cluster is running") from None
+        data = resp.read()
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+        if not 200 <= resp.status <= 299:
+            try:
+                status = json.loads(text)
+                raise ApiError(resp.status, status.get("reason", ""), status.get("message", text), obj)
+            except ValueError:
+                raise ApiError(resp.status, "", text.strip()[:500], obj) from None
+        return json.loads(text) if text else None
+
+    # discovery
+
+    def _group_version(self, api_version: str) -> dict[str, ResourceInfo]:
+        if api_version not in self._groups:
+            group, _, version = api_version.rpartition("/")
+            path = f"/apis/{api_version}" if group else f"/api/{version}"
+            try:
+                listing = self.request("GET", path)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                listing = {"resources": []}
+            self._groups[api_version] = {
+                r["kind"]: ResourceInfo(group, version, r["kind"], r["name"], r["namespaced"])
+                for r in listing.get("resources", []) if "/" not in r["name"]
+            }
+        return self._groups[api_version]
+
+    def resource(self, api_version: str, kind: str, *, refresh: bool = True) -> ResourceInfo | None:
+        """The resource serving kind at apiVersion, or None if the server does not serve it."""
+        info = self._group_version(api_version).get(kind)
+        if info is None and refresh:
+            self._groups.pop(api_version, None)
+            info = self._group_version(api_version).get(kind)
+        return info
+
+    def forget_discovery(self) -> None:
+        self._groups.clear()
+
+    # objects
+
+    def require_resource(self, obj: Manifest) -> ResourceInfo:
+        ref = ObjectRef.of(obj)
+        info = self.resource(obj["apiVersion"], obj["kind"])
+        if info is None:
+            raise ClusterError(f"the cluster does not serve {ref.kind} in {obj['apiVersion']}", obj=str(ref),
+                               hint="install the CustomResourceDefinition that provides it first")
+        return info
+
+    def get(self, info: ResourceInfo, namespace: str, name: str) -> Manifest | None:
+        try:
+            return self.request("GET", info.path(namespace, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None) -> list[Manifest]:
+        query = [("labelSelector", label_selector)] if label_selector else []
+        if limit:
+            query.append(("limit", str(limit)))
+        return self.request("GET", info.path(), query=query).get("items", [])
+
+    def apply(self, info: ResourceInfo, obj: Manifest, *, field_manager: str, dry_run: bool) -> Manifest:
+        ref = ObjectRef.of(obj)
+        query = [("fieldManager", field_manager), ("force", "true")]
+        if dry_run:
+            query.append(("dryRun", "All"))
+        return self.request("PATCH", info.path(ref.namespace, ref.name), query=query, body=obj,
+                            content_type=APPLY_PATCH, obj=str(ref))
+
+    def delete(self, info: ResourceInfo, namespace: str, name: str, *, dry_run: bool = False) -> None:
+        query = [("propagationPolicy", "Background")]
+        if dry_run:
+            query.append(("dryRun", "All"))
+        try:
+            self.request("DELETE", info.path(namespace, name), query=query)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise

@@ -1,0 +1,128 @@
+"""The reconciler's own in-cluster objects: ``Operator`` in the ``reconciler.dev`` group.
+
+One cluster-scoped ``Operator`` object per declaration reports status where
+users look (``kubectl get operators.reconciler.dev``) and holds the inventory:
+the sorted list of objects the reconciler created for it. Pruning deletes
+only inventory entries that still carry the owner's label, so an object the
+reconciler did not create is never deleted.
+
+The group is our own so it cannot collide with OLM's ``operators.coreos.com``
+CRDs on a cluster that runs both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.model.kube import API_GROUP, API_VERSION, FIELD_MANAGER, Manifest, ObjectRef, ownership_labels
+
+KIND = "Operator"
+PLURAL = "operators"
+
+STATUS_CRD: Manifest = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"{PLURAL}.{API_GROUP}", "labels": {"app.kubernetes.io/managed-by": "reconciler"}},
+    "spec": {
+        "group": API_GROUP,
+        "scope": "Cluster",
+        "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": "operator"},
+        "versions": [{
+            "name": "v1alpha1",
+            "served": True,
+            "storage": True,
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": [
+                {"name": "Package", "type": "string", "jsonPath": ".status.bundle.package"},
+                {"name": "Version", "type": "string", "jsonPath": ".status.bundle.version"},
+                {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+                {"name": "Revision", "type": "string", "jsonPath": ".status.revision", "priority": 1},
+                {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+            ],
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "description": "Status of one Operator declared in the GitOps repository.",
+                "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                },
+            }},
+        }],
+    },
+}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the cluster remembers of one Operator: its inventory and last applied bundle."""
+
+    name: str
+    inventory: tuple[ObjectRef, ...]
+    spec: dict[str, Any]
+    status: dict[str, Any]
+
+
+def resource(kube: Kube) -> ResourceInfo | None:
+    return kube.resource(API_VERSION, KIND)
+
+
+def read_all(kube: Kube) -> dict[str, Recorded]:
+    info = resource(kube)
+    if info is None:
+        return {}
+    out = {}
+    for item in kube.list(info):
+        status = item.get("status") or {}
+        inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
+        out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status)
+    return out
+
+
+def ensure_crd(kube: Kube) -> ResourceInfo:
+    """Install or update the status CRD; no write when the live one already matches."""
+    from reconciler.cluster.apply import describe_diff, wait_established
+
+    crd_info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    assert crd_info is not None
+    live = kube.get(crd_info, "", STATUS_CRD["metadata"]["name"])
+    if live is None or describe_diff(live, kube.apply(crd_info, STATUS_CRD, field_manager=FIELD_MANAGER,
+                                                      dry_run=True)):
+        kube.apply(crd_info, STATUS_CRD, field_manager=FIELD_MANAGER, dry_run=False)
+        wait_established(kube, STATUS_CRD["metadata"]["name"])
+    info = kube.resource(API_VERSION, KIND)
+    assert info is not None, "status CRD established but not served"
+    return info
+
+
+def condition(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]:
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": message,
+            "lastTransitionTime": now}
+
+
+def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], status: dict[str, Any],
+          previous: Recorded | None = None) -> None:
+    """Apply the object's spec, then its status subresource; no write when both are unchanged.
+
+    Conditions keep their transition time while their status stays the same.
+    """
+    for cond in status.get("conditions", []):
+        for old in (previous.status if previous else {}).get("conditions", []):
+            if old.get("type") == cond["type"] and old.get("status") == cond["status"]:
+                cond["lastTransitionTime"] = old.get("lastTransitionTime", cond["lastTransitionTime"])
+    if previous is not None and previous.spec == spec and previous.status == status:
+        return
+    body = {"apiVersion": API_VERSION, "kind": KIND,
+            "metadata": {"name": name, "labels": ownership_labels(name)}, "spec": spec}
+    kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
+    kube.request("PATCH", info.path("", name) + "/status",
+                 query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                 body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
+                 content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+
+
+def delete(kube: Kube, info: ResourceInfo, name: str) -> None:
+    kube.delete(info, "", name)

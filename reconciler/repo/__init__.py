@@ -1,0 +1,186 @@
+"""Reading the GitOps repository: declarations, catalogs, settings, lockfile.
+
+Layout (documented in the README):
+
+* ``catalogs/<name>/``   file-based catalogs; the directory name is the catalog name
+* ``bundles/``           local bundle directories, referenced as ``file://bundles/...``
+* ``reconciler.yaml``    optional repository-wide settings
+* ``olm.lock``           the lockfile
+* every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
+
+Hidden files and directories (``.git``, ``.github``) are skipped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.errors import DeclarationError, InputError
+from reconciler.model.declarations import OPERATOR_API_VERSIONS, OperatorDecl, Origin, parse_operator
+from reconciler.model.kube import is_dns1123_label
+from reconciler.model.lock import LOCK_FILENAME, Lockfile
+
+SETTINGS_FILE = "reconciler.yaml"
+CATALOGS_DIR = "catalogs"
+BUNDLES_DIR = "bundles"
+_DEPPY_API_VERSIONS = ("deppy.io/v1", "depster.io/v1")
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``reconciler.yaml``. Every field is optional."""
+
+    default_install_namespace: str = "operators"
+    allow_empty: bool = False
+    ignore: tuple[str, ...] = ()
+    catalogs: dict[str, CatalogSettings] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RepoSnapshot:
+    root: Path
+    revision: str | None
+    settings: Settings
+    operators: tuple[OperatorDecl, ...]
+    catalog_dirs: dict[str, Path]
+    lock: Lockfile | None
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / LOCK_FILENAME
+
+
+def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
+    """Read a repository's working tree. Raises InputError naming the first bad file."""
+    top = Path(root).resolve()
+    if not top.is_dir():
+        raise InputError("repository directory does not exist", path=str(root))
+    settings = _read_settings(top)
+    lock = None
+    if (top / LOCK_FILENAME).is_file():
+        lock = Lockfile.parse((top / LOCK_FILENAME).read_text(encoding="utf-8"), LOCK_FILENAME)
+    operators = _read_declarations(top, settings)
+    return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
+                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock)
+
+
+def _read_settings(top: Path) -> Settings:
+    path = top / SETTINGS_FILE
+    if not path.is_file():
+        return Settings()
+    doc: Any = yamlio.load_one(path.read_text(encoding="utf-8"), SETTINGS_FILE)
+    if not isinstance(doc, dict):
+        raise InputError("settings must be a mapping", path=SETTINGS_FILE)
+    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
+                         hint=f"known settings: {', '.join(sorted(known))}")
+    ns = doc.get("defaultInstallNamespace", "operators")
+    if not isinstance(ns, str) or not is_dns1123_label(ns):
+        raise InputError(f"defaultInstallNamespace {ns!r} is not a valid namespace name", path=SETTINGS_FILE)
+    allow_empty = doc.get("allowEmpty", False)
+    if not isinstance(allow_empty, bool):
+        raise InputError("allowEmpty must be true or false", path=SETTINGS_FILE)
+    ignore = doc.get("ignore") or []
+    if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
+        raise InputError("ignore must be a list of glob patterns", path=SETTINGS_FILE)
+    catalogs: dict[str, CatalogSettings] = {}
+    raw_catalogs = doc.get("catalogs") or {}
+    if not isinstance(raw_catalogs, dict):
+        raise InputError("catalogs must be a mapping of catalog name to settings", path=SETTINGS_FILE,
+                         hint="for example: catalogs: {community: {priority: 10}}")
+    for name, cfg in raw_catalogs.items():
+        if not isinstance(cfg or {}, dict):
+            raise InputError(f"catalogs.{name} must be a mapping such as {{priority: 10}}", path=SETTINGS_FILE)
+        prio = (cfg or {}).get("priority", 0)
+        if not isinstance(prio, int) or isinstance(prio, bool):
+            raise InputError(f"catalogs.{name}.priority must be an integer", path=SETTINGS_FILE)
+        catalogs[name] = CatalogSettings(priority=prio)
+    return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
+                    catalogs=catalogs)
+
+
+def _catalog_dirs(top: Path) -> dict[str, Path]:
+    base = top / CATALOGS_DIR
+    if not base.is_dir():
+        return {}
+    return {p.name: p for p in sorted(base.iterdir()) if p.is_dir() and not p.name.startswith(".")}
+
+
+def _declaration_files(top: Path, settings: Settings) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        rel_dir = Path(dirpath).relative_to(top)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                             and not (rel_dir == Path(".") and d in (CATALOGS_DIR, BUNDLES_DIR)))
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.endswith((".yaml", ".yml")):
+                continue
+            rel = (rel_dir / name).as_posix()
+            if rel == SETTINGS_FILE or any(fnmatch.fnmatch(rel, g) for g in settings.ignore):
+                continue
+            found.append(Path(dirpath) / name)
+    return found
+
+
+def _read_declarations(top: Path, settings: Settings) -> tuple[OperatorDecl, ...]:
+    operators: dict[str, OperatorDecl] = {}
+    for path in _declaration_files(top, settings):
+        rel = path.relative_to(top).as_posix()
+        for index, doc in enumerate(yamlio.read_all(path, rel)):
+            origin = Origin(rel, index)
+            if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
+                raise DeclarationError("not a declaration: every document needs apiVersion and kind",
+                                       path=str(origin),
+                                       hint=f"move the file out of the repository or list it under "
+                                            f"'ignore:' in {SETTINGS_FILE}")
+            api_version, kind = doc["apiVersion"], doc["kind"]
+            if kind == "Operator" and api_version in OPERATOR_API_VERSIONS:
+                decl = parse_operator(doc, origin)
+                if decl.name in operators:
+                    raise DeclarationError(f"Operator {decl.name} is declared twice",
+                                           path=str(origin),
+                                           hint=f"the other declaration is in {operators[decl.name].origin}")
+                operators[decl.name] = decl
+            elif kind in ("Input", "InputClass") and api_version in _DEPPY_API_VERSIONS:
+                raise DeclarationError(f"{kind} declarations are not supported yet", path=str(origin),
+                                       hint="declare an Operator with spec.catalog and spec.version instead")
+            else:
+                raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
+                                       hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}); "
+                                            f"list other files under 'ignore:' in {SETTINGS_FILE}")
+    return tuple(operators[n] for n in sorted(operators))
+
+
+def git_revision(path: Path) -> str | None:
+    """The HEAD commit of the git repository containing ``path``, with ``-dirty`` when it has changes."""
+    import pygit2
+
+    try:
+        found = pygit2.discover_repository(str(path))
+        if not found:
+            return None
+        repo = pygit2.Repository(found)
+        if repo.head_is_unborn:
+            return None
+        commit = str(repo.head.target)
+    except pygit2.GitError:
+        return None
+    workdir = Path(repo.workdir).resolve() if repo.workdir else None
+    prefix = path.relative_to(workdir).as_posix() if workdir and path != workdir else ""
+    ignored = pygit2.enums.FileStatus.IGNORED
+    dirty = any(not (flags & ignored) and (not prefix or p.startswith(prefix + "/"))
+                and not p.endswith(LOCK_FILENAME)
+                for p, flags in repo.status().items())
+    return commit + ("-dirty" if dirty else "")

@@ -1,0 +1,89 @@
+"""Helpers for end-to-end tests: a real git repository made from the example, and the CLI."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from reconciler.cli import main
+from reconciler.cluster.kube import Kube
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+class GitOpsRepo:
+    """A copy of the example repository, committed to a real git repository."""
+
+    def __init__(self, path: Path) -> None:
+        shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
+        self.path = path
+        self.git = pygit2.init_repository(str(path), initial_head="main")
+        self.commit("example")
+
+    def write(self, rel: str, text: str) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+    def remove(self, rel: str) -> None:
+        (self.path / rel).unlink()
+
+    def commit(self, message: str) -> str:
+        index = self.git.index
+        index.add_all()
+        index.write()
+        tree = index.write_tree()
+        sig = pygit2.Signature("Test", "test@example.invalid")
+        parents = [] if self.git.head_is_unborn else [self.git.head.target]
+        return str(self.git.create_commit("HEAD", sig, sig, message, tree, parents))
+
+    def set_version(self, version: str) -> None:
+        text = (self.path / "operators/plumbus.yaml").read_text()
+        lines = [f'  version: "{version}"' if ln.startswith("  version:") else ln for ln in text.splitlines()]
+        self.write("operators/plumbus.yaml", "\n".join(lines) + "\n")
+
+
+def reconcile(repo: GitOpsRepo | Path, kubeconfig: Path | None, *extra: str,
+              capsys: pytest.CaptureFixture[str]) -> Run:
+    path = repo.path if isinstance(repo, GitOpsRepo) else repo
+    args = ["reconcile", str(path), *extra]
+    if kubeconfig is not None:
+        args += ["--kubeconfig", str(kubeconfig)]
+    capsys.readouterr()
+    out = io.StringIO()
+    code = main(args, out=out)
+    return Run(code, out.getvalue(), capsys.readouterr().err)
+
+
+def get(kube: Kube, api_version: str, kind: str, name: str, namespace: str = "") -> dict | None:
+    info = kube.resource(api_version, kind)
+    return kube.get(info, namespace, name) if info else None
+
+
+def managed(kube: Kube, operator: str) -> set[str]:
+    """Every object labelled as belonging to ``operator``, across the kinds a bundle produces."""
+    found = set()
+    for api_version, kind in [("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                              ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+                              ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+                              ("rbac.authorization.k8s.io/v1", "Role"),
+                              ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+                              ("v1", "ServiceAccount"), ("apps/v1", "Deployment")]:
+        info = kube.resource(api_version, kind)
+        assert info is not None
+        for item in kube.list(info, label_selector=f"reconciler.dev/operator={operator}"):
+            meta = item["metadata"]
+            found.add(f"{kind} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " "))
+    return found

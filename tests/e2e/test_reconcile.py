@@ -1,0 +1,210 @@
+"""`reconciler reconcile` end to end, against a real kube-apiserver and etcd."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.cluster.kube import Kube
+from reconciler.model.kube import LABEL_OPERATOR
+
+from .support import GitOpsRepo, get, managed, reconcile
+
+pytestmark = pytest.mark.cluster
+
+V100 = {"Deployment plumbus-system/plumbus-controller", "ServiceAccount plumbus-system/plumbus-controller",
+        "CustomResourceDefinition plumbai.how.theydoit.com",
+        "ClusterRole plumbus.v1.0.0-plumbus-controller", "ClusterRole plumbus.v1.0.0-plumbus-controller-cluster",
+        "ClusterRoleBinding plumbus.v1.0.0-plumbus-controller",
+        "ClusterRoleBinding plumbus.v1.0.0-plumbus-controller-cluster"}
+V110 = {s.replace("v1.0.0", "v1.1.0").replace("Deployment plumbus-system/plumbus-controller",
+                                              "Deployment plumbus-system/plumbus-controller-manager")
+        for s in V100}
+
+
+@pytest.fixture
+def kc(control_plane) -> Path:
+    return control_plane.kubeconfig_path
+
+
+@pytest.fixture
+def k8s(control_plane) -> Kube:
+    return Kube(control_plane.admin_client())
+
+
+@pytest.fixture
+def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
+    """The example repository; afterwards everything it installed is uninstalled and checked gone."""
+    r = GitOpsRepo(tmp_path / "repo")
+    yield r
+    for p in (r.path / "operators").glob("*.yaml"):
+        p.unlink()
+    r.write("reconciler.yaml", "allowEmpty: true\n")
+    run = reconcile(r, kc, capsys=capsys)
+    assert run.code in (0, 1), run.err
+    assert managed(k8s, "plumbus") == set()
+    assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
+
+
+def test_install_applies_every_object_labelled_and_reports_status(repo, kc, k8s, capsys):
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1, run.err
+    assert "plumbus.v1.1.0" in run.out and "Summary: 8 created" in run.out
+    assert managed(k8s, "plumbus") == V110
+    dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
+    assert dep["metadata"]["labels"][LABEL_OPERATOR] == "plumbus"
+    annotations = dep["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"olm.targetNamespaces": "", "olm.operatorNamespace": "plumbus-system"}
+    assert {m["manager"] for m in dep["metadata"]["managedFields"]} == {"reconciler"}
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert status["bundle"]["name"] == "plumbus.v1.1.0"
+    assert status["revision"] == str(repo.git.head.target)
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True", ready
+    assert len(status["inventory"]) == 7
+    lock = (repo.path / "olm.lock").read_text()
+    assert "name: plumbus.v1.1.0" in lock and "digest: sha256:" in lock
+
+
+def test_second_reconcile_changes_nothing_and_writes_nothing(repo, kc, k8s, capsys):
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    before = _resource_versions(k8s)
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert "0 created, 0 configured, 7 unchanged, 0 deleted" in run.out
+    assert _resource_versions(k8s) == before
+
+
+def test_upgrade_removes_objects_renamed_between_versions(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    repo.commit("pin 1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert managed(k8s, "plumbus") == V100
+    repo.set_version(">=1.0.0 <2.0.0")
+    repo.commit("follow 1.x")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1, run.err
+    assert managed(k8s, "plumbus") == V110
+    assert get(k8s, "apps/v1", "Deployment", "plumbus-controller", "plumbus-system") is None
+    assert "- Deployment.apps plumbus-system/plumbus-controller  deleted" in run.out
+    assert "plumbus.v1.1.0" in (repo.path / "olm.lock").read_text()
+
+
+def test_dry_run_changes_nothing_in_the_cluster(repo, kc, k8s, capsys):
+    run = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert run.code == 1, run.err
+    assert "would be created" in run.out and "server-side dry-run" in run.out
+    assert managed(k8s, "plumbus") == set()
+    assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    repo.set_version("1.0.0")
+    before = _resource_versions(k8s)
+    run = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert run.code == 1
+    assert "would be deleted" in run.out and "plumbus-controller-manager" in run.out
+    assert _resource_versions(k8s) == before
+    assert managed(k8s, "plumbus") == V110
+
+
+def test_removing_a_declaration_prunes_its_objects(repo, kc, k8s, capsys):
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    repo.remove("operators/plumbus.yaml")
+    repo.commit("remove plumbus")
+    refused = reconcile(repo, kc, capsys=capsys)
+    assert refused.code == 2
+    assert "declares no Operators" in refused.err and "allowEmpty" in refused.err
+    assert managed(k8s, "plumbus") == V110
+    repo.write("reconciler.yaml", "allowEmpty: true\n")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1, run.err
+    assert "7 deleted" in run.out
+    assert managed(k8s, "plumbus") == set()
+    assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
+    assert get(k8s, "v1", "Namespace", "plumbus-system") is not None  # namespaces are never deleted
+
+
+def test_crd_with_custom_resources_is_kept_until_they_are_gone(repo, kc, k8s, capsys):
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
+    cr = {"apiVersion": "how.theydoit.com/v1alpha1", "kind": "Plumbus",
+          "metadata": {"name": "mine", "namespace": "default"}, "spec": {"fleeb": "gently"}}
+    k8s.apply(info, cr, field_manager="user", dry_run=False)
+    repo.remove("operators/plumbus.yaml")
+    repo.write("reconciler.yaml", "allowEmpty: true\n")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert "CustomResourceDefinition.apiextensions.k8s.io plumbai.how.theydoit.com  skipped" in run.out
+    assert managed(k8s, "plumbus") == {"CustomResourceDefinition plumbai.how.theydoit.com"}
+    assert get(k8s, "how.theydoit.com/v1alpha1", "Plumbus", "mine", "default") is not None
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert [c["reason"] for c in status["conditions"]] == ["Uninstalling"]
+    k8s.delete(info, "default", "mine")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1 and "plumbai.how.theydoit.com  deleted" in run.out
+
+
+@pytest.mark.parametrize("breakage, message", [
+    ("operators/broken.yaml", "operators/broken.yaml: invalid YAML (line 3, column 1): did not find "
+                              "expected ',' or ']', while parsing a flow sequence that starts at line 2"),
+    ("unknown-package", "package 'grumbo' not found in catalog 'community'"),
+])
+def test_bad_input_is_an_error_and_nothing_is_applied(repo, kc, k8s, capsys, breakage, message):
+    if breakage == "unknown-package":
+        text = (repo.path / "operators/plumbus.yaml").read_text().replace("package: plumbus", "package: grumbo")
+        repo.write("operators/plumbus.yaml", text)
+    else:
+        repo.write(breakage, "apiVersion: operators.coreos.com/v1\nkind: [Operator\n")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 2
+    assert message in run.err
+    assert run.out == ""
+    assert managed(k8s, "plumbus") == set()
+    assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
+    assert not (repo.path / "olm.lock").exists()
+
+
+def test_drift_is_corrected_and_fields_of_others_are_kept(repo, kc, k8s, capsys):
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    info = k8s.resource("apps/v1", "Deployment")
+    k8s.apply(info, {"apiVersion": "apps/v1", "kind": "Deployment",
+                     "metadata": {"name": "plumbus-controller-manager", "namespace": "plumbus-system",
+                                  "annotations": {"team": "platform"}},
+                     "spec": {"replicas": 3}}, field_manager="kubectl-edit", dry_run=False)
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1, run.err
+    assert "~ Deployment.apps plumbus-system/plumbus-controller-manager  configured" in run.out
+    assert "spec.replicas: 3 -> 1" in run.out
+    dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
+    assert dep["spec"]["replicas"] == 1
+    assert dep["metadata"]["annotations"]["team"] == "platform"
+
+
+def test_an_existing_object_not_created_by_the_reconciler_is_not_taken_over(repo, kc, k8s, capsys):
+    info = k8s.resource("v1", "ServiceAccount")
+    ns = k8s.resource("v1", "Namespace")
+    k8s.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plumbus-system"}},
+              field_manager="user", dry_run=False)
+    k8s.apply(info, {"apiVersion": "v1", "kind": "ServiceAccount",
+                     "metadata": {"name": "plumbus-controller", "namespace": "plumbus-system"}},
+              field_manager="user", dry_run=False)
+    try:
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 2
+        assert "ServiceAccount plumbus-system/plumbus-controller already exists and was not created" in run.err
+        assert managed(k8s, "plumbus") == set()
+    finally:
+        k8s.delete(info, "plumbus-system", "plumbus-controller")
+
+
+def _resource_versions(kube: Kube) -> dict[str, str]:
+    out = {}
+    for api_version, kind in [("apps/v1", "Deployment"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+                              ("v1", "ServiceAccount"), ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                              ("reconciler.dev/v1alpha1", "Operator")]:
+        info = kube.resource(api_version, kind)
+        if info is None:
+            continue
+        for item in kube.list(info, label_selector=f"{LABEL_OPERATOR}=plumbus"):
+            out[f"{kind}/{item['metadata'].get('namespace', '')}/{item['metadata']['name']}"] = \
+                item["metadata"]["resourceVersion"]
+    return out
