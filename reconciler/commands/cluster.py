@@ -1,0 +1,34 @@
+"""`reconciler cluster up|down|kubeconfig`: a local control plane for users without a cluster."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from reconciler.errors import EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cl = sub.add_parser("cluster", help="a local kube-apiserver and etcd for users without a cluster",
+                        description="Start, stop or locate a local Kubernetes control plane (kube-apiserver "
+                                    "and etcd on loopback, built once from pinned sources and cached).")
+    cl_sub = cl.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cl_sub.add_parser("up", help="build if needed, then start the control plane in the background")
+    cl_sub.add_parser("down", help="stop the control plane and remove its state")
+    cl_sub.add_parser("kubeconfig", help="print the path of the admin kubeconfig")
+    cl.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.cluster import controlplane
+
+    if args.action == "up":
+        controlplane.cluster_up(log=lambda m: print(m, file=out))
+        print(f"export KUBECONFIG={controlplane.cluster_kubeconfig()}", file=out)
+        return EXIT_OK
+    if args.action == "down":
+        controlplane.cluster_down()
+        print("local control plane stopped", file=out)
+        return EXIT_OK
+    print(controlplane.cluster_kubeconfig(), file=out)
+    return EXIT_OK

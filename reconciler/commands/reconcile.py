@@ -1,0 +1,90 @@
+"""`reconciler reconcile`: resolve, convert, diff, apply and prune once."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, TextIO
+
+from reconciler.cluster.apply import Action
+from reconciler.commands import EXIT_CODES, add_cluster_args
+from reconciler.errors import EXIT_CHANGES, EXIT_OK
+
+if TYPE_CHECKING:
+    from reconciler.pipeline import Outcome
+
+_SYMBOL = {Action.CREATED: "+", Action.CONFIGURED: "~", Action.UNCHANGED: "=", Action.DELETED: "-",
+           Action.SKIPPED: "!"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    rec = sub.add_parser(
+        "reconcile", help="resolve, convert, diff, apply and prune once",
+        description="Resolve the repository's Operator declarations against its catalogs, write olm.lock, "
+                    "convert each bundle, then diff against the cluster and apply with server-side apply "
+                    "(field manager 'reconciler'), pruning objects of earlier versions or removed "
+                    "declarations that the reconciler created.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rec.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
+    rec.add_argument("--dry-run", action="store_true",
+                     help="do everything except write to the cluster: server-side dry-run when a cluster is "
+                          "configured, else compare against an empty cluster (olm.lock is still written)")
+    add_cluster_args(rec)
+    rec.add_argument("--show-unchanged", action="store_true", help="also list objects that need no change")
+    rec.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler import pipeline
+    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.errors import ClusterError
+
+    api = load_api_client(args.kubeconfig, args.context)
+    if api is None and not args.dry_run:
+        raise ClusterError("no cluster is configured",
+                           hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
+                                "cluster, or use --dry-run")
+    kube = Kube(api) if api else None
+    outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run)
+    print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
+                  show_unchanged=args.show_unchanged)
+    return EXIT_CHANGES if outcome.sync.changed else EXIT_OK
+
+
+def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str | None,
+                  show_unchanged: bool = False) -> None:
+    snap = outcome.snapshot
+    print(f"Repository {snap.root} at {snap.revision or 'an unversioned tree (not a git repository)'}", file=out)
+    if not outcome.installs:
+        print("No Operators declared.", file=out)
+    for inst in outcome.installs:
+        lock, sel = inst.lock, inst.selection
+        origin = f"catalog {lock.catalog}, channel {lock.channel}" if lock.catalog else f"bundle {lock.source}"
+        print(f"  Operator {sel.operator.name}: {lock.name} (package {lock.package}, version {lock.version}) "
+              f"from {origin} -> namespace {inst.bundle.namespace}", file=out)
+    print(f"Lockfile {snap.lock_path.name}: {'written' if outcome.lock_written else 'unchanged'}", file=out)
+    target = f"server-side dry-run against {server}" if dry_run and server else (
+        "dry-run against an empty cluster" if dry_run else f"applied to {server}")
+    print(f"Changes ({target}):", file=out)
+    for note in outcome.sync.notes:
+        print(f"  note: {note}", file=out)
+    shown = 0
+    for c in outcome.sync.changes:
+        if c.action == Action.UNCHANGED and not show_unchanged:
+            continue
+        shown += 1
+        verb = c.action.value if not dry_run or c.action in (Action.UNCHANGED, Action.SKIPPED) else \
+            f"would be {c.action.value}"
+        line = f"  {_SYMBOL[c.action]} {c.ref}  {verb}  [{c.operator}]"
+        if c.detail:
+            line += f": {c.detail}"
+        print(line, file=out)
+        for d in c.diff[:20]:
+            print(f"      {d}", file=out)
+        if len(c.diff) > 20:
+            print(f"      ... and {len(c.diff) - 20} more changed fields", file=out)
+    if not shown:
+        print("  none", file=out)
+    counts = ", ".join(f"{outcome.sync.count(a)} {a.value}" for a in Action)
+    print(f"Summary: {counts}", file=out)
+
+
