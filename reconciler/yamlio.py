@@ -140,20 +140,25 @@ def load_one(text: str, source: str) -> Any:
     return docs[0]
 
 
-def read_all(path: str | os.PathLike[str], display: str | None = None) -> list[Any]:
-    """Read and parse a file, naming it by ``display`` (a repository-relative path) in errors."""
+def read_text(path: str | os.PathLike[str], display: str | None = None) -> str:
+    """A file's UTF-8 text, size-bounded, naming it by ``display`` (a repository-relative path) in errors."""
     p = Path(path)
     name = display or str(p)
     try:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
             raise InputError(f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit", path=name)
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InputError("file is not UTF-8 text", path=name) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path=name) from None
-    return load_all(text, name)
+
+
+def read_all(path: str | os.PathLike[str], display: str | None = None) -> list[Any]:
+    """Read and parse every document of a file."""
+    name = display or str(path)
+    return load_all(read_text(path, name), name)
 
 
 def _json_stream(text: str) -> Iterator[Any]:

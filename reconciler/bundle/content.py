@@ -45,7 +45,12 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
     if not mediatype:
         raise BundleError(f"metadata/annotations.yaml has no {ANNOTATION_MEDIATYPE}",
                           obj=fetched.reference)
-    manifests_dir = root / (annotations.get(ANNOTATION_MANIFESTS) or "manifests/").strip("/")
+    manifests_rel = (annotations.get(ANNOTATION_MANIFESTS) or "manifests/").strip("/")
+    manifests_dir = root / manifests_rel
+    resolved = manifests_dir.resolve()
+    if resolved != root.resolve() and root.resolve() not in resolved.parents:
+        raise BundleError(f"{ANNOTATION_MANIFESTS} {manifests_rel!r} points outside the bundle",
+                          obj=fetched.reference)
     if not manifests_dir.is_dir():
         raise BundleError(f"bundle has no {manifests_dir.relative_to(root).as_posix()}/ directory",
                           obj=fetched.reference)
@@ -73,7 +78,8 @@ def _annotations(root: Path, name: str) -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        doc: Any = yamlio.load_one(path.read_text(encoding="utf-8"), "metadata/annotations.yaml")
+        rel = "metadata/annotations.yaml"
+        doc: Any = yamlio.load_one(yamlio.read_text(path, rel), rel)
     except InputError as exc:
         raise BundleError(exc.message, path=exc.path, obj=name) from None
     raw = doc.get("annotations") if isinstance(doc, dict) else None

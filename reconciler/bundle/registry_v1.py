@@ -14,6 +14,7 @@ Objects are matched by API group and kind, never by kind alone.
 from __future__ import annotations
 
 import copy
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -108,7 +109,14 @@ def find_csv(content: BundleContent) -> Csv:
     if len(csvs) != 1:
         raise UnsupportedBundleError(f"a registry+v1 bundle needs exactly one ClusterServiceVersion, "
                                      f"found {len(csvs)}", obj=content.name)
-    return Csv(csvs[0].obj, csvs[0].file)
+    obj, file = csvs[0].obj, csvs[0].file
+    name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+    if not isinstance(name, str) or not name:
+        raise UnsupportedBundleError("the ClusterServiceVersion has no metadata.name", path=file, obj=content.name)
+    if not isinstance(obj.get("spec") or {}, dict):
+        raise UnsupportedBundleError("the ClusterServiceVersion's spec is not a mapping", path=file,
+                                     obj=content.name)
+    return Csv(obj, file)
 
 
 def plan_install(csv: Csv, namespace: str, requested: tuple[str, ...] | None) -> InstallPlan:
@@ -183,15 +191,16 @@ def _service_accounts(csv: Csv, content: BundleContent, plan: InstallPlan) -> It
 
 
 def _rule_sets(csv: Csv, key: str) -> list[tuple[str, str, list[Any]]]:
-    """(object name, service account, rules) for each entry of permissions/clusterPermissions."""
-    out, seen = [], set()
-    for entry in csv.install_spec.get(key) or []:
+    """(object name, service account, rules) for each entry of permissions/clusterPermissions.
+
+    The name ends in a hash of (key, service account, position), so entries of
+    the two lists, or two entries for one account, can never share a name.
+    """
+    out = []
+    for i, entry in enumerate(csv.install_spec.get(key) or []):
         sa = entry.get("serviceAccountName") or "default"
-        name = bounded_name(csv.name, sa)
-        if name in seen:
-            name = bounded_name(csv.name, sa, str(len(seen)))
-        seen.add(name)
-        out.append((name, sa, entry.get("rules") or []))
+        suffix = hashlib.sha256(f"{key}/{sa}/{i}".encode()).hexdigest()[:8]
+        out.append((bounded_name(csv.name, sa, suffix), sa, entry.get("rules") or []))
     return out
 
 
@@ -213,9 +222,8 @@ def _permissions(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterato
 
 def _cluster_permissions(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
     for name, sa, rules in _rule_sets(csv, "clusterPermissions"):
-        cname = bounded_name(name, "cluster")
-        yield _cluster_role(cname, rules)
-        yield _cluster_role_binding(cname, [{"kind": "ServiceAccount", "name": sa, "namespace": plan.namespace}])
+        yield _cluster_role(name, rules)
+        yield _cluster_role_binding(name, [{"kind": "ServiceAccount", "name": sa, "namespace": plan.namespace}])
 
 
 def _cluster_role(name: str, rules: list[Any]) -> Manifest:

@@ -47,14 +47,25 @@ class Lockfile:
 
     @classmethod
     def parse(cls, text: str, source: str = LOCK_FILENAME) -> Lockfile:
-        doc = yamlio.load_one(text, source) if text.strip() else {}
+        docs = yamlio.load_all(text, source)  # a file of only comments holds no document
+        if len(docs) > 1:
+            raise LockfileError(f"expected one YAML document, found {len(docs)}", path=source,
+                                hint="delete it; the next reconcile writes a new one")
+        doc = docs[0] if docs else {}
         if doc == {}:
             return cls(())
         if not isinstance(doc, dict) or doc.get("kind") != LOCK_KIND:
             raise LockfileError(f"not a lockfile (expected kind {LOCK_KIND})", path=source,
                                 hint="delete it; the next reconcile writes a new one")
+        bundles = doc.get("bundles") or []
+        if not isinstance(bundles, list):
+            raise LockfileError("bundles must be a list", path=source,
+                                hint="delete it; the next reconcile writes a new one")
         entries = []
-        for i, raw in enumerate(doc.get("bundles") or []):
+        for i, raw in enumerate(bundles):
+            if not isinstance(raw, dict):
+                raise LockfileError(f"bundles[{i}] is malformed: not a mapping", path=source,
+                                    hint="delete it; the next reconcile writes a new one")
             try:
                 entries.append(LockEntry(**{k: str(v) for k, v in raw.items()}))
             except TypeError as exc:

@@ -68,7 +68,7 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     settings = _read_settings(top)
     lock = None
     if (top / LOCK_FILENAME).is_file():
-        lock = Lockfile.parse((top / LOCK_FILENAME).read_text(encoding="utf-8"), LOCK_FILENAME)
+        lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
     operators = _read_declarations(top, settings)
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
                         operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock)
@@ -78,7 +78,7 @@ def _read_settings(top: Path) -> Settings:
     path = top / SETTINGS_FILE
     if not path.is_file():
         return Settings()
-    doc: Any = yamlio.load_one(path.read_text(encoding="utf-8"), SETTINGS_FILE)
+    doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE)
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs"}

@@ -15,9 +15,9 @@ pytestmark = pytest.mark.cluster
 
 V100 = {"Deployment plumbus-system/plumbus-controller", "ServiceAccount plumbus-system/plumbus-controller",
         "CustomResourceDefinition plumbai.how.theydoit.com",
-        "ClusterRole plumbus.v1.0.0-plumbus-controller", "ClusterRole plumbus.v1.0.0-plumbus-controller-cluster",
-        "ClusterRoleBinding plumbus.v1.0.0-plumbus-controller",
-        "ClusterRoleBinding plumbus.v1.0.0-plumbus-controller-cluster"}
+        "ClusterRole plumbus.v1.0.0-plumbus-controller-af1045a6", "ClusterRole plumbus.v1.0.0-plumbus-controller-bf3d272b",
+        "ClusterRoleBinding plumbus.v1.0.0-plumbus-controller-af1045a6",
+        "ClusterRoleBinding plumbus.v1.0.0-plumbus-controller-bf3d272b"}
 V110 = {s.replace("v1.0.0", "v1.1.0").replace("Deployment plumbus-system/plumbus-controller",
                                               "Deployment plumbus-system/plumbus-controller-manager")
         for s in V100}

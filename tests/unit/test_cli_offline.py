@@ -1,0 +1,172 @@
+"""The CLI with no cluster configured: dry-run against an empty cluster, exit codes, error output."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from reconciler.cli import main
+from tests.unit.helpers import EXAMPLE_REPO, copy_example, write
+
+EXPECTED_CHANGES = [
+    "  + Namespace plumbus-system  would be created  [plumbus]",
+    "  + CustomResourceDefinition.apiextensions.k8s.io plumbai.how.theydoit.com  would be created  [plumbus]",
+    "  + ClusterRole.rbac.authorization.k8s.io plumbus.v1.1.0-plumbus-controller-af1045a6  would be created  [plumbus]",
+    "  + ClusterRole.rbac.authorization.k8s.io plumbus.v1.1.0-plumbus-controller-bf3d272b  would be created  "
+    "[plumbus]",
+    "  + ClusterRoleBinding.rbac.authorization.k8s.io plumbus.v1.1.0-plumbus-controller-af1045a6  would be created  "
+    "[plumbus]",
+    "  + ClusterRoleBinding.rbac.authorization.k8s.io plumbus.v1.1.0-plumbus-controller-bf3d272b  would be created  "
+    "[plumbus]",
+    "  + ServiceAccount plumbus-system/plumbus-controller  would be created  [plumbus]",
+    "  + Deployment.apps plumbus-system/plumbus-controller-manager  would be created  [plumbus]",
+]
+
+
+@pytest.fixture(autouse=True)
+def no_cluster(monkeypatch, tmp_path):
+    """No kubeconfig anywhere and not in a pod."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = copy_example(tmp_path)
+    (root / "olm.lock").unlink()
+    return root
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def test_dry_run_against_empty_cluster(repo, capsys):
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"Repository {repo.resolve()} at an unversioned tree (not a git repository)"
+    assert ("  Operator plumbus: plumbus.v1.1.0 (package plumbus, version 1.1.0) from catalog community, "
+            "channel stable -> namespace plumbus-system") in lines
+    assert "Lockfile olm.lock: written" in lines
+    assert "Changes (dry-run against an empty cluster):" in lines
+    assert any(line.startswith("  note: no cluster configured: compared against an empty cluster")
+               for line in lines)
+    changes = [line for line in lines if line.startswith("  + ")]
+    assert changes == EXPECTED_CHANGES
+    assert lines[-1] == "Summary: 8 created, 0 configured, 0 unchanged, 0 deleted, 0 skipped"
+    assert capsys.readouterr().err == ""
+
+
+def test_dry_run_writes_the_lockfile(repo):
+    assert not (repo / "olm.lock").exists()
+    run("reconcile", "--dry-run", str(repo))
+    assert (repo / "olm.lock").read_bytes() == (EXAMPLE_REPO / "olm.lock").read_bytes()
+    assert not list(repo.glob("*.tmp"))
+
+
+def test_second_dry_run_still_reports_changes(repo):
+    assert run("reconcile", "--dry-run", str(repo))[0] == 1
+    lock = (repo / "olm.lock").read_bytes()
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 1  # nothing was applied: the (empty) cluster still differs
+    assert "Lockfile olm.lock: unchanged" in out.splitlines()
+    assert [line for line in out.splitlines() if line.startswith("  + ")] == EXPECTED_CHANGES
+    assert (repo / "olm.lock").read_bytes() == lock
+
+
+def test_lockfile_follows_a_version_change(repo):
+    run("reconcile", "--dry-run", str(repo))
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"'))
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 1
+    assert "Lockfile olm.lock: written" in out
+    assert "plumbus.v1.0.0 (package plumbus, version 1.0.0)" in out
+    lock = (repo / "olm.lock").read_text()
+    assert "name: plumbus.v1.0.0" in lock and "source: file://bundles/plumbus/1.0.0" in lock
+    assert "Deployment.apps plumbus-system/plumbus-controller  would be created" in out
+
+
+def test_without_dry_run_needs_a_cluster(repo, capsys):
+    code, out = run("reconcile", str(repo))
+    assert code == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: no cluster is configured")
+    assert "--dry-run" in err and "reconciler cluster up" in err
+    assert out == ""
+    assert not (repo / "olm.lock").exists()  # refused before anything was written
+
+
+def test_missing_kubeconfig_file(repo, capsys, tmp_path):
+    code, _ = run("reconcile", "--dry-run", "--kubeconfig", str(tmp_path / "nope.yaml"), str(repo))
+    assert code == 3
+    assert f"kubeconfig {tmp_path / 'nope.yaml'} does not exist" in capsys.readouterr().err
+
+
+def test_malformed_yaml_in_operators(repo, capsys):
+    write(repo, "operators/broken.yaml", "apiVersion: operators.coreos.com/v1\nkind: Operator\nmetadata: [\n")
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: operators/broken.yaml: invalid YAML (line ")
+    assert "hint: fix the YAML syntax" in err
+    assert out == ""
+    assert not (repo / "olm.lock").exists()
+
+
+def test_unknown_package(repo, capsys):
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace("package: plumbus", "package: plumbus-deluxe"))
+    code, _ = run("reconcile", "--dry-run", str(repo))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: operators/plumbus.yaml: Operator plumbus: "
+                          "package 'plumbus-deluxe' not found in catalog 'community'")
+    assert "hint: packages in community: plumbus" in err
+
+
+def test_bad_declaration_exit_code(repo, capsys):
+    write(repo, "operators/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    code, _ = run("reconcile", "--dry-run", str(repo))
+    assert code == 2
+    assert "operators/extra.yaml: unknown declaration v1 ConfigMap" in capsys.readouterr().err
+
+
+def test_unsupported_bundle_exit_code(repo, capsys):
+    csv = repo / "bundles/plumbus/1.1.0/manifests/plumbus.clusterserviceversion.yaml"
+    csv.write_text(csv.read_text().replace("strategy: deployment", "strategy: helm"))
+    code, _ = run("reconcile", "--dry-run", str(repo))
+    assert code == 2
+    assert "install strategy 'helm' is not supported" in capsys.readouterr().err
+
+
+def test_empty_repository_nothing_to_do(tmp_path, capsys):
+    root = tmp_path / "empty"
+    root.mkdir()
+    code, out = run("reconcile", "--dry-run", str(root))
+    assert code == 0
+    assert "No Operators declared." in out
+    assert "  none" in out.splitlines()
+    assert (root / "olm.lock").read_text().endswith("bundles: []\nkind: Lock\n")
+
+
+def test_missing_repository(tmp_path, capsys):
+    code, _ = run("reconcile", "--dry-run", str(tmp_path / "nope"))
+    assert code == 2
+    assert "repository directory does not exist" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reconcile"], out=StringIO())
+    assert exc.value.code == 2
+    assert "REPO" in capsys.readouterr().err

@@ -1,0 +1,189 @@
+"""ChannelHeadResolver: one bundle per Operator from catalog metadata alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.catalog import load_catalog
+from reconciler.errors import ResolutionError
+from reconciler.model.catalog import Catalog
+from reconciler.model.declarations import Origin, parse_operator
+from reconciler.resolve import ChannelHeadResolver, Selection
+from tests.unit.helpers import EXAMPLE_REPO, write_docs
+
+ORIGIN = Origin("operators/op.yaml")
+
+
+def op(name="plumbus", *, catalog="community", package="plumbus", channel="stable", version=None,
+       api="v1", entrypoint=None, **spec):
+    if api == "v2alpha1":
+        cs = {"package": package, "ref": {"name": catalog}}
+        if channel:
+            cs["channel"] = channel
+        if entrypoint:
+            cs["entrypoint"] = entrypoint
+        spec = {"updates": {"catalogSource": cs}, **spec}
+    elif "bundle" not in spec:
+        sel = {"name": catalog, "package": package}
+        if channel:
+            sel["channel"] = channel
+        spec = {"catalog": sel, **spec}
+    if version is not None:
+        spec["version"] = version
+    doc = {"apiVersion": f"operators.coreos.com/{api}", "kind": "Operator", "metadata": {"name": name},
+           "spec": spec}
+    return parse_operator(doc, ORIGIN)
+
+
+def resolve_one(decl, catalogs) -> Selection:
+    resolution = ChannelHeadResolver().resolve((decl,), catalogs, None)
+    assert len(resolution.selections) == 1
+    return resolution.selections[0]
+
+
+def resolve_error(decl, catalogs) -> ResolutionError:
+    with pytest.raises(ResolutionError) as err:
+        ChannelHeadResolver().resolve((decl,), catalogs, None)
+    assert err.value.path == "operators/op.yaml"
+    assert err.value.obj == f"Operator {decl.name}"
+    return err.value
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Catalog]:
+    return {"community": load_catalog("community", EXAMPLE_REPO / "catalogs" / "community",
+                                      "catalogs/community")}
+
+
+def _bundle(name, version, pkg="widget"):
+    return {"schema": "olm.bundle", "package": pkg, "name": name, "image": f"file://bundles/{name}",
+            "properties": [{"type": "olm.package", "value": {"packageName": pkg, "version": version}}]}
+
+
+@pytest.fixture(scope="module")
+def widgets(tmp_path_factory) -> dict[str, Catalog]:
+    """Package widget: stable 1.0.0 -> 1.1.0 -> 1.2.0 -> 2.0.0; fast adds 2.1.0; no default on gadget."""
+    root: Path = tmp_path_factory.mktemp("catalogs") / "extra"
+    write_docs(root, "widget.yaml",
+               {"schema": "olm.package", "name": "widget", "defaultChannel": "stable"},
+               {"schema": "olm.channel", "package": "widget", "name": "stable", "entries": [
+                   {"name": "widget.v1.0.0"},
+                   {"name": "widget.v1.1.0", "replaces": "widget.v1.0.0"},
+                   {"name": "widget.v1.2.0", "replaces": "widget.v1.1.0"},
+                   {"name": "widget.v2.0.0", "replaces": "widget.v1.2.0"}]},
+               {"schema": "olm.channel", "package": "widget", "name": "fast", "entries": [
+                   {"name": "widget.v2.0.0"},
+                   {"name": "widget.v2.1.0", "replaces": "widget.v2.0.0"}]},
+               *[_bundle(f"widget.v{v}", v) for v in ("1.0.0", "1.1.0", "1.2.0", "2.0.0", "2.1.0")])
+    write_docs(root, "gadget.yaml",
+               {"schema": "olm.package", "name": "gadget"},
+               {"schema": "olm.channel", "package": "gadget", "name": "alpha",
+                "entries": [{"name": "gadget.v0.1.0"}]},
+               _bundle("gadget.v0.1.0", "0.1.0", "gadget"))
+    return {"extra": load_catalog("extra", root, "catalogs/extra")}
+
+
+def test_example_resolves_to_channel_head(example):
+    sel = resolve_one(op(version=">=1.0.0 <2.0.0"), example)
+    assert (sel.bundle_name, sel.version, sel.image) == ("plumbus.v1.1.0", "1.1.0", "file://bundles/plumbus/1.1.0")
+    assert (sel.package, sel.catalog, sel.channel) == ("plumbus", "community", "stable")
+    assert sel.operator.name == "plumbus"
+
+
+def test_head_without_version(widgets):
+    sel = resolve_one(op(catalog="extra", package="widget"), widgets)
+    assert sel.bundle_name == "widget.v2.0.0"
+
+
+def test_version_range_picks_newest_satisfying(widgets):
+    sel = resolve_one(op(catalog="extra", package="widget", version="<2.0.0"), widgets)
+    assert (sel.bundle_name, sel.version) == ("widget.v1.2.0", "1.2.0")
+    sel = resolve_one(op(catalog="extra", package="widget", version="~1.1"), widgets)
+    assert sel.bundle_name == "widget.v1.1.0"
+
+
+def test_exact_version_pins(example):
+    sel = resolve_one(op(version="1.0.0"), example)
+    assert (sel.bundle_name, sel.image) == ("plumbus.v1.0.0", "file://bundles/plumbus/1.0.0")
+
+
+def test_default_channel_used_when_channel_omitted(widgets):
+    sel = resolve_one(op(catalog="extra", package="widget", channel=None), widgets)
+    assert (sel.channel, sel.bundle_name) == ("stable", "widget.v2.0.0")
+
+
+def test_other_channel(widgets):
+    sel = resolve_one(op(catalog="extra", package="widget", channel="fast"), widgets)
+    assert (sel.channel, sel.bundle_name) == ("fast", "widget.v2.1.0")
+
+
+def test_each_operator_resolved_in_order(widgets, example):
+    catalogs = {**widgets, **example}
+    decls = (op("a", catalog="extra", package="widget", version="1.x"), op("b"))
+    sels = ChannelHeadResolver().resolve(decls, catalogs, None).selections
+    assert [(s.operator.name, s.bundle_name) for s in sels] == [("a", "widget.v1.2.0"), ("b", "plumbus.v1.1.0")]
+
+
+def test_unknown_catalog_lists_catalogs(example, widgets):
+    err = resolve_error(op(catalog="certified"), {**example, **widgets})
+    assert err.message == "catalog 'certified' not found"
+    assert "community, extra" in err.hint and "catalogs/" in err.hint
+
+
+def test_unknown_catalog_when_there_are_none():
+    err = resolve_error(op(), {})
+    assert "catalogs in this repository: none" in err.hint
+
+
+def test_unknown_package_lists_packages(widgets):
+    err = resolve_error(op(catalog="extra", package="gizmo"), widgets)
+    assert err.message == "package 'gizmo' not found in catalog 'extra'"
+    assert err.hint == "packages in extra: gadget, widget"
+
+
+def test_unknown_channel_lists_channels(widgets):
+    err = resolve_error(op(catalog="extra", package="widget", channel="beta"), widgets)
+    assert err.message == "channel 'beta' not found in package 'widget' of catalog 'extra'"
+    assert err.hint == "channels: fast, stable"
+
+
+def test_no_default_channel_and_none_given(widgets):
+    err = resolve_error(op(catalog="extra", package="gadget", channel=None), widgets)
+    assert err.message == "package 'gadget' has no default channel; set spec.catalog.channel"
+
+
+def test_no_satisfying_version_lists_channel(widgets):
+    err = resolve_error(op(catalog="extra", package="widget", version=">=3.0.0"), widgets)
+    assert err.message == "no bundle in channel 'stable' of package 'widget' satisfies version >=3.0.0"
+    assert err.hint == ("the channel has: widget.v2.0.0 (2.0.0), widget.v1.2.0 (1.2.0), widget.v1.1.0 (1.1.0), "
+                        "widget.v1.0.0 (1.0.0)")
+
+
+def test_entrypoint_selects_that_bundle(example):
+    sel = resolve_one(op(api="v2alpha1", entrypoint="plumbus.v1.0.0"), example)
+    assert (sel.bundle_name, sel.version, sel.channel) == ("plumbus.v1.0.0", "1.0.0", "stable")
+
+
+def test_entrypoint_not_in_channel(example):
+    err = resolve_error(op(api="v2alpha1", entrypoint="plumbus.v9.0.0"), example)
+    assert err.message == "no bundle in channel 'stable' of package 'plumbus' satisfies entrypoint plumbus.v9.0.0"
+    assert "plumbus.v1.1.0 (1.1.0), plumbus.v1.0.0 (1.0.0)" in err.hint
+
+
+def test_entrypoint_and_version_must_both_hold(example):
+    err = resolve_error(op(api="v2alpha1", entrypoint="plumbus.v1.0.0", version=">=1.1.0"), example)
+    assert "satisfies version >=1.1.0" in err.message
+
+
+def test_v2alpha1_default_channel(example):
+    sel = resolve_one(op(api="v2alpha1", channel=None), example)
+    assert (sel.channel, sel.bundle_name) == ("stable", "plumbus.v1.1.0")
+
+
+def test_direct_bundle_needs_no_catalog():
+    decl = op(bundle={"name": "plumbus.v1.0.0", "spec": {"refs": ["file://bundles/plumbus/1.0.0"]}})
+    sel = resolve_one(decl, {})
+    assert (sel.bundle_name, sel.image) == ("plumbus.v1.0.0", "file://bundles/plumbus/1.0.0")
+    assert (sel.package, sel.version, sel.catalog, sel.channel) == ("", "", "", "")

@@ -1,0 +1,163 @@
+"""reconciler.yamlio: the one YAML/JSON reader and writer."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler import yamlio
+from reconciler.errors import InputError
+
+
+def test_timestamps_stay_strings():
+    docs = yamlio.load_all("created: 2019-09-16T22:26:29Z\nday: 2024-01-31\nquoted: '2024-01-31'\n", "t.yaml")
+    assert docs == [{"created": "2019-09-16T22:26:29Z", "day": "2024-01-31", "quoted": "2024-01-31"}]
+
+
+def test_other_scalars_keep_their_types():
+    doc = yamlio.load_one("i: 3\nf: 1.5\nb: true\nn: null\ns: text\n", "t.yaml")
+    assert doc == {"i": 3, "f": 1.5, "b": True, "n": None, "s": "text"}
+
+
+def test_last_duplicate_key_wins():
+    text = "spec:\n  version: '2.0.0'\n  version: '>2.0.0 <3.0.0'\n  channel: a\n  channel: b\n"
+    assert yamlio.load_one(text, "dup.yaml") == {"spec": {"version": ">2.0.0 <3.0.0", "channel": "b"}}
+
+
+def test_multi_document_stream_drops_empty_documents():
+    text = "---\na: 1\n---\n---\n# only a comment\n---\nb: 2\n...\n"
+    assert yamlio.load_all(text, "multi.yaml") == [{"a": 1}, {"b": 2}]
+
+
+def test_json_stream_of_concatenated_objects():
+    text = '{"schema": "olm.package", "name": "a"}\n{"schema": "olm.channel",\n "name": "stable"}  {"x": [1, 2]}\n'
+    assert yamlio.load_all(text, "catalog.json") == [
+        {"schema": "olm.package", "name": "a"}, {"schema": "olm.channel", "name": "stable"}, {"x": [1, 2]}]
+
+
+def test_json_document_with_duplicate_keys_last_wins():
+    assert yamlio.load_all('{"a": 1, "a": 2}', "d.json") == [{"a": 2}]
+
+
+def test_flow_yaml_that_is_not_json_falls_back_to_yaml():
+    assert yamlio.load_all("{a: 1, b: [x, y]}\n", "flow.yaml") == [{"a": 1, "b": ["x", "y"]}]
+
+
+def test_invalid_yaml_names_file_and_line():
+    text = "apiVersion: v1\nkind: Operator\nmetadata:\n  name: [unclosed\n  other: x\n"
+    with pytest.raises(InputError) as err:
+        yamlio.load_all(text, "operators/broken.yaml")
+    rendered = err.value.render()
+    assert err.value.path == "operators/broken.yaml"
+    assert rendered.startswith("operators/broken.yaml: invalid YAML (line ")
+    assert "line 5" in rendered or "line 6" in rendered
+    assert "hint: fix the YAML syntax" in rendered
+
+
+def test_invalid_yaml_bad_indentation_line_number():
+    with pytest.raises(InputError) as err:
+        yamlio.load_all("a: 1\nb: 2\n  c: 3\n", "x.yaml")
+    assert "(line 3, column" in err.value.message
+
+
+def test_load_one_rejects_several_documents():
+    with pytest.raises(InputError, match="expected exactly one YAML document, found 2") as err:
+        yamlio.load_one("a: 1\n---\nb: 2\n", "settings.yaml")
+    assert err.value.path == "settings.yaml"
+
+
+def _billion_laughs(levels: int = 9, width: int = 9) -> str:
+    text = "l0: &l0 [" + ", ".join(['"lol"'] * width) + "]\n"
+    for i in range(1, levels + 1):
+        text += f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * width) + "]\n"
+    return text
+
+
+def test_billion_laughs_is_refused():
+    # Only 81 aliases, but 9**10 nodes once expanded: a consumer that walks
+    # or re-serialises the result would never finish.
+    with pytest.raises(InputError) as err:
+        yamlio.load_all(_billion_laughs(), "bomb.yaml")
+    assert err.value.path == "bomb.yaml"
+    assert "alias" in err.value.message and "bomb" in err.value.message
+
+
+def test_many_aliases_are_refused():
+    text = "a: &a x\nb: [" + ", ".join(["*a"] * (yamlio.MAX_ALIASES + 1)) + "]\n"
+    with pytest.raises(InputError, match="possible alias bomb") as err:
+        yamlio.load_all(text, "aliases.yaml")
+    assert err.value.path == "aliases.yaml"
+
+
+def test_self_referencing_alias_is_refused():
+    with pytest.raises(InputError, match="alias") as err:
+        yamlio.load_all("a: &a [1, *a]\n", "cycle.yaml")
+    assert err.value.path == "cycle.yaml"
+
+
+def test_modest_anchor_reuse_is_accepted():
+    text = ("defaults: &defaults {cpu: 10m, memory: 64Mi}\n"
+            "a: *defaults\nb: *defaults\nc: {<<: *defaults, cpu: 20m}\n")
+    doc = yamlio.load_one(text, "anchors.yaml")
+    assert doc["a"] == doc["b"] == {"cpu": "10m", "memory": "64Mi"}
+    assert doc["c"] == {"cpu": "20m", "memory": "64Mi"}
+
+
+def test_oversized_text_is_refused(monkeypatch):
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 100)
+    assert yamlio.load_all("a: " + "x" * 90, "small.yaml") == [{"a": "x" * 90}]
+    with pytest.raises(InputError, match="larger than 100 bytes") as err:
+        yamlio.load_all("a: " + "x" * 100, "big.yaml")
+    assert err.value.path == "big.yaml"
+
+
+def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 100)
+    path = tmp_path / "big.yaml"
+    path.write_text("a: " + "x" * 200)
+    with pytest.raises(InputError, match="over the 100-byte limit") as err:
+        yamlio.read_all(path, "catalogs/big.yaml")
+    assert err.value.path == "catalogs/big.yaml"
+
+
+def test_read_all_reports_display_name(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("a: [\n")
+    with pytest.raises(InputError) as err:
+        yamlio.read_all(path, "operators/x.yaml")
+    assert err.value.render().startswith("operators/x.yaml: invalid YAML (line 2")
+
+
+def test_read_all_missing_file_and_non_utf8(tmp_path):
+    with pytest.raises(InputError, match="cannot read file") as err:
+        yamlio.read_all(tmp_path / "missing.yaml", "missing.yaml")
+    assert err.value.path == "missing.yaml"
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        yamlio.read_all(bad, "latin1.yaml")
+    assert err.value.path == "latin1.yaml"
+
+
+def test_dump_is_deterministic_across_insertion_order():
+    a = {"kind": "Lock", "apiVersion": "v1", "bundles": [{"z": 1, "a": {"y": 2, "b": 3}}]}
+    b = {"bundles": [{"a": {"b": 3, "y": 2}, "z": 1}], "apiVersion": "v1", "kind": "Lock"}
+    assert yamlio.dump(a).encode() == yamlio.dump(b).encode()
+    assert yamlio.dump(a) == "apiVersion: v1\nbundles:\n- a:\n    b: 3\n    y: 2\n  z: 1\nkind: Lock\n"
+
+
+def test_dump_writes_no_aliases_and_round_trips():
+    shared = {"k": "v"}
+    obj = {"a": shared, "b": shared, "when": "2019-09-16T22:26:29Z", "name": "caf\u00e9"}
+    text = yamlio.dump(obj)
+    assert "&" not in text and "*" not in text
+    assert "caf\u00e9" in text
+    assert yamlio.load_one(text, "rt.yaml") == obj
+
+
+def test_dump_json_is_sorted_and_newline_terminated():
+    assert yamlio.dump_json({"b": 1, "a": [2]}) == '{\n  "a": [\n    2\n  ],\n  "b": 1\n}\n'
+
+
+def test_dump_all_round_trips_documents():
+    docs = [{"kind": "A", "x": 1}, {"kind": "B"}]
+    assert yamlio.load_all(yamlio.dump_all(docs), "all.yaml") == docs
