@@ -7,6 +7,7 @@ together, so the CLI and the in-cluster loop run exactly the same steps.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -15,18 +16,20 @@ from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
 from reconciler.cluster.apply import DesiredOperator, SyncResult, sync
 from reconciler.cluster.kube import Kube
-from reconciler.errors import ResolutionError
+from reconciler.bundle import source as bundle_source
+from reconciler.cluster import status as status_objects
+from reconciler.errors import LockfileError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest, ownership_labels
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.resolve import ChannelHeadResolver, Resolution, Resolver, Selection
+from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver, Selection
 
 
 @dataclass(frozen=True)
 class Installed:
-    """One Operator after resolution and conversion."""
+    """One Operator, Input or dependency after resolution and conversion."""
 
     selection: Selection
     bundle: RenderedBundle
@@ -40,6 +43,7 @@ class Outcome:
     lockfile: Lockfile
     lock_written: bool
     sync: SyncResult
+    resolution: Resolution | None = None
 
 
 def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
@@ -53,24 +57,108 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
     return out
 
 
-def resolve(snapshot: RepoSnapshot, resolver: Resolver | None = None) -> tuple[Resolution, Mapping[str, Catalog]]:
+def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, LockEntry]:
+    """What is installed, per owner: the lockfile, completed by the cluster's status objects."""
+    installed = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    if kube is not None:
+        for name, rec in status_objects.read_all(kube).items():
+            b = rec.status.get("bundle") or {}
+            if name not in installed and b.get("name"):
+                installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
+                                            version=b.get("version", ""), catalog=b.get("catalog", ""),
+                                            channel=b.get("channel", ""), source=b.get("source", ""),
+                                            digest=b.get("digest", ""))
+    return installed
+
+
+def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
+    if kube is not None:
+        return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
+    return snapshot.settings.kubernetes_version
+
+
+def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None) -> Resolution:
     catalogs = load_catalogs(snapshot, snapshot.operators)
-    resolution = (resolver or ChannelHeadResolver()).resolve(snapshot.operators, catalogs, snapshot.lock)
-    return resolution, catalogs
+    request = ResolutionRequest(snapshot.operators, catalogs, installed_state(snapshot, kube),
+                                snapshot.input_classes, kubernetes_version(snapshot, kube))
+    return (resolver or SatResolver()).resolve(request)
 
 
-def convert(snapshot: RepoSnapshot, resolution: Resolution) -> tuple[Installed, ...]:
+def plan_lock(snapshot: RepoSnapshot, resolution: Resolution) -> Lockfile:
+    """The lockfile a resolution implies, before any bundle is converted.
+
+    Digests come from the previous lock when the bundle is unchanged, from a
+    digest-pinned reference, or from a local bundle directory; other sources
+    get theirs when the bundle is fetched. Owners held by a dry-run class keep
+    their previous entry: what is installed for them does not change.
+    """
+    previous = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    entries = []
+    for sel in resolution.selections:
+        if not sel.apply:
+            if sel.owner in previous:
+                entries.append(previous[sel.owner])
+            continue
+        old = previous.get(sel.owner)
+        digest = ""
+        if old and (old.name, old.source) == (sel.bundle_name, sel.image):
+            digest = old.digest
+        elif "@sha256:" in sel.image:
+            digest = "sha256:" + sel.image.rsplit("@sha256:", 1)[1]
+        elif sel.image.startswith(bundle_source.FILE_SCHEME):
+            digest = bundle_source.fetch(sel.image, snapshot.root).digest
+        entries.append(LockEntry(operator=sel.owner, package=sel.package, name=sel.bundle_name,
+                                 version=sel.version, catalog=sel.catalog, channel=sel.channel, source=sel.image,
+                                 digest=digest, required_by=",".join(sel.required_by)))
+    return Lockfile(tuple(sorted(entries)))
+
+
+def check_locked(snapshot: RepoSnapshot, planned: Lockfile) -> None:
+    """Refuse a stale lockfile, as `npm ci` does: the resolution must be exactly what is locked."""
+    locked = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    fresh = {e.operator: e for e in planned.entries}
+    problems = []
+    for owner in sorted(set(locked) | set(fresh)):
+        old, new = locked.get(owner), fresh.get(owner)
+        if old is None:
+            problems.append(f"{owner}: resolves to {new.name} but is not in the lockfile")
+        elif new is None:
+            problems.append(f"{owner}: locked to {old.name} but no longer declared")
+        else:
+            fields = [f for f in ("package", "name", "version", "catalog", "channel", "source")
+                      if getattr(old, f) != getattr(new, f)]
+            if old.digest and new.digest and old.digest != new.digest:
+                fields.append("digest")
+            if fields:
+                problems.append(f"{owner}: locked to {old.name}, resolves to {new.name} "
+                                f"(differs in {', '.join(fields)})")
+    if problems:
+        raise LockfileError("the lockfile is stale:\n  " + "\n  ".join(problems),
+                            path=snapshot.lock_path.name,
+                            hint="run `reconciler resolve` (or reconcile without --locked) and commit olm.lock")
+
+
+def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile) -> tuple[Installed, ...]:
+    """Fetch and convert every bundle to apply; a locked digest must match the fetched content."""
+    planned = {e.operator: e for e in lock.entries}
     installs = []
     for sel in resolution.selections:
-        op = sel.operator
-        bundle = render(sel.image, snapshot.root, op.install, snapshot.settings.default_install_namespace)
+        if not sel.apply:
+            continue
+        bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace)
         if sel.package and bundle.package and bundle.package != sel.package:
             raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
-                                  f"annotations say package {bundle.package!r}", path=str(op.origin),
-                                  obj=f"Operator {op.name}")
-        lock = LockEntry(operator=op.name, package=sel.package or bundle.package, name=sel.bundle_name,
-                         version=sel.version or bundle.version, catalog=sel.catalog, channel=sel.channel,
-                         source=sel.image, digest=bundle.digest, mediatype=bundle.mediatype)
+                                  f"annotations say package {bundle.package!r}", path=sel.origin,
+                                  obj=f"{sel.kind} {sel.owner}")
+        entry = planned[sel.owner]
+        if entry.digest and entry.digest != bundle.digest:
+            raise LockfileError(f"the content of {sel.image} changed: locked {entry.digest}, fetched "
+                                f"{bundle.digest}", path=snapshot.lock_path.name, obj=f"{sel.kind} {sel.owner}",
+                                hint="bundles are immutable; publish a new version, or re-resolve if the "
+                                     "change is intended")
+        lock = dataclasses.replace(entry, package=entry.package or bundle.package,
+                                   version=entry.version or bundle.version, digest=bundle.digest,
+                                   mediatype=bundle.mediatype)
         installs.append(Installed(sel, bundle, lock))
     return tuple(installs)
 
@@ -78,18 +166,21 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution) -> tuple[Installed, 
 def desired_state(installs: tuple[Installed, ...]) -> list[DesiredOperator]:
     out = []
     for inst in installs:
-        op = inst.selection.operator
-        objects = tuple(_stamp(obj, op.name) for obj in inst.bundle.objects)
-        spec = {"source": {"path": op.origin.path}, "package": inst.lock.package}
-        if op.catalog:
-            spec["catalog"] = {"name": op.catalog.name, "package": op.catalog.package,
-                               "channel": op.catalog.channel or ""}
-        if op.version:
-            spec["version"] = str(op.version)
+        sel = inst.selection
+        decl = sel.declaration
+        objects = tuple(_stamp(obj, sel.owner) for obj in inst.bundle.objects)
+        spec: dict = {"source": {"path": sel.origin}, "kind": sel.kind, "package": inst.lock.package}
+        if decl is not None and decl.catalog:
+            spec["catalog"] = {"name": decl.catalog.name, "package": decl.catalog.package,
+                               "channel": decl.catalog.channel or ""}
+        if decl is not None and decl.version:
+            spec["version"] = str(decl.version)
+        if sel.required_by:
+            spec["requiredBy"] = list(sel.required_by)
         bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
                                                      "source", "digest")}
         bundle["namespace"] = inst.bundle.namespace
-        out.append(DesiredOperator(op.name, objects, (inst.bundle.namespace,), spec, bundle))
+        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle))
     return out
 
 
@@ -112,12 +203,48 @@ def write_lock(snapshot: RepoSnapshot, lockfile: Lockfile) -> bool:
     return True
 
 
-def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None) -> Outcome:
+@dataclass(frozen=True)
+class Prepared:
+    """Everything read, resolved and converted, before anything is written: what the loop keeps as last good."""
+
+    snapshot: RepoSnapshot
+    installs: tuple[Installed, ...]
+    lockfile: Lockfile
+    resolution: Resolution
+    held: frozenset[str] = frozenset()   # owners whose input class only reports (dry-run): left untouched
+
+
+def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
+            kube: Kube | None = None, locked: bool = False) -> Prepared:
+    """Read, resolve and convert; nothing is written. ``kube`` is only read (installed state, version).
+
+    ``revision`` names the commit when the tree is not a git working copy;
+    ``locked`` refuses a lockfile that the resolution does not reproduce.
+    """
     snapshot = read_repository(repo)
-    resolution, _ = resolve(snapshot, resolver)
-    installs = convert(snapshot, resolution)
-    lockfile = Lockfile(tuple(sorted(i.lock for i in installs)))
-    written = write_lock(snapshot, lockfile)
-    result = sync(kube, desired_state(installs), dry_run=dry_run,
-                  allow_empty=snapshot.settings.allow_empty, revision=snapshot.revision)
-    return Outcome(snapshot, installs, lockfile, written, result)
+    if revision is not None:
+        snapshot = dataclasses.replace(snapshot, revision=revision)
+    resolution = resolve(snapshot, kube, resolver)
+    planned = plan_lock(snapshot, resolution)
+    if locked:
+        check_locked(snapshot, planned)
+    installs = convert(snapshot, resolution, planned)
+    converted = {i.lock.operator: i.lock for i in installs}
+    lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
+    held = frozenset(s.owner for s in resolution.selections if not s.apply)
+    return Prepared(snapshot, installs, lockfile, resolution, held)
+
+
+def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True) -> Outcome:
+    """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync."""
+    snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
+    written = write_lock(snapshot, lockfile) if write_lockfile else False
+    result = sync(kube, desired_state(installs), dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
+                  revision=snapshot.revision, held=prepared.held)
+    return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution)
+
+
+def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,
+              locked: bool = False) -> Outcome:
+    prepared = prepare(repo, resolver, kube=kube, locked=locked)
+    return apply(prepared, kube, dry_run=dry_run, write_lockfile=not locked)

@@ -100,7 +100,8 @@ def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
 
 
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
-         revision: str | None) -> SyncResult:
+         revision: str | None, held: frozenset[str] = frozenset()) -> SyncResult:
+    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned)."""
     result = SyncResult()
     _check_unique(desired)
     if kube is None:
@@ -113,7 +114,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 result.changes.append(Change(op.name, ObjectRef.of(obj), Action.CREATED))
         return result
 
-    recorded = status_objects.read_all(kube)
+    recorded = {k: v for k, v in status_objects.read_all(kube).items() if k not in held}
     if not desired and recorded and not allow_empty:
         raise PolicyError(f"the repository declares no Operators, but {len(recorded)} are installed "
                           f"({', '.join(sorted(recorded))}); refusing to uninstall everything",

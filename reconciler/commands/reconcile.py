@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--dry-run", action="store_true",
                      help="do everything except write to the cluster: server-side dry-run when a cluster is "
                           "configured, else compare against an empty cluster (olm.lock is still written)")
+    rec.add_argument("--locked", action="store_true",
+                     help="refuse to run when olm.lock is stale (the resolution differs from it, or a bundle's "
+                          "content no longer matches its digest), like `npm ci`; never writes olm.lock")
     add_cluster_args(rec)
     rec.add_argument("--show-unchanged", action="store_true", help="also list objects that need no change")
     rec.set_defaults(run=run)
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                            hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
-    outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run)
+    outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked)
     print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                   show_unchanged=args.show_unchanged)
     return EXIT_CHANGES if outcome.sync.changed else EXIT_OK
@@ -54,13 +57,25 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
                   show_unchanged: bool = False) -> None:
     snap = outcome.snapshot
     print(f"Repository {snap.root} at {snap.revision or 'an unversioned tree (not a git repository)'}", file=out)
-    if not outcome.installs:
+    resolution = outcome.resolution
+    selections = resolution.selections if resolution else tuple(i.selection for i in outcome.installs)
+    if not selections:
         print("No Operators declared.", file=out)
-    for inst in outcome.installs:
-        lock, sel = inst.lock, inst.selection
-        origin = f"catalog {lock.catalog}, channel {lock.channel}" if lock.catalog else f"bundle {lock.source}"
-        print(f"  Operator {sel.operator.name}: {lock.name} (package {lock.package}, version {lock.version}) "
-              f"from {origin} -> namespace {inst.bundle.namespace}", file=out)
+    namespaces = {i.selection.owner: i.bundle.namespace for i in outcome.installs}
+    for sel in selections:
+        origin = f"catalog {sel.catalog}, channel {sel.channel}" if sel.catalog else f"bundle {sel.image}"
+        line = (f"  {sel.kind} {sel.owner}: {sel.bundle_name} (package {sel.package or '?'}, "
+                f"version {sel.version or '?'}) from {origin}")
+        if sel.owner in namespaces:
+            line += f" -> namespace {namespaces[sel.owner]}"
+        if sel.required_by:
+            line += f" [required by {', '.join(sel.required_by)}]"
+        if not sel.apply:
+            line += " [input class only reports: not applied]"
+        print(line, file=out)
+    for upd in resolution.updates if resolution else ():
+        print(f"  update available for {upd.operator} outside its declaration: channel {upd.channel}: "
+              f"{', '.join(upd.options)}", file=out)
     print(f"Lockfile {snap.lock_path.name}: {'written' if outcome.lock_written else 'unchanged'}", file=out)
     target = f"server-side dry-run against {server}" if dry_run and server else (
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.errors import DeclarationError, InputError
-from reconciler.model.kube import is_dns1123_label
+from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
 
 OPERATOR_API_VERSIONS = ("operators.coreos.com/v1", "operators.coreos.com/v2alpha1")
+INPUT_API_VERSIONS = ("deppy.io/v1", "depster.io/v1")
 DEFAULT_INPUT_CLASS = "subscription"
 
 
@@ -74,8 +75,11 @@ class InstallSettings:
 
 @dataclass(frozen=True)
 class OperatorDecl:
+    """An ``Operator`` or an ``Input``: something the resolver must satisfy with one bundle."""
+
     name: str
     origin: Origin
+    kind: str = "Operator"
     input_class: str = DEFAULT_INPUT_CLASS
     catalog: CatalogSelector | None = None
     version: VersionRange | None = None
@@ -87,6 +91,41 @@ class OperatorDecl:
     @property
     def package(self) -> str | None:
         return self.catalog.package if self.catalog else None
+
+
+@dataclass(frozen=True)
+class InputClass:
+    """How an Operator or Input is resolved and applied (seed: the Deppy InputClass).
+
+    * ``force``: install the best match directly; no dependency resolution and
+      no upgrade-edge rule.
+    * ``dry_run``: resolve and report, never apply (and leave what is installed alone).
+    * ``minimal_version``: dependencies at the lowest satisfying version.
+    * ``next_kube_minor``: resolve as if the cluster ran the next Kubernetes minor.
+    * ``constraints``: class-level constraints such as ``minKubeVersion``.
+    """
+
+    name: str
+    force: bool = False
+    dry_run: bool = False
+    minimal_version: bool = False
+    next_kube_minor: bool = False
+    constraints: tuple[Constraint, ...] = ()
+    origin: Origin | None = None
+
+
+_SEED_CLASS_CONSTRAINTS = (Constraint("minKubeVersion", ">= 1.20"), Constraint("minOCPVersion", ">= 4.7"))
+BUILTIN_INPUT_CLASSES = {
+    c.name: c for c in (
+        InputClass("subscription", constraints=_SEED_CLASS_CONSTRAINTS),
+        InputClass("force", force=True, constraints=_SEED_CLASS_CONSTRAINTS),
+        InputClass("minimal-version", minimal_version=True, constraints=_SEED_CLASS_CONSTRAINTS[:1]),
+        InputClass("dry-run", dry_run=True, constraints=_SEED_CLASS_CONSTRAINTS),
+        InputClass("dry-run-next", dry_run=True, next_kube_minor=True,
+                   constraints=(Constraint("minKubeVersion", ">= 1.21"), Constraint("minOCPVersion", ">= 4.8"))),
+    )
+}
+CLASS_CONSTRAINT_TYPES = ("minKubeVersion", "minOCPVersion")
 
 
 class _Reader:
@@ -216,12 +255,21 @@ def _version(spec: _Reader, raw: Any) -> VersionRange | None:
         raise spec.fail(f"spec.version: {exc.message}", hint=exc.hint) from None
 
 
-def _constraints(spec: _Reader) -> tuple[Constraint, ...]:
+def _constraints(spec: _Reader, validate: bool = True) -> tuple[Constraint, ...]:
+    """The constraint list; each is parsed once here so a bad one is reported with its file."""
+    from reconciler.model.constraints import parse_constraint
+
     raw = spec.get("constraints", list) or []
     out = []
     for i, item in enumerate(raw):
+        where = f"{spec.where}.constraints[{i}]"
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            raise spec.fail(f"spec.constraints[{i}] must be a mapping with a string 'type'")
+            raise spec.fail(f"{where} must be a mapping with a string 'type'")
+        if validate:
+            try:
+                parse_constraint(item["type"], item.get("value"), where)
+            except InputError as exc:
+                raise spec.fail(exc.message, hint=exc.hint) from None
         out.append(Constraint(item["type"], item.get("value")))
     return tuple(out)
 
@@ -244,7 +292,70 @@ def _install(spec: _Reader) -> InstallSettings:
     return InstallSettings(namespace=ns, target_namespaces=targets)
 
 
+def parse_input(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
+    """A Deppy ``Input``: a name, an input class and a constraint list (an ``olm.catalog`` one becomes ``catalog``)."""
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not is_dns1123_label(name):
+        raise DeclarationError("Input needs a metadata.name that is a DNS-1123 label", path=str(origin))
+    spec = _Reader(doc.get("spec") or {}, "spec", f"Input {name}", origin)
+    input_class = spec.get("inputClass", str) or DEFAULT_INPUT_CLASS
+    constraints = _constraints(spec)
+    if not constraints:
+        raise spec.fail("spec.constraints must list at least one constraint")
+    catalog = None
+    rest = []
+    for c in constraints:
+        if c.type == "olm.catalog" and catalog is None and isinstance(c.value, dict) and c.value.get("package"):
+            catalog = CatalogSelector(name=str(c.value.get("name", "")), package=str(c.value["package"]),
+                                      channel=c.value.get("channel"), namespace=c.value.get("namespace"))
+        else:
+            rest.append(c)
+    decl = OperatorDecl(name=name, origin=origin, kind="Input", input_class=input_class, catalog=catalog,
+                        constraints=tuple(rest), install=_install(spec))
+    spec.seen.add("status")
+    spec.done()
+    return decl
+
+
+def parse_input_class(doc: dict[str, Any], origin: Origin) -> InputClass:
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not is_dns1123_subdomain(name):
+        raise DeclarationError("InputClass needs a metadata.name", path=str(origin))
+    if name in BUILTIN_INPUT_CLASSES:
+        raise DeclarationError(f"InputClass {name} is built in and cannot be redefined", path=str(origin),
+                               hint="choose another name")
+    params = _Reader(doc.get("parameters") or {}, "parameters", f"InputClass {name}", origin)
+    flags = {}
+    for key in ("force", "dryRun", "minimalVersion", "nextKubeMinor", "generateInputsForDependencies", "trace"):
+        flags[key] = bool(params.get(key, bool))
+    constraints = _constraints(params, validate=False)
+    for c in constraints:
+        if c.type not in CLASS_CONSTRAINT_TYPES:
+            raise params.fail(f"InputClass constraint type {c.type!r} is not supported",
+                              hint=f"supported: {', '.join(CLASS_CONSTRAINT_TYPES)}")
+        _class_range(params, c)
+    params.done()
+    return InputClass(name=name, force=flags["force"], dry_run=flags["dryRun"],
+                      minimal_version=flags["minimalVersion"], next_kube_minor=flags["nextKubeMinor"],
+                      constraints=constraints, origin=origin)
+
+
+def _class_range(reader: _Reader, c: Constraint) -> VersionRange:
+    try:
+        return class_range(c)
+    except InputError as exc:
+        raise reader.fail(f"{c.type}: {exc.message}") from None
+
+
+def class_range(c: Constraint) -> VersionRange:
+    """The version range of a class constraint such as ``minKubeVersion: >= 1.20`` (partial versions allowed)."""
+    return VersionRange.parse(str(c.value))
+
+
 __all__ = [
     "OPERATOR_API_VERSIONS", "CatalogSelector", "Constraint", "DirectBundle", "InstallSettings",
-    "OperatorDecl", "Origin", "parse_operator"
+    "OperatorDecl", "Origin", "parse_operator", "InputClass", "BUILTIN_INPUT_CLASSES", "parse_input",
+    "parse_input_class", "class_range", "INPUT_API_VERSIONS",
 ]

@@ -28,6 +28,7 @@ class LockEntry:
     source: str
     digest: str
     mediatype: str = "registry+v1"
+    required_by: str = ""      # for a dependency: the declarations that need it, comma-separated
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Lockfile:
         doc = {
             "apiVersion": LOCK_API_VERSION,
             "kind": LOCK_KIND,
-            "bundles": [asdict(e) for e in sorted(self.entries)],
+            "bundles": [{k: v for k, v in asdict(e).items() if v or k != "required_by"}
+                        for e in sorted(self.entries)],
         }
         return _HEADER + yamlio.dump(doc)
 

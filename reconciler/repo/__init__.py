@@ -21,14 +21,17 @@ from typing import Any
 
 from reconciler import yamlio
 from reconciler.errors import DeclarationError, InputError
-from reconciler.model.declarations import OPERATOR_API_VERSIONS, OperatorDecl, Origin, parse_operator
+from reconciler.model.declarations import (
+    BUILTIN_INPUT_CLASSES, INPUT_API_VERSIONS, OPERATOR_API_VERSIONS, InputClass, OperatorDecl, Origin,
+    parse_input, parse_input_class, parse_operator,
+)
+from reconciler.model.semver_range import parse_version
 from reconciler.model.kube import is_dns1123_label
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
 
 SETTINGS_FILE = "reconciler.yaml"
 CATALOGS_DIR = "catalogs"
 BUNDLES_DIR = "bundles"
-_DEPPY_API_VERSIONS = ("deppy.io/v1", "depster.io/v1")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Settings:
 
     default_install_namespace: str = "operators"
     allow_empty: bool = False
+    kubernetes_version: str | None = None
     ignore: tuple[str, ...] = ()
     catalogs: dict[str, CatalogSettings] = field(default_factory=dict)
 
@@ -54,6 +58,7 @@ class RepoSnapshot:
     operators: tuple[OperatorDecl, ...]
     catalog_dirs: dict[str, Path]
     lock: Lockfile | None
+    input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
 
     @property
     def lock_path(self) -> Path:
@@ -69,9 +74,9 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     lock = None
     if (top / LOCK_FILENAME).is_file():
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
-    operators = _read_declarations(top, settings)
+    operators, classes = _read_declarations(top, settings)
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
-                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock)
+                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes)
 
 
 def _read_settings(top: Path) -> Settings:
@@ -81,7 +86,7 @@ def _read_settings(top: Path) -> Settings:
     doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE)
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
-    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs"}
+    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -107,8 +112,14 @@ def _read_settings(top: Path) -> Settings:
         if not isinstance(prio, int) or isinstance(prio, bool):
             raise InputError(f"catalogs.{name}.priority must be an integer", path=SETTINGS_FILE)
         catalogs[name] = CatalogSettings(priority=prio)
+    kube_version = doc.get("kubernetesVersion")
+    if kube_version is not None:
+        try:
+            parse_version(str(kube_version))
+        except InputError as exc:
+            raise InputError(f"kubernetesVersion: {exc.message}", path=SETTINGS_FILE) from None
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
-                    catalogs=catalogs)
+                    catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None)
 
 
 def _catalog_dirs(top: Path) -> dict[str, Path]:
@@ -134,8 +145,9 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     return found
 
 
-def _read_declarations(top: Path, settings: Settings) -> tuple[OperatorDecl, ...]:
+def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDecl, ...], dict[str, InputClass]]:
     operators: dict[str, OperatorDecl] = {}
+    classes: dict[str, InputClass] = dict(BUILTIN_INPUT_CLASSES)
     for path in _declaration_files(top, settings):
         rel = path.relative_to(top).as_posix()
         for index, doc in enumerate(yamlio.read_all(path, rel)):
@@ -146,21 +158,34 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[OperatorDecl, ...
                                        hint=f"move the file out of the repository or list it under "
                                             f"'ignore:' in {SETTINGS_FILE}")
             api_version, kind = doc["apiVersion"], doc["kind"]
+            if kind == "InputClass" and api_version in INPUT_API_VERSIONS:
+                cls = parse_input_class(doc, origin)
+                if cls.name in classes:
+                    raise DeclarationError(f"InputClass {cls.name} is declared twice", path=str(origin),
+                                           hint=f"the other declaration is in {classes[cls.name].origin}")
+                classes[cls.name] = cls
+                continue
             if kind == "Operator" and api_version in OPERATOR_API_VERSIONS:
                 decl = parse_operator(doc, origin)
-                if decl.name in operators:
-                    raise DeclarationError(f"Operator {decl.name} is declared twice",
-                                           path=str(origin),
-                                           hint=f"the other declaration is in {operators[decl.name].origin}")
-                operators[decl.name] = decl
-            elif kind in ("Input", "InputClass") and api_version in _DEPPY_API_VERSIONS:
-                raise DeclarationError(f"{kind} declarations are not supported yet", path=str(origin),
-                                       hint="declare an Operator with spec.catalog and spec.version instead")
+            elif kind == "Input" and api_version in INPUT_API_VERSIONS:
+                decl = parse_input(doc, origin)
             else:
                 raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
-                                       hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}); "
+                                       hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}), "
+                                            f"Input and InputClass ({', '.join(INPUT_API_VERSIONS)}); "
                                             f"list other files under 'ignore:' in {SETTINGS_FILE}")
-    return tuple(operators[n] for n in sorted(operators))
+            if decl.name in operators:
+                other = operators[decl.name]
+                raise DeclarationError(f"{decl.kind} {decl.name} is declared twice", path=str(origin),
+                                       hint=f"{other.kind} {other.name} is also declared in {other.origin}; "
+                                            f"Operators and Inputs share one namespace of names")
+            operators[decl.name] = decl
+    for decl in operators.values():
+        if decl.input_class not in classes:
+            raise DeclarationError(f"input class {decl.input_class!r} does not exist", path=str(decl.origin),
+                                   obj=f"{decl.kind} {decl.name}",
+                                   hint=f"known classes: {', '.join(sorted(classes))}")
+    return tuple(operators[n] for n in sorted(operators)), classes
 
 
 def git_revision(path: Path) -> str | None:

@@ -1,59 +1,173 @@
-"""Resolution: declarations + catalogs (+ what is installed) -> one bundle per Operator.
+"""Resolution: declarations + catalogs + what is installed -> the exact bundles to install.
 
-Resolution reads catalog metadata only; it never fetches bundle content.
-``Resolver`` is the interface the pipeline calls; ``ChannelHeadResolver``
-picks, per Operator, the newest bundle of its channel that satisfies its
-version range, starting from the channel head.
+Reads catalog metadata only; never bundle content. ``SatResolver`` encodes
+the problem for python-sat (``sat.py``) with deppy's semantics and preference
+(``universe.py``): it picks a bundle for every Operator and Input, adds the
+bundles their dependencies need, explains an unsatisfiable problem as a
+minimal set of conflicting facts, and lists the updates an Operator could
+take only by changing its declaration.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
-from reconciler.errors import ResolutionError
-from reconciler.model.catalog import Bundle, Catalog, Channel
-from reconciler.model.declarations import OperatorDecl
-from reconciler.model.lock import Lockfile
+import semver
+
+from reconciler.errors import InputError, ResolutionError
+from reconciler.model.catalog import Catalog
+from reconciler.model.constraints import (
+    AllOf, CatalogIs, ChannelIs, NameIs, PackageIs, Predicate, VersionIn, parse_constraint,
+)
+from reconciler.model.declarations import (
+    BUILTIN_INPUT_CLASSES, InputClass, InstallSettings, OperatorDecl, class_range,
+)
+from reconciler.model.lock import LockEntry
+from reconciler.model.semver_range import VersionRange, parse_version
+from reconciler.resolve.sat import Problem, Requirement
+from reconciler.resolve.universe import Candidate, Universe, own_order, successors
+
+__all__ = ["Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable", "Update",
+           "UNSATISFIABLE"]
+
+UNSATISFIABLE = "the declarations cannot all be satisfied"
+
+
+class Unsatisfiable(ResolutionError):
+    """No choice of bundles satisfies every declaration; ``facts`` is a minimal conflicting set."""
+
+    def __init__(self, facts: list[str]) -> None:
+        self.facts = facts
+        super().__init__(UNSATISFIABLE + ":\n  - " + "\n  - ".join(facts),
+                         hint="change one of the declarations or catalogs above so these facts no longer conflict")
 
 
 @dataclass(frozen=True)
 class Selection:
-    """The bundle chosen for one Operator, and where it came from."""
+    """A bundle to install, who it is installed for, and why."""
 
-    operator: OperatorDecl
+    owner: str
+    kind: str                         # Operator, Input or Dependency
+    origin: str                       # the declaration's file, or "dependency of ..."
     bundle_name: str
     image: str
     package: str = ""
     version: str = ""
     catalog: str = ""
     channel: str = ""
+    install: InstallSettings = InstallSettings()
+    required_by: tuple[str, ...] = ()
+    apply: bool = True
+    reasons: tuple[str, ...] = ()
+    dependencies: tuple[tuple[str, str], ...] = ()   # (what is needed, bundle that satisfies it)
+    satisfies: tuple[tuple[str, str], ...] = ()      # (bundle that needs this one, what it needs)
+    declaration: OperatorDecl | None = None
+
+
+@dataclass(frozen=True)
+class Update:
+    """Newer bundles an Operator could reach only by changing its declaration."""
+
+    operator: str
+    catalog: str
+    package: str
+    channel: str
+    options: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Resolution:
     selections: tuple[Selection, ...]
+    updates: tuple[Update, ...] = ()
+    kube_version: str | None = None
+
+    def for_owner(self, owner: str) -> Selection | None:
+        return next((s for s in self.selections if s.owner == owner), None)
+
+
+@dataclass(frozen=True)
+class ResolutionRequest:
+    declarations: tuple[OperatorDecl, ...]
+    catalogs: Mapping[str, Catalog]
+    installed: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> what is installed
+    classes: Mapping[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
+    kube_version: str | None = None
 
 
 class Resolver(Protocol):
-    def resolve(self, operators: tuple[OperatorDecl, ...], catalogs: Mapping[str, Catalog],
-                installed: Lockfile | None) -> Resolution: ...
+    def resolve(self, request: ResolutionRequest) -> Resolution: ...
 
 
-class ChannelHeadResolver:
-    """Each Operator independently: the channel head if it satisfies the version, else the newest that does."""
+class SatResolver:
+    def resolve(self, request: ResolutionRequest) -> Resolution:
+        _check_packages_unique(request.declarations)
+        universe = Universe(request.catalogs)
+        current = _kube(request.kube_version)
+        direct = [d for d in request.declarations if d.bundle is not None]
+        resolved = [d for d in request.declarations if d.bundle is None]
+        for d in resolved:
+            _check_class(request.classes[d.input_class], d, current)
+        now = [d for d in resolved if not request.classes[d.input_class].next_kube_minor]
+        later = [d for d in resolved if request.classes[d.input_class].next_kube_minor]
+        selections = [_direct(d) for d in direct]
+        updates: list[Update] = []
+        sel, upd = _solve(universe, request, resolved, current, keep=now)
+        selections += sel
+        updates += upd
+        if later:
+            nxt = current.bump_minor() if current else None
+            sel, upd = _solve(universe, request, resolved, nxt, keep=later)
+            selections += [s for s in sel if s.kind != "Dependency"]
+            updates += upd
+        selections.sort(key=lambda s: s.owner)
+        return Resolution(tuple(selections), tuple(sorted(updates, key=lambda u: (u.operator, u.channel))),
+                          str(current) if current else None)
 
-    def resolve(self, operators: tuple[OperatorDecl, ...], catalogs: Mapping[str, Catalog],
-                installed: Lockfile | None) -> Resolution:
-        return Resolution(tuple(self._one(op, catalogs) for op in operators))
 
-    def _one(self, op: OperatorDecl, catalogs: Mapping[str, Catalog]) -> Selection:
-        where = str(op.origin)
-        obj = f"Operator {op.name}"
-        if op.bundle is not None:
-            return Selection(operator=op, bundle_name=op.bundle.name, image=op.bundle.refs[0])
-        sel = op.catalog
-        assert sel is not None
+def _kube(text: str | None) -> semver.Version | None:
+    if not text:
+        return None
+    v = parse_version(text.split("+")[0] if text.startswith("v") else text)
+    return semver.Version(v.major, v.minor, v.patch)
+
+
+def _check_packages_unique(decls: tuple[OperatorDecl, ...]) -> None:
+    seen: dict[str, OperatorDecl] = {}
+    for d in decls:
+        if d.package is None:
+            continue
+        if d.package in seen:
+            other = seen[d.package]
+            raise ResolutionError(
+                f"package {d.package!r} is declared by both {other.kind} {other.name} ({other.origin}) and "
+                f"{d.kind} {d.name} ({d.origin}); a package is installed at most once per cluster",
+                path=str(d.origin), obj=f"{d.kind} {d.name}", hint="keep one declaration per package")
+        seen[d.package] = d
+
+
+def _check_class(cls: InputClass, d: OperatorDecl, kube: semver.Version | None) -> None:
+    for c in cls.constraints:
+        if c.type == "minKubeVersion" and kube is not None:
+            assumed = kube.bump_minor() if cls.next_kube_minor else kube
+            if not class_range(c).contains(assumed):
+                raise ResolutionError(f"input class {cls.name} requires Kubernetes {c.value}, but the cluster "
+                                      f"runs {assumed}", path=str(d.origin), obj=f"{d.kind} {d.name}",
+                                      hint="choose another inputClass")
+
+
+def _direct(d: OperatorDecl) -> Selection:
+    assert d.bundle is not None
+    return Selection(owner=d.name, kind=d.kind, origin=str(d.origin), bundle_name=d.bundle.name,
+                     image=d.bundle.refs[0], install=d.install, declaration=d,
+                     reasons=("installed directly from spec.bundle, without a catalog",))
+
+
+def _predicate(d: OperatorDecl, catalogs: Mapping[str, Catalog], installed: LockEntry | None) -> Predicate:
+    parts: list[Predicate] = []
+    where, obj = str(d.origin), f"{d.kind} {d.name}"
+    if d.catalog is not None:
+        sel = d.catalog
         catalog = catalogs.get(sel.name)
         if catalog is None:
             raise ResolutionError(f"catalog {sel.name!r} not found", path=where, obj=obj,
@@ -63,40 +177,181 @@ class ChannelHeadResolver:
         if package is None:
             raise ResolutionError(f"package {sel.package!r} not found in catalog {sel.name!r}", path=where,
                                   obj=obj, hint=f"packages in {sel.name}: {_names(catalog.packages)}")
-        channel_name = sel.channel or package.default_channel
-        if channel_name is None:
+        channel = sel.channel or package.default_channel
+        if channel is None:
             raise ResolutionError(f"package {sel.package!r} has no default channel; set spec.catalog.channel",
                                   path=where, obj=obj)
-        channel = catalog.channels.get((sel.package, channel_name))
-        if channel is None:
+        if (sel.package, channel) not in catalog.channels:
             raise ResolutionError(
-                f"channel {channel_name!r} not found in package {sel.package!r} of catalog {sel.name!r}",
-                path=where, obj=obj,
-                hint=f"channels: {_names({c.name: c for c in catalog.channels_of(sel.package)})}")
-        candidates = self._ordered(channel, catalog)
-        if op.entrypoint:
-            candidates = [b for b in candidates if b.name == op.entrypoint] or candidates[:0]
-        if op.version is not None:
-            candidates = [b for b in candidates if op.version.contains(b.version)]
-        if not candidates:
-            have = ", ".join(f"{b.name} ({b.version})" for b in self._ordered(channel, catalog))
-            want = f"version {op.version}" if op.version else f"entrypoint {op.entrypoint}"
-            raise ResolutionError(
-                f"no bundle in channel {channel_name!r} of package {sel.package!r} satisfies {want}",
-                path=where, obj=obj, hint=f"the channel has: {have or 'no bundles'}")
-        best = candidates[0]
-        return Selection(operator=op, bundle_name=best.name, image=best.image, package=best.package,
-                         version=str(best.version), catalog=catalog.name, channel=channel_name)
+                f"channel {channel!r} not found in package {sel.package!r} of catalog {sel.name!r}",
+                path=where, obj=obj, hint=f"channels: {_names({c.name: c for c in catalog.channels_of(sel.package)})}")
+        parts += [CatalogIs(sel.name), PackageIs(sel.package), ChannelIs(channel)]
+    if d.version is not None:
+        parts.append(VersionIn(d.version))
+    if d.entrypoint and installed is None:
+        parts.append(NameIs(d.entrypoint))
+    for i, c in enumerate(d.constraints):
+        try:
+            parts.append(parse_constraint(c.type, c.value, f"spec.constraints[{i}]"))
+        except InputError as exc:
+            raise ResolutionError(exc.message, path=where, obj=obj, hint=exc.hint) from None
+    return AllOf(tuple(parts))
 
-    @staticmethod
-    def _ordered(channel: Channel, catalog: Catalog) -> list[Bundle]:
-        """Channel entries, heads first, then by descending version (name breaks ties)."""
-        heads = set(channel.heads)
-        bundles = sorted((b for e in channel.entries if (b := catalog.bundle(channel.package, e.name))),
-                         key=lambda b: b.name)
-        bundles.sort(key=lambda b: b.version, reverse=True)
-        bundles.sort(key=lambda b: b.name not in heads)
-        return bundles
+
+def _nothing_matches(d: OperatorDecl, pred: Predicate, catalogs: Mapping[str, Catalog],
+                     installed: LockEntry | None) -> ResolutionError:
+    where, obj = str(d.origin), f"{d.kind} {d.name}"
+    if d.catalog is None:
+        return ResolutionError(f"no bundle in any catalog satisfies {pred.describe()}", path=where, obj=obj)
+    catalog = catalogs[d.catalog.name]
+    channel = d.catalog.channel or catalog.packages[d.catalog.package].default_channel
+    wants = ([f"version {d.version}"] if d.version else []) + \
+        ([f"entrypoint {d.entrypoint}"] if d.entrypoint and installed is None else []) + \
+        [f"constraint {c.type}" for c in d.constraints]
+    bundles = [catalog.bundles[(d.catalog.package, e.name)]
+               for e in catalog.channels[(d.catalog.package, channel)].entries]
+    have = ", ".join(f"{b.name} ({b.version})" for b in sorted(bundles, key=lambda b: b.version, reverse=True))
+    return ResolutionError(f"no bundle in channel {channel!r} of package {d.catalog.package!r} satisfies "
+                           f"{' and '.join(wants) or 'the declaration'}", path=where, obj=obj,
+                           hint=f"the channel has: {have or 'no bundles'}")
+
+
+def _min_kube_exclusions(universe: Universe, kube: semver.Version | None) -> dict[tuple[str, str, str], str]:
+    if kube is None:
+        return {}
+    out = {}
+    for cand in universe.candidates:
+        for meta in cand.bundle.properties_of("olm.csv.metadata"):
+            mkv = meta.get("minKubeVersion") if isinstance(meta, dict) else None
+            if not mkv:
+                continue
+            try:
+                ok = VersionRange.parse(f">={str(mkv).lstrip('v')}").contains(kube)
+            except InputError:
+                continue  # an unparsable minKubeVersion is a catalog finding, not a reason to exclude
+            if not ok:
+                out[cand.key] = f"needs Kubernetes {mkv} or newer (minKubeVersion), but the cluster runs {kube}"
+    return out
+
+
+def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorDecl],
+           kube: semver.Version | None, keep: list[OperatorDecl]) -> tuple[list[Selection], list[Update]]:
+    if not decls:
+        return [], []
+    reqs = []
+    by_name = {d.name: d for d in decls}
+    for d in decls:
+        cls = request.classes[d.input_class]
+        installed_entry = request.installed.get(d.name)
+        pred = _predicate(d, request.catalogs, installed_entry)
+        pool = universe.by_package.get(d.package, []) if d.package else universe.candidates
+        channel = (d.catalog.channel or None) if d.catalog else None
+        cands = own_order(universe.matching(pred, pool), channel)
+        if not cands:
+            raise _nothing_matches(d, pred, request.catalogs, installed_entry)
+        installed = _installed_candidate(universe, installed_entry, d)
+        allowed = None
+        if installed is not None and not cls.force:
+            allowed = {installed.key} | {s.key for s in successors(universe, installed)}
+        reqs.append(Requirement(name=d.name, label=f"{d.kind} {d.name}", text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
+                                candidates=cands, allowed=allowed, installed=installed, force=cls.force,
+                                minimal_version=cls.minimal_version))
+    problem = Problem(universe, reqs, _min_kube_exclusions(universe, kube))
+    try:
+        out = problem.solve()
+    finally:
+        problem.close()
+    if out.conflict is not None:
+        raise Unsatisfiable(out.conflict)
+    keep_names = {d.name for d in keep}
+    owner_of: dict[tuple[str, str, str], str] = {c.key: name for name, c in out.by_requirement.items()}
+    selections: list[Selection] = []
+    dependents: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    for dep_key, needs in out.dependencies.items():
+        for need, cand in needs:
+            dependents.setdefault(cand.key, []).append((out.choices[dep_key].candidate.name, need))
+    # dependencies take the owner name of their package (or <package>-dependency if that is taken)
+    for key, choice in sorted(out.choices.items()):
+        if key not in owner_of:
+            pkg = choice.candidate.package
+            owner_of[key] = pkg if pkg not in by_name else f"{pkg}-dependency"
+    for key, choice in sorted(out.choices.items()):
+        cand, owner = choice.candidate, owner_of[key]
+        decl = by_name.get(owner) if out.by_requirement.get(owner) is cand else None
+        if decl is not None and decl.name not in keep_names:
+            continue
+        roots = sorted({_root(k, out, owner_of) for k in _dependents_keys(key, out)} - {owner})
+        if decl is None and not (set(roots) & keep_names):
+            continue
+        cls = request.classes[decl.input_class] if decl else None
+        first_root = by_name.get(roots[0]) if roots else None
+        install = decl.install if decl else InstallSettings(
+            namespace=first_root.install.namespace if first_root else None)
+        channel = _channel_of(cand, decl)
+        reasons = [f"satisfies: {b}" for b in choice.because]
+        reasons += [f"not {alt}: {'; '.join(why) or 'less preferred'}" for alt, why in choice.rejected]
+        selections.append(Selection(
+            owner=owner, kind=decl.kind if decl else "Dependency",
+            origin=str(decl.origin) if decl else f"dependency of {', '.join(roots)}",
+            bundle_name=cand.name, image=cand.bundle.image, package=cand.package, version=str(cand.version),
+            catalog=cand.catalog, channel=channel, install=install, required_by=tuple(roots),
+            apply=not (cls.dry_run if cls else any(request.classes[by_name[r].input_class].dry_run
+                                                   for r in roots if r in by_name)),
+            reasons=tuple(reasons), declaration=decl,
+            dependencies=tuple((need, c.name) for need, c in out.dependencies.get(key, [])),
+            satisfies=tuple(sorted(dependents.get(key, []))),
+        ))
+    updates = [u for name, cand in sorted(out.by_requirement.items()) if name in keep_names
+               for u in _updates(universe, by_name[name], cand, reqs)]
+    return selections, updates
+
+
+def _dependents_keys(key, out) -> list[tuple[str, str, str]]:
+    found = [k for k, needs in out.dependencies.items() if any(c.key == key for _, c in needs)]
+    return found or [key]
+
+
+def _root(key, out, owner_of, seen=None) -> str:
+    """The declaration whose choice (transitively) pulled this bundle in."""
+    seen = seen or set()
+    if key in seen:
+        return owner_of[key]
+    seen.add(key)
+    if any(c.key == key for c in out.by_requirement.values()):
+        return owner_of[key]
+    parents = sorted(k for k, needs in out.dependencies.items() if any(c.key == key for _, c in needs))
+    return _root(parents[0], out, owner_of, seen) if parents else owner_of[key]
+
+
+def _channel_of(cand: Candidate, decl: OperatorDecl | None) -> str:
+    wanted = decl.catalog.channel if decl and decl.catalog else None
+    for name in (wanted, cand.default_channel):
+        if name and name in cand.channels:
+            return name
+    return sorted(cand.channels)[0] if cand.channels else ""
+
+
+def _installed_candidate(universe: Universe, entry: LockEntry | None, d: OperatorDecl) -> Candidate | None:
+    if entry is None or (d.package and entry.package != d.package):
+        return None
+    for cand in universe.by_package.get(entry.package, []):
+        if cand.name == entry.name and (not entry.catalog or cand.catalog == entry.catalog):
+            return cand
+    return None
+
+
+def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[Requirement]) -> list[Update]:
+    req = next(r for r in reqs if r.name == d.name)
+    reachable = {c.key for c in req.candidates}
+    newer: dict[str, list[Candidate]] = {}
+    for cand in universe.by_package.get(chosen.package, []):
+        if cand.catalog != chosen.catalog or cand.version <= chosen.version or cand.key in reachable:
+            continue
+        for ch in cand.channels:
+            newer.setdefault(ch, []).append(cand)
+    return [Update(d.name, chosen.catalog, chosen.package, ch,
+                   tuple(c.name for c in sorted(cands, key=lambda c: c.version, reverse=True)))
+            for ch, cands in sorted(newer.items())]
 
 
 def _names(items: Mapping[str, object]) -> str:

@@ -92,19 +92,21 @@ def test_upgrade_removes_objects_renamed_between_versions(repo, kc, k8s, capsys)
 
 
 def test_dry_run_changes_nothing_in_the_cluster(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
     run = reconcile(repo, kc, "--dry-run", capsys=capsys)
     assert run.code == 1, run.err
     assert "would be created" in run.out and "server-side dry-run" in run.out
     assert managed(k8s, "plumbus") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
     assert reconcile(repo, kc, capsys=capsys).code == 1
-    repo.set_version("1.0.0")
+    repo.set_version(">=1.0.0 <2.0.0")
     before = _resource_versions(k8s)
     run = reconcile(repo, kc, "--dry-run", capsys=capsys)
     assert run.code == 1
-    assert "would be deleted" in run.out and "plumbus-controller-manager" in run.out
+    assert "plumbus-system/plumbus-controller  would be deleted" in run.out
+    assert "plumbus-system/plumbus-controller-manager  would be created" in run.out
     assert _resource_versions(k8s) == before
-    assert managed(k8s, "plumbus") == V110
+    assert managed(k8s, "plumbus") == V100
 
 
 def test_removing_a_declaration_prunes_its_objects(repo, kc, k8s, capsys):

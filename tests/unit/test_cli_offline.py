@@ -83,10 +83,24 @@ def test_second_dry_run_still_reports_changes(repo):
     assert (repo / "olm.lock").read_bytes() == lock
 
 
-def test_lockfile_follows_a_version_change(repo):
+def test_a_downgrade_is_refused_by_the_upgrade_edges(repo, capsys):
     run("reconcile", "--dry-run", str(repo))
     decl = repo / "operators" / "plumbus.yaml"
     decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"'))
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "cannot all be satisfied" in err
+    assert "Operator plumbus has plumbus.v1.1.0 installed" in err and "allow only: plumbus.v1.1.0 (" in err
+    assert "inputClass: force" in err
+    assert "name: plumbus.v1.1.0" in (repo / "olm.lock").read_text()
+
+
+def test_force_moves_the_lockfile_to_a_pinned_version(repo):
+    run("reconcile", "--dry-run", str(repo))
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"')
+                    .replace("inputClass: subscription", "inputClass: force"))
     code, out = run("reconcile", "--dry-run", str(repo))
     assert code == 1
     assert "Lockfile olm.lock: written" in out

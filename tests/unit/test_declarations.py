@@ -99,8 +99,18 @@ def error(doc: dict, origin: Origin = ORIGIN) -> DeclarationError:
     return err.value
 
 
+def test_design_doc_v1_example_rego_constraint_is_refused_with_the_cel_alternative():
+    with pytest.raises(DeclarationError) as err:
+        parse(DESIGN_DOC_V1)
+    assert err.value.message == "spec.constraints[0]: olm.rego constraints are not supported"
+    assert "olm.constraint" in err.value.hint and "cel" in err.value.hint
+
+
 def test_design_doc_v1_example_last_version_wins():
-    decl = parse(DESIGN_DOC_V1)
+    cel = ("  - type: olm.constraint\n    value:\n      cel:\n"
+           "        rule: 'properties.exists(p, p.type == \"olm.maxOpenShiftVersion\")'\n")
+    decl = parse(DESIGN_DOC_V1.replace('  - type: olm.rego\n    value: "semver.Compare(minOCPVersion, 4.8.0) == 1"\n',
+                                       cel))
     assert decl.name == "plumbus"
     assert decl.origin == ORIGIN
     assert decl.input_class == "subscription"
@@ -110,8 +120,8 @@ def test_design_doc_v1_example_last_version_wins():
     assert str(decl.version) == ">2.0.0 <3.0.0"
     assert decl.version.contains("2.5.0")
     assert not decl.version.contains("2.0.0")
-    assert decl.constraints == (Constraint("olm.rego", None),)
-    assert decl.constraints[0].value == "semver.Compare(minOCPVersion, 4.8.0) == 1"
+    assert decl.constraints == (Constraint("olm.constraint", None),)
+    assert decl.constraints[0].value["cel"]["rule"].startswith("properties.exists(")
     assert decl.bundle is None
     assert decl.entrypoint is None
     assert decl.install == InstallSettings()

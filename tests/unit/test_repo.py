@@ -133,18 +133,63 @@ def test_duplicate_in_one_file_names_documents(tmp_path):
     write_docs(repo, "ops.yaml", operator_doc("a"), operator_doc("a"))
     err = read_error(repo, DeclarationError)
     assert err.path == "ops.yaml (document 2)"
-    assert err.hint == "the other declaration is in ops.yaml"
+    assert err.hint == "Operator a is also declared in ops.yaml; Operators and Inputs share one namespace of names"
 
 
-@pytest.mark.parametrize("kind", ["Input", "InputClass"])
 @pytest.mark.parametrize("api_version", ["deppy.io/v1", "depster.io/v1"])
-def test_input_and_input_class_not_supported_yet(tmp_path, kind, api_version):
+def test_input_and_input_class_are_read(tmp_path, api_version):
     repo = copy_example(tmp_path)
-    write(repo, "inputs/x.yaml", f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: x}}\n")
+    write(repo, "inputs/x.yaml", f"""
+        apiVersion: {api_version}
+        kind: InputClass
+        metadata: {{name: careful}}
+        parameters:
+          minimalVersion: true
+          constraints:
+          - type: minKubeVersion
+            value: ">= 1.25"
+        ---
+        apiVersion: {api_version}
+        kind: Input
+        metadata: {{name: grumbo}}
+        spec:
+          inputClass: careful
+          constraints:
+          - type: olm.catalog
+            value: {{name: community, package: grumbo, channel: stable}}
+          - type: olm.gvk
+            value: {{group: how.theydoit.com, version: v1alpha1, kind: Plumbus}}
+        """)
+    snap = read_repository(repo)
+    grumbo = next(d for d in snap.operators if d.name == "grumbo")
+    assert (grumbo.kind, grumbo.input_class, grumbo.package) == ("Input", "careful", "grumbo")
+    assert [c.type for c in grumbo.constraints] == ["olm.gvk"]
+    careful = snap.input_classes["careful"]
+    assert careful.minimal_version and not careful.force
+    assert set(snap.input_classes) >= {"subscription", "force", "minimal-version", "dry-run", "dry-run-next"}
+
+
+@pytest.mark.parametrize("doc, message", [
+    ("apiVersion: deppy.io/v1\nkind: Input\nmetadata: {name: x}\nspec: {}\n",
+     "spec.constraints must list at least one constraint"),
+    ("apiVersion: deppy.io/v1\nkind: Input\nmetadata: {name: x}\nspec:\n  constraints:\n"
+     "  - {type: olm.wish, value: 1}\n", "spec.constraints[0]: unknown constraint type 'olm.wish'"),
+    ("apiVersion: deppy.io/v1\nkind: Input\nmetadata: {name: x}\nspec:\n  constraints:\n"
+     "  - type: olm.constraint\n    value: {cel: {rule: 'properties.exists(p,'}}\n",
+     "does not compile"),
+    ("apiVersion: deppy.io/v1\nkind: InputClass\nmetadata: {name: subscription}\n",
+     "InputClass subscription is built in and cannot be redefined"),
+    ("apiVersion: deppy.io/v1\nkind: InputClass\nmetadata: {name: c}\nparameters:\n  constraints:\n"
+     "  - {type: maxKubeVersion, value: '1.30'}\n", "InputClass constraint type 'maxKubeVersion' is not supported"),
+    ("apiVersion: deppy.io/v1\nkind: Input\nmetadata: {name: x}\nspec:\n  inputClass: nightly\n"
+     "  constraints:\n  - {type: olm.name, value: plumbus.v1.0.0}\n", "input class 'nightly' does not exist"),
+])
+def test_bad_inputs_and_classes(tmp_path, doc, message):
+    repo = copy_example(tmp_path)
+    write(repo, "inputs/x.yaml", doc)
     err = read_error(repo, DeclarationError)
     assert err.path == "inputs/x.yaml"
-    assert err.message == f"{kind} declarations are not supported yet"
-    assert "spec.catalog" in err.hint
+    assert message in err.message
 
 
 def test_hidden_files_and_dirs_skipped(tmp_path):
@@ -222,7 +267,7 @@ def test_bad_settings(tmp_path, text, message):
 def test_unknown_setting_hint_lists_known(tmp_path):
     repo = copy_example(tmp_path)
     write(repo, "reconciler.yaml", "ignored: []\n")
-    assert read_error(repo).hint == "known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore"
+    assert read_error(repo).hint == "known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore, kubernetesVersion"
 
 
 @pytest.mark.parametrize("text", [

@@ -1,7 +1,8 @@
-"""ChannelHeadResolver: one bundle per Operator from catalog metadata alone."""
+"""SatResolver on single Operators: channel heads, ranges, channels, entrypoints, and clear errors."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from reconciler.catalog import load_catalog
 from reconciler.errors import ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import Origin, parse_operator
-from reconciler.resolve import ChannelHeadResolver, Selection
+from reconciler.resolve import ResolutionRequest, SatResolver, Selection
 from tests.unit.helpers import EXAMPLE_REPO, write_docs
 
 ORIGIN = Origin("operators/op.yaml")
@@ -38,14 +39,14 @@ def op(name="plumbus", *, catalog="community", package="plumbus", channel="stabl
 
 
 def resolve_one(decl, catalogs) -> Selection:
-    resolution = ChannelHeadResolver().resolve((decl,), catalogs, None)
+    resolution = SatResolver().resolve(ResolutionRequest((decl,), catalogs))
     assert len(resolution.selections) == 1
     return resolution.selections[0]
 
 
 def resolve_error(decl, catalogs) -> ResolutionError:
     with pytest.raises(ResolutionError) as err:
-        ChannelHeadResolver().resolve((decl,), catalogs, None)
+        SatResolver().resolve(ResolutionRequest((decl,), catalogs))
     assert err.value.path == "operators/op.yaml"
     assert err.value.obj == f"Operator {decl.name}"
     return err.value
@@ -64,7 +65,7 @@ def _bundle(name, version, pkg="widget"):
 
 @pytest.fixture(scope="module")
 def widgets(tmp_path_factory) -> dict[str, Catalog]:
-    """Package widget: stable 1.0.0 -> 1.1.0 -> 1.2.0 -> 2.0.0; fast adds 2.1.0; no default on gadget."""
+    """Package widget: stable 1.0.0 -> 1.1.0 -> 1.2.0 -> 2.0.0; fast adds 2.1.0; gadget has one bundle."""
     root: Path = tmp_path_factory.mktemp("catalogs") / "extra"
     write_docs(root, "widget.yaml",
                {"schema": "olm.package", "name": "widget", "defaultChannel": "stable"},
@@ -78,7 +79,7 @@ def widgets(tmp_path_factory) -> dict[str, Catalog]:
                    {"name": "widget.v2.1.0", "replaces": "widget.v2.0.0"}]},
                *[_bundle(f"widget.v{v}", v) for v in ("1.0.0", "1.1.0", "1.2.0", "2.0.0", "2.1.0")])
     write_docs(root, "gadget.yaml",
-               {"schema": "olm.package", "name": "gadget"},
+               {"schema": "olm.package", "name": "gadget", "defaultChannel": "alpha"},
                {"schema": "olm.channel", "package": "gadget", "name": "alpha",
                 "entries": [{"name": "gadget.v0.1.0"}]},
                _bundle("gadget.v0.1.0", "0.1.0", "gadget"))
@@ -89,7 +90,7 @@ def test_example_resolves_to_channel_head(example):
     sel = resolve_one(op(version=">=1.0.0 <2.0.0"), example)
     assert (sel.bundle_name, sel.version, sel.image) == ("plumbus.v1.1.0", "1.1.0", "file://bundles/plumbus/1.1.0")
     assert (sel.package, sel.catalog, sel.channel) == ("plumbus", "community", "stable")
-    assert sel.operator.name == "plumbus"
+    assert (sel.owner, sel.kind) == ("plumbus", "Operator")
 
 
 def test_head_without_version(widgets):
@@ -122,8 +123,8 @@ def test_other_channel(widgets):
 def test_each_operator_resolved_in_order(widgets, example):
     catalogs = {**widgets, **example}
     decls = (op("a", catalog="extra", package="widget", version="1.x"), op("b"))
-    sels = ChannelHeadResolver().resolve(decls, catalogs, None).selections
-    assert [(s.operator.name, s.bundle_name) for s in sels] == [("a", "widget.v1.2.0"), ("b", "plumbus.v1.1.0")]
+    sels = SatResolver().resolve(ResolutionRequest(decls, catalogs)).selections
+    assert [(s.owner, s.bundle_name) for s in sels] == [("a", "widget.v1.2.0"), ("b", "plumbus.v1.1.0")]
 
 
 def test_unknown_catalog_lists_catalogs(example, widgets):
@@ -150,7 +151,11 @@ def test_unknown_channel_lists_channels(widgets):
 
 
 def test_no_default_channel_and_none_given(widgets):
-    err = resolve_error(op(catalog="extra", package="gadget", channel=None), widgets)
+    # load_catalog refuses such a package (opm's rule); a catalog built another way may still lack one
+    extra = widgets["extra"]
+    packages = {**extra.packages, "gadget": dataclasses.replace(extra.packages["gadget"], default_channel=None)}
+    err = resolve_error(op(catalog="extra", package="gadget", channel=None),
+                        {"extra": dataclasses.replace(extra, packages=packages)})
     assert err.message == "package 'gadget' has no default channel; set spec.catalog.channel"
 
 
