@@ -20,7 +20,6 @@ import yaml
 from reconciler.errors import InputError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_ALIASES = 1000
 MAX_ALIAS_EXPANSION = 1_000_000  # nodes aliases may add beyond what the text itself spells out
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -28,33 +27,19 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _Loader(_Base):  # type: ignore[misc,valid-type]
-    """SafeLoader without the timestamp resolver."""
+    """SafeLoader without the timestamp and value resolvers.
+
+    Timestamps stay strings (Kubernetes fields are strings); a plain ``=`` is
+    YAML 1.1's obscure "value" type, which the safe constructor cannot build,
+    so real files using ``=`` as text would otherwise fail to load.
+    """
 
 
+_DROPPED = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _DROPPED]
     for first, resolvers in _Base.yaml_implicit_resolvers.items()
 }
-
-
-def _count_aliases(text: str) -> int:
-    # An alias is "*name" outside quotes; counting raw '*' after whitespace or
-    # a flow indicator over-approximates, which is what a bound needs.
-    count = 0
-    prev = " "
-    for ch in text:
-        if ch == "*" and prev in " \t\n[{,:-":
-            count += 1
-        prev = ch
-    return count
-
-
-def _check_aliases(text: str, source: str) -> None:
-    if "*" in text and "&" in text and _count_aliases(text) > MAX_ALIASES:
-        raise InputError(
-            f"more than {MAX_ALIASES} YAML aliases; refusing to expand (possible alias bomb)",
-            path=source,
-        )
 
 
 def load_all(text: str, source: str) -> list[Any]:
@@ -67,7 +52,6 @@ def load_all(text: str, source: str) -> list[Any]:
             return list(_json_stream(text))
         except ValueError:
             pass  # not a JSON stream; YAML is a superset, try that
-    _check_aliases(text, source)
     try:
         docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.YAMLError as exc:

@@ -1,129 +1,139 @@
-"""Loading file-based catalogs (FBC) from a directory.
+"""File-based catalogs (FBC): load, validate, compose, render, query, draw.
 
-A catalog directory is walked recursively; every ``.json``, ``.yaml`` and
-``.yml`` file is a stream of blobs, each with a ``schema``. Blobs of the
-schemas ``olm.package``, ``olm.channel`` and ``olm.bundle`` become model
-objects; others are kept aside untouched. ``.indexignore`` files exclude
-paths below the directory that holds them.
+``load`` is the one entry point for reading a catalog directory: it walks the
+tree (``load.walk``), consults the content-digest cache (``cache``), and on a
+miss parses file by file into the model (``load.Builder``) and runs every
+validation rule (``validate``), returning the catalog with all its findings.
+``load_catalog`` is the pipeline's strict form: it raises ``CatalogInvalid``
+(a ``CatalogError``) listing every error finding.
+
+Other modules: ``render`` (bundles to ``olm.bundle`` blobs), ``template``
+(opm's basic and semver templates), ``query`` (list packages, channels,
+bundles), ``graph`` (upgrade graphs as Mermaid, DOT and SVG) and
+``sources`` (where a catalog comes from: a repository directory or an image).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import os
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reconciler import yamlio
+from reconciler.catalog import cache as _cache
+from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
+from reconciler.catalog.load import Builder, CatalogFile, iter_blobs, skipped_findings, walk
+from reconciler.catalog.validate import validate
 from reconciler.errors import CatalogError, InputError
-from reconciler.model.catalog import (
-    PROP_PACKAGE, Bundle, Catalog, Channel, ChannelEntry, Package, Property,
-)
+from reconciler.model.catalog import Catalog, LazyBundle
 
-_SUFFIXES = (".json", ".yaml", ".yml")
-
-
-def iter_blobs(root: Path, display_root: str) -> list[tuple[str, int, dict[str, Any]]]:
-    """Every blob under ``root`` as (display path, index in file, blob)."""
-    out = []
-    ignores: dict[Path, list[str]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        dirnames.sort()
-        if ".indexignore" in filenames:
-            ignores[here] = [ln.strip() for ln in (here / ".indexignore").read_text().splitlines()
-                             if ln.strip() and not ln.startswith("#")]
-        for name in sorted(filenames):
-            path = here / name
-            if not name.endswith(_SUFFIXES) or _ignored(path, ignores):
-                continue
-            display = f"{display_root}/{path.relative_to(root).as_posix()}"
-            for i, doc in enumerate(yamlio.read_all(path, display)):
-                if not isinstance(doc, dict):
-                    raise CatalogError(f"blob {i + 1} is not a mapping", path=display)
-                out.append((display, i, doc))
-    return out
+__all__ = ["ERROR", "RULES", "WARNING", "CatalogInvalid", "Finding", "Loaded", "compose", "errors_of",
+           "iter_blobs", "load", "load_catalog", "validate"]
 
 
-def _ignored(path: Path, ignores: dict[Path, list[str]]) -> bool:
-    for base, patterns in ignores.items():
-        if base not in path.parents:
-            continue
-        rel = path.relative_to(base).as_posix()
-        if any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(path.name, p) for p in patterns):
-            return True
-    return False
+@dataclass(frozen=True)
+class Loaded:
+    catalog: Catalog
+    findings: tuple[Finding, ...]
+    cached: bool = False
+
+    @property
+    def errors(self) -> list[Finding]:
+        return errors_of(self.findings)
+
+
+def load(root: str | Path, name: str | None = None, display_root: str | None = None, priority: int = 0, *,
+         use_cache: bool = True) -> Loaded:
+    """Load and validate the catalog under ``root``; problems are findings, never exceptions."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CatalogError(f"catalog directory {display_root or root} does not exist or is not a directory",
+                           path=display_root or str(root))
+    display_root = display_root or str(root)
+    name = name or root.name
+    walked = walk(root, display_root)
+    extra = tuple(skipped_findings(walked))
+    stats = [(f.rel, f.stat or f.path.stat()) for f in walked.files]
+    skey = _cache.stat_key(stats, display_root) if use_cache else None
+    if skey and (ckey := _cache.lookup_stat(skey)) and (entry := _cache.get(ckey)):
+        return _loaded(entry, name, priority, extra, cached=True)
+    ckey = ""
+    if use_cache:
+        hasher = _cache.ContentHasher(display_root)
+        for f in walked.files:
+            try:
+                hasher.add(f.rel, f.path.read_bytes())
+            except OSError:
+                hasher.add(f.rel, b"\0unreadable")
+        ckey = hasher.hexdigest()
+        if entry := _cache.get(ckey):
+            if skey:
+                _cache.remember_stat(skey, ckey)
+            return _loaded(entry, name, priority, extra, cached=True)
+    builder = Builder()
+    for f in walked.files:
+        _parse_into(builder, f)
+    catalog = builder.catalog(name, display_root, priority, digest=f"sha256:{ckey}" if ckey else "")
+    findings = tuple(builder.findings) + tuple(validate(catalog))
+    if use_cache:
+        compact = dataclasses.replace(catalog, bundles={k: LazyBundle.of(b) for k, b in catalog.bundles.items()})
+        _cache.put(ckey, {"catalog": compact, "findings": findings}, skey)
+    return Loaded(catalog, extra + findings)
+
+
+def _parse_into(builder: Builder, f: CatalogFile) -> None:
+    try:
+        docs = yamlio.read_all(f.path, f.display)
+    except InputError as exc:
+        builder.findings.append(Finding("parse", exc.message, exc.path or f.display, None, exc.hint))
+        return
+    builder.add_file(f.display, docs)
+
+
+def _loaded(entry: dict, name: str, priority: int, extra: tuple[Finding, ...], *, cached: bool) -> Loaded:
+    catalog: Catalog = entry["catalog"]
+    if catalog.name != name or catalog.priority != priority:
+        catalog = dataclasses.replace(catalog, name=name, priority=priority)
+    return Loaded(catalog, extra + tuple(entry["findings"]), cached)
 
 
 def load_catalog(name: str, root: Path, display_root: str | None = None, priority: int = 0) -> Catalog:
-    """Load and cross-check one catalog; raises CatalogError naming file and blob."""
-    display_root = display_root or str(root)
-    packages: dict[str, Package] = {}
-    channels: dict[tuple[str, str], Channel] = {}
-    bundles: dict[tuple[str, str], Bundle] = {}
-    for path, _index, blob in iter_blobs(root, display_root):
-        schema = blob.get("schema")
-        if schema == "olm.package":
-            pkg = _str(blob, "name", path, "olm.package")
-            if pkg in packages:
-                raise CatalogError(f"package {pkg!r} is defined twice", path=path,
-                                   hint=f"the first definition is in {packages[pkg].source}")
-            packages[pkg] = Package(pkg, blob.get("defaultChannel"), path, blob.get("description") or "")
-        elif schema == "olm.channel":
-            pkg = _str(blob, "package", path, "olm.channel")
-            cname = _str(blob, "name", path, f"olm.channel in package {pkg}")
-            entries = tuple(_entry(e, path, f"olm.channel {pkg}/{cname}") for e in blob.get("entries") or [])
-            if (pkg, cname) in channels:
-                raise CatalogError(f"channel {cname!r} is defined twice in package {pkg!r}", path=path,
-                                   hint=f"the first definition is in {channels[(pkg, cname)].source}")
-            channels[(pkg, cname)] = Channel(pkg, cname, entries, path)
-        elif schema == "olm.bundle":
-            pkg = _str(blob, "package", path, "olm.bundle")
-            bname = _str(blob, "name", path, f"olm.bundle in package {pkg}")
-            props = tuple(Property(p["type"], p.get("value")) for p in blob.get("properties") or []
-                          if isinstance(p, dict) and isinstance(p.get("type"), str))
-            if (pkg, bname) in bundles:
-                raise CatalogError(f"bundle {bname!r} is defined twice in package {pkg!r}", path=path)
-            bundle = Bundle(pkg, bname, blob.get("image") or "", props, path,
-                            tuple(r.get("image", "") for r in blob.get("relatedImages") or []
-                                  if isinstance(r, dict)))
-            if not any(p.type == PROP_PACKAGE for p in props):
-                raise CatalogError("bundle has no olm.package property", path=path, obj=f"olm.bundle {bname}")
-            if not any(p.type == PROP_PACKAGE and isinstance(p.value, dict) for p in props):
-                raise CatalogError("the olm.package property's value must be a mapping with packageName and "
-                                   "version", path=path, obj=f"olm.bundle {bname}")
-            try:
-                bundle.version
-            except InputError as exc:
-                raise CatalogError(f"olm.package property: {exc.message}", path=path,
-                                   obj=f"olm.bundle {bname}") from None
-            bundles[(pkg, bname)] = bundle
-    for (pkg, cname), ch in channels.items():
-        if pkg not in packages:
-            raise CatalogError(f"channel {cname!r} names package {pkg!r}, which has no olm.package blob",
-                               path=ch.source)
-        for e in ch.entries:
-            if (pkg, e.name) not in bundles:
-                raise CatalogError(f"channel {cname!r} lists bundle {e.name!r}, which is not in package {pkg!r}",
-                                   path=ch.source)
-    for pkg in packages.values():
-        if pkg.default_channel and (pkg.name, pkg.default_channel) not in channels:
-            raise CatalogError(f"default channel {pkg.default_channel!r} of package {pkg.name!r} does not exist",
-                               path=pkg.source)
-    return Catalog(name=name, root=display_root, packages=packages, channels=channels, bundles=bundles,
-                   priority=priority)
+    """Load one catalog for the pipeline; raises ``CatalogInvalid`` listing every error finding."""
+    loaded = load(root, name, display_root, priority)
+    if errs := loaded.errors:
+        raise CatalogInvalid(errs, name)
+    return loaded.catalog
 
 
-def _str(blob: dict[str, Any], key: str, path: str, what: str) -> str:
-    value = blob.get(key)
-    if not isinstance(value, str) or not value:
-        raise CatalogError(f"{what} has no {key!r}", path=path)
-    return value
+def compose(name: str, catalogs: list[Catalog], priority: int = 0) -> tuple[Catalog, list[Finding]]:
+    """One catalog holding all of ``catalogs``, as if their directories were copied side by side.
 
-
-def _entry(raw: Any, path: str, what: str) -> ChannelEntry:
-    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-        raise CatalogError(f"{what}: every entry needs a name", path=path)
-    skips = raw.get("skips") or []
-    return ChannelEntry(raw["name"], raw.get("replaces") or None, tuple(str(s) for s in skips),
-                        raw.get("skipRange") or None)
+    A package defined in two of them, or a bundle of one package defined in
+    two, is a ``compose-duplicate`` finding; the first definition is kept.
+    """
+    findings: list[Finding] = []
+    packages, channels, bundles, deprecations, others = {}, {}, {}, {}, []
+    origin: dict[str, str] = {}
+    for cat in catalogs:
+        for pname, pkg in cat.packages.items():
+            if pname in packages:
+                findings.append(Finding("compose-duplicate", f"package {pname!r} is defined in catalogs "
+                                        f"{origin[pname]!r} and {cat.name!r}", pkg.source, f"olm.package {pname}",
+                                        "a package may come from one catalog only"))
+                continue
+            packages[pname] = pkg
+            origin[pname] = cat.name
+        for key, b in cat.bundles.items():
+            if key in bundles:
+                findings.append(Finding("compose-duplicate", f"bundle {key[1]!r} of package {key[0]!r} is defined "
+                                        f"in more than one catalog (also in {bundles[key].source})", b.source,
+                                        f"olm.bundle {key[1]}"))
+                continue
+            bundles[key] = b
+        for key, ch in cat.channels.items():
+            channels.setdefault(key, ch)
+        for key, dep in cat.deprecations.items():
+            deprecations.setdefault(key, dep)
+        others.extend(cat.others)
+    root = ",".join(c.root for c in catalogs)
+    return Catalog(name, root, packages, channels, bundles, priority, deprecations, tuple(others)), findings

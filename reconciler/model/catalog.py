@@ -1,13 +1,20 @@
-"""File-based catalog (FBC) content: packages, channels, bundles and their properties.
+"""File-based catalog (FBC) content: packages, channels, bundles, deprecations and their properties.
 
-These are the blobs of the FBC schemas ``olm.package``, ``olm.channel`` and
-``olm.bundle`` after loading; each keeps the file it came from so findings
-and resolution errors can point at it.
+These are the blobs of the FBC schemas ``olm.package``, ``olm.channel``,
+``olm.bundle`` and ``olm.deprecations`` after loading; each keeps the file it
+came from (and its position in that file) so findings and resolution errors
+can point at it. Blobs of other schemas are kept untouched as ``Meta``.
+
+A property keeps its raw JSON value (``Property.value``), which is what
+consumers that pass properties on (CEL constraints, rendering) need; the
+well-known property types also have a typed view (``Property.typed``), built
+on demand so that loading a catalog never pays for views nobody reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import marshal
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -19,13 +26,144 @@ PROP_PACKAGE = "olm.package"
 PROP_GVK = "olm.gvk"
 PROP_GVK_REQUIRED = "olm.gvk.required"
 PROP_PACKAGE_REQUIRED = "olm.package.required"
+PROP_CONSTRAINT = "olm.constraint"
+PROP_BUNDLE_OBJECT = "olm.bundle.object"
+PROP_CSV_METADATA = "olm.csv.metadata"
+PROP_DEPRECATED = "olm.deprecated"
+PROP_LABEL = "olm.label"
+PROP_CHANNEL = "olm.channel"
 PROP_BUNDLE_MEDIATYPE = "olm.bundle.mediatype"
+
+SCHEMA_PACKAGE = "olm.package"
+SCHEMA_CHANNEL = "olm.channel"
+SCHEMA_BUNDLE = "olm.bundle"
+SCHEMA_DEPRECATIONS = "olm.deprecations"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Typed property values
+
+
+@dataclass(frozen=True)
+class PackageValue:
+    """``olm.package``: the package a bundle belongs to and its version."""
+
+    package_name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class GVK:
+    """``olm.gvk`` (provided) and ``olm.gvk.required``: an API group, version and kind."""
+
+    group: str
+    version: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.group}/{self.version}/{self.kind}" if self.group else f"{self.version}/{self.kind}"
+
+
+@dataclass(frozen=True)
+class PackageRequired:
+    """``olm.package.required``: another package, within a (blang) version range."""
+
+    package_name: str
+    version_range: str
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``olm.constraint``: a failure message and one constraint (``gvk``, ``package``, ``cel``, ``all``, ...)."""
+
+    failure_message: str
+    kind: str
+    spec: Any
+
+
+@dataclass(frozen=True)
+class BundleObject:
+    """``olm.bundle.object``: one bundle manifest, base64 in ``data`` (or a reference)."""
+
+    data: str
+    ref: str = ""
+
+
+@dataclass(frozen=True)
+class CSVMetadata:
+    """``olm.csv.metadata``: the CSV fields a UI shows, kept as the mapping it was written as."""
+
+    fields: dict[str, Any]
+
+    @property
+    def display_name(self) -> str:
+        return str(self.fields.get("displayName") or "")
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        return self.fields.get("annotations") or {}
+
+
+@dataclass(frozen=True)
+class Label:
+    """``olm.label``: a free-form label constraints can match."""
+
+    label: str
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    """``olm.deprecated`` (the older, property form of deprecation)."""
+
+    value: Any
+
+
+def _s(value: Any, key: str) -> str:
+    v = value.get(key) if isinstance(value, dict) else None
+    return v if isinstance(v, str) else ""
+
+
+def _typed(type_: str, value: Any) -> Any:
+    if type_ == PROP_PACKAGE:
+        return PackageValue(_s(value, "packageName"), _s(value, "version"))
+    if type_ in (PROP_GVK, PROP_GVK_REQUIRED):
+        return GVK(_s(value, "group"), _s(value, "version"), _s(value, "kind"))
+    if type_ == PROP_PACKAGE_REQUIRED:
+        return PackageRequired(_s(value, "packageName"), _s(value, "versionRange"))
+    if type_ == PROP_CONSTRAINT and isinstance(value, dict):
+        kinds = [k for k in value if k != "failureMessage"]
+        kind = kinds[0] if len(kinds) == 1 else ""
+        return Constraint(_s(value, "failureMessage"), kind, value.get(kind) if kind else None)
+    if type_ == PROP_BUNDLE_OBJECT:
+        return BundleObject(_s(value, "data"), _s(value, "ref"))
+    if type_ == PROP_CSV_METADATA and isinstance(value, dict):
+        return CSVMetadata(value)
+    if type_ == PROP_LABEL:
+        return Label(_s(value, "label"))
+    if type_ == PROP_DEPRECATED:
+        return Deprecated(value)
+    return value
 
 
 @dataclass(frozen=True)
 class Property:
     type: str
     value: Any = field(compare=False, hash=False)
+
+    @property
+    def typed(self) -> Any:
+        """A typed view of a well-known property's value; other types' raw values, opaque."""
+        return _typed(self.type, self.value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Blobs
+
+
+@dataclass(frozen=True)
+class Icon:
+    base64data: str
+    mediatype: str
 
 
 @dataclass(frozen=True)
@@ -34,6 +172,8 @@ class Package:
     default_channel: str | None
     source: str
     description: str = ""
+    icon: Icon | None = None
+    blob: int = 0  # position of the blob in its file, from 1 (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -50,6 +190,7 @@ class Channel:
     name: str
     entries: tuple[ChannelEntry, ...]
     source: str
+    blob: int = 0
 
     @cached_property
     def heads(self) -> tuple[str, ...]:
@@ -57,6 +198,18 @@ class Channel:
         replaced = {e.replaces for e in self.entries if e.replaces}
         skipped = {s for e in self.entries for s in e.skips}
         return tuple(e.name for e in self.entries if e.name not in replaced and e.name not in skipped)
+
+    def entry(self, name: str) -> ChannelEntry | None:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        return None
+
+
+@dataclass(frozen=True)
+class RelatedImage:
+    name: str
+    image: str
 
 
 @dataclass(frozen=True)
@@ -67,6 +220,8 @@ class Bundle:
     properties: tuple[Property, ...]
     source: str
     related_images: tuple[str, ...] = ()
+    blob: int = 0
+    related_image_names: tuple[str, ...] = ()  # parallel to related_images ("" where unnamed)
 
     @cached_property
     def version(self) -> semver.Version:
@@ -85,10 +240,91 @@ class Bundle:
     def properties_of(self, type_: str) -> list[Any]:
         return [p.value for p in self.properties if p.type == type_]
 
+    def typed_properties(self, type_: str) -> list[Any]:
+        return [p.typed for p in self.properties if p.type == type_]
+
+    @property
+    def provided_gvks(self) -> list[GVK]:
+        return self.typed_properties(PROP_GVK)
+
+    @property
+    def required_gvks(self) -> list[GVK]:
+        return self.typed_properties(PROP_GVK_REQUIRED)
+
+    @property
+    def required_packages(self) -> list[PackageRequired]:
+        return self.typed_properties(PROP_PACKAGE_REQUIRED)
+
+    @property
+    def related(self) -> tuple[RelatedImage, ...]:
+        names = self.related_image_names or ("",) * len(self.related_images)
+        return tuple(RelatedImage(n, i) for n, i in zip(names, self.related_images))
+
+
+_BUNDLE_FIELDS = tuple(f.name for f in fields(Bundle) if f.compare)
+
+
+class LazyBundle(Bundle):
+    """A ``Bundle`` whose properties stay marshalled until first read.
+
+    The catalog cache stores bundles in this form: a warm load then builds
+    one small object per bundle, and only the bundles a caller looks into
+    pay for decoding their properties.
+    """
+
+    @classmethod
+    def of(cls, b: Bundle) -> LazyBundle:
+        lazy = object.__new__(cls)
+        state = {k: v for k, v in b.__dict__.items() if k not in ("properties", "version")}
+        state["_raw"] = marshal.dumps(tuple((p.type, p.value) for p in b.properties))
+        lazy.__dict__.update(state)
+        return lazy
+
+    @cached_property
+    def properties(self) -> tuple[Property, ...]:  # type: ignore[override]
+        return tuple(Property(t, v) for t, v in marshal.loads(self.__dict__["_raw"]))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a plain ``Bundle`` with the same fields (the cache must not change meanings)."""
+        if not isinstance(other, Bundle):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _BUNDLE_FIELDS)
+
+    __hash__ = Bundle.__hash__
+
+
+@dataclass(frozen=True)
+class DeprecationEntry:
+    """One entry of an ``olm.deprecations`` blob: ``schema`` is olm.package, olm.channel or olm.bundle."""
+
+    schema: str
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Deprecations:
+    package: str
+    entries: tuple[DeprecationEntry, ...]
+    source: str
+    blob: int = 0
+
+
+@dataclass(frozen=True)
+class Meta:
+    """A blob of a schema this project does not interpret, passed through untouched."""
+
+    schema: str
+    package: str
+    name: str
+    blob: dict[str, Any] = field(compare=False, hash=False)
+    source: str = ""
+    index: int = 0
+
 
 @dataclass(frozen=True)
 class Catalog:
-    """One named catalog: ``catalogs/<name>/`` in the repository."""
+    """One named catalog: ``catalogs/<name>/`` in the repository, or a catalog image."""
 
     name: str
     root: str
@@ -96,9 +332,28 @@ class Catalog:
     channels: dict[tuple[str, str], Channel]
     bundles: dict[tuple[str, str], Bundle]
     priority: int = 0
+    deprecations: dict[str, Deprecations] = field(default_factory=dict)
+    others: tuple[Meta, ...] = ()
+    digest: str = ""  # content digest of the source, when known
 
     def channels_of(self, package: str) -> list[Channel]:
         return [c for (p, _), c in sorted(self.channels.items()) if p == package]
 
     def bundle(self, package: str, name: str) -> Bundle | None:
         return self.bundles.get((package, name))
+
+    def bundles_of(self, package: str) -> list[Bundle]:
+        return [b for (p, _), b in sorted(self.bundles.items()) if p == package]
+
+    def deprecation(self, package: str, schema: str = SCHEMA_PACKAGE, name: str = "") -> str | None:
+        """The deprecation message for a package, channel or bundle, if the catalog deprecates it."""
+        dep = self.deprecations.get(package)
+        if dep is not None:
+            for e in dep.entries:
+                if e.schema == schema and (schema == SCHEMA_PACKAGE or e.name == name):
+                    return e.message
+        if schema == SCHEMA_BUNDLE:
+            b = self.bundles.get((package, name))
+            if b is not None and any(p.type == PROP_DEPRECATED for p in b.properties):
+                return "deprecated (olm.deprecated property)"
+        return None

@@ -92,9 +92,12 @@ def test_skips_make_heads(tmp_path):
     assert stable.entries[1] == ChannelEntry("demo.v1.2.0", None, ("demo.v1.0.0",), "<1.2.0")
 
 
-def test_v_prefixed_version_accepted(tmp_path):
+def test_v_prefixed_version_rejected_as_opm_does(tmp_path):
+    # opm parses bundle versions strictly (blang semver.Parse): a "v" prefix is invalid.
     write_docs(tmp_path, "c.yaml", package(), channel(), bundle(version="v1.0.0"))
-    assert load(tmp_path).bundle("demo", "demo.v1.0.0").version == semver.Version(1, 0, 0)
+    err = load_error(tmp_path)
+    assert err.obj == "olm.bundle demo.v1.0.0"
+    assert err.message == 'olm.package property: version "v1.0.0" is not a strict semantic version'
 
 
 def test_channel_naming_a_missing_bundle(tmp_path):
@@ -119,9 +122,11 @@ def test_missing_default_channel(tmp_path):
     assert err.message == "default channel 'fast' of package 'demo' does not exist"
 
 
-def test_package_without_default_channel_is_allowed(tmp_path):
+def test_package_without_default_channel_is_rejected_as_opm_does(tmp_path):
     write_docs(tmp_path, "c.yaml", package(default=None), channel(), bundle())
-    assert load(tmp_path).packages["demo"].default_channel is None
+    err = load_error(tmp_path)
+    assert err.path == "catalogs/test/c.yaml"
+    assert err.message == "package 'demo' has no default channel"
 
 
 def test_duplicate_package(tmp_path):

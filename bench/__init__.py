@@ -1,0 +1,1 @@
+"""Benchmarks, and the peer tools they (and some tests) compare against."""

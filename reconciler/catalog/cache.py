@@ -1,0 +1,144 @@
+"""A cache of loaded and validated catalogs, keyed by the digest of their content.
+
+An entry is the pickled ``Catalog`` plus its findings, stored under
+``<cache_dir>/catalogs/`` by a key derived from the SHA-256 of every catalog
+file's relative path and bytes (plus the display root and a format version).
+Content decides, so a checkout of the same commit elsewhere, or a ``touch``,
+still hits.
+
+Hashing every byte is cheap next to parsing, but not free for a large
+catalog, so a second, smaller index maps a *stat key* (each file's relative
+path, size, mtime and inode) to the content digest it was last seen with.
+An unchanged tree then costs one ``stat`` per file. A stat key is only
+trusted when every file's mtime is older than the moment the index was
+written minus a safety margin: a file rewritten within the file system's
+timestamp granularity could keep its size and mtime, and then only the
+content hash can tell (the "racy git" problem).
+
+The cache holds only what this process wrote into the user's own cache
+directory; entries are written atomically and a corrupt or foreign-format
+entry is treated as a miss.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from reconciler.gobuild import cache_dir
+
+# The key includes a digest of the code that produces a cached result, so changing the loader, the
+# validation rules, the YAML reader or the model can never serve a result the current code would not give.
+_PRODUCERS = ("reconciler/yamlio.py", "reconciler/model/catalog.py", "reconciler/model/semver_range.py",
+              "reconciler/catalog/load.py", "reconciler/catalog/validate.py", "reconciler/catalog/findings.py",
+              "reconciler/catalog/cache.py")
+_ROOT = Path(__file__).resolve().parents[2]
+FORMAT = hashlib.sha256(b"".join((_ROOT / p).read_bytes() for p in _PRODUCERS)).hexdigest()[:16]
+RACY_SECONDS = 2.0    # files modified this recently are never trusted by stat alone
+KEEP_ENTRIES = 64     # newest entries kept; older ones are pruned when writing
+
+
+def directory() -> Path:
+    return cache_dir() / "catalogs"
+
+
+def stat_key(files: list[tuple[str, os.stat_result]], display_root: str) -> str | None:
+    """A key for the tree's metadata, or None if some file is too new to be trusted by stat alone."""
+    h = hashlib.sha256(f"stat/{FORMAT}/{display_root}\0".encode())
+    horizon = time.time() - RACY_SECONDS
+    for rel, st in files:
+        if st.st_mtime > horizon:
+            return None
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+    return h.hexdigest()
+
+
+class ContentHasher:
+    """Accumulates (relative path, bytes) of every file, in load order."""
+
+    def __init__(self, display_root: str) -> None:
+        self._h = hashlib.sha256(f"content/{FORMAT}/{display_root}\0".encode())
+
+    def add(self, rel: str, data: bytes) -> None:
+        self._h.update(f"{rel}\0{len(data)}\0".encode())
+        self._h.update(data)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def _path(kind: str, key: str) -> Path:
+    return directory() / f"{key}.{kind}"
+
+
+def lookup_stat(key: str) -> str | None:
+    try:
+        return _path("stat", key).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def get(content_key: str) -> Any | None:
+    path = _path("pickle", content_key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    enabled = gc.isenabled()
+    gc.disable()  # unpickling builds many small objects; the cyclic GC would rescan them repeatedly
+    try:
+        value = pickle.loads(data)
+    except Exception:  # a corrupt or older entry is a miss, never an error
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+    if not isinstance(value, dict) or value.get("format") != FORMAT:
+        return None
+    return value
+
+
+def put(content_key: str, value: dict[str, Any], stat: str | None) -> None:
+    """Store an entry (and the stat index pointing at it); failures to write are ignored."""
+    d = directory()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        _atomic_write(_path("pickle", content_key), pickle.dumps({**value, "format": FORMAT}, protocol=5))
+        if stat:
+            _atomic_write(_path("stat", stat), content_key.encode())
+        _prune(d)
+    except OSError:
+        pass
+
+
+def remember_stat(stat: str, content_key: str) -> None:
+    try:
+        _atomic_write(_path("stat", stat), content_key.encode())
+    except OSError:
+        pass
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _prune(d: Path) -> None:
+    entries = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEEP_ENTRIES:]:
+        old.unlink(missing_ok=True)
+    stats = sorted(d.glob("*.stat"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in stats[KEEP_ENTRIES * 4:]:
+        old.unlink(missing_ok=True)

@@ -1,0 +1,164 @@
+"""Catalog templates: terse inputs that expand to file-based catalogs, as opm's templates do.
+
+* ``olm.template.basic``: FBC blobs where an ``olm.bundle`` may be just an
+  ``image``; each such bundle is rendered from its content.
+* ``olm.semver``: bundles listed under ``Candidate``, ``Fast`` and ``Stable``;
+  channels are generated per major (``stable-v1``) and/or minor
+  (``stable-v1.2``) version. Within a minor version the highest bundle skips
+  the lower ones; the highest bundle of each minor version replaces the
+  highest of the previous minor version of the same major; no edge crosses a
+  major version. The default channel is the most stable channel type that
+  has bundles, then the highest head. Without either ``Generate*`` flag only
+  minor channels are generated.
+
+A bundle reference is a bundle directory (``file://`` or a path, relative to
+the template file) or an OCI image reference, pulled through ``reconciler.oci``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import semver
+
+from reconciler.catalog.render import render_bundle_dir
+from reconciler.errors import CatalogError
+from reconciler.model.semver_range import parse_version
+
+BundleRenderer = Callable[[str], dict[str, Any]]
+SEMVER_TYPES = ("Candidate", "Fast", "Stable")   # increasing stability
+
+
+def bundle_renderer(base: Path) -> BundleRenderer:
+    """Render a template's bundle reference: a directory near the template, or an OCI image."""
+    def render(ref: str) -> dict[str, Any]:
+        local = ref[len("file://"):] if ref.startswith("file://") else ref
+        path = (base / local) if not Path(local).is_absolute() else Path(local)
+        if path.is_dir():
+            return render_bundle_dir(path, ref, display=ref)
+        from reconciler import oci
+
+        image = oci.pull(ref)   # the read-only, digest-keyed cache entry: rendering only reads it
+        return render_bundle_dir(image.root, ref, display=ref)
+    return render
+
+
+def render_basic(doc: dict[str, Any], render: BundleRenderer, source: str) -> list[dict[str, Any]]:
+    entries = doc.get("entries")
+    if not isinstance(entries, list):
+        raise CatalogError("an olm.template.basic template needs an 'entries' list", path=source)
+    out = []
+    for i, blob in enumerate(entries):
+        if not isinstance(blob, dict) or not isinstance(blob.get("schema"), str):
+            raise CatalogError(f"entries[{i}] is not a blob with a schema", path=source)
+        if blob["schema"] == "olm.bundle" and set(blob) <= {"schema", "image"}:
+            if not isinstance(blob.get("image"), str) or not blob["image"]:
+                raise CatalogError(f"entries[{i}]: an olm.bundle entry needs an image", path=source)
+            out.append(render(blob["image"]))
+        else:
+            out.append(blob)
+    return out
+
+
+def render_semver(doc: dict[str, Any], render: BundleRenderer, source: str) -> list[dict[str, Any]]:
+    major = bool(doc.get("GenerateMajorChannels", False))
+    minor = bool(doc.get("GenerateMinorChannels", False))
+    if not major and not minor:
+        minor = True
+    rendered: dict[str, dict[str, Any]] = {}
+    by_type: dict[str, list[tuple[semver.Version, str]]] = {}
+    package = None
+    for kind in SEMVER_TYPES:
+        section = doc.get(kind) or {}
+        refs = [b.get("Image") for b in section.get("Bundles") or [] if isinstance(b, dict)]
+        for ref in refs:
+            if not isinstance(ref, str) or not ref:
+                raise CatalogError(f"{kind}.Bundles: every entry needs an Image", path=source)
+            if ref not in rendered:
+                rendered[ref] = render(ref)
+            blob = rendered[ref]
+            version = _version(blob, ref, source)
+            if package is None:
+                package = blob["package"]
+            elif blob["package"] != package:
+                raise CatalogError(f"{ref} is in package {blob['package']!r}, the template's other bundles in "
+                                   f"{package!r}", path=source, hint="a semver template describes one package")
+            by_type.setdefault(kind, []).append((version, blob["name"]))
+    if package is None:
+        raise CatalogError("the semver template lists no bundles", path=source)
+    channels: list[dict[str, Any]] = []
+    heads: list[tuple[int, int, semver.Version, str]] = []   # (type rank, major-first, head version, channel)
+    for rank, kind in enumerate(SEMVER_TYPES):
+        bundles = sorted(set(by_type.get(kind, [])))
+        if not bundles:
+            continue
+        edges = _edges(bundles)
+        if major:
+            for mj in sorted({v.major for v, _ in bundles}):
+                members = [(v, n) for v, n in bundles if v.major == mj]
+                name = f"{kind.lower()}-v{mj}"
+                channels.append(_channel(package, name, members, edges))
+                heads.append((rank, 1, members[-1][0], name))
+        if minor:
+            for mj, mn in sorted({(v.major, v.minor) for v, _ in bundles}):
+                members = [(v, n) for v, n in bundles if (v.major, v.minor) == (mj, mn)]
+                name = f"{kind.lower()}-v{mj}.{mn}"
+                channels.append(_channel(package, name, members, edges))
+                heads.append((rank, 0, members[-1][0], name))
+    default = max(heads)[3]
+    out: list[dict[str, Any]] = [{"schema": "olm.package", "name": package, "defaultChannel": default}]
+    out += sorted(channels, key=lambda c: c["name"])
+    out += sorted(rendered.values(), key=lambda b: b["name"])
+    return out
+
+
+def _version(blob: dict[str, Any], ref: str, source: str) -> semver.Version:
+    for p in blob.get("properties", []):
+        if p.get("type") == "olm.package":
+            v = parse_version(str(p["value"].get("version", "")))
+            if v.build:
+                raise CatalogError(f"{ref} has build metadata ({v}); the semver template cannot order it",
+                                   path=source, hint="semver precedence ignores build metadata")
+            return v
+    raise CatalogError(f"{ref} has no olm.package property", path=source)
+
+
+def _edges(bundles: list[tuple[semver.Version, str]]) -> dict[str, dict[str, Any]]:
+    """Skips within each minor version to its highest bundle; replaces between minors of one major."""
+    edges: dict[str, dict[str, Any]] = {}
+    streams: dict[tuple[int, int], list[tuple[semver.Version, str]]] = {}
+    for v, n in bundles:
+        streams.setdefault((v.major, v.minor), []).append((v, n))
+    previous_head: dict[int, str] = {}
+    for (mj, _mn), members in sorted(streams.items()):
+        head = members[-1][1]
+        entry: dict[str, Any] = {}
+        if mj in previous_head:
+            entry["replaces"] = previous_head[mj]
+        if len(members) > 1:
+            entry["skips"] = [n for _, n in members[:-1]]
+        edges[head] = entry
+        previous_head[mj] = head
+    return edges
+
+
+def _channel(package: str, name: str, members: list[tuple[semver.Version, str]],
+             edges: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"schema": "olm.channel", "package": package, "name": name,
+            "entries": [{"name": n, **edges.get(n, {})} for _, n in members]}
+
+
+def render_template(kind: str, doc: Any, base: Path, source: str,
+                    render: BundleRenderer | None = None) -> list[dict[str, Any]]:
+    if not isinstance(doc, dict):
+        raise CatalogError("a template must be a mapping", path=source)
+    render = render or bundle_renderer(base)
+    if kind == "basic":
+        if doc.get("schema") != "olm.template.basic":
+            raise CatalogError(f"schema is {doc.get('schema')!r}, not olm.template.basic", path=source)
+        return render_basic(doc, render, source)
+    if doc.get("Schema") != "olm.semver":
+        raise CatalogError(f"Schema is {doc.get('Schema')!r}, not olm.semver", path=source)
+    return render_semver(doc, render, source)

@@ -1,0 +1,159 @@
+"""`reconciler catalog`: validate, list, graph and render file-based catalogs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from reconciler.errors import EXIT_CHANGES, EXIT_OK, CatalogError
+
+CATALOG_EXIT = """\
+exit codes:
+  0  the catalog is valid (validate), or the command succeeded
+  1  validate found problems (every one is listed)
+  2  the input could not be read (missing directory, unreadable bundle, unknown package)
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cat = sub.add_parser("catalog", help="validate, list, graph and render file-based catalogs",
+                         description="Work with file-based catalogs (FBC): validate them with the rules opm "
+                                     "validate enforces, list their content, draw upgrade graphs, render bundles.",
+                         epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    csub = cat.add_subparsers(dest="catalog_command", required=True, metavar="SUBCOMMAND")
+
+    v = csub.add_parser("validate", help="report every problem in a catalog directory",
+                        epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("directory", metavar="DIR")
+    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.add_argument("--no-cache", action="store_true", help="do not read or write the catalog cache")
+    v.set_defaults(run=run_validate)
+
+    ls = csub.add_parser("list", help="list packages, channels or bundles",
+                         epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ls.add_argument("what", choices=("packages", "channels", "bundles"))
+    ls.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")
+    ls.add_argument("--package", help="package name (glob)")
+    ls.add_argument("--channel", help="channel name (glob)")
+    ls.add_argument("--name", help="bundle name (glob)")
+    ls.add_argument("--provides", metavar="KIND|GROUP/VERSION/KIND", help="bundles providing this API")
+    dep = ls.add_mutually_exclusive_group()
+    dep.add_argument("--deprecated", dest="deprecated", action="store_const", const=True, default=None,
+                     help="only deprecated entries")
+    dep.add_argument("--current", dest="deprecated", action="store_const", const=False,
+                     help="only entries that are not deprecated")
+    ls.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    ls.set_defaults(run=run_list)
+
+    g = csub.add_parser("graph", help="draw a package's upgrade graph (Mermaid, DOT or SVG)",
+                        epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("package", metavar="PACKAGE")
+    g.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")
+    g.add_argument("--channel", help="one channel (default: all channels of the package)")
+    g.add_argument("-f", "--format", choices=("mermaid", "dot", "svg"), default="mermaid",
+                   help="svg needs Graphviz's dot on PATH")
+    g.set_defaults(run=run_graph)
+
+    r = csub.add_parser("render", help="render a bundle directory into an olm.bundle blob",
+                        epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("bundle", metavar="BUNDLE_DIR")
+    r.add_argument("--image", default="", help="the bundle's image reference to record")
+    r.add_argument("--package", help="package name (plain+v0 bundles only)")
+    r.add_argument("--version", help="version (plain+v0 bundles only)")
+    r.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    r.set_defaults(run=run_render)
+    _register_template(csub)
+
+
+def _register_template(csub: argparse._SubParsersAction) -> None:
+    t = csub.add_parser("template", help="expand a basic or semver catalog template into FBC",
+                        description="Expand an olm.template.basic or olm.semver template into file-based catalog "
+                                    "blobs, rendering each bundle reference (a bundle directory relative to the "
+                                    "template, or an OCI image).",
+                        epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("kind", choices=("basic", "semver"))
+    t.add_argument("file", metavar="FILE", help="the template file ('-' for standard input)")
+    t.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    t.set_defaults(run=run_template)
+
+
+def run_template(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler import yamlio
+    from reconciler.catalog.template import render_template
+
+    if args.file == "-":
+        text, base, source = sys.stdin.read(), Path.cwd(), "<stdin>"
+    else:
+        path = Path(args.file)
+        text, base, source = yamlio.read_text(path, args.file), path.parent, args.file
+    blobs = render_template(args.kind, yamlio.load_one(text, source), base, source)
+    if args.output == "json":
+        out.write("".join(json.dumps(b, indent=2, ensure_ascii=False) + "\n" for b in blobs))
+    else:
+        out.write(yamlio.dump_all(blobs))
+    return EXIT_OK
+
+
+def _load(directory: str, use_cache: bool = True):
+    from reconciler.catalog import load
+    return load(Path(directory), display_root=directory.rstrip("/") or directory, use_cache=use_cache)
+
+
+def run_validate(args: argparse.Namespace, out: TextIO) -> int:
+    loaded = _load(args.directory, not args.no_cache)
+    errors = loaded.errors
+    if args.output == "json":
+        out.write(json.dumps({"valid": not errors, "findings": [f.as_dict() for f in loaded.findings]},
+                             indent=2) + "\n")
+    else:
+        for f in loaded.findings:
+            out.write(f.render() + "\n")
+        cat = loaded.catalog
+        summary = (f"{len(cat.packages)} packages, {len(cat.channels)} channels, {len(cat.bundles)} bundles: "
+                   + (f"{len(errors)} problems" if errors else "valid"))
+        warnings = len(loaded.findings) - len(errors)
+        out.write(summary + (f" ({warnings} warnings)" if warnings else "") + "\n")
+    return EXIT_CHANGES if errors else EXIT_OK
+
+
+def _note_invalid(loaded) -> None:
+    if loaded.errors:
+        print(f"warning: the catalog has {len(loaded.errors)} problems; run `reconciler catalog validate`",
+              file=sys.stderr)
+
+
+def run_list(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.catalog import query
+    loaded = _load(args.catalog)
+    _note_invalid(loaded)
+    filters = query.Filters(package=args.package, channel=args.channel, name=args.name, provides=args.provides,
+                            deprecated=args.deprecated)
+    rows = getattr(query, args.what)(loaded.catalog, filters)
+    out.write(query.render(rows, args.what, args.output))
+    return EXIT_OK
+
+
+def run_graph(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.catalog import graph
+    loaded = _load(args.catalog)
+    _note_invalid(loaded)
+    g = graph.build(loaded.catalog, args.package, args.channel)
+    render = {"mermaid": graph.to_mermaid, "dot": graph.to_dot, "svg": graph.to_svg}[args.format]
+    out.write(render(g))
+    return EXIT_OK
+
+
+def run_render(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler import yamlio
+    from reconciler.catalog.render import render_bundle_dir
+    path = Path(args.bundle)
+    if not path.is_dir():
+        raise CatalogError(f"{args.bundle} is not a bundle directory",
+                           hint="give a directory with manifests/ and metadata/ (bundle images: not yet)")
+    blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle)
+    out.write(json.dumps(blob, indent=2, ensure_ascii=False) + "\n" if args.output == "json"
+              else yamlio.dump(blob))
+    return EXIT_OK

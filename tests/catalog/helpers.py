@@ -1,0 +1,46 @@
+"""Small catalog builders for the catalog tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reconciler.catalog import Finding, load
+from tests.unit.helpers import write_docs
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+
+
+def package(name="demo", default="stable", **extra):
+    blob = {"schema": "olm.package", "name": name, **extra}
+    if default:
+        blob["defaultChannel"] = default
+    return blob
+
+
+def channel(name="stable", pkg="demo", entries=(("demo.v1.0.0", None),)):
+    out = []
+    for e in entries:
+        if isinstance(e, dict):
+            out.append(e)
+        else:
+            n, r = e
+            out.append({"name": n, **({"replaces": r} if r else {})})
+    return {"schema": "olm.channel", "package": pkg, "name": name, "entries": out}
+
+
+def bundle(name="demo.v1.0.0", pkg="demo", version="1.0.0", props=None, **extra):
+    if props is None:
+        props = [{"type": "olm.package", "value": {"packageName": pkg, "version": version}}]
+    return {"schema": "olm.bundle", "package": pkg, "name": name, "image": f"quay.io/demo/{name}:latest",
+            "properties": props, **extra}
+
+
+def findings(root: Path, *docs: Any, use_cache: bool = False) -> list[Finding]:
+    if docs:
+        write_docs(root, "catalog.yaml", *docs)
+    return list(load(root, "test", "catalogs/test", use_cache=use_cache).findings)
+
+
+def rules(found: list[Finding]) -> list[str]:
+    return [f.rule for f in found]

@@ -1,0 +1,288 @@
+"""`reconciler catalog ...` end to end through the CLI entry point (no cluster needed)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+
+import pytest
+
+from reconciler import yamlio
+from reconciler.catalog import load
+from reconciler.cli import main
+from tests.catalog.helpers import CORPUS, bundle, channel, package
+from tests.unit.helpers import write, write_docs
+
+
+def run(*argv):
+    out = io.StringIO()
+    code = main(list(argv), out)
+    return code, out.getvalue()
+
+
+def demo_catalog(root):
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v1.1.0", "demo.v1.0.0"),
+                          {"name": "demo.v1.2.0", "replaces": "demo.v1.1.0", "skipRange": ">=1.0.0 <1.2.0"}])
+    gvk = {"type": "olm.gvk", "value": {"group": "demo.io", "kind": "Widget", "version": "v1"}}
+    docs = [package(), ch, channel("fast", entries=[("demo.v1.2.0", None)])]
+    for v in ("1.0.0", "1.1.0", "1.2.0"):
+        props = [{"type": "olm.package", "value": {"packageName": "demo", "version": v}}]
+        if v != "1.0.0":
+            props.append(gvk)
+        docs.append(bundle(f"demo.v{v}", version=v, props=props))
+    docs.append({"schema": "olm.deprecations", "package": "demo",
+                 "entries": [{"reference": {"schema": "olm.bundle", "name": "demo.v1.0.0"}, "message": "old"}]})
+    write_docs(root, "demo/catalog.yaml", *docs)
+    return root
+
+
+def test_validate_valid(tmp_path):
+    code, out = run("catalog", "validate", str(demo_catalog(tmp_path)))
+    assert code == 0
+    assert out == "1 packages, 2 channels, 3 bundles: valid\n"
+
+
+def test_validate_reports_every_problem_and_exits_1(tmp_path):
+    write_docs(tmp_path, "a.yaml", package(default="fast"), channel(entries=[("demo.v1.0.0", None), ("x", None)]),
+               bundle(version="1.0"))
+    code, out = run("catalog", "validate", str(tmp_path))
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if not ln.startswith("  hint:")]
+    assert lines == [
+        f"{tmp_path}/a.yaml: olm.package demo: default channel 'fast' of package 'demo' does not exist "
+        f"[default-channel]",
+        f"{tmp_path}/a.yaml: olm.channel stable: channel 'stable' lists bundle 'x', which is not in package 'demo' "
+        f"[channel-entry-bundle]",
+        f"{tmp_path}/a.yaml: olm.channel stable: channel 'stable' has 2 heads: demo.v1.0.0, x [channel-head]",
+        f'{tmp_path}/a.yaml: olm.bundle demo.v1.0.0: olm.package property: version "1.0" is not a strict semantic '
+        f"version [bundle-package-property]",
+        "1 packages, 1 channels, 1 bundles: 4 problems"]
+
+
+def test_validate_json(tmp_path):
+    write_docs(tmp_path, "a.yaml", package(default=None), channel(), bundle())
+    code, out = run("catalog", "validate", "-o", "json", str(tmp_path))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["valid"] is False
+    assert doc["findings"] == [{"rule": "default-channel", "severity": "error", "path": f"{tmp_path}/a.yaml",
+                                "blob": "olm.package demo", "message": "package 'demo' has no default channel",
+                                "hint": "set defaultChannel to one of its channels"}]
+
+
+def test_validate_missing_directory(tmp_path, capsys):
+    code, _ = run("catalog", "validate", str(tmp_path / "nope"))
+    assert code == 2
+    assert "does not exist or is not a directory" in capsys.readouterr().err
+
+
+def test_list_packages_table(tmp_path):
+    code, out = run("catalog", "list", "packages", "-c", str(demo_catalog(tmp_path)))
+    assert code == 0
+    assert out.splitlines() == ["PACKAGE  DEFAULTCHANNEL  CHANNELS     BUNDLES  VERSION  DEPRECATED",
+                                "demo     stable          fast,stable  3        1.2.0"]
+
+
+def test_list_bundles_filters_and_formats(tmp_path):
+    demo_catalog(tmp_path)
+    _, out = run("catalog", "list", "bundles", "-c", str(tmp_path), "--provides", "Widget", "-o", "json")
+    assert [r["name"] for r in json.loads(out)] == ["demo.v1.1.0", "demo.v1.2.0"]
+    _, out = run("catalog", "list", "bundles", "-c", str(tmp_path), "--channel", "fast", "-o", "yaml")
+    rows = yamlio.load_one(out, "out")
+    assert [(r["name"], r["channels"]) for r in rows] == [("demo.v1.2.0", ["fast", "stable"])]
+    _, out = run("catalog", "list", "bundles", "-c", str(tmp_path), "--deprecated", "-o", "json")
+    assert [(r["name"], r["deprecated"]) for r in json.loads(out)] == [("demo.v1.0.0", "old")]
+    _, out = run("catalog", "list", "bundles", "-c", str(tmp_path), "--name", "demo.v1.[12]*", "--current", "-o",
+                 "json")
+    assert [r["name"] for r in json.loads(out)] == ["demo.v1.1.0", "demo.v1.2.0"]
+
+
+def test_list_channels(tmp_path):
+    _, out = run("catalog", "list", "channels", "-c", str(demo_catalog(tmp_path)), "-o", "json")
+    assert [(r["channel"], r["head"], r["default"]) for r in json.loads(out)] == [
+        ("fast", "demo.v1.2.0", False), ("stable", "demo.v1.2.0", True)]
+
+
+def test_graph_mermaid(tmp_path):
+    code, out = run("catalog", "graph", "demo", "-c", str(demo_catalog(tmp_path)), "--channel", "stable")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "graph LR"
+    assert '  n0_demo_v1_0_0["demo.v1.0.0<br/>deprecated"]' in lines
+    assert '  n2_demo_v1_2_0["demo.v1.2.0<br/>head of stable"]' in lines
+    assert "  n0_demo_v1_0_0 -->|replaces| n1_demo_v1_1_0" in lines
+    assert "  n0_demo_v1_0_0 -.->|skipRange| n2_demo_v1_2_0" in lines
+    assert "  n1_demo_v1_1_0 -.->|skipRange| n2_demo_v1_2_0" in lines
+    assert "  class n0_demo_v1_0_0 deprecated" in lines
+
+
+def test_graph_dot_and_unknown_names(tmp_path, capsys):
+    demo_catalog(tmp_path)
+    _, out = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot")
+    assert out.startswith('digraph "demo" {')
+    assert '"demo.v1.1.0" -> "demo.v1.2.0" [label="replaces", style=solid];' in out
+    assert run("catalog", "graph", "ghost", "-c", str(tmp_path))[0] == 2
+    assert "package 'ghost' is not in catalog" in capsys.readouterr().err
+    assert run("catalog", "graph", "demo", "-c", str(tmp_path), "--channel", "beta")[0] == 2
+    assert "package 'demo' has no channel 'beta'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_graph_svg(tmp_path):
+    code, out = run("catalog", "graph", "demo", "-c", str(demo_catalog(tmp_path)), "-f", "svg")
+    assert code == 0 and "<svg" in out and "demo.v1.2.0" in out
+
+
+def test_graph_svg_without_dot_names_it(tmp_path, monkeypatch, capsys):
+    demo_catalog(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "svg")[0] == 2
+    err = capsys.readouterr().err
+    assert "Graphviz's `dot` program, which is not on PATH" in err and "--format mermaid" in err
+
+
+def test_cache_makes_second_load_a_hit_and_sees_edits(tmp_path):
+    demo_catalog(tmp_path)
+    f = tmp_path / "demo" / "catalog.yaml"
+    import os
+    import time
+    old = time.time() - 60
+    os.utime(f, (old, old))
+    first = load(tmp_path)
+    second = load(tmp_path)
+    assert not first.cached and second.cached
+    assert second.catalog == first.catalog and second.findings == first.findings
+    text = f.read_text().replace("defaultChannel: stable", "defaultChannel: fast")
+    f.write_text(text)
+    os.utime(f, (old, old))  # same mtime as before: only the content digest can tell
+    third = load(tmp_path)
+    assert not third.cached
+    assert third.catalog.packages["demo"].default_channel == "fast"
+
+
+def test_cache_entry_corrupt_is_a_miss(tmp_path, monkeypatch):
+    from reconciler.catalog import cache
+    demo_catalog(tmp_path)
+    load(tmp_path)
+    for p in cache.directory().glob("*.pickle"):
+        p.write_bytes(b"not a pickle")
+    again = load(tmp_path)
+    assert not again.cached and "demo" in again.catalog.packages
+
+
+@pytest.mark.skipif(not (CORPUS / "operators").is_dir(), reason="../shared/corpus is absent")
+def test_render_registry_v1_bundle_from_corpus():
+    bundle_dir = CORPUS / "operators" / "ecr-secret-operator" / "0.6.0"
+    code, out = run("catalog", "render", str(bundle_dir), "--image", "quay.io/x/ecr-bundle:v0.6.0")
+    assert code == 0
+    blob = json.loads(out)
+    assert (blob["schema"], blob["name"], blob["package"]) == ("olm.bundle", "ecr-secret-operator.v0.6.0",
+                                                               "ecr-secret-operator")
+    types = [p["type"] for p in blob["properties"]]
+    assert types == sorted(types)
+    props = {p["type"]: p["value"] for p in blob["properties"]}
+    assert props["olm.package"] == {"packageName": "ecr-secret-operator", "version": "0.6.0"}
+    assert props["olm.bundle.mediatype"] == "registry+v1"
+    assert props["olm.csv.metadata"]["displayName"] == "ECR Secret Operator"
+    gvks = [p["value"] for p in blob["properties"] if p["type"] == "olm.gvk"]
+    assert {"group": "ecr.mobb.redhat.com", "kind": "Secret", "version": "v1alpha1"} in gvks
+    images = [r["image"] for r in blob["relatedImages"]]
+    assert "quay.io/x/ecr-bundle:v0.6.0" in images and images == sorted(images)
+
+
+def test_render_dependencies_and_properties(tmp_path):
+    write(tmp_path, "metadata/annotations.yaml", """
+        annotations:
+          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
+          operators.operatorframework.io.bundle.package.v1: demo
+        """)
+    write(tmp_path, "metadata/dependencies.yaml", """
+        dependencies:
+          - type: olm.package
+            value: {packageName: etcd, version: ">=0.9.0"}
+          - type: olm.gvk
+            value: {group: etcd.database.coreos.com, kind: EtcdCluster, version: v1beta2}
+          - type: olm.constraint
+            value: {failureMessage: needs x, cel: {rule: "true"}}
+        """)
+    write(tmp_path, "metadata/properties.yaml", """
+        properties:
+          - type: olm.label
+            value: {label: stable}
+        """)
+    write(tmp_path, "manifests/csv.yaml", """
+        apiVersion: operators.coreos.com/v1alpha1
+        kind: ClusterServiceVersion
+        metadata:
+          name: demo.v1.0.0
+          annotations:
+            operatorframework.io/properties: '{"properties":[{"type":"example.com/x","value":1}]}'
+        spec:
+          version: 1.0.0
+          displayName: Demo
+          customresourcedefinitions:
+            required:
+              - {name: backups.b.io, kind: Backup, version: v1}
+          install:
+            strategy: deployment
+            spec:
+              deployments:
+                - name: d
+                  spec: {template: {spec: {containers: [{name: m, image: quay.io/demo/op:1}]}}}
+        """)
+    write(tmp_path, "manifests/crd.yaml", """
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata: {name: widgets.demo.io}
+        spec:
+          group: demo.io
+          names: {kind: Widget, plural: widgets}
+          versions: [{name: v1}, {name: v2}]
+        """)
+    code, out = run("catalog", "render", str(tmp_path), "-o", "yaml")
+    assert code == 0
+    blob = yamlio.load_one(out, "out")
+    assert [(p["type"], p["value"]) for p in blob["properties"] if p["type"] != "olm.csv.metadata"] == [
+        ("example.com/x", 1),
+        ("olm.bundle.mediatype", "registry+v1"),
+        ("olm.constraint", {"cel": {"rule": "true"}, "failureMessage": "needs x"}),
+        ("olm.gvk", {"group": "demo.io", "kind": "Widget", "version": "v1"}),
+        ("olm.gvk", {"group": "demo.io", "kind": "Widget", "version": "v2"}),
+        ("olm.gvk.required", {"group": "b.io", "kind": "Backup", "version": "v1"}),
+        ("olm.gvk.required", {"group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"}),
+        ("olm.label", {"label": "stable"}),
+        ("olm.package", {"packageName": "demo", "version": "1.0.0"}),
+        ("olm.package.required", {"packageName": "etcd", "versionRange": ">=0.9.0"}),
+    ]
+    assert blob["relatedImages"] == [{"image": "quay.io/demo/op:1"}]
+
+
+def test_render_plain_v0_needs_package_and_version(tmp_path, capsys):
+    write(tmp_path, "manifests/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert run("catalog", "render", str(tmp_path))[0] == 2
+    assert "give its package and version" in capsys.readouterr().err
+    code, out = run("catalog", "render", str(tmp_path), "--package", "p", "--version", "0.1.0")
+    blob = json.loads(out)
+    assert code == 0 and blob["name"] == "p.v0.1.0"
+    assert {"type": "olm.bundle.mediatype", "value": "plain+v0"} in blob["properties"]
+
+
+def test_render_k8s_v1_refuses_wildcard_rbac(tmp_path, capsys):
+    write(tmp_path, "metadata/annotations.yaml", """
+        annotations:
+          operators.operatorframework.io.bundle.mediatype.v1: k8s+v1
+          operators.operatorframework.io.bundle.package.v1: demo
+        """)
+    write(tmp_path, "metadata/olm.yaml", "name: demo.v1.0.0\nversion: 1.0.0\nminKubeVersion: 1.20.0\n"
+                                         "installModes: [{type: AllNamespaces, supported: true}]\n")
+    write(tmp_path, "manifests/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+    write(tmp_path, "manifests/role.yaml", "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
+                                           "metadata: {name: r}\nrules: [{apiGroups: ['*'], resources: [pods]}]\n")
+    assert run("catalog", "render", str(tmp_path))[0] == 2
+    assert "wildcard RBAC" in capsys.readouterr().err
+    (tmp_path / "manifests" / "role.yaml").unlink()
+    code, out = run("catalog", "render", str(tmp_path))
+    blob = json.loads(out)
+    assert code == 0 and blob["name"] == "demo.v1.0.0"
+    assert {"type": "olm.bundle.mediatype", "value": "k8s+v1"} in blob["properties"]

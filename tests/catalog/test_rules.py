@@ -1,0 +1,315 @@
+"""One failing fixture per validation rule, with the finding's rule, file, blob and message asserted."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.catalog import RULES, CatalogInvalid, compose, load, load_catalog
+from tests.catalog.helpers import bundle, channel, findings, package, rules
+from tests.unit.helpers import write, write_docs
+
+CHECKED: set[str] = set()
+
+
+def only(found, rule):
+    """The single finding of ``rule`` among ``found`` (and nothing else)."""
+    CHECKED.add(rule)
+    assert rules(found) == [rule], [f.render() for f in found]
+    return found[0]
+
+
+def test_valid_catalog_has_no_findings(tmp_path):
+    assert findings(tmp_path, package(), channel(), bundle()) == []
+
+
+def test_parse(tmp_path):
+    write(tmp_path, "broken.yaml", "schema: olm.package\nname: [x\n")
+    write_docs(tmp_path, "ok.yaml", package(), channel(), bundle())
+    f = only(findings(tmp_path), "parse")
+    assert f.path == "catalogs/test/broken.yaml"
+    assert f.message.startswith("invalid YAML (line 3, column 1)")
+
+
+@pytest.mark.parametrize("doc, message", [
+    ([1, 2], "blob 1 is not a mapping"),
+    ({"name": "x"}, "blob has no 'schema'"),
+    ({"schema": 3}, "'schema' must be a string"),
+    ({"schema": "olm.package", "name": "demo", "defaultChannel": ["x"]},
+     "olm.package demo: 'defaultChannel' must be a string, not a list"),
+    ({"schema": "olm.bundle", "package": "demo", "name": "b", "properties": [{"type": "x"}]},
+     "olm.bundle b: property 1 (x) has no value"),
+    ({"schema": "olm.package", "name": "demo", "icon": {"base64data": "!!", "mediatype": "image/png"}},
+     "olm.package demo: icon base64data is not valid base64"),
+])
+def test_blob_shape(tmp_path, doc, message):
+    write_docs(tmp_path, "bad.yaml", doc)
+    found = [f for f in findings(tmp_path) if f.rule == "blob-shape"]
+    CHECKED.add("blob-shape")
+    assert [f.message for f in found] == [message]
+    assert found[0].path == "catalogs/test/bad.yaml"
+
+
+def test_non_catalog_file_is_a_warning(tmp_path):
+    write(tmp_path, "README.md", "# notes\n")
+    f = only(findings(tmp_path, package(), channel(), bundle()), "non-catalog-file")
+    assert f.severity == "warning" and f.path == "catalogs/test/README.md"
+    assert load_catalog("t", tmp_path)  # warnings never fail a load
+
+
+@pytest.mark.parametrize("name", ["Demo", "demo_op", "-demo", "a" * 64])
+def test_package_name(tmp_path, name):
+    f = only(findings(tmp_path, package(name), channel(pkg=name), bundle(pkg=name)), "package-name")
+    assert f.message == f"package name {name!r} is not a valid DNS-1123 label"
+    assert f.obj == f"olm.package {name}"
+
+
+def test_duplicate_package(tmp_path):
+    write_docs(tmp_path, "b.yaml", package())
+    f = only(findings(tmp_path, package(), channel(), bundle()), "duplicate-package")
+    assert (f.path, f.message) == ("catalogs/test/catalog.yaml", "package 'demo' is defined twice")
+    assert f.hint == "the first definition is in catalogs/test/b.yaml"
+
+
+def test_duplicate_channel(tmp_path):
+    f = only(findings(tmp_path, package(), channel(), channel(), bundle()), "duplicate-channel")
+    assert f.message == "channel 'stable' is defined twice in package 'demo'"
+
+
+def test_duplicate_bundle(tmp_path):
+    f = only(findings(tmp_path, package(), channel(), bundle(), bundle()), "duplicate-bundle")
+    assert f.message == "bundle 'demo.v1.0.0' is defined twice in package 'demo'"
+    assert f.obj == "olm.bundle demo.v1.0.0"
+
+
+def test_duplicate_entry(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v1.0.0", None)])
+    f = only(findings(tmp_path, package(), ch, bundle()), "duplicate-entry")
+    assert f.message == "bundle 'demo.v1.0.0' appears twice in channel 'stable'"
+
+
+def test_default_channel_missing(tmp_path):
+    f = only(findings(tmp_path, package(default=None), channel(), bundle()), "default-channel")
+    assert f.message == "package 'demo' has no default channel"
+
+
+def test_default_channel_absent(tmp_path):
+    f = only(findings(tmp_path, package(default="fast"), channel(), bundle()), "default-channel")
+    assert f.message == "default channel 'fast' of package 'demo' does not exist"
+    assert f.hint == "channels of the package: stable"
+
+
+def test_package_without_channels(tmp_path):
+    found = findings(tmp_path, package(default="stable"))
+    assert rules(found) == ["default-channel", "package-channels"]
+    CHECKED.add("package-channels")
+    assert found[1].message == "package 'demo' has no channels"
+
+
+def test_channel_of_unknown_package(tmp_path):
+    found = findings(tmp_path, package(), channel(), bundle(), channel(pkg="ghost"))
+    f = only(found, "channel-package")
+    assert f.message == "channel 'stable' names package 'ghost', which has no olm.package blob"
+
+
+def test_channel_empty(tmp_path):
+    found = findings(tmp_path, package(), channel(), bundle(), channel("fast", entries=()))
+    assert only(found, "channel-empty").message == "channel 'fast' has no entries"
+
+
+def test_channel_entry_bundle(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v2.0.0", "demo.v1.0.0")])
+    f = only(findings(tmp_path, package(), ch, bundle()), "channel-entry-bundle")
+    assert f.message == "channel 'stable' lists bundle 'demo.v2.0.0', which is not in package 'demo'"
+    assert f.obj == "olm.channel stable"
+
+
+def test_bundle_in_no_channel(tmp_path):
+    f = only(findings(tmp_path, package(), channel(), bundle(), bundle("demo.v2.0.0", version="2.0.0")),
+             "bundle-in-channel")
+    assert f.message == "bundle 'demo.v2.0.0' is not in any channel of package 'demo'"
+
+
+@pytest.mark.parametrize("props, message", [
+    ([], "bundle has no olm.package property"),
+    ([{"type": "olm.package", "value": {"packageName": "demo", "version": "1.0.0"}}] * 2,
+     "bundle has 2 olm.package properties; exactly one is required"),
+    ([{"type": "olm.package", "value": {"packageName": "other", "version": "1.0.0"}}],
+     "olm.package property names package 'other', but the bundle is in package 'demo'"),
+    ([{"type": "olm.package", "value": {"packageName": "demo", "version": "v1.0.0"}}],
+     'olm.package property: version "v1.0.0" is not a strict semantic version'),
+    ([{"type": "olm.package", "value": "demo@1.0.0"}],
+     "the olm.package property's value must be a mapping with packageName and version"),
+])
+def test_bundle_package_property(tmp_path, props, message):
+    f = only(findings(tmp_path, package(), channel(), bundle(props=props)), "bundle-package-property")
+    assert f.message == message and f.obj == "olm.bundle demo.v1.0.0"
+
+
+def test_bundle_image(tmp_path):
+    b = bundle()
+    del b["image"]
+    assert only(findings(tmp_path, package(), channel(), b), "bundle-image").message == "bundle has no image"
+
+
+@pytest.mark.parametrize("prop, message", [
+    ({"type": "olm.gvk", "value": {"group": "g", "kind": "K", "version": 1}}, "property 2 (olm.gvk): version must be "
+                                                                              "a string"),
+    ({"type": "olm.gvk.required", "value": "g/v1/K"}, "property 2 (olm.gvk.required): value must be a mapping with "
+                                                      "group, version, kind"),
+    ({"type": "olm.package.required", "value": {"packageName": 7}}, "property 2 (olm.package.required): "
+                                                                    "packageName must be a string"),
+    ({"type": "olm.bundle.object", "value": {"data": "not base64!"}}, "property 2 (olm.bundle.object): data is "
+                                                                      "not valid base64"),
+    ({"type": "olm.csv.metadata", "value": {"annotations": {"a": 1}}}, "property 2 (olm.csv.metadata): annotations "
+                                                                       "must map strings to strings"),
+    ({"type": "", "value": 1}, "property 2 (): type must be set"),
+])
+def test_property_value(tmp_path, prop, message):
+    props = [{"type": "olm.package", "value": {"packageName": "demo", "version": "1.0.0"}}, prop]
+    f = only(findings(tmp_path, package(), channel(), bundle(props=props)), "property-value")
+    assert f.message == message
+
+
+def test_opaque_properties_pass_through(tmp_path):
+    props = [{"type": "olm.package", "value": {"packageName": "demo", "version": "1.0.0"}},
+             {"type": "example.com/anything", "value": [1, {"x": None}]},
+             {"type": "olm.constraint", "value": {"failureMessage": "m", "cel": {"rule": "true"}}}]
+    write_docs(tmp_path, "c.yaml", package(), channel(), bundle(props=props),
+               {"schema": "example.com/custom", "package": "demo", "data": 1})
+    loaded = load(tmp_path, use_cache=False)
+    assert loaded.findings == ()
+    b = loaded.catalog.bundle("demo", "demo.v1.0.0")
+    assert b.properties_of("example.com/anything") == [[1, {"x": None}]]
+    c = b.typed_properties("olm.constraint")[0]
+    assert (c.failure_message, c.kind, c.spec) == ("m", "cel", {"rule": "true"})
+    assert [(m.schema, m.blob["data"]) for m in loaded.catalog.others] == [("example.com/custom", 1)]
+
+
+def test_channel_head_multiple(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v1.1.0", None)])
+    f = only(findings(tmp_path, package(), ch, bundle(), bundle("demo.v1.1.0", version="1.1.0")), "channel-head")
+    assert f.message == "channel 'stable' has 2 heads: demo.v1.0.0, demo.v1.1.0"
+
+
+def test_channel_head_none(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", "demo.v1.1.0"), ("demo.v1.1.0", "demo.v1.0.0")])
+    f = only(findings(tmp_path, package(), ch, bundle(), bundle("demo.v1.1.0", version="1.1.0")), "channel-head")
+    assert f.message.startswith("channel 'stable' has no head")
+
+
+def test_replaces_cycle(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", "demo.v1.1.0"), ("demo.v1.1.0", "demo.v1.0.0"),
+                          ("demo.v1.2.0", "demo.v1.1.0")])
+    f = only(findings(tmp_path, package(), ch, bundle(), bundle("demo.v1.1.0", version="1.1.0"),
+                      bundle("demo.v1.2.0", version="1.2.0")), "replaces-cycle")
+    assert f.message == ("channel 'stable': replaces chain has a cycle: demo.v1.1.0 -> demo.v1.0.0 -> demo.v1.1.0")
+
+
+def test_stranded_bundle(tmp_path):
+    # head v1.2.0 replaces v1.1.0 and skips v1.0.1; v1.0.1 replaces v1.0.0, which the head's chain never reaches
+    ch = channel(entries=[("demo.v1.1.0", None), {"name": "demo.v1.2.0", "replaces": "demo.v1.1.0",
+                                                  "skips": ["demo.v1.0.1"]},
+                          ("demo.v1.0.0", None), ("demo.v1.0.1", "demo.v1.0.0")])
+    docs = [bundle(f"demo.v{v}", version=v) for v in ("1.0.0", "1.0.1", "1.1.0", "1.2.0")]
+    f = only(findings(tmp_path, package(), ch, *docs), "stranded-bundle")
+    assert f.message == ("channel 'stable' has stranded bundles (not reachable from the head 'demo.v1.2.0' by "
+                         "replaces, nor skipped): demo.v1.0.0")
+
+
+def test_skip_range(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), {"name": "demo.v1.1.0", "replaces": "demo.v1.0.0",
+                                                  "skipRange": ">=1.0 <1.1.0"}])
+    f = only(findings(tmp_path, package(), ch, bundle(), bundle("demo.v1.1.0", version="1.1.0")), "skip-range")
+    assert f.message.startswith("entry 'demo.v1.1.0': skipRange: ")
+    assert "1.0" in f.message
+
+
+def test_skips_empty_name(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), {"name": "demo.v1.1.0", "replaces": "demo.v1.0.0", "skips": [""]}])
+    f = only(findings(tmp_path, package(), ch, bundle(), bundle("demo.v1.1.0", version="1.1.0")), "skips")
+    assert f.message == "entry 'demo.v1.1.0': skips[0] is empty"
+
+
+def test_unique_version(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v1.0.0-again", "demo.v1.0.0")])
+    f = only(findings(tmp_path, package(), ch, bundle(), bundle("demo.v1.0.0-again", version="1.0.0")),
+             "unique-version")
+    assert f.message == "bundles demo.v1.0.0, demo.v1.0.0-again of package 'demo' all have version 1.0.0"
+
+
+def test_versions_differing_in_build_metadata_are_distinct(tmp_path):
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v1.0.0-b", "demo.v1.0.0")])
+    assert findings(tmp_path, package(), ch, bundle(version="1.0.0+a"),
+                    bundle("demo.v1.0.0-b", version="1.0.0+b")) == []
+
+
+@pytest.mark.parametrize("entries, message", [
+    ([{"reference": {"schema": "olm.bundle", "name": "demo.v9"}, "message": "m"}],
+     "entry 1: bundle 'demo.v9' is not in package 'demo'"),
+    ([{"reference": {"schema": "olm.channel", "name": "fast"}, "message": "m"}],
+     "entry 1: channel 'fast' is not in package 'demo'"),
+    ([{"reference": {"schema": "olm.package", "name": "demo"}, "message": "m"}],
+     "entry 1: an olm.package reference must not have a name (it is 'demo')"),
+    ([{"reference": {"schema": "olm.thing"}, "message": "m"}], "entry 1: unknown reference schema 'olm.thing'"),
+    ([{"reference": {"schema": "olm.package"}, "message": ""}], "entry 1: message is empty"),
+    ([{"reference": {"schema": "olm.package"}, "message": "a"}, {"reference": {"schema": "olm.package"},
+                                                                 "message": "b"}],
+     "entry 2 repeats the reference olm.package"),
+])
+def test_deprecation(tmp_path, entries, message):
+    dep = {"schema": "olm.deprecations", "package": "demo", "entries": entries}
+    f = only(findings(tmp_path, package(), channel(), bundle(), dep), "deprecation")
+    assert f.message == message and f.obj == "olm.deprecations demo"
+
+
+def test_deprecation_of_unknown_package_and_twice(tmp_path):
+    dep = {"schema": "olm.deprecations", "package": "ghost", "entries": []}
+    found = findings(tmp_path, package(), channel(), bundle(), dep, dep)
+    assert [f.message for f in found] == ["package 'ghost' has more than one olm.deprecations blob",
+                                          "deprecations name package 'ghost', which is not in the catalog"]
+
+
+def test_deprecations_are_queryable(tmp_path):
+    dep = {"schema": "olm.deprecations", "package": "demo", "entries": [
+        {"reference": {"schema": "olm.bundle", "name": "demo.v1.0.0"}, "message": "use 2.0"},
+        {"reference": {"schema": "olm.package"}, "message": "end of life"}]}
+    write_docs(tmp_path, "c.yaml", package(), channel(), bundle(), dep)
+    cat = load_catalog("t", tmp_path)
+    assert cat.deprecation("demo") == "end of life"
+    assert cat.deprecation("demo", "olm.bundle", "demo.v1.0.0") == "use 2.0"
+    assert cat.deprecation("demo", "olm.channel", "stable") is None
+
+
+def test_compose_duplicate(tmp_path):
+    write_docs(tmp_path / "a", "c.yaml", package(), channel(), bundle())
+    write_docs(tmp_path / "b", "c.yaml", package(), channel(), bundle())
+    write_docs(tmp_path / "c", "c.yaml", package("other"), channel(pkg="other", entries=[("demo.v1.0.0", None)]),
+               bundle(pkg="other"))
+    cats = [load_catalog(n, tmp_path / n, f"catalogs/{n}") for n in "abc"]
+    merged, found = compose("all", cats)
+    CHECKED.add("compose-duplicate")
+    assert [f.message for f in found] == [
+        "package 'demo' is defined in catalogs 'a' and 'b'",
+        "bundle 'demo.v1.0.0' of package 'demo' is defined in more than one catalog (also in catalogs/a/c.yaml)"]
+    assert sorted(merged.packages) == ["demo", "other"]
+    assert sorted(merged.bundles) == [("demo", "demo.v1.0.0"), ("other", "demo.v1.0.0")]
+
+
+def test_every_problem_is_reported_and_raised_together(tmp_path):
+    write(tmp_path, "broken.json", "{\"schema\": ")
+    docs = [package(default="fast"), channel(entries=[("demo.v1.0.0", None), ("demo.v2", None)]), bundle(version="1")]
+    write_docs(tmp_path, "c.yaml", *docs)
+    with pytest.raises(CatalogInvalid) as err:
+        load_catalog("test", tmp_path, "catalogs/test")
+    got = [f.rule for f in err.value.findings]
+    assert got == ["parse", "default-channel", "channel-entry-bundle", "channel-head", "bundle-package-property"]
+    text = err.value.render()
+    assert text.startswith("catalog 'test' is invalid: 5 problems\n")
+    assert "catalogs/test/c.yaml: olm.channel stable: channel 'stable' lists bundle 'demo.v2'" in text
+
+
+def test_every_rule_has_a_fixture():
+    # runs last in this module: every rule id is exercised by a test above
+    # (the non-catalog-file, skips and parse tests add themselves through only())
+    missing = set(RULES) - CHECKED
+    assert not missing, f"rules without a failing fixture: {sorted(missing)}"

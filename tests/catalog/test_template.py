@@ -1,0 +1,136 @@
+"""Catalog templates: the semver template's channels and edges, the basic template, and the CLI."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from reconciler import yamlio
+from reconciler.catalog import load_catalog
+from reconciler.catalog.template import render_template
+from reconciler.cli import main
+from reconciler.errors import CatalogError
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
+VERSIONS = ["0.1.0", "0.1.1", "0.1.2", "0.1.3", "0.2.0", "0.2.1", "0.2.2", "0.3.0", "1.0.0", "1.0.1", "1.1.0"]
+
+
+def fake_render(ref: str) -> dict:
+    """Bundles named after their reference's tag; the template logic only reads name, package, version."""
+    version = ref.rsplit(".v", 1)[1]
+    return {"schema": "olm.bundle", "package": "testoperator", "name": f"testoperator.v{version}", "image": ref,
+            "properties": [{"type": "olm.package", "value": {"packageName": "testoperator", "version": version}}]}
+
+
+def template(**flags) -> dict:
+    img = "quay.io/foo/olm:testoperator.v{}".format
+    return {"Schema": "olm.semver", **flags,
+            "Candidate": {"Bundles": [{"Image": img(v)} for v in VERSIONS]},
+            "Fast": {"Bundles": [{"Image": img(v)} for v in ("0.2.1", "0.2.2", "0.3.0", "1.0.1", "1.1.0")]},
+            "Stable": {"Bundles": [{"Image": img("1.0.1")}]}}
+
+
+def channels(blobs) -> dict:
+    return {b["name"]: b["entries"] for b in blobs if b["schema"] == "olm.channel"}
+
+
+def test_semver_major_channels_match_the_documented_graph():
+    blobs = render_template("semver", template(GenerateMajorChannels=True), Path("."), "t.yaml", fake_render)
+    assert blobs[0] == {"schema": "olm.package", "name": "testoperator", "defaultChannel": "stable-v1"}
+    ch = channels(blobs)
+    assert sorted(ch) == ["candidate-v0", "candidate-v1", "fast-v0", "fast-v1", "stable-v1"]
+    assert ch["candidate-v0"] == [
+        {"name": "testoperator.v0.1.0"}, {"name": "testoperator.v0.1.1"}, {"name": "testoperator.v0.1.2"},
+        {"name": "testoperator.v0.1.3", "skips": ["testoperator.v0.1.0", "testoperator.v0.1.1",
+                                                 "testoperator.v0.1.2"]},
+        {"name": "testoperator.v0.2.0"}, {"name": "testoperator.v0.2.1"},
+        {"name": "testoperator.v0.2.2", "replaces": "testoperator.v0.1.3",
+         "skips": ["testoperator.v0.2.0", "testoperator.v0.2.1"]},
+        {"name": "testoperator.v0.3.0", "replaces": "testoperator.v0.2.2"}]
+    assert ch["candidate-v1"] == [
+        {"name": "testoperator.v1.0.0"},
+        {"name": "testoperator.v1.0.1", "skips": ["testoperator.v1.0.0"]},
+        {"name": "testoperator.v1.1.0", "replaces": "testoperator.v1.0.1"}]
+    assert ch["fast-v0"] == [
+        {"name": "testoperator.v0.2.1"},
+        {"name": "testoperator.v0.2.2", "skips": ["testoperator.v0.2.1"]},
+        {"name": "testoperator.v0.3.0", "replaces": "testoperator.v0.2.2"}]
+    assert ch["stable-v1"] == [{"name": "testoperator.v1.0.1"}]
+    assert len([b for b in blobs if b["schema"] == "olm.bundle"]) == 11
+
+
+def test_semver_minor_channels_by_default_with_cross_channel_replaces():
+    blobs = render_template("semver", template(), Path("."), "t.yaml", fake_render)
+    assert blobs[0]["defaultChannel"] == "stable-v1.0"
+    ch = channels(blobs)
+    assert sorted(ch) == ["candidate-v0.1", "candidate-v0.2", "candidate-v0.3", "candidate-v1.0", "candidate-v1.1",
+                          "fast-v0.2", "fast-v0.3", "fast-v1.0", "fast-v1.1", "stable-v1.0"]
+    assert ch["candidate-v0.2"][-1] == {"name": "testoperator.v0.2.2", "replaces": "testoperator.v0.1.3",
+                                        "skips": ["testoperator.v0.2.0", "testoperator.v0.2.1"]}
+    assert ch["candidate-v1.0"] == [{"name": "testoperator.v1.0.0"},
+                                    {"name": "testoperator.v1.0.1", "skips": ["testoperator.v1.0.0"]}]
+    assert ch["fast-v1.1"] == [{"name": "testoperator.v1.1.0", "replaces": "testoperator.v1.0.1"}]
+
+
+def test_semver_never_crosses_a_major_version():
+    blobs = render_template("semver", template(GenerateMajorChannels=True, GenerateMinorChannels=True),
+                            Path("."), "t.yaml", fake_render)
+    for entries in channels(blobs).values():
+        for e in entries:
+            if "replaces" in e:
+                assert e["replaces"].split(".v")[1][0] == e["name"].split(".v")[1][0]
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"Schema": "olm.semver"}, "lists no bundles"),
+    ({"Schema": "olm.semver", "Stable": {"Bundles": [{"Image": ""}]}}, "every entry needs an Image"),
+    ({"Schema": "olm.other"}, "not olm.semver"),
+])
+def test_semver_errors(doc, message):
+    with pytest.raises(CatalogError, match=message):
+        render_template("semver", doc, Path("."), "t.yaml", fake_render)
+
+
+def test_semver_rejects_build_metadata():
+    def render(ref):
+        blob = fake_render(ref)
+        blob["properties"][0]["value"]["version"] += "+build.1"
+        return blob
+    with pytest.raises(CatalogError, match="build metadata"):
+        render_template("semver", template(), Path("."), "t.yaml", render)
+
+
+def test_basic_template_renders_bundle_images_from_directories(tmp_path):
+    tpl = {"schema": "olm.template.basic", "entries": [
+        {"schema": "olm.package", "name": "plumbus", "defaultChannel": "stable"},
+        {"schema": "olm.channel", "package": "plumbus", "name": "stable",
+         "entries": [{"name": "plumbus.v1.0.0"}, {"name": "plumbus.v1.1.0", "replaces": "plumbus.v1.0.0"}]},
+        {"schema": "olm.bundle", "image": "file://bundles/plumbus/1.0.0"},
+        {"schema": "olm.bundle", "image": "bundles/plumbus/1.1.0"},
+    ]}
+    blobs = render_template("basic", tpl, EXAMPLE, "t.yaml")
+    bundles = [b for b in blobs if b["schema"] == "olm.bundle"]
+    assert [b["name"] for b in bundles] == ["plumbus.v1.0.0", "plumbus.v1.1.0"]
+    assert {"type": "olm.gvk", "value": {"group": "how.theydoit.com", "kind": "Plumbus", "version": "v1alpha1"}} \
+        in bundles[0]["properties"]
+    out = tmp_path / "cat" / "catalog.yaml"
+    out.parent.mkdir()
+    out.write_text(yamlio.dump_all(blobs))
+    cat = load_catalog("cat", out.parent)   # the output is a valid catalog
+    assert cat.channels[("plumbus", "stable")].heads == ("plumbus.v1.1.0",)
+
+
+def test_cli_semver_template_on_real_bundles(tmp_path, capsys):
+    tpl = tmp_path / "semver.yaml"
+    tpl.write_text(yamlio.dump({"Schema": "olm.semver", "GenerateMajorChannels": True, "Stable": {"Bundles": [
+        {"Image": f"file://{EXAMPLE}/bundles/plumbus/1.0.0"}, {"Image": f"{EXAMPLE}/bundles/plumbus/1.1.0"}]}}))
+    out = io.StringIO()
+    assert main(["catalog", "template", "semver", str(tpl)], out=out) == 0
+    blobs = yamlio.load_all(out.getvalue(), "out")
+    assert blobs[0] == {"schema": "olm.package", "name": "plumbus", "defaultChannel": "stable-v1"}
+    assert channels(blobs) == {"stable-v1": [{"name": "plumbus.v1.0.0"},
+                                             {"name": "plumbus.v1.1.0", "replaces": "plumbus.v1.0.0"}]}
+    assert main(["catalog", "template", "basic", str(tpl)], out=io.StringIO()) == 2
+    assert "not olm.template.basic" in capsys.readouterr().err
