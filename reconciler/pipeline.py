@@ -138,14 +138,23 @@ def check_locked(snapshot: RepoSnapshot, planned: Lockfile) -> None:
                             hint="run `reconciler resolve` (or reconcile without --locked) and commit olm.lock")
 
 
-def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile) -> tuple[Installed, ...]:
-    """Fetch and convert every bundle to apply; a locked digest must match the fetched content."""
+def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
+            kube: Kube | None = None) -> tuple[Installed, ...]:
+    """Fetch and convert every bundle to apply; a locked digest must match the fetched content.
+
+    With ``kube``, self-signed webhook certificates already in the cluster are
+    reused until they near expiry, so a reconcile does not rotate them each time.
+    """
+    from reconciler.bundle.certs import SelfSignedProvider, cluster_lookup
+
+    certificates = SelfSignedProvider(lookup=cluster_lookup(kube) if kube is not None else None)
     planned = {e.operator: e for e in lock.entries}
     installs = []
     for sel in resolution.selections:
         if not sel.apply:
             continue
-        bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace)
+        bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
+                        certificates)
         if sel.package and bundle.package and bundle.package != sel.package:
             raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
                                   f"annotations say package {bundle.package!r}", path=sel.origin,
@@ -228,7 +237,7 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     planned = plan_lock(snapshot, resolution)
     if locked:
         check_locked(snapshot, planned)
-    installs = convert(snapshot, resolution, planned)
+    installs = convert(snapshot, resolution, planned, kube)
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     held = frozenset(s.owner for s in resolution.selections if not s.apply)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler.bundle import registry_v1
+from reconciler.bundle import k8s_v1, plain_v0, registry_v1
+from reconciler.bundle.certs import CertificateProvider
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent, read_content
 from reconciler.bundle.source import FetchedBundle, fetch
 from reconciler.errors import UnsupportedBundleError
@@ -34,21 +35,38 @@ class RenderedBundle:
     objects: tuple[Manifest, ...]
 
 
-def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str) -> RenderedBundle:
-    return render_content(read_content(fetch(reference, repo_root)), install, default_namespace)
+def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
+           certificates: CertificateProvider | None = None) -> RenderedBundle:
+    return render_content(read_content(fetch(reference, repo_root)), install, default_namespace, certificates)
 
 
-def render_content(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:
+def render_content(content: BundleContent, install: InstallSettings, default_namespace: str,
+                   certificates: CertificateProvider | None = None) -> RenderedBundle:
+    if content.mediatype == plain_v0.MEDIATYPE:
+        return _render_plain(content, install, default_namespace)
+    mediatype = content.mediatype
+    if mediatype == k8s_v1.MEDIATYPE:
+        content, _ = k8s_v1.synthesize(content)
     if content.mediatype != "registry+v1":
-        raise UnsupportedBundleError(f"bundle mediatype {content.mediatype!r} is not supported yet "
-                                     f"(supported: registry+v1)", obj=content.name)
+        raise UnsupportedBundleError(f"bundle mediatype {content.mediatype!r} is not supported "
+                                     f"(supported: registry+v1, k8s+v1, plain+v0)", obj=content.name)
     csv = registry_v1.find_csv(content)
     namespace = (install.namespace or csv.annotations.get(registry_v1.SUGGESTED_NAMESPACE)
                  or default_namespace)
     plan = registry_v1.plan_install(csv, namespace, install.target_namespaces)
-    objects = registry_v1.convert(content, plan)
+    objects = registry_v1.convert(content, plan, certificates)
     fetched: FetchedBundle = content.fetched
     return RenderedBundle(
-        reference=fetched.reference, digest=fetched.digest, mediatype=content.mediatype,
+        reference=fetched.reference, digest=fetched.digest, mediatype=mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
         namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects))
+
+
+def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:
+    objects = plain_v0.convert(content)
+    fetched: FetchedBundle = content.fetched
+    name = content.annotations.get(ANNOTATION_PACKAGE, "") or fetched.reference.rstrip("/").rsplit("/", 1)[-1]
+    return RenderedBundle(
+        reference=fetched.reference, digest=fetched.digest, mediatype=content.mediatype,
+        package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=name, version="",
+        namespace=install.namespace or default_namespace, target_namespaces=(), objects=tuple(objects))

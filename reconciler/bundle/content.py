@@ -1,11 +1,17 @@
 """Reading a fetched bundle once: its annotations, mediatype and parsed manifests.
 
 Every manifest file is parsed exactly once here; converters only look at the
-parsed objects.
+parsed objects. Parsing YAML dominates the cost of a conversion, so the parsed
+content is also cached on disk by the bundle's content digest (with
+``marshal``, which stores plain data only and runs no code): a bundle whose
+bytes were parsed before is never parsed again on this machine.
 """
 
 from __future__ import annotations
 
+import hashlib
+import marshal
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,13 +38,52 @@ class BundleContent:
     mediatype: str
     annotations: dict[str, str]
     manifests: tuple[ParsedManifest, ...]
+    ignored_files: tuple[str, ...] = ()  # files in manifests/ that are not YAML or JSON
 
     @property
     def name(self) -> str:
         return self.fetched.reference
 
 
+_CACHE_FORMAT = "1"
+
+
+def _cache_path(fetched: FetchedBundle) -> Path | None:
+    """The cache entry: the content digest plus the directory layout (the digest covers files only)."""
+    if os.environ.get("RECONCILER_BUNDLE_CACHE") == "off" or not fetched.digest.startswith("sha256:"):
+        return None
+    from reconciler.gobuild import cache_dir
+
+    key = hashlib.sha256(f"{_CACHE_FORMAT}\0{fetched.digest}".encode())
+    for dirpath, dirnames, _ in sorted(os.walk(fetched.path)):
+        key.update(b"\0" + os.path.relpath(dirpath, fetched.path).encode())
+    return cache_dir() / "bundle-content" / f"{key.hexdigest()}.marshal"
+
+
 def read_content(fetched: FetchedBundle) -> BundleContent:
+    cache = _cache_path(fetched)
+    if cache is not None and cache.is_file():
+        try:
+            mediatype, annotations, manifests, ignored = marshal.loads(cache.read_bytes())
+            return BundleContent(fetched, mediatype, annotations,
+                                 tuple(ParsedManifest(f, o) for f, o in manifests), tuple(ignored))
+        except (ValueError, EOFError, TypeError):
+            pass  # a damaged entry is re-parsed and rewritten
+    content = _parse(fetched)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps((content.mediatype, content.annotations,
+                                           [(m.file, m.obj) for m in content.manifests],
+                                           list(content.ignored_files))))
+            tmp.replace(cache)
+        except (OSError, ValueError):
+            pass  # the cache is an optimisation; content marshal cannot store is simply not cached
+    return content
+
+
+def _parse(fetched: FetchedBundle) -> BundleContent:
     root = fetched.path
     annotations = _annotations(root, fetched.reference)
     mediatype = annotations.get(ANNOTATION_MEDIATYPE) or ("plain+v0" if not annotations else "")
@@ -55,11 +100,13 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
         raise BundleError(f"bundle has no {manifests_dir.relative_to(root).as_posix()}/ directory",
                           obj=fetched.reference)
     parsed = []
+    ignored = []
     for file in sorted(manifests_dir.iterdir()):
         if file.is_dir():
             raise BundleError(f"manifests must be flat, but {file.relative_to(root).as_posix()} is a directory",
                               obj=fetched.reference)
         if not file.name.endswith((".yaml", ".yml", ".json")):
+            ignored.append(file.relative_to(root).as_posix())
             continue
         rel = file.relative_to(root).as_posix()
         try:
@@ -70,7 +117,7 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
             if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
                 raise BundleError("every manifest needs apiVersion and kind", path=rel, obj=fetched.reference)
             parsed.append(ParsedManifest(rel, doc))
-    return BundleContent(fetched, mediatype, annotations, tuple(parsed))
+    return BundleContent(fetched, mediatype, annotations, tuple(parsed), tuple(ignored))
 
 
 def _annotations(root: Path, name: str) -> dict[str, str]:

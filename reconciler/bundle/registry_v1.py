@@ -7,6 +7,11 @@ here: one Role/RoleBinding per target namespace from ``permissions``
 (promoted to cluster scope in AllNamespaces mode), ClusterRole/Binding from
 ``clusterPermissions``, and the ``olm.targetNamespaces`` /
 ``olm.operatorNamespace`` annotations on the deployments' pod templates.
+Webhooks and APIServices get a Service per deployment (``<deployment>-service``,
+OLM's name), a serving certificate from a ``CertificateProvider``, the
+certificate mounted where OLM mounts it, and their configuration objects with
+the CA bundle; conversion webhooks are written into their CRDs. CRDs in
+apiextensions v1beta1 are converted to v1 (``crds.py``).
 
 Objects are matched by API group and kind, never by kind alone.
 """
@@ -18,6 +23,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from reconciler.bundle import crds
+from reconciler.bundle.certs import CertificateProvider, SelfSignedProvider, ServiceCert
 from reconciler.bundle.content import BundleContent, ParsedManifest
 from reconciler.errors import UnsupportedBundleError
 from reconciler.model.kube import Manifest, bounded_name, split_api_version
@@ -106,6 +113,12 @@ class Csv:
 
 def find_csv(content: BundleContent) -> Csv:
     csvs = [m for m in content.manifests if _group_kind(m.obj) == CSV_GROUP_KIND]
+    misgrouped = [m for m in content.manifests if m.obj.get("kind") == "ClusterServiceVersion"
+                  and _group_kind(m.obj) != CSV_GROUP_KIND]
+    if not csvs and misgrouped:
+        raise UnsupportedBundleError(
+            f"the ClusterServiceVersion has apiVersion {misgrouped[0].obj.get('apiVersion')!r}; it must be "
+            f"operators.coreos.com/v1alpha1", path=misgrouped[0].file, obj=content.name)
     if len(csvs) != 1:
         raise UnsupportedBundleError(f"a registry+v1 bundle needs exactly one ClusterServiceVersion, "
                                      f"found {len(csvs)}", obj=content.name)
@@ -142,52 +155,168 @@ def plan_install(csv: Csv, namespace: str, requested: tuple[str, ...] | None) ->
     return plan
 
 
-def convert(content: BundleContent, plan: InstallPlan) -> list[Manifest]:
-    """All objects of the bundle, in generator order; each generator is a pure function."""
+@dataclass(frozen=True)
+class Conversion:
+    """Everything a generator reads: the CSV, the bundle, the install plan and the services' certificates."""
+
+    csv: Csv
+    content: BundleContent
+    plan: InstallPlan
+    services: tuple[ServiceSpec, ...]
+    certs: dict[str, ServiceCert]
+
+    @property
+    def owned_crds(self) -> dict[str, ParsedManifest]:
+        return {str((m.obj.get("metadata") or {}).get("name")): m for m in self.content.manifests
+                if _group_kind(m.obj) == CRD_GROUP_KIND}
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """A Service OLM would create in front of a deployment for its webhooks or APIServices."""
+
+    name: str
+    deployment: str
+    ports: tuple[tuple[int, int | str], ...]  # (port, targetPort)
+    selector: dict[str, str]
+
+
+WEBHOOK_TYPES = {
+    "ValidatingAdmissionWebhook": ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    "MutatingAdmissionWebhook": ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    "ConversionWebhook": CRD_GROUP_KIND,
+}
+CERT_DIRS = {"apiservice-cert": ("/apiserver.local.config/certificates", {"tls.crt": "apiserver.crt",
+                                                                          "tls.key": "apiserver.key"}),
+             "webhook-cert": ("/tmp/k8s-webhook-server/serving-certs", {"tls.crt": "tls.crt", "tls.key": "tls.key"})}
+
+
+def convert(content: BundleContent, plan: InstallPlan, certificates: CertificateProvider | None = None) -> list[Manifest]:
+    """All objects of the bundle, in generator order; each generator is a pure function of the conversion."""
     csv = find_csv(content)
-    _reject_unsupported(csv)
+    _reject_unsupported(csv, content, plan)
+    services = _services(csv)
+    provider = certificates or SelfSignedProvider()
+    certs = {svc.name: provider.service_cert(plan.namespace, svc.name) for svc in services}
+    conv = Conversion(csv, content, plan, services, certs)
     objects: list[Manifest] = []
     for generate in GENERATORS:
-        objects.extend(generate(csv, content, plan))
+        objects.extend(generate(conv))
     return objects
 
 
-def _reject_unsupported(csv: Csv) -> None:
-    where = f"ClusterServiceVersion {csv.name}"
-    if csv.spec.get("webhookdefinitions"):
-        raise UnsupportedBundleError("webhooks (spec.webhookdefinitions) are not supported yet",
-                                     path=csv.file, obj=where)
-    if (csv.spec.get("apiservicedefinitions") or {}).get("owned"):
-        raise UnsupportedBundleError("owned APIServices (spec.apiservicedefinitions.owned) are not supported yet",
-                                     path=csv.file, obj=where)
+def _where(csv: Csv) -> str:
+    return f"ClusterServiceVersion {csv.name}"
+
+
+def _reject_unsupported(csv: Csv, content: BundleContent, plan: InstallPlan) -> None:
+    deployments = {d.get("name") for d in csv.install_spec.get("deployments") or []}
+    crd_names = {str((m.obj.get("metadata") or {}).get("name")) for m in content.manifests
+                 if _group_kind(m.obj) == CRD_GROUP_KIND}
+    for i, wh in enumerate(csv.spec.get("webhookdefinitions") or []):
+        what = f"spec.webhookdefinitions[{i}] ({wh.get('generateName') or 'no generateName'})"
+        if wh.get("type") not in WEBHOOK_TYPES:
+            raise UnsupportedBundleError(f"{what} has type {wh.get('type')!r}; known types are "
+                                         f"{', '.join(WEBHOOK_TYPES)}", path=csv.file, obj=_where(csv))
+        if not wh.get("generateName"):
+            raise UnsupportedBundleError(f"{what} has no generateName", path=csv.file, obj=_where(csv))
+        if wh.get("deploymentName") not in deployments:
+            raise UnsupportedBundleError(f"{what} names deployment {wh.get('deploymentName')!r}, which the "
+                                         f"install strategy does not define", path=csv.file, obj=_where(csv))
+        if wh["type"] == "ConversionWebhook":
+            if plan.mode != ALL:
+                raise UnsupportedBundleError(
+                    f"{what} is a conversion webhook, which needs the AllNamespaces install mode (a CRD "
+                    f"serves every namespace), but this install is {plan.mode}", path=csv.file, obj=_where(csv),
+                    hint="install the operator for all namespaces (targetNamespaces: [\"\"])")
+            missing = [n for n in wh.get("conversionCRDs") or [] if n not in crd_names]
+            if missing or not wh.get("conversionCRDs"):
+                raise UnsupportedBundleError(
+                    f"{what} is a conversion webhook for CRDs {missing or '(none listed)'} that the bundle does "
+                    f"not contain", path=csv.file, obj=_where(csv))
+    for i, api in enumerate((csv.spec.get("apiservicedefinitions") or {}).get("owned") or []):
+        what = f"spec.apiservicedefinitions.owned[{i}] ({api.get('version')}.{api.get('group')})"
+        if not api.get("group") or not api.get("version"):
+            raise UnsupportedBundleError(f"{what} needs a group and a version", path=csv.file, obj=_where(csv))
+        if api.get("deploymentName") not in deployments:
+            raise UnsupportedBundleError(f"{what} names deployment {api.get('deploymentName')!r}, which the "
+                                         f"install strategy does not define", path=csv.file, obj=_where(csv))
 
 
 def _group_kind(obj: Manifest) -> tuple[str, str]:
     return split_api_version(obj.get("apiVersion", ""))[0], obj.get("kind", "")
 
 
-def _crds(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
-    for m in content.manifests:
+def _services(csv: Csv) -> tuple[ServiceSpec, ...]:
+    """One Service per deployment that serves webhooks or APIServices, with every port they use."""
+    ports: dict[str, dict[int, int | str]] = {}
+    for wh in csv.spec.get("webhookdefinitions") or []:
+        port = int(wh.get("containerPort") or 443)
+        ports.setdefault(wh["deploymentName"], {})[port] = wh.get("targetPort") or port
+    for api in (csv.spec.get("apiservicedefinitions") or {}).get("owned") or []:
+        ports.setdefault(api["deploymentName"], {})[443] = int(api.get("containerPort") or 443)
+    selectors = {d.get("name"): (((d.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
+                 for d in csv.install_spec.get("deployments") or []}
+    return tuple(ServiceSpec(_service_name(dep), dep, tuple(sorted(p.items())), dict(selectors[dep]))
+                 for dep, p in sorted(ports.items()))
+
+
+def _service_name(deployment: str) -> str:
+    return bounded_name(deployment, "service")
+
+
+def _service_for(conv: Conversion, deployment: str) -> ServiceSpec:
+    return next(s for s in conv.services if s.deployment == deployment)
+
+
+def _crds(conv: Conversion) -> Iterator[Manifest]:
+    conversions = {}
+    for wh in conv.csv.spec.get("webhookdefinitions") or []:
+        if wh.get("type") == "ConversionWebhook":
+            for name in wh.get("conversionCRDs") or []:
+                conversions[name] = wh
+    for m in conv.content.manifests:
         if _group_kind(m.obj) != CRD_GROUP_KIND:
             continue
-        if m.obj["apiVersion"] != "apiextensions.k8s.io/v1":
-            raise UnsupportedBundleError(f"CustomResourceDefinition in {m.obj['apiVersion']} is not "
-                                         f"supported yet (only apiextensions.k8s.io/v1)",
-                                         path=m.file, obj=content.name)
-        yield copy.deepcopy(m.obj)
+        if m.obj["apiVersion"] not in (crds.V1, crds.V1BETA1):
+            raise UnsupportedBundleError(f"CustomResourceDefinition in {m.obj['apiVersion']} is not supported "
+                                         f"(only apiextensions.k8s.io/v1 and v1beta1)",
+                                         path=m.file, obj=conv.content.name)
+        crd = crds.to_v1(m.obj)
+        wh = conversions.get(str((crd.get("metadata") or {}).get("name")))
+        if wh is not None:
+            svc = _service_for(conv, wh["deploymentName"])
+            cert = conv.certs[svc.name]
+            client: dict[str, Any] = {"service": {"namespace": conv.plan.namespace, "name": svc.name,
+                                                  "path": wh.get("webhookPath") or "/",
+                                                  "port": int(wh.get("containerPort") or 443)}}
+            if cert.ca_bundle:
+                client["caBundle"] = cert.ca_bundle
+            crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
+                "clientConfig": client,
+                "conversionReviewVersions": list(wh.get("admissionReviewVersions") or ["v1", "v1beta1"])}}
+            crd["spec"].pop("preserveUnknownFields", None)
+            _annotate(crd, cert.annotations)
+        yield crd
 
 
-def _service_accounts(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
-    spec = csv.install_spec
+def _annotate(obj: Manifest, annotations: dict[str, str]) -> None:
+    if annotations:
+        meta = obj.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+
+
+def _service_accounts(conv: Conversion) -> Iterator[Manifest]:
+    spec = conv.csv.install_spec
     names = {p.get("serviceAccountName") for key in ("permissions", "clusterPermissions")
              for p in spec.get(key) or []}
     names |= {((d.get("spec") or {}).get("template", {}).get("spec") or {}).get("serviceAccountName")
               for d in spec.get("deployments") or []}
-    shipped = {(m.obj.get("metadata") or {}).get("name") for m in content.manifests
+    shipped = {(m.obj.get("metadata") or {}).get("name") for m in conv.content.manifests
                if _group_kind(m.obj) == ("", "ServiceAccount")}
     for name in sorted(n for n in names if n and n != "default" and n not in shipped):
         yield {"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": name, "namespace": plan.namespace}}
+               "metadata": {"name": name, "namespace": conv.plan.namespace}}
 
 
 def _rule_sets(csv: Csv, key: str) -> list[tuple[str, str, list[Any]]]:
@@ -204,8 +333,9 @@ def _rule_sets(csv: Csv, key: str) -> list[tuple[str, str, list[Any]]]:
     return out
 
 
-def _permissions(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
-    for name, sa, rules in _rule_sets(csv, "permissions"):
+def _permissions(conv: Conversion) -> Iterator[Manifest]:
+    plan = conv.plan
+    for name, sa, rules in _rule_sets(conv.csv, "permissions"):
         subject = [{"kind": "ServiceAccount", "name": sa, "namespace": plan.namespace}]
         if plan.mode == ALL:
             yield _cluster_role(name, rules)
@@ -214,16 +344,14 @@ def _permissions(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterato
         for ns in sorted(set(plan.target_namespaces) | {plan.namespace}):
             yield {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                    "metadata": {"name": name, "namespace": ns}, "rules": copy.deepcopy(rules)}
-            yield {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": name, "namespace": ns},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-                   "subjects": subject}
+            yield _role_binding(name, ns, "Role", name, subject)
 
 
-def _cluster_permissions(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
-    for name, sa, rules in _rule_sets(csv, "clusterPermissions"):
+def _cluster_permissions(conv: Conversion) -> Iterator[Manifest]:
+    for name, sa, rules in _rule_sets(conv.csv, "clusterPermissions"):
         yield _cluster_role(name, rules)
-        yield _cluster_role_binding(name, [{"kind": "ServiceAccount", "name": sa, "namespace": plan.namespace}])
+        yield _cluster_role_binding(name, [{"kind": "ServiceAccount", "name": sa,
+                                            "namespace": conv.plan.namespace}])
 
 
 def _cluster_role(name: str, rules: list[Any]) -> Manifest:
@@ -231,51 +359,180 @@ def _cluster_role(name: str, rules: list[Any]) -> Manifest:
             "metadata": {"name": name}, "rules": copy.deepcopy(rules)}
 
 
-def _cluster_role_binding(name: str, subjects: list[dict[str, str]]) -> Manifest:
+def _cluster_role_binding(name: str, subjects: list[dict[str, str]], role: str | None = None) -> Manifest:
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role or name},
             "subjects": subjects}
 
 
-def _deployments(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
+def _role_binding(name: str, namespace: str, role_kind: str, role: str, subjects: list[dict[str, str]]) -> Manifest:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+            "subjects": subjects}
+
+
+def _webhook_services(conv: Conversion) -> Iterator[Manifest]:
+    """The Services, their certificates, and (for APIServices) the delegated-auth bindings OLM adds."""
+    api_deployments = {a["deploymentName"] for a in (conv.csv.spec.get("apiservicedefinitions") or {}).get("owned")
+                       or []}
+    ns = conv.plan.namespace
+    for svc in conv.services:
+        yield {"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc.name, "namespace": ns},
+               "spec": {"selector": dict(svc.selector),
+                        "ports": [{"name": str(port), "port": port, "protocol": "TCP", "targetPort": target}
+                                  for port, target in svc.ports]}}
+        yield from copy.deepcopy(list(conv.certs[svc.name].objects))
+        if svc.deployment in api_deployments:
+            sa = _deployment_service_account(conv.csv, svc.deployment)
+            subject = [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]
+            yield _cluster_role_binding(bounded_name(svc.name, "auth-delegator"), subject,
+                                        role="system:auth-delegator")
+            yield _role_binding(bounded_name(svc.name, "auth-reader"), "kube-system", "Role",
+                                "extension-apiserver-authentication-reader", subject)
+
+
+def _deployment_service_account(csv: Csv, deployment: str) -> str:
+    for d in csv.install_spec.get("deployments") or []:
+        if d.get("name") == deployment:
+            return ((d.get("spec") or {}).get("template", {}).get("spec") or {}).get("serviceAccountName") or "default"
+    return "default"
+
+
+_WEBHOOK_FIELDS = ("admissionReviewVersions", "failurePolicy", "matchPolicy", "namespaceSelector",
+                   "objectSelector", "rules", "sideEffects", "timeoutSeconds")
+
+
+def _webhook_configurations(conv: Conversion) -> Iterator[Manifest]:
+    plan = conv.plan
+    for wh in conv.csv.spec.get("webhookdefinitions") or []:
+        if wh["type"] == "ConversionWebhook":
+            continue
+        group, kind = WEBHOOK_TYPES[wh["type"]]
+        svc = _service_for(conv, wh["deploymentName"])
+        cert = conv.certs[svc.name]
+        client: dict[str, Any] = {"service": {"namespace": plan.namespace, "name": svc.name,
+                                              "path": wh.get("webhookPath") or "/",
+                                              "port": int(wh.get("containerPort") or 443)}}
+        if cert.ca_bundle:
+            client["caBundle"] = cert.ca_bundle
+        hook: dict[str, Any] = {"name": wh["generateName"], "clientConfig": client}
+        hook.update({k: copy.deepcopy(wh[k]) for k in _WEBHOOK_FIELDS if wh.get(k) is not None})
+        if kind == "MutatingWebhookConfiguration" and wh.get("reinvocationPolicy"):
+            hook["reinvocationPolicy"] = wh["reinvocationPolicy"]
+        hook.setdefault("admissionReviewVersions", ["v1"])
+        hook.setdefault("sideEffects", "None")
+        if plan.mode != ALL:
+            hook["namespaceSelector"] = {"matchExpressions": [{
+                "key": "kubernetes.io/metadata.name", "operator": "In",
+                "values": sorted(set(plan.target_namespaces))}]}
+        obj: Manifest = {"apiVersion": f"{group}/v1", "kind": kind,
+                         "metadata": {"name": wh["generateName"]}, "webhooks": [hook]}
+        _annotate(obj, cert.annotations)
+        yield obj
+
+
+def _api_services(conv: Conversion) -> Iterator[Manifest]:
+    for api in (conv.csv.spec.get("apiservicedefinitions") or {}).get("owned") or []:
+        svc = _service_for(conv, api["deploymentName"])
+        cert = conv.certs[svc.name]
+        spec: dict[str, Any] = {"group": api["group"], "version": api["version"],
+                                "service": {"name": svc.name, "namespace": conv.plan.namespace, "port": 443},
+                                "groupPriorityMinimum": 2000, "versionPriority": 15}
+        if cert.ca_bundle:
+            spec["caBundle"] = cert.ca_bundle
+        obj: Manifest = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                         "metadata": {"name": f"{api['version']}.{api['group']}"}, "spec": spec}
+        _annotate(obj, cert.annotations)
+        yield obj
+
+
+def _deployments(conv: Conversion) -> Iterator[Manifest]:
+    plan, csv = conv.plan, conv.csv
+    served = {s.deployment: s for s in conv.services}
+    api_deployments = {a["deploymentName"] for a in (csv.spec.get("apiservicedefinitions") or {}).get("owned")
+                       or []}
     for d in csv.install_spec.get("deployments") or []:
         name = d.get("name")
         if not name:
             raise UnsupportedBundleError("a deployment in the install strategy has no name",
-                                         path=csv.file, obj=f"ClusterServiceVersion {csv.name}")
+                                         path=csv.file, obj=_where(csv))
         spec = copy.deepcopy(d.get("spec") or {})
         template = spec.setdefault("template", {})
         tmeta = template.setdefault("metadata", {})
         annotations = tmeta.setdefault("annotations", {})
         annotations["olm.targetNamespaces"] = ",".join(plan.target_namespaces)
         annotations["olm.operatorNamespace"] = plan.namespace
+        if name in served:
+            volumes = ["webhook-cert", "apiservice-cert"] if name not in api_deployments else ["apiservice-cert",
+                                                                                               "webhook-cert"]
+            _mount_certs(template.setdefault("spec", {}), conv.certs[served[name].name].secret_name, volumes)
         yield {"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": name, "namespace": plan.namespace,
                             "labels": dict(d.get("label") or {})},
                "spec": spec}
 
 
-def _optional_objects(csv: Csv, content: BundleContent, plan: InstallPlan) -> Iterator[Manifest]:
-    for m in content.manifests:
+def _mount_certs(pod: dict[str, Any], secret: str, volumes: list[str]) -> None:
+    """Mount the serving certificate where OLM does, replacing volumes or mounts of the same name or path."""
+    paths = {CERT_DIRS[v][0] for v in volumes}
+    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in volumes]
+    for vol in volumes:
+        items = [{"key": k, "path": p} for k, p in CERT_DIRS[vol][1].items()]
+        pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items,
+                                                        "defaultMode": 420}})
+    for container in pod.get("containers") or []:
+        mounts = [m for m in container.get("volumeMounts") or []
+                  if m.get("name") not in volumes and m.get("mountPath") not in paths]
+        mounts.extend({"name": vol, "mountPath": CERT_DIRS[vol][0]} for vol in volumes)
+        container["volumeMounts"] = mounts
+
+
+def _optional_objects(conv: Conversion) -> Iterator[Manifest]:
+    generated = {("", "Service", s.name) for s in conv.services} | \
+                {("", "Secret", c.secret_name) for c in conv.certs.values()}
+    crd_groups = {str((m.obj.get("spec") or {}).get("group")): str(((m.obj.get("spec") or {}).get("names") or {})
+                                                                  .get("kind"))
+                  for m in conv.content.manifests if _group_kind(m.obj) == CRD_GROUP_KIND}
+    for m in conv.content.manifests:
         gk = _group_kind(m.obj)
         if gk in (CSV_GROUP_KIND, CRD_GROUP_KIND):
             continue
         if gk not in OPTIONAL_KINDS:
+            if gk[0] in crd_groups:
+                raise UnsupportedBundleError(
+                    f"{gk[1]} {(m.obj.get('metadata') or {}).get('name')!r} in API group {gk[0]} is a custom "
+                    f"resource of the bundle's own CRDs; a registry+v1 bundle may not carry custom resources",
+                    path=m.file, obj=conv.content.name,
+                    hint="create custom resources after installing, or list them as examples in the CSV's "
+                         "alm-examples annotation")
             raise UnsupportedBundleError(
                 f"{gk[1]} in API group {gk[0] or 'core'} is not an object a registry+v1 bundle may carry",
-                path=m.file, obj=content.name,
+                path=m.file, obj=conv.content.name,
                 hint="the bundle format allows CRDs, the CSV and: "
                      + ", ".join(sorted(k for _, k in OPTIONAL_KINDS)))
+        if (gk[0], gk[1], (m.obj.get("metadata") or {}).get("name")) in generated:
+            continue  # OLM replaces a shipped webhook Service or certificate Secret with its own
         obj = copy.deepcopy(m.obj)
+        if obj["apiVersion"] in _RETIRED_VERSIONS:
+            obj["apiVersion"] = _RETIRED_VERSIONS[obj["apiVersion"]]
         if OPTIONAL_KINDS[gk]:
-            obj.setdefault("metadata", {})["namespace"] = plan.namespace
+            obj.setdefault("metadata", {})["namespace"] = conv.plan.namespace
         yield obj
 
 
-GENERATORS: tuple[Callable[[Csv, BundleContent, InstallPlan], Iterator[Manifest]], ...] = (
-    _crds, _service_accounts, _permissions, _cluster_permissions, _optional_objects, _deployments,
+# API versions Kubernetes no longer serves whose objects are unchanged in v1: upgraded in place.
+_RETIRED_VERSIONS = {"rbac.authorization.k8s.io/v1beta1": "rbac.authorization.k8s.io/v1",
+                     "rbac.authorization.k8s.io/v1alpha1": "rbac.authorization.k8s.io/v1",
+                     "scheduling.k8s.io/v1beta1": "scheduling.k8s.io/v1",
+                     "scheduling.k8s.io/v1alpha1": "scheduling.k8s.io/v1"}
+
+
+GENERATORS: tuple[Callable[[Conversion], Iterator[Manifest]], ...] = (
+    _crds, _service_accounts, _permissions, _cluster_permissions, _optional_objects, _webhook_services,
+    _webhook_configurations, _api_services, _deployments,
 )
 
-__all__ = ["ALL", "OWN", "SINGLE", "MULTI", "Csv", "InstallPlan", "ParsedManifest", "convert", "find_csv",
-           "plan_install", "SUGGESTED_NAMESPACE"]
+__all__ = ["ALL", "OWN", "SINGLE", "MULTI", "Conversion", "Csv", "InstallPlan", "ParsedManifest", "convert",
+           "find_csv", "plan_install", "SUGGESTED_NAMESPACE"]

@@ -7,7 +7,12 @@ Operator's ``spec.bundle.spec.refs``:
   root (for example ``file://bundles/plumbus/1.0.0``). It must stay inside the
   repository; its identity is a sha256 over its file names and contents.
 
-Other sources (OCI images, git, http) raise a clear error until supported.
+* an OCI image reference (``quay.io/org/bundle:v1``, ``...@sha256:<digest>``,
+  optionally prefixed ``docker://``): resolved to its manifest digest,
+  pulled and unpacked through ``reconciler.oci`` (cached by digest, layers
+  unpacked as hostile input); the digest pins it.
+
+Other sources (git, http) raise a clear error until supported.
 Content is hostile input: symlinks that leave the bundle, oversized files and
 oversized bundles are refused.
 """
@@ -38,10 +43,22 @@ class FetchedBundle:
 def fetch(reference: str, repo_root: Path) -> FetchedBundle:
     if reference.startswith(FILE_SCHEME):
         return _fetch_directory(reference, repo_root)
-    scheme = reference.split("://", 1)[0] if "://" in reference else "an OCI image reference"
-    raise BundleError(f"bundle source {reference!r} ({scheme}) cannot be fetched: only file:// "
-                      f"references to directories in the repository are supported so far",
-                      hint="keep the bundle under bundles/ and reference it as file://bundles/<dir>")
+    if "://" not in reference or reference.startswith("docker://"):
+        return _fetch_image(reference)
+    scheme = reference.split("://", 1)[0]
+    raise BundleError(f"bundle source {reference!r} ({scheme}) cannot be fetched: supported are file:// "
+                      f"directories in the repository and OCI image references",
+                      hint="reference an image (registry/repository@sha256:...) or a directory as file://bundles/<dir>")
+
+
+def _fetch_image(reference: str) -> FetchedBundle:
+    from reconciler import oci
+
+    try:
+        image = oci.pull(reference)
+    except oci.RegistryError as exc:
+        raise BundleError(exc.message, obj=exc.obj or reference, hint=exc.hint) from None
+    return FetchedBundle(reference, image.root, image.digest)
 
 
 def _fetch_directory(reference: str, repo_root: Path) -> FetchedBundle:

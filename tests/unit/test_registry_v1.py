@@ -263,24 +263,33 @@ def test_core_kind_not_allowed(tmp_path):
     assert err.message == "Pod in API group core is not an object a registry+v1 bundle may carry"
 
 
-def test_webhooks_unsupported(tmp_path):
-    csv = csv_doc(webhookdefinitions=[{"type": "ValidatingAdmissionWebhook", "generateName": "v.example.com"}])
+def test_webhook_for_unknown_deployment_rejected(tmp_path):
+    # webhooks are converted now (tests/bundle/test_registry_v1_golden.py); a dangling one is still refused
+    csv = csv_doc(webhookdefinitions=[{"type": "ValidatingAdmissionWebhook", "generateName": "v.example.com",
+                                       "deploymentName": "nope"}])
     err = unsupported(tmp_path, csv=csv)
     assert err.path == CSV_FILE and err.obj == "ClusterServiceVersion demo.v0.1.0"
-    assert err.message == "webhooks (spec.webhookdefinitions) are not supported yet"
+    assert err.message == ("spec.webhookdefinitions[0] (v.example.com) names deployment 'nope', which the "
+                           "install strategy does not define")
 
 
 def test_owned_api_services_unsupported(tmp_path):
     csv = csv_doc(apiservicedefinitions={"owned": [{"name": "v1.demo", "group": "demo", "version": "v1"}]})
     err = unsupported(tmp_path, csv=csv)
-    assert "spec.apiservicedefinitions.owned" in err.message
+    # owned APIServices are converted now; one without a deployment to serve it is refused
+    assert err.message == "spec.apiservicedefinitions.owned[0] (v1.demo) names deployment None, which the " \
+                          "install strategy does not define"
 
 
-def test_v1beta1_crd_unsupported(tmp_path):
-    err = unsupported(tmp_path, crd_doc(api_version="apiextensions.k8s.io/v1beta1"))
+def test_v1beta1_crd_converted_to_v1(tmp_path):
+    # v1beta1 CRDs are converted now (golden tests in tests/bundle/); other apiextensions versions are not
+    out = render_demo(tmp_path, crd_doc(api_version="apiextensions.k8s.io/v1beta1"))
+    (crd,) = by_kind(out.objects, "CustomResourceDefinition", "apiextensions.k8s.io")
+    assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
+    err = unsupported(tmp_path, crd_doc(api_version="apiextensions.k8s.io/v2"))
     assert err.path == "manifests/extra-0.yaml"
-    assert err.message == ("CustomResourceDefinition in apiextensions.k8s.io/v1beta1 is not supported yet "
-                           "(only apiextensions.k8s.io/v1)")
+    assert err.message == ("CustomResourceDefinition in apiextensions.k8s.io/v2 is not supported "
+                           "(only apiextensions.k8s.io/v1 and v1beta1)")
 
 
 def test_v1_crd_copied(tmp_path):
@@ -337,7 +346,9 @@ def test_other_mediatype_unsupported(tmp_path):
                        annotations={"operators.operatorframework.io.bundle.mediatype.v1": "helm+v1"})
     with pytest.raises(UnsupportedBundleError) as err:
         render(ref, tmp_path, InstallSettings(), "operators")
-    assert err.value.message == "bundle mediatype 'helm+v1' is not supported yet (supported: registry+v1)"
+    # k8s+v1 and plain+v0 are supported now (tests/bundle/)
+    assert err.value.message == "bundle mediatype 'helm+v1' is not supported (supported: registry+v1, k8s+v1, " \
+                                "plain+v0)"
 
 
 # --- names ---------------------------------------------------------------------------------------
@@ -465,10 +476,16 @@ def test_missing_bundle_directory(tmp_path):
     assert err.value.message == "bundle directory 'bundles/nope' does not exist"
 
 
-@pytest.mark.parametrize("ref", ["quay.io/example/bundle@sha256:abc", "docker://quay.io/x/y:v1", "https://x/y"])
+@pytest.mark.parametrize("ref", ["https://x/y", "ftp://x/y"])
 def test_other_sources_not_supported(tmp_path, ref):
+    # OCI image references are supported now (tests/bundle/test_sources.py); other schemes are not
     with pytest.raises(BundleError) as err:
         render(ref, tmp_path, InstallSettings(), "operators")
     assert repr(ref) in err.value.message
-    assert "only file://" in err.value.message
+    assert "supported are file://" in err.value.message
     assert "file://bundles/" in err.value.hint
+
+
+def test_malformed_image_digest_is_a_bundle_error(tmp_path):
+    with pytest.raises(BundleError, match="malformed digest"):
+        render("quay.io/example/bundle@sha256:abc", tmp_path, InstallSettings(), "operators")

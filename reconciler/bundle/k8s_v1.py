@@ -1,0 +1,249 @@
+"""k8s+v1 bundles (seed 000): plain manifests plus ``metadata/olm.yaml``, installed through a synthesized CSV.
+
+The format's own rule is that OLM synthesizes a ClusterServiceVersion from
+the manifests and installs that; so do we. ``synthesize`` checks the
+required manifests and ``olm.yaml`` fields, infers the provided, required,
+optional and native APIs from CRDs, APIServices and the RBAC bound to the
+deployments' service accounts, refuses wildcard rules in that RBAC (the
+inference depends on explicit resources), and projects the deployments,
+that RBAC, APIServices and webhooks onto a CSV. The result is an ordinary
+registry+v1 bundle content, converted by ``registry_v1`` like any other, and
+written out by ``export_registry_v1`` for legacy OLM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.bundle.content import (ANNOTATION_MANIFESTS, ANNOTATION_MEDIATYPE, ANNOTATION_PACKAGE,
+                                       BundleContent, ParsedManifest)
+from reconciler.errors import BundleError, InputError, UnsupportedBundleError
+from reconciler.model.kube import Manifest, split_api_version
+
+MEDIATYPE = "k8s+v1"
+OLM_YAML = "metadata/olm.yaml"
+REQUIRED_FIELDS = ("name", "version", "minKubeVersion", "installModes")
+OPTIONAL_DEPENDENCY = "operators.operatorframework.io.bundle.dependency"
+RBAC = "rbac.authorization.k8s.io"
+_CSV_FIELDS = ("displayName", "description", "keywords", "maintainers", "provider", "links", "maturity",
+               "minKubeVersion", "installModes", "replaces", "skips", "labels", "icon")
+
+
+@dataclass(frozen=True)
+class InferredAPIs:
+    provided: tuple[str, ...]   # "<resource or kind>.<group>/<version>" for CRDs, "<resource>.<group>" via RBAC
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    native: tuple[str, ...]     # nonResourceURLs
+
+
+def _gk(obj: Manifest) -> tuple[str, str]:
+    return split_api_version(obj.get("apiVersion", ""))[0], obj.get("kind", "")
+
+
+def _name(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
+    path = content.fetched.path / OLM_YAML
+    if not path.is_file():
+        raise BundleError(f"a k8s+v1 bundle needs {OLM_YAML}", obj=content.name,
+                          hint=f"add {OLM_YAML} with {', '.join(REQUIRED_FIELDS)}")
+    try:
+        doc = yamlio.load_one(yamlio.read_text(path, OLM_YAML), OLM_YAML)
+    except InputError as exc:
+        raise BundleError(exc.message, path=OLM_YAML, obj=content.name) from None
+    if not isinstance(doc, dict):
+        raise BundleError("olm.yaml must be a mapping", path=OLM_YAML, obj=content.name)
+    missing = [f for f in REQUIRED_FIELDS if not doc.get(f)]
+    if missing:
+        raise BundleError(f"olm.yaml lacks the required field(s) {', '.join(missing)}", path=OLM_YAML,
+                          obj=content.name)
+    modes = doc["installModes"]
+    if not isinstance(modes, list) or not all(isinstance(m, dict) and m.get("type") for m in modes):
+        raise BundleError("olm.yaml installModes must be a list of {type, supported}", path=OLM_YAML,
+                          obj=content.name)
+    return doc
+
+
+def _deployment_accounts(deployments: list[ParsedManifest]) -> set[str]:
+    return {((d.obj.get("spec") or {}).get("template", {}).get("spec") or {}).get("serviceAccountName") or "default"
+            for d in deployments}
+
+
+def _bound_roles(content: BundleContent, accounts: set[str]) -> dict[tuple[str, str], list[ParsedManifest]]:
+    """(role kind, role name) -> the bindings that bind it to one of ``accounts``."""
+    out: dict[tuple[str, str], list[ParsedManifest]] = {}
+    for m in content.manifests:
+        if _gk(m.obj) not in ((RBAC, "RoleBinding"), (RBAC, "ClusterRoleBinding")):
+            continue
+        subjects = m.obj.get("subjects") or []
+        if any(s.get("kind") == "ServiceAccount" and s.get("name") in accounts for s in subjects):
+            ref = m.obj.get("roleRef") or {}
+            out.setdefault((str(ref.get("kind")), str(ref.get("name"))), []).append(m)
+    return out
+
+
+def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
+    """A registry+v1 ``BundleContent`` (synthesized CSV + remaining manifests) and the inferred APIs."""
+    meta = read_olm_yaml(content)
+    deployments = [m for m in content.manifests if _gk(m.obj) == ("apps", "Deployment")]
+    if not deployments:
+        raise BundleError("a k8s+v1 bundle needs a Deployment for the operator", obj=content.name)
+    accounts = _deployment_accounts(deployments)
+    services = {_name(m.obj): m for m in content.manifests if _gk(m.obj) == ("", "Service")}
+    crds = [m for m in content.manifests if _gk(m.obj) == ("apiextensions.k8s.io", "CustomResourceDefinition")]
+    apiservices = [m for m in content.manifests if _gk(m.obj) == ("apiregistration.k8s.io", "APIService")]
+    webhooks = [m for m in content.manifests if _gk(m.obj) in (
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"))]
+    bound = _bound_roles(content, accounts)
+    roles = {(_gk(m.obj)[1], _name(m.obj)): m for m in content.manifests
+             if _gk(m.obj) in ((RBAC, "Role"), (RBAC, "ClusterRole"))}
+
+    def service_deployment(svc_name: str, where: ParsedManifest, what: str) -> str:
+        svc = services.get(svc_name)
+        if svc is None:
+            raise BundleError(f"{what} references Service {svc_name!r}, which the bundle does not contain",
+                              path=where.file, obj=content.name)
+        selector = (svc.obj.get("spec") or {}).get("selector") or {}
+        for d in deployments:
+            labels = ((d.obj.get("spec") or {}).get("template", {}).get("metadata") or {}).get("labels") or {}
+            if selector and all(labels.get(k) == v for k, v in selector.items()):
+                return _name(d.obj)
+        raise BundleError(f"Service {svc_name!r} ({what}) selects no Deployment of the bundle",
+                          path=svc.file, obj=content.name)
+
+    api_groups = {(str((a.obj.get("spec") or {}).get("group")), str((a.obj.get("spec") or {}).get("version")))
+                  for a in apiservices}
+    crd_groups = {str((c.obj.get("spec") or {}).get("group")) for c in crds}
+    provided, required, optional, native = set(), set(), set(), set()
+    for c in crds:
+        spec = c.obj.get("spec") or {}
+        for v in spec.get("versions") or ([{"name": spec.get("version")}] if spec.get("version") else []):
+            provided.add(f"{(spec.get('names') or {}).get('kind')}.{spec.get('group')}/{v.get('name')}")
+    permissions: list[dict[str, Any]] = []
+    cluster_permissions: list[dict[str, Any]] = []
+    consumed: set[int] = set()
+    for (kind, name), bindings in sorted(bound.items()):
+        role = roles.get((kind, name))
+        is_optional = any(((b.obj.get("metadata") or {}).get("annotations") or {}).get(OPTIONAL_DEPENDENCY)
+                          == "optional" for b in bindings)
+        rules = (role.obj.get("rules") if role else []) or []
+        for i, rule in enumerate(rules):
+            wild = [f for f in ("apiGroups", "resources", "verbs") if "*" in (rule.get(f) or [])]
+            if wild:
+                raise UnsupportedBundleError(
+                    f"{kind} {name} rule {i} uses a wildcard in {', '.join(wild)} ({json.dumps(rule, sort_keys=True)})"
+                    f" and is bound to the operator's service account; k8s+v1 bundles must name every API "
+                    f"group, resource and verb", path=role.file if role else None, obj=content.name,
+                    hint="list the groups, resources and verbs the operator needs")
+            native.update(rule.get("nonResourceURLs") or [])
+            for group in rule.get("apiGroups") or []:
+                for res in rule.get("resources") or []:
+                    api = f"{res}.{group}" if group else res
+                    if is_optional:
+                        optional.add(api)
+                    elif any(group == g for g, _ in api_groups):
+                        provided.add(api)
+                    elif group not in crd_groups and group != "" and not group.endswith(".k8s.io") \
+                            and group not in ("apps", "batch", "policy", "autoscaling", "extensions"):
+                        required.add(api)
+        if role is None:
+            continue
+        for b in bindings:
+            consumed.add(id(b))
+        consumed.add(id(role))
+        accounts_bound = sorted({s.get("name") for b in bindings for s in b.obj.get("subjects") or []
+                                 if s.get("kind") == "ServiceAccount" and s.get("name") in accounts})
+        for sa in accounts_bound:
+            entry = {"serviceAccountName": sa, "rules": rules}
+            (cluster_permissions if kind == "ClusterRole" else permissions).append(entry)
+    webhook_defs = []
+    for w in webhooks:
+        kind = _gk(w.obj)[1]
+        for hook in w.obj.get("webhooks") or []:
+            svc = ((hook.get("clientConfig") or {}).get("service") or {})
+            dep = service_deployment(str(svc.get("name")), w, f"{kind} {_name(w.obj)}")
+            d = {"type": "ValidatingAdmissionWebhook" if kind.startswith("Validating") else "MutatingAdmissionWebhook",
+                 "generateName": hook.get("name"), "deploymentName": dep,
+                 "containerPort": int(svc.get("port") or 443), "webhookPath": svc.get("path") or "/"}
+            for k in ("admissionReviewVersions", "failurePolicy", "matchPolicy", "objectSelector", "rules",
+                      "sideEffects", "timeoutSeconds", "reinvocationPolicy"):
+                if hook.get(k) is not None:
+                    d[k] = hook[k]
+            webhook_defs.append(d)
+        consumed.add(id(w))
+        consumed.add(id(services[str(svc.get("name"))]))
+    owned_api = []
+    for a in apiservices:
+        spec = a.obj.get("spec") or {}
+        svc = spec.get("service") or {}
+        dep = service_deployment(str(svc.get("name")), a, f"APIService {_name(a.obj)}")
+        port = next((p.get("targetPort") for p in (services[str(svc.get("name"))].obj.get("spec") or {}).get("ports")
+                     or [] if p.get("port") == (svc.get("port") or 443)), 443)
+        owned_api.append({"group": spec.get("group"), "version": spec.get("version"),
+                          "kind": spec.get("group"), "name": spec.get("group"), "deploymentName": dep,
+                          "containerPort": int(port) if str(port).isdigit() else 443})
+        consumed.add(id(a))
+        consumed.add(id(services[str(svc.get("name"))]))
+    csv_spec: dict[str, Any] = {k: meta[k] for k in _CSV_FIELDS if k in meta and k not in ("labels", "icon")}
+    csv_spec["version"] = str(meta["version"])
+    if meta.get("icon"):
+        csv_spec["icon"] = [{"base64data": meta["icon"], "mediatype": "image/png"}]
+    csv_spec["install"] = {"strategy": "deployment", "spec": {
+        "deployments": [{"name": _name(d.obj), "spec": d.obj.get("spec") or {},
+                         **({"label": (d.obj.get("metadata") or {}).get("labels")}
+                            if (d.obj.get("metadata") or {}).get("labels") else {})} for d in deployments],
+        "permissions": permissions, "clusterPermissions": cluster_permissions}}
+    csv_spec["customresourcedefinitions"] = {"owned": [
+        {"name": _name(c.obj), "kind": (c.obj["spec"].get("names") or {}).get("kind"),
+         "version": next((v["name"] for v in c.obj["spec"].get("versions") or [] if v.get("storage")),
+                         c.obj["spec"].get("version"))} for c in crds]}
+    if owned_api:
+        csv_spec["apiservicedefinitions"] = {"owned": owned_api}
+    if webhook_defs:
+        csv_spec["webhookdefinitions"] = webhook_defs
+    if native:
+        csv_spec["nativeAPIs"] = []  # nonResourceURLs have no GVK; recorded in the annotation below
+    inferred = InferredAPIs(tuple(sorted(provided)), tuple(sorted(required)), tuple(sorted(optional)),
+                            tuple(sorted(native)))
+    csv: Manifest = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+                     "metadata": {"name": str(meta["name"]),
+                                  "labels": dict(meta.get("labels") or {}),
+                                  "annotations": {"reconciler.dev/inferred-apis": json.dumps(
+                                      dataclasses.asdict(inferred), sort_keys=True)}},
+                     "spec": csv_spec}
+    if not csv["metadata"]["labels"]:
+        del csv["metadata"]["labels"]
+    for d in deployments:
+        consumed.add(id(d))
+    rest = [m for m in content.manifests if id(m) not in consumed]
+    manifests = (ParsedManifest(f"manifests/{meta['name']}.clusterserviceversion.yaml", csv), *rest)
+    annotations = {**content.annotations, ANNOTATION_MEDIATYPE: "registry+v1"}
+    annotations.setdefault(ANNOTATION_PACKAGE, str(meta.get("package") or str(meta["name"]).split(".v")[0]))
+    return dataclasses.replace(content, mediatype="registry+v1", annotations=annotations,
+                               manifests=manifests), inferred
+
+
+def export_registry_v1(content: BundleContent, dest: Path) -> Path:
+    """Write the synthesized registry+v1 bundle (manifests/ and metadata/annotations.yaml) under ``dest``."""
+    converted, _ = synthesize(content)
+    if dest.exists() and any(dest.iterdir()):
+        raise BundleError(f"{dest} is not empty", hint="choose a new output directory")
+    (dest / "manifests").mkdir(parents=True)
+    (dest / "metadata").mkdir()
+    for i, m in enumerate(converted.manifests):
+        name = Path(m.file).name if i == 0 else f"{i:02d}-{Path(m.file).name}"
+        (dest / "manifests" / name).write_text(yamlio.dump(m.obj))
+    annotations = {k: v for k, v in converted.annotations.items()}
+    annotations[ANNOTATION_MANIFESTS] = "manifests/"
+    annotations["operators.operatorframework.io.bundle.metadata.v1"] = "metadata/"
+    (dest / "metadata" / "annotations.yaml").write_text(yamlio.dump({"annotations": annotations}))
+    return dest

@@ -1,0 +1,91 @@
+"""A real OCI registry (CNCF distribution, built from the pin in bench/peers/registry) on loopback.
+
+Import the ``oci_registry`` fixture into a conftest to use it elsewhere::
+
+    from tests.bundle.oci_registry import oci_registry  # noqa: F401
+
+It is session-scoped: one registry with a temporary storage directory,
+stopped when the session ends. Tests isolate themselves by repository name.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Registry:
+    host: str          # "127.0.0.1:PORT", the registry part of an image reference
+    storage: Path
+
+    def ref(self, repository: str, tag: str = "latest") -> str:
+        return f"{self.host}/{repository}:{tag}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_registry(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], Registry]:
+    storage = workdir / "storage"
+    storage.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    config = workdir / "config.yml"
+    config.write_text(
+        "version: 0.1\n"
+        "log: {level: warn}\n"
+        f"storage: {{filesystem: {{rootdirectory: {storage}}}, delete: {{enabled: true}}}}\n"
+        f"http: {{addr: '127.0.0.1:{port}', secret: test-only}}\n")
+    log = open(workdir / "registry.log", "wb")
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"}
+    proc = subprocess.Popen([str(binary), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env)
+    log.close()
+    reg = Registry(f"127.0.0.1:{port}", storage)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, reg
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("the registry did not start:\n" + (workdir / "registry.log").read_text()[-3000:])
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def oci_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A distribution registry on a free loopback port, built into the cache on first use."""
+    from bench.peers.registry import registry_binary
+
+    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+        binary = registry_binary(log=print)
+    proc, reg = start_registry(binary, tmp_path_factory.mktemp("oci-registry"))
+    try:
+        yield reg
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,154 @@
+"""k8s+v1 bundles: required manifests and olm.yaml, API inference, wildcard RBAC, CSV synthesis, export."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from reconciler import yamlio
+from reconciler.bundle import fetch, k8s_v1, read_content, render
+from reconciler.bundle.certs import CertManagerProvider
+from reconciler.cli import main
+from reconciler.errors import BundleError, UnsupportedBundleError
+from reconciler.model.declarations import InstallSettings
+from tests.bundle.test_golden import check_golden
+from tests.unit.helpers import crd_doc, write_docs
+
+OLM_YAML = {"name": "gizmo.v1.0.0", "version": "1.0.0", "minKubeVersion": "1.25.0", "displayName": "Gizmo",
+            "installModes": [{"type": "AllNamespaces", "supported": True},
+                             {"type": "OwnNamespace", "supported": True}]}
+RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def _docs() -> list[dict]:
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gizmo", "labels": {"app": "gizmo"}},
+           "spec": {"selector": {"matchLabels": {"app": "gizmo"}},
+                    "template": {"metadata": {"labels": {"app": "gizmo"}},
+                                 "spec": {"serviceAccountName": "gizmo",
+                                          "containers": [{"name": "m", "image": "example.com/gizmo:1"}]}}}}
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gizmo"}}
+    subject = [{"kind": "ServiceAccount", "name": "gizmo", "namespace": "x"}]
+    cr = {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "gizmo"}, "rules": [
+        {"apiGroups": ["demo.example.com"], "resources": ["widgets"], "verbs": ["get", "list"]},
+        {"apiGroups": ["monitoring.coreos.com"], "resources": ["servicemonitors"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    crb = {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": {"name": "gizmo"},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gizmo"},
+           "subjects": subject}
+    opt = {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "gizmo-opt"}, "rules": [
+        {"apiGroups": ["route.openshift.io"], "resources": ["routes"], "verbs": ["get"]}]}
+    optb = {"apiVersion": RBAC, "kind": "ClusterRoleBinding",
+            "metadata": {"name": "gizmo-opt", "annotations": {k8s_v1.OPTIONAL_DEPENDENCY: "optional"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gizmo-opt"},
+            "subjects": subject}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gizmo-webhook"},
+           "spec": {"selector": {"app": "gizmo"}, "ports": [{"port": 443, "targetPort": 9443}]}}
+    vwh = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+           "metadata": {"name": "gizmo"}, "webhooks": [{
+               "name": "vgizmo.demo.example.com", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+               "clientConfig": {"service": {"name": "gizmo-webhook", "namespace": "x", "path": "/validate",
+                                            "port": 443}},
+               "rules": [{"apiGroups": ["demo.example.com"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                          "resources": ["widgets"]}]}]}
+    return [dep, sa, cr, crb, opt, optb, svc, vwh, crd_doc()]
+
+
+def _bundle(tmp_path: Path, docs=None, olm=OLM_YAML, name="gizmo") -> Path:
+    root = tmp_path / name
+    write_docs(root, "manifests/all.yaml", *(docs if docs is not None else _docs()))
+    write_docs(root, "metadata/annotations.yaml", {"annotations": {
+        "operators.operatorframework.io.bundle.mediatype.v1": "k8s+v1",
+        "operators.operatorframework.io.bundle.package.v1": "gizmo"}})
+    if olm is not None:
+        write_docs(root, "metadata/olm.yaml", olm)
+    return root
+
+
+def test_k8s_v1_renders_through_a_synthesized_csv(tmp_path):
+    _bundle(tmp_path)
+    out = render("file://gizmo", tmp_path, InstallSettings("gizmo-system"), "operators", CertManagerProvider())
+    assert (out.mediatype, out.name, out.version, out.package) == ("k8s+v1", "gizmo.v1.0.0", "1.0.0", "gizmo")
+    check_golden("k8s-v1", out)
+
+
+def test_inferred_apis(tmp_path):
+    content = read_content(fetch("file://gizmo", _bundle(tmp_path).parent))
+    converted, apis = k8s_v1.synthesize(content)
+    assert apis.provided == ("Widget.demo.example.com/v1",)
+    assert apis.required == ("servicemonitors.monitoring.coreos.com",)
+    assert apis.optional == ("routes.route.openshift.io",)
+    assert apis.native == ("/metrics",)
+    csv = converted.manifests[0].obj
+    assert csv["spec"]["customresourcedefinitions"]["owned"] == [
+        {"name": "widgets.demo.example.com", "kind": "Widget", "version": "v1"}]
+    assert csv["spec"]["webhookdefinitions"][0]["deploymentName"] == "gizmo"
+    assert json.loads(csv["metadata"]["annotations"]["reconciler.dev/inferred-apis"])["required"] == [
+        "servicemonitors.monitoring.coreos.com"]
+
+
+def test_wildcard_rule_bound_to_the_operator_is_rejected(tmp_path):
+    docs = _docs()
+    docs[2]["rules"][1] = {"apiGroups": ["*"], "resources": ["*"], "verbs": ["get"]}
+    _bundle(tmp_path, docs)
+    with pytest.raises(UnsupportedBundleError) as err:
+        render("file://gizmo", tmp_path, InstallSettings(), "operators")
+    assert err.value.message.startswith("ClusterRole gizmo rule 1 uses a wildcard in apiGroups, resources "
+                                        '({"apiGroups": ["*"], "resources": ["*"], "verbs": ["get"]})')
+
+
+def test_wildcard_rule_not_bound_to_the_operator_is_allowed(tmp_path):
+    docs = _docs()
+    docs.append({"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "admin-aggregate"},
+                 "rules": [{"apiGroups": ["demo.example.com"], "resources": ["*"], "verbs": ["*"]}]})
+    _bundle(tmp_path, docs)
+    out = render("file://gizmo", tmp_path, InstallSettings(), "operators")
+    assert "admin-aggregate" in [o["metadata"]["name"] for o in out.objects]
+
+
+@pytest.mark.parametrize("olm, message", [
+    (None, "a k8s+v1 bundle needs metadata/olm.yaml"),
+    ({k: v for k, v in OLM_YAML.items() if k not in ("version", "minKubeVersion")},
+     "olm.yaml lacks the required field(s) version, minKubeVersion"),
+    ({**OLM_YAML, "installModes": "all"}, "olm.yaml installModes must be a list of {type, supported}"),
+])
+def test_olm_yaml_required(tmp_path, olm, message):
+    _bundle(tmp_path, olm=olm)
+    with pytest.raises(BundleError) as err:
+        render("file://gizmo", tmp_path, InstallSettings(), "operators")
+    assert err.value.message == message
+
+
+def test_deployment_required(tmp_path):
+    _bundle(tmp_path, _docs()[1:])
+    with pytest.raises(BundleError, match="a k8s\\+v1 bundle needs a Deployment for the operator"):
+        render("file://gizmo", tmp_path, InstallSettings(), "operators")
+
+
+def test_webhook_service_required(tmp_path):
+    docs = [d for d in _docs() if d["kind"] != "Service"]
+    _bundle(tmp_path, docs)
+    with pytest.raises(BundleError, match="ValidatingWebhookConfiguration gizmo references Service 'gizmo-webhook', "
+                                          "which the bundle does not contain"):
+        render("file://gizmo", tmp_path, InstallSettings(), "operators")
+
+
+def test_convert_to_registry_v1(tmp_path):
+    src = _bundle(tmp_path)
+    out = io.StringIO()
+    assert main(["bundle", "convert", str(src), "--to", "registry+v1", "-o", str(tmp_path / "out")], out) == 0
+    assert out.getvalue() == f"wrote registry+v1 bundle {tmp_path / 'out'}\n"
+    ann = yamlio.read_all(tmp_path / "out" / "metadata" / "annotations.yaml")[0]["annotations"]
+    assert ann["operators.operatorframework.io.bundle.mediatype.v1"] == "registry+v1"
+    assert ann["operators.operatorframework.io.bundle.package.v1"] == "gizmo"
+    files = sorted(p.name for p in (tmp_path / "out" / "manifests").iterdir())
+    assert files[-1] == "gizmo.v1.0.0.clusterserviceversion.yaml"
+    # the exported bundle installs to the same objects as the k8s+v1 bundle it came from
+    a = render("file://gizmo", tmp_path, InstallSettings("ns"), "operators", CertManagerProvider())
+    b = render("file://out", tmp_path, InstallSettings("ns"), "operators", CertManagerProvider())
+    assert a.objects == b.objects and b.mediatype == "registry+v1"
+    assert main(["bundle", "convert", str(src), "-o", str(tmp_path / "out")], io.StringIO()) == 2
