@@ -14,11 +14,12 @@ from typing import Mapping
 
 from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
+from reconciler.catalog.source import load_image_catalog
 from reconciler.cluster.apply import DesiredOperator, SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.bundle import source as bundle_source
 from reconciler.cluster import status as status_objects
-from reconciler.errors import LockfileError, ResolutionError
+from reconciler.errors import CatalogError, LockfileError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest, ownership_labels
@@ -47,13 +48,27 @@ class Outcome:
 
 
 def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
-    """Load the catalogs the declarations refer to (unreferenced ones are not read)."""
-    wanted = {op.catalog.name for op in operators if op.catalog}
+    """Every catalog of the repository, when anything needs resolving.
+
+    All of them, not only those declarations name: an Input may ask for an
+    API alone, and a dependency may be met from any catalog. A catalog is a
+    directory under catalogs/, or an image named in reconciler.yaml.
+    """
+    if all(op.bundle is not None for op in operators):
+        return {}
+    settings = snapshot.settings.catalogs
+    images = {n: c.image for n, c in settings.items() if c.image}
+    both = sorted(set(images) & set(snapshot.catalog_dirs))
+    if both:
+        raise CatalogError(f"catalog {both[0]!r} is both a directory under catalogs/ and an image in "
+                           f"reconciler.yaml", path="reconciler.yaml", hint="keep one source per catalog name")
     out = {}
-    for name in sorted(wanted & set(snapshot.catalog_dirs)):
-        prio = snapshot.settings.catalogs.get(name)
-        out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}",
-                                 priority=prio.priority if prio else 0)
+    for name in sorted(set(snapshot.catalog_dirs) | set(images)):
+        prio = settings[name].priority if name in settings else 0
+        if name in images:
+            out[name] = load_image_catalog(name, images[name], prio)
+        else:
+            out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
     return out
 
 
@@ -79,8 +94,9 @@ def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
 
 def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None) -> Resolution:
     catalogs = load_catalogs(snapshot, snapshot.operators)
+    semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     request = ResolutionRequest(snapshot.operators, catalogs, installed_state(snapshot, kube),
-                                snapshot.input_classes, kubernetes_version(snapshot, kube))
+                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver)
     return (resolver or SatResolver()).resolve(request)
 
 
@@ -127,7 +143,7 @@ def check_locked(snapshot: RepoSnapshot, planned: Lockfile) -> None:
         else:
             fields = [f for f in ("package", "name", "version", "catalog", "channel", "source")
                       if getattr(old, f) != getattr(new, f)]
-            if old.digest and new.digest and old.digest != new.digest:
+            if not fields and old.digest and new.digest and old.digest != new.digest:
                 fields.append("digest")
             if fields:
                 problems.append(f"{owner}: locked to {old.name}, resolves to {new.name} "
@@ -172,7 +188,7 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     return tuple(installs)
 
 
-def desired_state(installs: tuple[Installed, ...]) -> list[DesiredOperator]:
+def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None) -> list[DesiredOperator]:
     out = []
     for inst in installs:
         sel = inst.selection
@@ -189,8 +205,31 @@ def desired_state(installs: tuple[Installed, ...]) -> list[DesiredOperator]:
         bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
                                                      "source", "digest")}
         bundle["namespace"] = inst.bundle.namespace
-        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle))
+        report, conditions = _report(sel, resolution)
+        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions))
     return out
+
+
+def _report(sel: Selection, resolution: Resolution | None) -> tuple[dict, tuple[dict[str, str], ...]]:
+    """What resolution says about an owner, in the shapes of the design documents' Operator and Input status."""
+    report: dict = {}
+    if sel.dependencies:
+        report["dependencies"] = [{"bundle": b, "meets": need} for need, b in sel.dependencies]
+    if sel.satisfies:
+        report["satisfies"] = [{"bundle": b, "meets": need} for b, need in sel.satisfies]
+    if sel.kind == "Dependency":
+        return report, ()
+    updates = [u for u in (resolution.updates if resolution else ()) if u.operator == sel.owner]
+    report["updates"] = [{"catalog": u.catalog, "package": u.package, "channel": u.channel,
+                          "options": list(u.options)} for u in updates]
+    if updates:
+        message = "updates need a change to the declaration: " + "; ".join(
+            f"channel {u.channel}: {', '.join(u.options)}" for u in updates)
+        cond = status_objects.condition("UpdateAvailable", True, "CrossChannelOrRangeUpdateFound", message)
+    else:
+        cond = status_objects.condition("UpdateAvailable", False, "NoUpdates",
+                                        "no newer bundle outside the declaration's channel and version range")
+    return report, (cond,)
 
 
 def _stamp(obj: Manifest, operator: str) -> Manifest:
@@ -248,7 +287,8 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync."""
     snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
     written = write_lock(snapshot, lockfile) if write_lockfile else False
-    result = sync(kube, desired_state(installs), dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
+    result = sync(kube, desired_state(installs, prepared.resolution), dry_run=dry_run,
+                  allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution)
 

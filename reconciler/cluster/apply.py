@@ -70,6 +70,8 @@ class DesiredOperator:
     namespaces: tuple[str, ...]
     spec: dict[str, Any]
     bundle: dict[str, Any]
+    report: dict[str, Any] = field(default_factory=dict)   # resolution facts: updates, dependencies, satisfies
+    conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
 
 
 @dataclass
@@ -170,8 +172,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
 def _status(op: DesiredOperator, revision: str | None, inventory: set[ObjectRef], ready: bool, reason: str,
             message: str) -> dict[str, Any]:
     return {"revision": revision, "bundle": op.bundle, "inventory": _inventory(inventory),
-            "components": {"matchLabels": {LABEL_OPERATOR: op.name}},
-            "conditions": [status_objects.condition("Ready", ready, reason, message)]}
+            "components": {"matchLabels": {LABEL_OPERATOR: op.name}}, **op.report,
+            "conditions": [status_objects.condition("Ready", ready, reason, message), *map(dict, op.conditions)]}
 
 
 def _check_unique(desired: list[DesiredOperator]) -> None:

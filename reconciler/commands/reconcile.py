@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from reconciler.cluster.apply import Action
 from reconciler.commands import EXIT_CODES, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 if TYPE_CHECKING:
     from reconciler.pipeline import Outcome
 
-_SYMBOL = {Action.CREATED: "+", Action.CONFIGURED: "~", Action.UNCHANGED: "=", Action.DELETED: "-",
-           Action.SKIPPED: "!"}
+_SYMBOL = {"created": "+", "configured": "~", "unchanged": "=", "deleted": "-", "skipped": "!"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,6 +53,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str | None,
                   show_unchanged: bool = False) -> None:
+    from reconciler.cluster.apply import Action  # the cluster layer is imported only when it is used
+
     snap = outcome.snapshot
     print(f"Repository {snap.root} at {snap.revision or 'an unversioned tree (not a git repository)'}", file=out)
     resolution = outcome.resolution
@@ -89,7 +89,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
         shown += 1
         verb = c.action.value if not dry_run or c.action in (Action.UNCHANGED, Action.SKIPPED) else \
             f"would be {c.action.value}"
-        line = f"  {_SYMBOL[c.action]} {c.ref}  {verb}  [{c.operator}]"
+        line = f"  {_SYMBOL[c.action.value]} {c.ref}  {verb}  [{c.operator}]"
         if c.detail:
             line += f": {c.detail}"
         print(line, file=out)

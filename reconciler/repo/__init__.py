@@ -36,7 +36,13 @@ BUNDLES_DIR = "bundles"
 
 @dataclass(frozen=True)
 class CatalogSettings:
+    """Per-catalog settings: ``priority`` orders candidates; ``upgradeGraph: semver`` makes every newer
+    version of the same major (minor for 0.x) an upgrade of an installed bundle, as a package whose
+    graph is semver-based expects, instead of following replaces/skips/skipRange edges one hop."""
+
     priority: int = 0
+    upgrade_graph: str = "replaces"
+    image: str | None = None       # a catalog image instead of catalogs/<name>/
 
 
 @dataclass(frozen=True)
@@ -106,12 +112,21 @@ def _read_settings(top: Path) -> Settings:
         raise InputError("catalogs must be a mapping of catalog name to settings", path=SETTINGS_FILE,
                          hint="for example: catalogs: {community: {priority: 10}}")
     for name, cfg in raw_catalogs.items():
-        if not isinstance(cfg or {}, dict):
-            raise InputError(f"catalogs.{name} must be a mapping such as {{priority: 10}}", path=SETTINGS_FILE)
-        prio = (cfg or {}).get("priority", 0)
+        cfg = cfg or {}
+        if not isinstance(cfg, dict) or set(cfg) - {"priority", "upgradeGraph", "image"}:
+            raise InputError(f"catalogs.{name} must be a mapping such as {{priority: 10}}", path=SETTINGS_FILE,
+                             hint="catalog settings are 'priority', 'upgradeGraph' and 'image'")
+        image = cfg.get("image")
+        if image is not None and (not isinstance(image, str) or not image):
+            raise InputError(f"catalogs.{name}.image must be an image reference", path=SETTINGS_FILE)
+        prio = cfg.get("priority", 0)
         if not isinstance(prio, int) or isinstance(prio, bool):
             raise InputError(f"catalogs.{name}.priority must be an integer", path=SETTINGS_FILE)
-        catalogs[name] = CatalogSettings(priority=prio)
+        graph = cfg.get("upgradeGraph", "replaces")
+        if graph not in ("replaces", "semver"):
+            raise InputError(f"catalogs.{name}.upgradeGraph must be 'replaces' or 'semver', not {graph!r}",
+                             path=SETTINGS_FILE)
+        catalogs[name] = CatalogSettings(priority=prio, upgrade_graph=graph, image=image)
     kube_version = doc.get("kubernetesVersion")
     if kube_version is not None:
         try:

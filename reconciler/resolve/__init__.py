@@ -93,6 +93,7 @@ class ResolutionRequest:
     installed: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> what is installed
     classes: Mapping[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     kube_version: str | None = None
+    semver_catalogs: frozenset[str] = frozenset()   # catalogs whose upgrade graph is semver-ordered
 
 
 class Resolver(Protocol):
@@ -244,16 +245,17 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
         cls = request.classes[d.input_class]
         installed_entry = request.installed.get(d.name)
         pred = _predicate(d, request.catalogs, installed_entry)
-        pool = universe.by_package.get(d.package, []) if d.package else universe.candidates
         channel = (d.catalog.channel or None) if d.catalog else None
-        cands = own_order(universe.matching(pred, pool), channel)
+        cands = own_order(universe.matching(pred), channel)
         if not cands:
             raise _nothing_matches(d, pred, request.catalogs, installed_entry)
         installed = _installed_candidate(universe, installed_entry, d)
         allowed = None
         if installed is not None and not cls.force:
-            allowed = {installed.key} | {s.key for s in successors(universe, installed)}
-        reqs.append(Requirement(name=d.name, label=f"{d.kind} {d.name}", text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
+            semver_mode = installed.catalog in request.semver_catalogs
+            allowed = {installed.key} | {s.key for s in successors(universe, installed, semver_mode)}
+        reqs.append(Requirement(name=d.name, label=f"{d.kind} {d.name}",
+                                text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
                                 candidates=cands, allowed=allowed, installed=installed, force=cls.force,
                                 minimal_version=cls.minimal_version))
     problem = Problem(universe, reqs, _min_kube_exclusions(universe, kube))
@@ -267,9 +269,11 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
     owner_of: dict[tuple[str, str, str], str] = {c.key: name for name, c in out.by_requirement.items()}
     selections: list[Selection] = []
     dependents: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    parents: dict[tuple[str, str, str], set[tuple[str, str, str]]] = {}
     for dep_key, needs in out.dependencies.items():
         for need, cand in needs:
             dependents.setdefault(cand.key, []).append((out.choices[dep_key].candidate.name, need))
+            parents.setdefault(cand.key, set()).add(dep_key)
     # dependencies take the owner name of their package (or <package>-dependency if that is taken)
     for key, choice in sorted(out.choices.items()):
         if key not in owner_of:
@@ -280,7 +284,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
         decl = by_name.get(owner) if out.by_requirement.get(owner) is cand else None
         if decl is not None and decl.name not in keep_names:
             continue
-        roots = sorted({_root(k, out, owner_of) for k in _dependents_keys(key, out)} - {owner})
+        roots = sorted(_roots(key, parents, out.by_requirement, owner_of) - {owner})
         if decl is None and not (set(roots) & keep_names):
             continue
         cls = request.classes[decl.input_class] if decl else None
@@ -289,6 +293,11 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
             namespace=first_root.install.namespace if first_root else None)
         channel = _channel_of(cand, decl)
         reasons = [f"satisfies: {b}" for b in choice.because]
+        req = next((r for r in reqs if r.name == owner), None) if decl else None
+        if req is not None:
+            reasons.append("preference order (most preferred first): "
+                           + ", ".join(_describe(c, req) for c in req.candidates[:6])
+                           + (f", and {len(req.candidates) - 6} more" if len(req.candidates) > 6 else ""))
         reasons += [f"not {alt}: {'; '.join(why) or 'less preferred'}" for alt, why in choice.rejected]
         selections.append(Selection(
             owner=owner, kind=decl.kind if decl else "Dependency",
@@ -306,21 +315,35 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
     return selections, updates
 
 
-def _dependents_keys(key, out) -> list[tuple[str, str, str]]:
-    found = [k for k, needs in out.dependencies.items() if any(c.key == key for _, c in needs)]
-    return found or [key]
+def _describe(c: Candidate, req: Requirement) -> str:
+    notes = []
+    if req.installed is not None and c.key == req.installed.key:
+        notes.append("installed")
+    elif req.allowed is not None and c.key not in req.allowed:
+        notes.append("not an upgrade edge from what is installed")
+    if c.heads_of:
+        notes.append(f"head of {', '.join(sorted(c.heads_of))}")
+    if c.deprecated:
+        notes.append("deprecated")
+    return f"{c.name}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _root(key, out, owner_of, seen=None) -> str:
-    """The declaration whose choice (transitively) pulled this bundle in."""
-    seen = seen or set()
-    if key in seen:
-        return owner_of[key]
-    seen.add(key)
-    if any(c.key == key for c in out.by_requirement.values()):
-        return owner_of[key]
-    parents = sorted(k for k, needs in out.dependencies.items() if any(c.key == key for _, c in needs))
-    return _root(parents[0], out, owner_of, seen) if parents else owner_of[key]
+def _roots(key: tuple[str, str, str], parents: Mapping[tuple[str, str, str], set[tuple[str, str, str]]],
+           by_requirement: Mapping[str, Candidate], owner_of: Mapping[tuple[str, str, str], str]) -> set[str]:
+    """Every declaration whose choice pulled this bundle in, directly or through other dependencies."""
+    declared = {c.key for c in by_requirement.values()}
+    found: set[str] = set()
+    seen = {key}
+    todo = list(parents.get(key, ()))
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        if k in declared:
+            found.add(owner_of[k])
+        todo.extend(parents.get(k, ()))
+    return found
 
 
 def _channel_of(cand: Candidate, decl: OperatorDecl | None) -> str:

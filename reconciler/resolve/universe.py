@@ -16,7 +16,8 @@ it the resolution, never depends on dict or file order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Mapping
 
@@ -24,7 +25,9 @@ import semver
 
 from reconciler.errors import InputError
 from reconciler.model.catalog import Bundle, Catalog, Channel
-from reconciler.model.constraints import MatchContext, Predicate
+from reconciler.model.constraints import (
+    AllOf, AnyOf, Labelled, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
+)
 from reconciler.model.semver_range import VersionRange
 
 
@@ -37,10 +40,10 @@ class Candidate:
     heads_of: frozenset[str]       # channels in which this bundle is the head
     default_channel: str | None
     deprecated: bool
+    key: tuple[str, str, str] = field(default=("", "", ""), compare=False)
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.catalog, self.bundle.package, self.bundle.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.catalog, self.bundle.package, self.bundle.name))
 
     @property
     def name(self) -> str:
@@ -62,35 +65,123 @@ class Candidate:
         return f"{self.bundle.name} (catalog {self.catalog})"
 
 
+@dataclass
+class CatalogIndex:
+    """The candidates of one catalog, indexed; built once per loaded catalog."""
+
+    candidates: list[Candidate]
+    by_package: dict[str, list[Candidate]]
+    by_api: dict[tuple[str, str, str], list[Candidate]]
+    by_name: dict[str, list[Candidate]]
+
+    @classmethod
+    def build(cls, name: str, cat: Catalog) -> CatalogIndex:
+        index = cls([], {}, {}, {})
+        member: dict[tuple[str, str], list[Channel]] = {}
+        for channel in cat.channels.values():
+            for entry in channel.entries:
+                member.setdefault((channel.package, entry.name), []).append(channel)
+        deprecated_packages = {pkg for pkg in cat.packages if cat.deprecation(pkg) is not None}
+        for (pkg, bname), bundle in sorted(cat.bundles.items()):
+            chans = member.get((pkg, bname), [])
+            package = cat.packages.get(pkg)
+            cand = Candidate(
+                catalog=name, priority=cat.priority, bundle=bundle,
+                channels=frozenset(c.name for c in chans),
+                heads_of=frozenset(c.name for c in chans if bname in c.heads),
+                default_channel=package.default_channel if package else None,
+                deprecated=pkg in deprecated_packages or cat.deprecation(pkg, "olm.bundle", bname) is not None,
+            )
+            index.candidates.append(cand)
+            index.by_package.setdefault(pkg, []).append(cand)
+            index.by_name.setdefault(bname, []).append(cand)
+            for v in bundle.properties_of("olm.gvk"):
+                if isinstance(v, dict):
+                    api = (v.get("group") or "", v.get("version") or "", v.get("kind") or "")
+                    index.by_api.setdefault(api, []).append(cand)
+        return index
+
+
+_BY_OBJECT: dict[int, tuple[str, CatalogIndex]] = {}
+_BY_DIGEST: dict[tuple[str, str, int], CatalogIndex] = {}
+_KEEP_DIGESTS = 8
+
+
+def _index(name: str, cat: Catalog) -> CatalogIndex:
+    """The catalog's index, built once: catalogs are immutable once loaded.
+
+    Kept per catalog object while it lives, and per content digest for the
+    last few catalogs, so a reconcile loop that reloads an unchanged catalog
+    does not rebuild its index.
+    """
+    cached = _BY_OBJECT.get(id(cat))
+    if cached is not None and cached[0] == name:
+        return cached[1]
+    key = (name, cat.digest, cat.priority)
+    index = _BY_DIGEST.get(key) if cat.digest else None
+    if index is None:
+        index = CatalogIndex.build(name, cat)
+        if cat.digest:
+            _BY_DIGEST[key] = index
+            while len(_BY_DIGEST) > _KEEP_DIGESTS:
+                _BY_DIGEST.pop(next(iter(_BY_DIGEST)))
+    _BY_OBJECT[id(cat)] = (name, index)
+    weakref.finalize(cat, _BY_OBJECT.pop, id(cat), None)
+    return index
+
+
 class Universe:
-    """The candidates of all catalogs, with indexes by package and by provided API."""
+    """The candidates of all catalogs, with indexes by package, provided API and name."""
 
     def __init__(self, catalogs: Mapping[str, Catalog]) -> None:
         self.catalogs = dict(catalogs)
         self.candidates: list[Candidate] = []
         self.by_package: dict[str, list[Candidate]] = {}
-        for name in sorted(catalogs):
-            cat = catalogs[name]
-            member: dict[tuple[str, str], list[Channel]] = {}
-            for channel in cat.channels.values():
-                for entry in channel.entries:
-                    member.setdefault((channel.package, entry.name), []).append(channel)
-            for (pkg, bname), bundle in sorted(cat.bundles.items()):
-                chans = member.get((pkg, bname), [])
-                package = cat.packages.get(pkg)
-                cand = Candidate(
-                    catalog=name, priority=cat.priority, bundle=bundle,
-                    channels=frozenset(c.name for c in chans),
-                    heads_of=frozenset(c.name for c in chans if bname in c.heads),
-                    default_channel=package.default_channel if package else None,
-                    deprecated=bool(bundle.properties_of("olm.deprecated")),
-                )
-                self.candidates.append(cand)
-                self.by_package.setdefault(pkg, []).append(cand)
+        self.by_api: dict[tuple[str, str, str], list[Candidate]] = {}
+        self.by_name: dict[str, list[Candidate]] = {}
+        indexes = [_index(name, catalogs[name]) for name in sorted(catalogs)]
+        if len(indexes) == 1:
+            only = indexes[0]
+            self.candidates, self.by_package, self.by_api, self.by_name = (
+                only.candidates, only.by_package, only.by_api, only.by_name)
+            return
+        for index in indexes:
+            self.candidates.extend(index.candidates)
+            for mine, theirs in ((self.by_package, index.by_package), (self.by_api, index.by_api),
+                                 (self.by_name, index.by_name)):
+                for k, v in theirs.items():
+                    mine.setdefault(k, []).extend(v)
 
     def matching(self, predicate: Predicate, within: Iterable[Candidate] | None = None) -> list[Candidate]:
-        return [c for c in (self.candidates if within is None else within)
-                if predicate.matches(c.bundle, c.context)]
+        """Candidates the predicate accepts, looked for only where the indexes say they can be."""
+        if within is None:
+            narrowed = self._pool(predicate)
+            within = self.candidates if narrowed is None else narrowed
+        return [c for c in within if predicate.matches(c.bundle, c.context)]
+
+    def _pool(self, pred: Predicate) -> list[Candidate] | None:
+        """A superset of the candidates ``pred`` can accept, from an index; None when no index applies."""
+        if isinstance(pred, PackageIs):
+            return self.by_package.get(pred.package, [])
+        if isinstance(pred, ProvidesGVK):
+            return self.by_api.get((pred.group, pred.version, pred.kind), [])
+        if isinstance(pred, NameIs):
+            return self.by_name.get(pred.name, [])
+        if isinstance(pred, Labelled):
+            return self._pool(pred.inner)
+        if isinstance(pred, AllOf):
+            pools = [p for p in map(self._pool, pred.parts) if p is not None]
+            return min(pools, key=len) if pools else None
+        if isinstance(pred, AnyOf):
+            pools = [self._pool(p) for p in pred.parts]
+            if any(p is None for p in pools):
+                return None
+            seen: dict[tuple[str, str, str], Candidate] = {}
+            for pool in pools:
+                for c in pool or ():
+                    seen.setdefault(c.key, c)
+            return list(seen.values())
+        return None
 
     def channel(self, cand: Candidate, name: str) -> Channel | None:
         return self.catalogs[cand.catalog].channels.get((cand.package, name))
@@ -121,11 +212,12 @@ def _stable(cands: Iterable[Candidate], key, newest_first: bool) -> list[Candida
     return ordered
 
 
-def successors(universe: Universe, installed: Candidate) -> list[Candidate]:
+def successors(universe: Universe, installed: Candidate, semver_mode: bool = False) -> list[Candidate]:
     """Bundles one upgrade hop from ``installed``: replaces, skips and skipRange edges in its channels.
 
-    A channel without any edges is semver-ordered: any higher version of the
-    same major (same minor for 0.x) is a successor.
+    In ``semver_mode`` (a catalog whose graphs are semver-based), and for a
+    channel without any edges, any higher version of the same major (same
+    minor for 0.x) is a successor.
     """
     out: dict[tuple[str, str, str], Candidate] = {}
     same_catalog = [c for c in universe.by_package.get(installed.package, []) if c.catalog == installed.catalog]
@@ -134,7 +226,7 @@ def successors(universe: Universe, installed: Candidate) -> list[Candidate]:
         channel = universe.channel(installed, channel_name)
         if channel is None:
             continue
-        has_edges = any(e.replaces or e.skips or e.skip_range for e in channel.entries)
+        has_edges = not semver_mode and any(e.replaces or e.skips or e.skip_range for e in channel.entries)
         for entry in channel.entries:
             cand = by_name.get(entry.name)
             if cand is None or cand.name == installed.name:

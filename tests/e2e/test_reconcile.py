@@ -210,3 +210,112 @@ def _resource_versions(kube: Kube) -> dict[str, str]:
             out[f"{kind}/{item['metadata'].get('namespace', '')}/{item['metadata']['name']}"] = \
                 item["metadata"]["resourceVersion"]
     return out
+
+
+def test_locked_refuses_a_stale_lockfile_and_changed_content(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    repo.commit("pin 1.0.0 and lock it")
+    assert reconcile(repo, kc, "--locked", capsys=capsys).code == 0
+    repo.set_version(">=1.0.0 <2.0.0")
+    run = reconcile(repo, kc, "--locked", capsys=capsys)
+    assert run.code == 2
+    assert "olm.lock: the lockfile is stale" in run.err
+    assert "plumbus: locked to plumbus.v1.0.0, resolves to plumbus.v1.1.0 (differs in name, version, source)" in run.err
+    assert managed(k8s, "plumbus") == V100
+    repo.set_version("1.0.0")
+    csv = repo.path / "bundles/plumbus/1.0.0/manifests/plumbus.clusterserviceversion.yaml"
+    csv.write_text(csv.read_text().replace("replicas: 1", "replicas: 2"))
+    run = reconcile(repo, kc, "--locked", capsys=capsys)
+    assert run.code == 2
+    assert "the content of file://bundles/plumbus/1.0.0 changed" in run.err
+    dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller", "plumbus-system")
+    assert dep["spec"]["replicas"] == 1
+
+
+def test_status_reports_updates_outside_the_declaration(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert status["updates"] == [{"catalog": "community", "package": "plumbus", "channel": "stable",
+                                  "options": ["plumbus.v1.1.0"]}]
+    update = next(c for c in status["conditions"] if c["type"] == "UpdateAvailable")
+    assert update["status"] == "True" and "plumbus.v1.1.0" in update["message"]
+    repo.set_version(">=1.0.0 <2.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 1
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert status["updates"] == []
+    assert next(c for c in status["conditions"] if c["type"] == "UpdateAvailable")["status"] == "False"
+
+
+GRUMBO_CATALOG = """
+---
+schema: olm.package
+name: grumbo
+defaultChannel: stable
+---
+schema: olm.channel
+package: grumbo
+name: stable
+entries:
+  - name: grumbo.v0.3.0
+---
+schema: olm.bundle
+package: grumbo
+name: grumbo.v0.3.0
+image: file://bundles/grumbo/0.3.0
+properties:
+  - type: olm.package
+    value: {packageName: grumbo, version: 0.3.0}
+  - type: olm.gvk
+    value: {group: manufacturing.how.theydoit.com, kind: Grumbo, version: v1alpha1}
+"""
+
+
+def _add_grumbo(repo: GitOpsRepo) -> None:
+    """A second package whose API plumbus 1.1.0 requires, built from plumbus 1.0.0's bundle files."""
+    src = repo.path / "bundles/plumbus/1.0.0"
+    dst = repo.path / "bundles/grumbo/0.3.0"
+    for f in src.rglob("*"):
+        if f.is_file():
+            text = (f.read_text().replace("how.theydoit.com", "manufacturing.how.theydoit.com")
+                    .replace("plumbai", "grumbos")
+                    .replace("Plumbus", "Grumbo").replace("plumbus", "grumbo").replace("1.0.0", "0.3.0"))
+            target = dst / f.relative_to(src).as_posix().replace("plumbai.how.theydoit.com", "grumbos")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text.replace("namespace: grumbo-system", "namespace: plumbus-system"))
+    repo.write("catalogs/community/grumbo.yaml", GRUMBO_CATALOG)
+    catalog = (repo.path / "catalogs/community/plumbus.yaml").read_text()
+    repo.write("catalogs/community/plumbus.yaml", catalog.replace(
+        "image: file://bundles/plumbus/1.1.0\nproperties:\n",
+        "image: file://bundles/plumbus/1.1.0\nproperties:\n  - type: olm.gvk.required\n"
+        "    value: {group: manufacturing.how.theydoit.com, kind: Grumbo, version: v1alpha1}\n"))
+
+
+def test_a_dependency_is_installed_with_its_dependent_and_pruned_with_it(repo, kc, k8s, capsys):
+    _add_grumbo(repo)
+    repo.commit("plumbus 1.1.0 needs the Grumbo API")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1, run.err
+    assert "Dependency grumbo: grumbo.v0.3.0" in run.out and "[required by plumbus]" in run.out
+    assert "Deployment plumbus-system/grumbo-controller-manager" not in managed(k8s, "plumbus")
+    assert any(s.startswith("Deployment ") for s in managed(k8s, "grumbo"))
+    assert get(k8s, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+               "grumbos.manufacturing.how.theydoit.com") is not None
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "grumbo")
+    assert status["spec"]["requiredBy"] == ["plumbus"]
+    assert status["status"]["satisfies"] == [{"bundle": "plumbus.v1.1.0",
+                                             "meets": "API Grumbo.manufacturing.how.theydoit.com/v1alpha1"}]
+    plumbus = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert plumbus["dependencies"] == [{"bundle": "grumbo.v0.3.0",
+                                        "meets": "API Grumbo.manufacturing.how.theydoit.com/v1alpha1"}]
+    lock = (repo.path / "olm.lock").read_text()
+    assert "operator: grumbo" in lock and "required_by: plumbus" in lock
+    repo.set_version("1.0.0")
+    repo.write("operators/plumbus.yaml", (repo.path / "operators/plumbus.yaml").read_text()
+               .replace("inputClass: subscription", "inputClass: force"))
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 1, run.err
+    assert managed(k8s, "grumbo") == set()
+    assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "grumbo") is None
+    assert "operator: grumbo" not in (repo.path / "olm.lock").read_text()

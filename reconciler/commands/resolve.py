@@ -1,0 +1,119 @@
+"""`reconciler resolve`: decide the bundles, explain the decision, write olm.lock; touch no cluster object."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+from reconciler import yamlio
+from reconciler.commands import add_cluster_args
+from reconciler.errors import EXIT_OK
+
+EXIT_CODES = """\
+exit codes:
+  0  resolved (olm.lock written or already up to date)
+  2  the declarations cannot be satisfied (the explanation is printed), or an input error
+  3  the cluster (read for what is installed) could not be reached
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "resolve", help="choose the exact bundles, explain why, and write olm.lock",
+        description="Resolve the repository's Operator and Input declarations against its catalogs with a "
+                    "SAT solver and write olm.lock. What is installed comes from olm.lock and, when a cluster "
+                    "is configured, from its status objects (read only). Nothing is applied.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
+    p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
+    p.add_argument("--explain", action="store_true",
+                   help="say why each bundle was chosen and why more preferred ones were not")
+    p.add_argument("--no-write", action="store_true", help="do not write olm.lock")
+    p.add_argument("--offline", action="store_true",
+                   help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
+    add_cluster_args(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler import pipeline
+    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.repo import read_repository
+    from reconciler.resolve import Unsatisfiable
+
+    snapshot = read_repository(args.repo)
+    api = None if args.offline else load_api_client(args.kubeconfig, args.context)
+    kube = Kube(api) if api else None
+    try:
+        resolution = pipeline.resolve(snapshot, kube)
+    except Unsatisfiable as exc:
+        if args.output == "table":
+            raise
+        doc = {"resolved": False, "conflict": exc.facts, "bundles": []}
+        out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
+        return exc.exit_code
+    lockfile = pipeline.plan_lock(snapshot, resolution)
+    written = False if args.no_write else pipeline.write_lock(snapshot, lockfile)
+    if args.output == "table":
+        _table(resolution, out, explain=args.explain)
+        print(f"Lockfile {snapshot.lock_path.name}: "
+              f"{'not written (--no-write)' if args.no_write else 'written' if written else 'unchanged'}",
+              file=out)
+    else:
+        doc = as_document(resolution, lockfile, explain=args.explain)
+        out.write(json.dumps(doc, indent=2, sort_keys=False) + "\n" if args.output == "json"
+                  else yamlio.dump(doc))
+    return EXIT_OK
+
+
+def as_document(resolution: Any, lockfile: Any, *, explain: bool) -> dict[str, Any]:
+    digests = {e.operator: e.digest for e in lockfile.entries}
+    bundles = []
+    for s in resolution.selections:
+        entry: dict[str, Any] = {
+            "operator": s.owner, "kind": s.kind, "package": s.package, "name": s.bundle_name,
+            "version": s.version, "catalog": s.catalog, "channel": s.channel, "source": s.image,
+            "digest": digests.get(s.owner, ""), "applied": s.apply,
+        }
+        if s.required_by:
+            entry["requiredBy"] = list(s.required_by)
+        if s.dependencies:
+            entry["dependencies"] = [{"meets": need, "bundle": b} for need, b in s.dependencies]
+        if s.satisfies:
+            entry["satisfies"] = [{"bundle": b, "meets": need} for b, need in s.satisfies]
+        if explain:
+            entry["reasons"] = list(s.reasons)
+        bundles.append(entry)
+    return {
+        "resolved": True,
+        "kubernetesVersion": resolution.kube_version,
+        "bundles": bundles,
+        "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
+                     "options": list(u.options)} for u in resolution.updates],
+    }
+
+
+def _table(resolution: Any, out: TextIO, *, explain: bool) -> None:
+    rows = [("OPERATOR", "KIND", "PACKAGE", "BUNDLE", "VERSION", "CATALOG", "CHANNEL")]
+    for s in resolution.selections:
+        rows.append((s.owner, s.kind if s.apply else f"{s.kind} (report only)", s.package or "-", s.bundle_name,
+                     s.version or "-", s.catalog or "-", s.channel or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+    for s in resolution.selections:
+        if s.required_by:
+            print(f"\n{s.owner}: required by {', '.join(s.required_by)}", file=out)
+            for b, need in s.satisfies:
+                print(f"  {b} needs {need}", file=out)
+    if explain:
+        for s in resolution.selections:
+            print(f"\nwhy {s.bundle_name} for {s.owner}:", file=out)
+            for r in s.reasons:
+                print(f"  - {r}", file=out)
+            for need, b in s.dependencies:
+                print(f"  - depends on {b} for {need}", file=out)
+    for u in resolution.updates:
+        print(f"\nupdate available for {u.operator} (needs a change to its declaration): channel {u.channel} "
+              f"of {u.catalog}: {', '.join(u.options)}", file=out)

@@ -1,0 +1,148 @@
+"""The resolution scenario suite: every file in scenarios/ is one case, read like a specification.
+
+A scenario gives catalogs (a compact description turned into real FBC files),
+declarations exactly as a user commits them, what is installed (olm.lock), and
+the expected result: the bundle each owner gets, or the sentences the error
+must contain. Each runs through the real path (repository reader, catalog
+loader, resolver, lockfile) twice, and the two lockfiles must be identical.
+
+Scenario keys:
+  description      what the case shows
+  catalogs         {name: {priority, upgradeGraph, packages: {pkg: {defaultChannel, channels: {ch: [entry]}, bundles: {name: spec}}},
+                           deprecations: {pkg: [{schema, name, message}]}}}
+                   entry: a bundle name, or {name, replaces, skips, skipRange}
+                   bundle spec: {version, provides: [g/v/Kind], requires: [g/v/Kind],
+                                 requiresPackage: {pkg: range}, properties: [...], minKubeVersion}
+  declarations     YAML documents (Operator, Input, InputClass)
+  installed        {owner: "catalog/bundle"}
+  kubernetesVersion
+  expect           bundles: {owner: bundle or catalog/bundle}  (the complete set)
+                   applied: {owner: false}    required_by: {owner: [names]}
+                   dependencies: {owner: [[need, bundle]]}    satisfies: {owner: [[bundle, need]]}
+                   updates: {owner: {channel: [bundles]}}      error: [substrings]
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler import pipeline, yamlio
+from reconciler.errors import ReconcilerError
+from reconciler.model.lock import LockEntry, Lockfile
+from reconciler.repo import read_repository
+
+SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
+
+
+def _gvk(text: str) -> dict[str, str]:
+    parts = text.split("/")
+    group, version, kind = (parts if len(parts) == 3 else ["", *parts])
+    return {"group": group, "version": version, "kind": kind}
+
+
+def _version_of(name: str) -> str:
+    match = re.search(r"\.v(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)$", name)
+    assert match, f"cannot infer a version from bundle name {name}; give 'version'"
+    return match.group(1)
+
+
+def _fbc(catalog: dict[str, Any]) -> list[dict[str, Any]]:
+    blobs: list[dict[str, Any]] = []
+    for pkg, spec in sorted((catalog.get("packages") or {}).items()):
+        blobs.append({"schema": "olm.package", "name": pkg, "defaultChannel": spec.get("defaultChannel", "stable")})
+        for ch, entries in sorted((spec.get("channels") or {}).items()):
+            blobs.append({"schema": "olm.channel", "package": pkg, "name": ch,
+                          "entries": [e if isinstance(e, dict) else {"name": e} for e in entries]})
+        for name, b in sorted((spec.get("bundles") or {}).items()):
+            b = b or {}
+            version = str(b.get("version") or _version_of(name))
+            props = [{"type": "olm.package", "value": {"packageName": pkg, "version": version}}]
+            props += [{"type": "olm.gvk", "value": _gvk(g)} for g in b.get("provides", [])]
+            props += [{"type": "olm.gvk.required", "value": _gvk(g)} for g in b.get("requires", [])]
+            props += [{"type": "olm.package.required", "value": {"packageName": p, "versionRange": r}}
+                      for p, r in sorted((b.get("requiresPackage") or {}).items())]
+            if b.get("minKubeVersion"):
+                props.append({"type": "olm.csv.metadata", "value": {"minKubeVersion": str(b["minKubeVersion"])}})
+            props += b.get("properties", [])
+            blobs.append({"schema": "olm.bundle", "package": pkg, "name": name,
+                          "image": f"registry.invalid/{pkg}-bundle:v{version}", "properties": props})
+    for pkg, entries in sorted((catalog.get("deprecations") or {}).items()):
+        blobs.append({"schema": "olm.deprecations", "package": pkg, "entries": [
+            {"reference": {"schema": e["schema"], **({"name": e["name"]} if e.get("name") else {})},
+             "message": e.get("message", "deprecated")} for e in entries]})
+    return blobs
+
+
+def _materialise(scenario: dict[str, Any], root: Path) -> None:
+    settings: dict[str, Any] = {}
+    for name, catalog in (scenario.get("catalogs") or {}).items():
+        path = root / "catalogs" / name / "catalog.yaml"
+        path.parent.mkdir(parents=True)
+        path.write_text(yamlio.dump_all(_fbc(catalog)))
+        for key in ("priority", "upgradeGraph"):
+            if catalog.get(key):
+                settings.setdefault("catalogs", {}).setdefault(name, {})[key] = catalog[key]
+    if scenario.get("kubernetesVersion"):
+        settings["kubernetesVersion"] = str(scenario["kubernetesVersion"])
+    if settings:
+        (root / "reconciler.yaml").write_text(yamlio.dump(settings))
+    (root / "declarations").mkdir()
+    (root / "declarations" / "all.yaml").write_text(scenario.get("declarations") or "")
+    entries = []
+    for owner, ref in sorted((scenario.get("installed") or {}).items()):
+        catalog, _, bundle = ref.partition("/")
+        pkg = next(p for p, spec in scenario["catalogs"][catalog]["packages"].items()
+                   if bundle in (spec.get("bundles") or {}))
+        entries.append(LockEntry(operator=owner, package=pkg, name=bundle, version=_version_of(bundle),
+                                 catalog=catalog, channel="", source=f"registry.invalid/{pkg}-bundle",
+                                 digest=""))
+    if entries:
+        (root / "olm.lock").write_text(Lockfile(tuple(entries)).render())
+
+
+def _resolve(root: Path) -> tuple[Any, str]:
+    snapshot = read_repository(root)
+    resolution = pipeline.resolve(snapshot)
+    return resolution, pipeline.plan_lock(snapshot, resolution).render()
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario(path: Path, tmp_path: Path) -> None:
+    scenario = yamlio.load_one(path.read_text(), str(path))
+    expect = scenario["expect"]
+    _materialise(scenario, tmp_path)
+    if "error" in expect:
+        with pytest.raises(ReconcilerError) as err:
+            _resolve(tmp_path)
+        text = err.value.render()
+        for fragment in expect["error"]:
+            assert fragment in text, f"{path.name}: expected {fragment!r} in:\n{text}"
+        return
+    resolution, lock = _resolve(tmp_path)
+    got = {s.owner: (s.catalog, s.bundle_name) for s in resolution.selections}
+    want = {owner: tuple(ref.split("/", 1)) if "/" in ref else (got.get(owner, ("", ""))[0], ref)
+            for owner, ref in (expect.get("bundles") or {}).items()}
+    assert got == want, f"{path.name}: {scenario.get('description', '')}"
+    for owner, applied in (expect.get("applied") or {}).items():
+        assert resolution.for_owner(owner).apply is applied
+    for owner, names in (expect.get("required_by") or {}).items():
+        assert list(resolution.for_owner(owner).required_by) == names
+    for owner, pairs in (expect.get("dependencies") or {}).items():
+        assert [list(p) for p in resolution.for_owner(owner).dependencies] == pairs
+    for owner, pairs in (expect.get("satisfies") or {}).items():
+        assert [list(p) for p in resolution.for_owner(owner).satisfies] == pairs
+    if "updates" in expect:
+        updates = {}
+        for u in resolution.updates:
+            updates.setdefault(u.operator, {})[u.channel] = list(u.options)
+        assert updates == (expect["updates"] or {})
+    again = _resolve(tmp_path)[1]
+    assert again == lock, "the same inputs must give the same lockfile, byte for byte"
+
+
+def test_there_are_at_least_forty_scenarios() -> None:
+    assert len(SCENARIOS) >= 40
