@@ -89,7 +89,9 @@ class Kube:
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
                 body: Any = None, content_type: str = "application/json", obj: str | None = None) -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        payload = json.dumps(body) if body is not None and not isinstance(body, str) else body
+        # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give.
+        json_type = content_type.split(";")[0].strip().endswith("json")
+        payload = body if json_type or body is None or isinstance(body, str) else json.dumps(body)
         _, url, headers, payload, _ = self.api.param_serialize(
             method, path, query_params=query or [], header_params=headers, body=payload,
             auth_settings=["BearerToken"])

@@ -1,0 +1,25 @@
+"""The thin REST layer against the real API server: every content type sends the body once."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.cluster.kube import ApiError, Kube
+
+pytestmark = pytest.mark.cluster
+
+
+def test_json_post_apply_patch_and_errors(control_plane):
+    kube = Kube(control_plane.admin_client())
+    info = kube.resource("v1", "ConfigMap")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-layer", "namespace": "default"},
+          "data": {"a": "1"}}
+    created = kube.request("POST", info.path("default"), body=cm)
+    assert created["data"] == {"a": "1"}
+    applied = kube.apply(info, {**cm, "data": {"a": "2"}}, field_manager="test", dry_run=False)
+    assert applied["data"] == {"a": "2"}
+    with pytest.raises(ApiError) as err:
+        kube.request("POST", info.path("default"), body=cm)
+    assert err.value.status == 409
+    kube.delete(info, "default", "kube-layer")
+    assert kube.get(info, "default", "kube-layer") is None
