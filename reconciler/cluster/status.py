@@ -13,10 +13,12 @@ CRDs on a cluster that runs both.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.errors import ClusterError
 from reconciler.model.kube import API_GROUP, API_VERSION, FIELD_MANAGER, Manifest, ObjectRef, ownership_labels
 
 KIND = "Operator"
@@ -92,8 +94,11 @@ def ensure_crd(kube: Kube) -> ResourceInfo:
                                                       dry_run=True)):
         kube.apply(crd_info, STATUS_CRD, field_manager=FIELD_MANAGER, dry_run=False)
         wait_established(kube, STATUS_CRD["metadata"]["name"])
-    info = kube.resource(API_VERSION, KIND)
-    assert info is not None, "status CRD established but not served"
+    deadline = time.monotonic() + 30
+    while (info := kube.resource(API_VERSION, KIND)) is None:  # discovery lags Established by a moment
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{STATUS_CRD['metadata']['name']} is Established but not served after 30s")
+        time.sleep(0.1)
     return info
 
 
@@ -126,3 +131,31 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
 
 def delete(kube: Kube, info: ResourceInfo, name: str) -> None:
     kube.delete(info, "", name)
+
+
+def record_event(kube: Kube, name: str, *, type_: str, reason: str, message: str, namespace: str = "default",
+                 instance: str = "") -> None:
+    """A core/v1 Event about the status object ``name``, shown by ``kubectl describe``.
+
+    Events about cluster-scoped objects live in ``namespace`` ("default", as
+    kubectl expects). Best effort: a status object that does not exist gets none.
+    """
+    info = resource(kube)
+    live = kube.get(info, "", name) if info else None
+    events = kube.resource("v1", "Event")
+    if live is None or events is None:
+        return
+    now = dt.datetime.now(dt.timezone.utc)
+    meta = live["metadata"]
+    body = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{name}.{now.strftime('%Y%m%d%H%M%S%f')}", "namespace": namespace},
+        "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": meta.get("uid"),
+                           "resourceVersion": meta.get("resourceVersion")},
+        "type": type_, "reason": reason, "message": message[:1024], "count": 1,
+        "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": {"component": FIELD_MANAGER}, "reportingComponent": f"{API_GROUP}/{FIELD_MANAGER}",
+        "reportingInstance": instance or FIELD_MANAGER,
+    }
+    kube.request("POST", events.path(namespace), body=body,
+                 obj=f"Event about {KIND} {name}")

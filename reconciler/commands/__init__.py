@@ -17,7 +17,7 @@ exit codes (as kubectl diff):
   3  the cluster could not be reached or refused a request
 """
 
-COMMANDS = ("reconcile", "resolve", "cluster", "catalog", "bundle")
+COMMANDS = ("reconcile", "resolve", "watch", "cluster", "catalog", "bundle")
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

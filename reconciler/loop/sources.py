@@ -1,0 +1,108 @@
+"""Where the loop reads desired state from: a local working tree, or a remote repository at a commit.
+
+Both answer the same two questions: what is the current revision (``current``),
+and where is its tree for the pipeline to read (``tree``). A local tree is
+read in place and its lockfile written by the pipeline; a remote commit is
+materialised into a temporary directory that is never written to. A target's
+``key`` lets the loop skip commits it has already applied or rejected; a
+local tree has none (its content can change without a commit), so it is
+always read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from reconciler.repo import git_revision
+from reconciler.repo.git import RemoteRepository, redact_url
+from reconciler.repo.watch import TreeWatcher
+
+
+@dataclass(frozen=True)
+class Target:
+    """One state of the source: its revision (commit, ``-dirty`` for an edited tree) and a skip key."""
+
+    revision: str | None
+    key: str | None = None
+
+
+class Source(Protocol):
+    description: str
+    write_lockfile: bool
+    poll_interval: float | None
+
+    def current(self) -> Target: ...
+
+    def tree(self, target: Target) -> contextlib.AbstractContextManager[Path]: ...
+
+    def start(self, trigger: Callable[[str], None]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class LocalSource:
+    """A working tree on disk, watched with watchdog.
+
+    The root may be a symbolic link that another process swaps atomically to
+    publish a new checkout (git-sync does this). Then the link's directory is
+    watched, so the swap is seen, and the link is resolved afresh on every read.
+    """
+
+    poll_interval = None
+
+    def __init__(self, root: Path, *, debounce: float = 0.3, watch: bool = True, write_lockfile: bool = True) -> None:
+        self.root = Path(root).absolute()
+        self.description = f"working tree {self.root}"
+        self.debounce = debounce
+        self.watch = watch
+        self.write_lockfile = write_lockfile
+        self._watcher: TreeWatcher | None = None
+
+    def current(self) -> Target:
+        return Target(git_revision(self.root.resolve()))
+
+    @contextlib.contextmanager
+    def tree(self, target: Target) -> Iterator[Path]:
+        yield self.root.resolve()
+
+    def start(self, trigger: Callable[[str], None]) -> None:
+        if self.watch:
+            watched = self.root.parent if self.root.is_symlink() else self.root
+            self._watcher = TreeWatcher(watched, lambda paths: trigger(f"changed: {', '.join(paths[:3])}"
+                                                                        + (" ..." if len(paths) > 3 else "")),
+                                        debounce=self.debounce)
+            self._watcher.start()
+
+    def stop(self) -> None:
+        if self._watcher:
+            self._watcher.stop()
+            self._watcher = None
+
+
+class RemoteSource:
+    """A remote repository followed at a branch, tag or commit, fetched every ``poll_interval`` seconds."""
+
+    write_lockfile = False
+
+    def __init__(self, remote: RemoteRepository, *, poll_interval: float | None = 30.0) -> None:
+        self.remote = remote
+        self.poll_interval = poll_interval
+        self.description = f"{redact_url(remote.url)} ({remote.ref})"
+
+    def current(self) -> Target:
+        commit = self.remote.fetch()
+        return Target(commit, commit)
+
+    def tree(self, target: Target) -> contextlib.AbstractContextManager[Path]:
+        assert target.key is not None
+        return self.remote.checkout(target.key)
+
+    def start(self, trigger: Callable[[str], None]) -> None:
+        pass  # polled by the loop; a webhook triggers it early
+
+    def stop(self) -> None:
+        pass

@@ -1,0 +1,58 @@
+"""Fixtures for the loop's tests: the example repository and a git server on loopback serving it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.support import GitOpsRepo
+from tests.loop.gitserver import GitHttpServer
+
+USER, TOKEN = "reconciler", "s3cret-token"
+
+
+@pytest.fixture
+def gitops(tmp_path: Path) -> GitOpsRepo:
+    return GitOpsRepo(tmp_path / "served" / "gitops")
+
+
+@pytest.fixture
+def git_server(gitops: GitOpsRepo) -> Iterator[GitHttpServer]:
+    """Smart HTTP with Basic auth, serving ``gitops`` at ``<url>/gitops/.git``."""
+    server = GitHttpServer(gitops.path.parent, username=USER, password=TOKEN).start()
+    yield server
+    server.stop()
+
+
+def wait_until(predicate, what: str, timeout: float = 90.0, every: float = 0.05):
+    """Poll until ``predicate()`` is truthy; fail naming ``what`` after a generous deadline (not a timing test)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
+@pytest.fixture
+def k8s(control_plane):
+    from reconciler.cluster.kube import Kube
+
+    return Kube(control_plane.admin_client())
+
+
+def uninstall(kube) -> None:
+    """Remove everything the example installs, through the real pipeline, from a throwaway empty repository."""
+    import tempfile
+
+    from reconciler import pipeline
+
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "reconciler.yaml").write_text("allowEmpty: true\n")
+        pipeline.reconcile(d, kube, dry_run=False)

@@ -1,0 +1,39 @@
+"""Pure parts of the loop's HTTP endpoints and backoff."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from reconciler.loop import Loop, LocalSource
+from reconciler.server import signature, verify
+
+SECRET = b"It's a Secret to Everybody"
+BODY = b"Hello, World!"
+
+
+def test_github_signature_matches_the_documented_example():
+    # The example in GitHub's webhook documentation.
+    assert signature(SECRET, BODY) == \
+        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+
+
+def test_verify_accepts_only_the_right_secret_in_each_header_style():
+    good = signature(SECRET, BODY)
+    assert verify(SECRET, BODY, {"x-hub-signature-256": good})
+    assert not verify(SECRET, BODY + b" ", {"x-hub-signature-256": good})
+    assert not verify(b"other", BODY, {"x-hub-signature-256": good})
+    assert verify(SECRET, BODY, {"x-gitea-signature": hmac.new(SECRET, BODY, hashlib.sha256).hexdigest()})
+    assert verify(SECRET, BODY, {"x-gitlab-token": SECRET.decode()})
+    assert not verify(SECRET, BODY, {"x-gitlab-token": "nope"})
+    assert not verify(SECRET, BODY, {})
+    assert not verify(SECRET, BODY, {"x-hub-signature-256": "sha1=" + "0" * 40})
+
+
+def test_backoff_doubles_up_to_its_cap(tmp_path):
+    loop = Loop(LocalSource(tmp_path, watch=False), None, backoff=(1.0, 10.0))
+    delays = []
+    for failures in range(1, 7):
+        loop._failures = failures
+        delays.append(loop._backoff_delay())
+    assert delays == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
