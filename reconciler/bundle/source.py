@@ -12,19 +12,32 @@ Operator's ``spec.bundle.spec.refs``:
   pulled and unpacked through ``reconciler.oci`` (cached by digest, layers
   unpacked as hostile input); the digest pins it.
 
-Other sources (git, http) raise a clear error until supported.
-Content is hostile input: symlinks that leave the bundle, oversized files and
-oversized bundles are refused.
+* ``git+<url>@<commit>#<path>``: the directory ``path`` of a git repository at
+  a full 40-hex commit (``git+https://host/org/repo.git@3f2a...#bundles/foo``;
+  ``git+ssh://`` and ``git+file://`` too). Branches and tags are refused: they
+  move, and a bundle must not. Fetched with pygit2 into a bare cache clone.
+
+* ``https://<host>/<path>.tar.gz#sha256=<hex>``: a tarball whose sha256 pins it
+  (plain ``http://`` only on loopback). The bundle is the archive's root, or
+  its single top-level directory.
+
+Git and tarball bundles are identified, like directories, by the sha256 of
+their files, and cached by their pin (commit and path, or tarball sha256).
+Content is hostile input: paths that escape, links that leave the bundle,
+oversized files and oversized bundles are refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from reconciler.errors import BundleError
+from reconciler.errors import BundleError, InputError
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_BUNDLE_BYTES = 100 * 1024 * 1024
@@ -43,12 +56,127 @@ class FetchedBundle:
 def fetch(reference: str, repo_root: Path) -> FetchedBundle:
     if reference.startswith(FILE_SCHEME):
         return _fetch_directory(reference, repo_root)
+    if reference.startswith(GIT_PREFIX):
+        return _fetch_git(reference)
+    if reference.startswith(("https://", "http://")):
+        return _fetch_tarball(reference)
     if "://" not in reference or reference.startswith("docker://"):
         return _fetch_image(reference)
     scheme = reference.split("://", 1)[0]
     raise BundleError(f"bundle source {reference!r} ({scheme}) cannot be fetched: supported are file:// "
-                      f"directories in the repository and OCI image references",
+                      f"directories in the repository, OCI image references, git+<url>@<commit>#<path> and "
+                      f"https://...tar.gz#sha256=<hex>",
                       hint="reference an image (registry/repository@sha256:...) or a directory as file://bundles/<dir>")
+
+
+GIT_PREFIX = "git+"
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_SHA256_FRAGMENT = re.compile(r"^sha256=([0-9a-f]{64})$")
+
+
+def _cache(kind: str) -> Path:
+    from reconciler.gobuild import cache_dir
+
+    return cache_dir() / "bundles" / kind
+
+
+def _fetch_git(reference: str) -> FetchedBundle:
+    """``git+<url>@<commit>#<path>``: the bundle directory at a pinned commit."""
+    from reconciler.repo.git import Ref, RemoteRepository, SourceError
+
+    body, _, subpath = reference[len(GIT_PREFIX):].partition("#")
+    url, at, commit = body.rpartition("@")
+    if not at or not _HEX40.match(commit) or "://" not in url:
+        raise BundleError(f"git bundle reference {reference!r} must be git+<url>@<40-hex commit>#<path>",
+                          hint="pin a full commit id; branches and tags move, and a bundle must not")
+    rel = PurePosixPath(subpath.strip("/") or ".")
+    if rel.is_absolute() or ".." in rel.parts:
+        raise BundleError(f"the path {subpath!r} in {reference!r} must stay inside the repository")
+    entry = _cache("git") / f"{commit}-{hashlib.sha256(f'{url}#{rel}'.encode()).hexdigest()[:16]}"
+    if not (entry / _COMPLETE).is_file():
+        remote = RemoteRepository(url, Ref(commit=commit), _cache("git-clones"))
+        try:
+            remote.fetch()
+            with remote.checkout(commit) as tree:
+                source = tree / rel
+                if not source.is_dir():
+                    raise BundleError(f"{rel} is not a directory at commit {commit}", obj=reference)
+                _store(entry, lambda staging: shutil.copytree(source, staging, symlinks=True,
+                                                              dirs_exist_ok=True))
+        except (SourceError, InputError) as exc:   # fetch failures; a hostile tree (links out, size)
+            raise BundleError(exc.message, path=exc.path, obj=reference, hint=exc.hint) from None
+    return FetchedBundle(reference, entry / "bundle", directory_digest(entry / "bundle", reference))
+
+
+def _fetch_tarball(reference: str) -> FetchedBundle:
+    """``https://.../bundle.tar.gz#sha256=<hex>``: downloaded once, verified, unpacked as hostile input."""
+    from urllib.parse import urlsplit
+
+    from reconciler import oci
+
+    url, _, fragment = reference.partition("#")
+    match = _SHA256_FRAGMENT.match(fragment)
+    if not match:
+        raise BundleError(f"tarball bundle reference {reference!r} needs #sha256=<64 hex digits>",
+                          hint="pin the archive's sha256, e.g. from `sha256sum bundle.tar.gz`")
+    parts = urlsplit(url)
+    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise BundleError(f"{url} uses plain http; only https is allowed off loopback", obj=reference)
+    want = match.group(1)
+    entry = _cache("tarball") / want
+    if not (entry / _COMPLETE).is_file():
+        data = _download(url, reference)
+        got = hashlib.sha256(data).hexdigest()
+        if got != want:
+            raise BundleError(f"the archive's sha256 is {got}, not the pinned {want}", obj=reference,
+                              hint="the content changed or the pin is wrong; bundles are immutable")
+
+        def unpack(staging: Path) -> None:
+            try:
+                oci.unpack_archive(data, staging, MAX_BUNDLE_BYTES, reference)
+            except oci.RegistryError as exc:
+                raise BundleError(exc.message, obj=reference) from None
+            tops = [p for p in staging.iterdir()]
+            if not (staging / "manifests").is_dir() and len(tops) == 1 and tops[0].is_dir():
+                inner = tops[0]
+                for child in inner.iterdir():
+                    child.rename(staging / child.name)
+                inner.rmdir()
+        _store(entry, unpack)
+    return FetchedBundle(reference, entry / "bundle", directory_digest(entry / "bundle", reference))
+
+
+def _download(url: str, reference: str) -> bytes:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (scheme checked by the caller)
+            data = resp.read(MAX_BUNDLE_BYTES + 1)
+    except (urllib.error.URLError, OSError) as exc:
+        raise BundleError(f"cannot download {url}: {getattr(exc, 'reason', exc)}", obj=reference) from None
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"the archive is over the {MAX_BUNDLE_BYTES}-byte limit", obj=reference)
+    return data
+
+
+_COMPLETE = ".complete"
+
+
+def _store(entry: Path, fill) -> None:
+    """Fill a cache entry atomically: a staging directory renamed into place, then marked complete."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}-", dir=entry.parent))
+    try:
+        (staging / "bundle").mkdir()
+        fill(staging / "bundle")
+        directory_digest(staging / "bundle", str(entry))   # enforce the size and link limits before keeping it
+        (staging / _COMPLETE).write_text("")
+        if entry.exists():
+            shutil.rmtree(entry)
+        staging.rename(entry)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _fetch_image(reference: str) -> FetchedBundle:

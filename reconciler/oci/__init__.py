@@ -22,8 +22,9 @@ from reconciler.oci.client import (
     pull,
     push_layout,
     resolve,
+    unpack_archive,
 )
 from reconciler.oci.layout import ImageLayout, build_layout
 
 __all__ = ["ImageLayout", "MAX_IMAGE_BYTES", "MAX_OBJECT_BYTES", "PulledImage", "Reference", "RegistryError",
-           "build_layout", "parse_reference", "pull", "push_layout", "resolve"]
+           "build_layout", "parse_reference", "pull", "push_layout", "resolve", "unpack_archive"]

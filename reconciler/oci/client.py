@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import io
 import json
 import os
 import platform
@@ -329,6 +330,11 @@ def _stream_blob(client: Any, ref: Reference, desc: dict[str, Any], out: BinaryI
             out.write(chunk)
     if "sha256:" + h.hexdigest() != digest:
         raise RegistryError(f"{what} {digest} does not match its content", obj=str(ref))
+
+
+def unpack_archive(data: bytes, root: Path, limit: int, name: str) -> None:
+    """Unpack a (gzipped) tar archive onto ``root`` with the same checks as an image layer."""
+    unpack_layer(io.BytesIO(data), root, _Budget(limit), name)
 
 
 def unpack_layer(blob: BinaryIO, root: Path, budget: _Budget, name: str) -> None:

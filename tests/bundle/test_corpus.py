@@ -59,3 +59,9 @@ def test_converted_objects_pass_server_side_dry_run(outcomes, control_plane):
     assert set(refused) == set(KNOWN_REFUSALS), "\n".join(f"{b}: {m[:400]}" for b, m in refused.items())
     for bundle, why in KNOWN_REFUSALS.items():
         assert why in refused[bundle]
+
+
+def test_unquoted_equals_sign_does_not_break_loading(outcomes):
+    # observability-operator writes enum: [=, !=, ...] unquoted; YAML 1.1's "value" tag must not be resolved
+    obs = [o for o in outcomes if o.bundle.startswith("observability-operator/")]
+    assert obs and all(o.status == "converted" for o in obs), [o.message for o in obs if o.status != "converted"]

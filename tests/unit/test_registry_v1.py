@@ -476,14 +476,27 @@ def test_missing_bundle_directory(tmp_path):
     assert err.value.message == "bundle directory 'bundles/nope' does not exist"
 
 
-@pytest.mark.parametrize("ref", ["https://x/y", "ftp://x/y"])
+@pytest.mark.parametrize("ref", ["ftp://x/y", "s3://bucket/bundle"])
 def test_other_sources_not_supported(tmp_path, ref):
-    # OCI image references are supported now (tests/bundle/test_sources.py); other schemes are not
+    # file://, OCI images, git+ and https tarballs are supported (tests/bundle/test_sources.py); others are not
     with pytest.raises(BundleError) as err:
         render(ref, tmp_path, InstallSettings(), "operators")
     assert repr(ref) in err.value.message
     assert "supported are file://" in err.value.message
     assert "file://bundles/" in err.value.hint
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("https://x/y.tar.gz", "needs #sha256=<64 hex digits>"),
+    ("http://example.com/b.tgz#sha256=" + "0" * 64, "uses plain http; only https is allowed off loopback"),
+    ("git+https://x/repo.git#bundles/a", "must be git+<url>@<40-hex commit>#<path>"),
+    ("git+https://x/repo.git@main#bundles/a", "must be git+<url>@<40-hex commit>#<path>"),
+    ("git+https://x/repo.git@" + "a" * 40 + "#../escape", "must stay inside the repository"),
+])
+def test_unpinned_or_unsafe_remote_sources_are_refused(tmp_path, ref, message):
+    with pytest.raises(BundleError) as err:
+        render(ref, tmp_path, InstallSettings(), "operators")
+    assert message in err.value.message
 
 
 def test_malformed_image_digest_is_a_bundle_error(tmp_path):
