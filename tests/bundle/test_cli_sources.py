@@ -15,6 +15,8 @@ from reconciler.model.declarations import InstallSettings
 from tests.bundle.test_golden import _webhook_csv
 from tests.unit.helpers import crd_doc, csv_doc, write, write_bundle, write_docs
 
+EXAMPLE_BUNDLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo" / "bundles" / "plumbus" / "1.1.0"
+
 
 def run(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
@@ -167,3 +169,28 @@ def test_plain_v0_valid(tmp_path):
     write_docs(root, "manifests/cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
     rc, out = run("bundle", "validate", str(root))
     assert rc == 0 and out.startswith("valid plain+v0 bundle plain (sha256:")
+
+
+def test_an_independent_oci_client_pulls_the_built_image(tmp_path, oci_registry):
+    """crane (go-containerregistry), not the client we push with, reads the labels and the files."""
+    import subprocess
+    import tarfile
+
+    from bench.peers.crane import crane_binary
+
+    crane = str(crane_binary())
+    tag = oci_registry.ref("bundles/example-plumbus", "v1.1.0")
+    rc, _ = run("bundle", "build", str(EXAMPLE_BUNDLE), "--tag", tag, "--layout", str(tmp_path / "layout"))
+    assert rc == 0
+    config = json.loads(subprocess.run([crane, "config", "--insecure", tag], check=True, capture_output=True,
+                                       text=True).stdout)
+    labels = config["config"]["Labels"]
+    assert labels["operators.operatorframework.io.bundle.mediatype.v1"] == "registry+v1"
+    assert labels["operators.operatorframework.io.bundle.package.v1"] == "plumbus"
+    assert labels["operators.operatorframework.io.bundle.manifests.v1"] == "manifests/"
+    assert labels["operators.operatorframework.io.bundle.metadata.v1"] == "metadata/"
+    exported = tmp_path / "fs.tar"
+    subprocess.run([crane, "export", "--insecure", tag, str(exported)], check=True, capture_output=True)
+    with tarfile.open(exported) as tar:
+        names = {m.name.lstrip("./") for m in tar.getmembers() if m.isfile()}
+    assert {f.relative_to(EXAMPLE_BUNDLE).as_posix() for f in EXAMPLE_BUNDLE.rglob("*") if f.is_file()} <= names
