@@ -152,3 +152,21 @@ def test_convert_to_registry_v1(tmp_path):
     b = render("file://out", tmp_path, InstallSettings("ns"), "operators", CertManagerProvider())
     assert a.objects == b.objects and b.mediatype == "registry+v1"
     assert main(["bundle", "convert", str(src), "-o", str(tmp_path / "out")], io.StringIO()) == 2
+
+
+def test_converted_bundle_is_accepted_by_opm(tmp_path):
+    """opm, the legacy tooling, renders the exported registry+v1 bundle into a catalog entry."""
+    import json
+    import subprocess
+
+    from bench.peers.opm import opm_binary
+
+    src = _bundle(tmp_path)
+    assert main(["bundle", "convert", str(src), "--to", "registry+v1", "-o", str(tmp_path / "out")],
+                io.StringIO()) == 0
+    done = subprocess.run([str(opm_binary()), "render", str(tmp_path / "out"), "-o", "json"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    blob = json.loads(done.stdout)
+    assert (blob["schema"], blob["package"], blob["name"]) == ("olm.bundle", "gizmo", "gizmo.v1.0.0")
+    assert {"type": "olm.package", "value": {"packageName": "gizmo", "version": "1.0.0"}} in blob["properties"]
