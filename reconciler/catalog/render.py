@@ -13,14 +13,16 @@ registry+v1 follows what ``opm render`` derives from a bundle:
 * ``relatedImages``: the CSV's ``spec.relatedImages``, then the bundle image, then the images of the
   install strategy's containers and init containers, without duplicates, sorted by image.
 
-Properties are sorted by type, then by their compact JSON value, as opm sorts them. k8s+v1 bundles
-(seed 000) carry no CSV: name, version and display fields come from ``metadata/olm.yaml``, provided
-APIs from the bundle's CRDs, and RBAC rules with wildcards are refused. plain+v0 bundles carry
-neither: the package and version must be given. Every rendered bundle carries an
-``olm.bundle.mediatype`` property, so one catalog can mix formats.
+Properties are sorted by type, then by their compact JSON value, as opm sorts them. A k8s+v1
+bundle carries no CSV: the bundle layer synthesizes one from ``metadata/olm.yaml`` and the
+manifests (refusing wildcard RBAC bound to the operator), and the bundle renders through it, as
+the design asks when such a bundle is added to a catalog. plain+v0 bundles carry no metadata: the
+package and version must be given. Every rendered bundle carries an ``olm.bundle.mediatype``
+property, so one catalog can mix formats.
 
-Bundle files are read through ``reconciler.yamlio`` with its size and alias bounds; nothing in a
-bundle is executed.
+The bundle is read once by the bundle layer (``reconciler.bundle.content``, the same reader the
+reconciler converts with, cached by content digest); only ``metadata/dependencies.yaml`` and
+``metadata/properties.yaml`` are read here. Nothing in a bundle is executed.
 """
 
 from __future__ import annotations
@@ -30,38 +32,45 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
+from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.model.catalog import (
     PROP_BUNDLE_MEDIATYPE, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
 )
 
-ANNOTATION_MEDIATYPE = "operators.operatorframework.io.bundle.mediatype.v1"
-ANNOTATION_PACKAGE = "operators.operatorframework.io.bundle.package.v1"
-ANNOTATION_MANIFESTS = "operators.operatorframework.io.bundle.manifests.v1"
 CSV_PROPERTIES_ANNOTATION = "operatorframework.io/properties"
 CSV_METADATA_FIELDS = (("annotations", "metadata"), ("apiServiceDefinitions", "spec"),
                        ("crdDescriptions", "spec"), ("description", "spec"), ("displayName", "spec"),
                        ("installModes", "spec"), ("keywords", "spec"), ("labels", "metadata"), ("links", "spec"),
                        ("maintainers", "spec"), ("maturity", "spec"), ("minKubeVersion", "spec"),
                        ("nativeAPIs", "spec"), ("provider", "spec"))
-OLM_YAML_FIELDS = ("description", "displayName", "installModes", "keywords", "labels", "links", "maintainers",
-                   "maturity", "minKubeVersion", "provider")
 
 
 def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None, version: str | None = None,
                       display: str | None = None) -> dict[str, Any]:
-    """The ``olm.bundle`` blob for the bundle directory at ``path``."""
+    """The ``olm.bundle`` blob for the bundle directory at ``path``.
+
+    The bundle is read once, by the same code the reconciler converts it with
+    (``reconciler.bundle.content``); a k8s+v1 bundle is rendered through the
+    CSV the bundle layer synthesizes for it, as the design asks when such a
+    bundle is added to a catalog.
+    """
+    from reconciler.bundle.content import read_content
+    from reconciler.bundle.source import FetchedBundle, directory_digest
+
     name = display or str(path)
     if not path.is_dir():
         raise BundleError(f"bundle directory {name} does not exist", path=name)
-    annotations = _annotations(path, name)
-    mediatype = annotations.get(ANNOTATION_MEDIATYPE) or ("plain+v0" if not annotations else "")
+    content = read_content(FetchedBundle(name, path, directory_digest(path, name)))
+    mediatype = content.mediatype
     if mediatype == "registry+v1":
-        blob = _registry_v1(path, name, annotations, image)
+        blob = _registry_v1(content, path, name, image)
     elif mediatype == "k8s+v1":
-        blob = _k8s_v1(path, name, annotations, image)
+        from reconciler.bundle.k8s_v1 import synthesize
+
+        blob = _registry_v1(synthesize(content)[0], path, name, image)
     elif mediatype == "plain+v0":
-        blob = _plain_v0(path, name, image, package or annotations.get(ANNOTATION_PACKAGE), version)
+        blob = _plain_v0(content, name, image, package or content.annotations.get(ANNOTATION_PACKAGE), version)
     else:
         raise UnsupportedBundleError(f"bundle mediatype {mediatype or '(none)'!r} cannot be rendered",
                                      path=f"{name}/metadata/annotations.yaml",
@@ -73,35 +82,6 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
 
 def _prop_key(p: dict[str, Any]) -> tuple[str, str]:
     return p["type"], json.dumps(p["value"], separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-def _annotations(root: Path, name: str) -> dict[str, str]:
-    f = root / "metadata" / "annotations.yaml"
-    if not f.is_file():
-        return {}
-    doc = yamlio.load_one(yamlio.read_text(f, f"{name}/metadata/annotations.yaml"),
-                          f"{name}/metadata/annotations.yaml")
-    ann = doc.get("annotations") if isinstance(doc, dict) else None
-    if not isinstance(ann, dict):
-        raise BundleError("metadata/annotations.yaml has no annotations mapping", path=f"{name}/metadata/annotations.yaml")
-    return {str(k): str(v) for k, v in ann.items()}
-
-
-def _manifests(root: Path, name: str, annotations: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    rel = (annotations.get(ANNOTATION_MANIFESTS) or "manifests/").strip("/") or "manifests"
-    d = (root / rel)
-    if not d.resolve().is_relative_to(root.resolve()):
-        raise BundleError(f"{ANNOTATION_MANIFESTS} {rel!r} points outside the bundle", path=name)
-    if not d.is_dir():
-        raise BundleError(f"bundle has no {rel}/ directory", path=name)
-    out = []
-    for f in sorted(d.iterdir()):
-        if f.is_symlink() or not f.is_file() or f.suffix not in (".yaml", ".yml", ".json"):
-            continue
-        for doc in yamlio.read_all(f, f"{name}/{rel}/{f.name}"):
-            if isinstance(doc, dict):
-                out.append((f"{rel}/{f.name}", doc))
-    return out
 
 
 def _metadata_list(root: Path, name: str, file: str, key: str) -> list[dict[str, Any]]:
@@ -118,9 +98,9 @@ def _metadata_list(root: Path, name: str, file: str, key: str) -> list[dict[str,
     return items
 
 
-def _crd_gvks(objs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, str]]:
+def _crd_gvks(objs: list[dict[str, Any]]) -> list[dict[str, str]]:
     out = []
-    for _, o in objs:
+    for o in objs:
         if o.get("kind") != "CustomResourceDefinition":
             continue
         spec = o.get("spec") or {}
@@ -142,12 +122,13 @@ def _dedupe(props: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _registry_v1(root: Path, name: str, annotations: dict[str, str], image: str) -> dict[str, Any]:
-    package = annotations.get(ANNOTATION_PACKAGE)
+def _registry_v1(content: BundleContent, root: Path, name: str, image: str) -> dict[str, Any]:
+    package = content.annotations.get(ANNOTATION_PACKAGE)
     if not package:
         raise BundleError(f"metadata/annotations.yaml has no {ANNOTATION_PACKAGE}", path=name)
-    objs = _manifests(root, name, annotations)
-    csvs = [o for _, o in objs if o.get("kind") == "ClusterServiceVersion"]
+    objs = [m.obj for m in content.manifests]
+    csvs = [o for o in objs if o.get("kind") == "ClusterServiceVersion"
+            and str(o.get("apiVersion", "")).startswith("operators.coreos.com/")]
     if len(csvs) != 1:
         raise BundleError(f"a registry+v1 bundle needs exactly one ClusterServiceVersion, found {len(csvs)}",
                           path=name)
@@ -231,38 +212,12 @@ def _related_images(spec: dict[str, Any], image: str) -> list[dict[str, str]]:
     return sorted(out, key=lambda r: r["image"])
 
 
-def _k8s_v1(root: Path, name: str, annotations: dict[str, str], image: str) -> dict[str, Any]:
-    package = annotations.get(ANNOTATION_PACKAGE)
-    f = root / "metadata" / "olm.yaml"
-    if not package or not f.is_file():
-        raise BundleError("a k8s+v1 bundle needs the package annotation and metadata/olm.yaml", path=name)
-    olm = yamlio.load_one(yamlio.read_text(f, f"{name}/metadata/olm.yaml"), f"{name}/metadata/olm.yaml")
-    missing = [k for k in ("name", "version", "minKubeVersion", "installModes") if not (olm or {}).get(k)]
-    if missing:
-        raise BundleError(f"metadata/olm.yaml lacks {', '.join(missing)}", path=f"{name}/metadata/olm.yaml")
-    objs = _manifests(root, name, annotations)
-    if not any(o.get("kind") == "Deployment" for _, o in objs):
-        raise BundleError("a k8s+v1 bundle needs a Deployment for its operator", path=name)
-    for file, o in objs:
-        if o.get("kind") in ("Role", "ClusterRole") and str(o.get("apiVersion", "")).startswith(
-                "rbac.authorization.k8s.io/"):
-            for rule in o.get("rules") or []:
-                if "*" in (rule.get("resources") or []) or "*" in (rule.get("apiGroups") or []):
-                    raise UnsupportedBundleError("k8s+v1 bundles may not use wildcard RBAC rules", path=f"{name}/{file}",
-                                                 obj=f"{o['kind']} {(o.get('metadata') or {}).get('name', '')}",
-                                                 hint="list the API groups and resources the operator needs")
-    props = [{"type": PROP_PACKAGE, "value": {"packageName": package, "version": str(olm["version"])}}]
-    props += [{"type": PROP_GVK, "value": g} for g in _crd_gvks(objs)]
-    props.append({"type": PROP_CSV_METADATA, "value": {k: olm[k] for k in OLM_YAML_FIELDS if olm.get(k)}})
-    return {"schema": "olm.bundle", "name": str(olm["name"]), "package": package, "image": image,
-            "properties": _dedupe(props), "relatedImages": [{"image": image}] if image else []}
-
-
-def _plain_v0(root: Path, name: str, image: str, package: str | None, version: str | None) -> dict[str, Any]:
+def _plain_v0(content: BundleContent, name: str, image: str, package: str | None,
+              version: str | None) -> dict[str, Any]:
     if not package or not version:
         raise InputError("a plain+v0 bundle has no metadata: give its package and version",
                          path=name, hint="pass --package NAME --version X.Y.Z")
-    objs = _manifests(root, name, {ANNOTATION_MANIFESTS: "manifests/"})
+    objs = [m.obj for m in content.manifests]
     props = [{"type": PROP_PACKAGE, "value": {"packageName": package, "version": version}}]
     props += [{"type": PROP_GVK, "value": g} for g in _crd_gvks(objs)]
     return {"schema": "olm.bundle", "name": f"{package}.v{version}", "package": package, "image": image,

@@ -279,9 +279,14 @@ def test_render_k8s_v1_refuses_wildcard_rbac(tmp_path, capsys):
     write(tmp_path, "manifests/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
     write(tmp_path, "manifests/role.yaml", "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
                                            "metadata: {name: r}\nrules: [{apiGroups: ['*'], resources: [pods]}]\n")
+    write(tmp_path, "manifests/binding.yaml", "apiVersion: rbac.authorization.k8s.io/v1\n"
+                                              "kind: ClusterRoleBinding\nmetadata: {name: r}\n"
+                                              "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, "
+                                              "name: r}\nsubjects: [{kind: ServiceAccount, name: default}]\n")
     assert run("catalog", "render", str(tmp_path))[0] == 2
-    assert "wildcard RBAC" in capsys.readouterr().err
+    assert "wildcard" in capsys.readouterr().err
     (tmp_path / "manifests" / "role.yaml").unlink()
+    (tmp_path / "manifests" / "binding.yaml").unlink()
     code, out = run("catalog", "render", str(tmp_path))
     blob = json.loads(out)
     assert code == 0 and blob["name"] == "demo.v1.0.0"
