@@ -27,8 +27,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"export KUBECONFIG={controlplane.cluster_kubeconfig()}", file=out)
         return EXIT_OK
     if args.action == "down":
-        controlplane.cluster_down()
-        print("local control plane stopped", file=out)
+        controlplane.cluster_down(log=lambda m: print(m, file=out))
         return EXIT_OK
     print(controlplane.cluster_kubeconfig(), file=out)
     return EXIT_OK
