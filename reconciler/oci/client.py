@@ -116,18 +116,61 @@ def _auth_files() -> list[str]:
     return [f for f in files if Path(f).is_file()]
 
 
+_CHALLENGES: dict[str, str] = {}
+
+
+def _challenge(ref: Reference) -> str:
+    """The auth scheme the registry asks for on /v2/ ("bearer", "basic" or "" for none), once per host.
+
+    Registries differ: the big public ones hand out bearer tokens, a private
+    registry with htpasswd (and many appliances) asks for HTTP Basic. The
+    token flow misreads a Basic challenge, so the scheme decides the backend.
+    """
+    if ref.host not in _CHALLENGES:
+        import requests
+
+        url = f"{'http' if ref.loopback else 'https'}://{ref.host}/v2/"
+        try:
+            resp = requests.get(url, timeout=30)
+        except requests.exceptions.RequestException as exc:
+            raise RegistryError(f"cannot reach registry {ref.registry}: {exc}", obj=str(ref)) from None
+        header = resp.headers.get("Www-Authenticate", "") if resp.status_code == 401 else ""
+        _CHALLENGES[ref.host] = header.split(" ", 1)[0].lower()
+    return _CHALLENGES[ref.host]
+
+
+def _credentials() -> dict[str, Any]:
+    """Registry credentials by host, from the auth files in priority order (the first file naming a host wins)."""
+    merged: dict[str, Any] = {}
+    for path in _auth_files():
+        try:
+            auths = json.loads(Path(path).read_text()).get("auths") or {}
+        except (OSError, ValueError, AttributeError):
+            raise RegistryError(f"cannot read registry credentials from {path}",
+                                hint="it must be a docker config.json with an 'auths' mapping") from None
+        for key, entry in auths.items():
+            host = key.split("://", 1)[-1].split("/", 1)[0]    # "https://index.docker.io/v1/" -> the host
+            merged.setdefault(host, entry)
+    return merged
+
+
 def _client(ref: Reference) -> Any:
-    import oras.container
     import oras.provider
 
-    client = oras.provider.Registry(hostname=ref.host, insecure=ref.loopback, auth_backend="token")
-    container = oras.container.Container(f"{ref.host}/{ref.repository}:{ref.tag or 'latest'}")
-    # Later files win in oras' merge, so pass them lowest-priority first.
-    client.auth.load_configs(container, configs=list(reversed(_auth_files())))
-    host_auth = client.auth._auth_config.get("auths", {})
-    if ref.registry in host_auth and ref.host not in host_auth:
-        host_auth[ref.host] = host_auth[ref.registry]
+    scheme = _challenge(ref)
+    client = oras.provider.Registry(hostname=ref.host, insecure=ref.loopback,
+                                    auth_backend="basic" if scheme == "basic" else "token")
+    # oras would merge the config files in no defined order; merge them ourselves, first file winning.
+    auths = _credentials()
+    names = [ref.registry, *(_DOCKER_HUB if ref.registry in _DOCKER_HUB else ())]
+    found = next((auths[n] for n in names if n in auths), None)
+    if found is not None and ref.host not in auths:
+        auths[ref.host] = found
+    client.auth._auth_config = {"auths": auths}
     client.auth._load_auth(ref.host)
+    if scheme == "basic" and not getattr(client.auth, "_basic_auth", None):
+        raise RegistryError(f"registry {ref.registry} requires a login, and no credentials for it were found",
+                            obj=str(ref), hint=_LOGIN_HINT)
     return client
 
 
@@ -135,6 +178,10 @@ def _container(ref: Reference, what: str | None = None) -> Any:
     import oras.container
 
     return oras.container.Container(f"{ref.host}/{ref.repository}:{what or ref.tag or 'latest'}")
+
+
+_LOGIN_HINT = ("log in to the registry (credentials are read from $REGISTRY_AUTH_FILE, "
+               "$DOCKER_CONFIG/config.json or ~/.docker/config.json)")
 
 
 def _request(client: Any, url: str, method: str, ref: Reference, **kw: Any) -> Any:
@@ -158,10 +205,7 @@ def _check(resp: Any, ref: Reference, what: str) -> None:
         detail = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors if isinstance(e, dict))
     except ValueError:
         pass
-    hint = None
-    if resp.status_code in (401, 403):
-        hint = "log in to the registry (credentials are read from $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json " \
-               "or ~/.docker/config.json)"
+    hint = _LOGIN_HINT if resp.status_code in (401, 403) else None
     raise RegistryError(f"{what} failed: HTTP {resp.status_code}{' (' + detail + ')' if detail else ''}",
                         obj=str(ref), hint=hint)
 

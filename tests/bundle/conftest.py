@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bundle.oci_registry import oci_registry  # noqa: F401  (a fixture)
+from tests.bundle.oci_registry import oci_registry, oci_registry_with_login  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

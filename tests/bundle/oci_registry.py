@@ -42,16 +42,25 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_registry(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], Registry]:
+def start_registry(binary: Path, workdir: Path,
+                   login: tuple[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Registry]:
+    """Start a registry; with ``login`` it requires that user and password (htpasswd, bcrypt)."""
     storage = workdir / "storage"
     storage.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     config = workdir / "config.yml"
+    auth = ""
+    if login is not None:
+        import bcrypt
+
+        htpasswd = workdir / "htpasswd"
+        htpasswd.write_text(f"{login[0]}:{bcrypt.hashpw(login[1].encode(), bcrypt.gensalt()).decode()}\n")
+        auth = f"auth: {{htpasswd: {{realm: test, path: {htpasswd}}}}}\n"
     config.write_text(
         "version: 0.1\n"
         "log: {level: warn}\n"
         f"storage: {{filesystem: {{rootdirectory: {storage}}}, delete: {{enabled: true}}}}\n"
-        f"http: {{addr: '127.0.0.1:{port}', secret: test-only}}\n")
+        f"http: {{addr: '127.0.0.1:{port}', secret: test-only}}\n" + auth)
     log = open(workdir / "registry.log", "wb")
     env = {**os.environ, "OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"}
     proc = subprocess.Popen([str(binary), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT,
@@ -64,6 +73,9 @@ def start_registry(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes]
             with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2) as resp:
                 if resp.status == 200:
                     return proc, reg
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401 and login is not None:   # up, and asking for the login it was given
+                return proc, reg
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -80,6 +92,26 @@ def oci_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
         binary = registry_binary(log=print)
     proc, reg = start_registry(binary, tmp_path_factory.mktemp("oci-registry"))
+    try:
+        yield reg
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+LOGIN = ("reconciler", "s3cret-for-tests")
+
+
+@pytest.fixture(scope="session")
+def oci_registry_with_login(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A registry that requires the user and password in ``LOGIN`` (HTTP basic auth)."""
+    from bench.peers.registry import registry_binary
+
+    proc, reg = start_registry(registry_binary(log=print), tmp_path_factory.mktemp("oci-registry-login"), LOGIN)
     try:
         yield reg
     finally:
