@@ -10,6 +10,7 @@ stopped when the session ends. Tests isolate themselves by repository name.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -84,14 +85,15 @@ def start_registry(binary: Path, workdir: Path,
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="session")
-def oci_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    """A distribution registry on a free loopback port, built into the cache on first use."""
+@contextlib.contextmanager
+def running_registry(request: pytest.FixtureRequest, workdir: Path,
+                     login: tuple[str, str] | None = None) -> Iterator[Registry]:
+    """A registry for the duration of the block (built into the cache first), always stopped afterwards."""
     from bench.peers.registry import registry_binary
 
     with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
         binary = registry_binary(log=print)
-    proc, reg = start_registry(binary, tmp_path_factory.mktemp("oci-registry"))
+    proc, reg = start_registry(binary, workdir, login)
     try:
         yield reg
     finally:
@@ -101,23 +103,21 @@ def oci_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def oci_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A distribution registry on a free loopback port, built into the cache on first use."""
+    with running_registry(request, tmp_path_factory.mktemp("oci-registry")) as reg:
+        yield reg
 
 
 LOGIN = ("reconciler", "s3cret-for-tests")
 
 
 @pytest.fixture(scope="session")
-def oci_registry_with_login(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+def oci_registry_with_login(request: pytest.FixtureRequest,
+                            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     """A registry that requires the user and password in ``LOGIN`` (HTTP basic auth)."""
-    from bench.peers.registry import registry_binary
-
-    proc, reg = start_registry(registry_binary(log=print), tmp_path_factory.mktemp("oci-registry-login"), LOGIN)
-    try:
+    with running_registry(request, tmp_path_factory.mktemp("oci-registry-login"), LOGIN) as reg:
         yield reg
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
