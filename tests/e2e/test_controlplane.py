@@ -164,3 +164,37 @@ def assert_stopped(pids: dict[str, int], ports: dict[str, int]) -> None:
         with socket.socket() as server:  # a new server could listen there, as etcd/Go would
             server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             server.bind(("127.0.0.1", port))
+
+
+def test_a_webhook_call_never_leaves_loopback(kube: client.ApiClient, namespace: str) -> None:
+    """The service range is inside 127.0.0.0/8: a webhook's Service address is dialled on this machine."""
+    core = client.CoreV1Api(kube)
+    svc = core.create_namespaced_service(namespace, {
+        "metadata": {"name": "hook"},
+        "spec": {"ports": [{"port": 443, "targetPort": 9443}], "selector": {"app": "nothing"}}})
+    assert svc.spec.cluster_ip.startswith("127.0.100."), svc.spec.cluster_ip
+    name = f"deny-{namespace}"
+    client.AdmissionregistrationV1Api(kube).create_validating_webhook_configuration({
+        "metadata": {"name": name},
+        "webhooks": [{
+            "name": "deny.reconciler.test", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "failurePolicy": "Fail", "timeoutSeconds": 5,
+            "clientConfig": {"service": {"namespace": namespace, "name": "hook", "port": 443}},
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["configmaps"]}]}]})
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # the webhook reaches the admission chain asynchronously
+            try:
+                create_configmap(kube, namespace, f"cm-{uuid.uuid4().hex[:6]}")
+            except ApiException as exc:
+                message = exc.body or ""
+                break
+            assert time.monotonic() < deadline, "the webhook was never called"
+            time.sleep(0.2)
+        assert "failed calling webhook" in message, message
+        # Refused on this machine: the address dialled is the Service's loopback cluster IP.
+        assert svc.spec.cluster_ip in message and "connection refused" in message, message
+    finally:
+        client.AdmissionregistrationV1Api(kube).delete_validating_webhook_configuration(name)

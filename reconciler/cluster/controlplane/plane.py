@@ -48,7 +48,10 @@ from .build import Binaries, ensure_binaries, tail
 from .pki import Pki, create_pki, issue_client_cert, slug
 
 ADMIN_USER = "reconciler-admin"
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+# Inside loopback: when the API server calls an admission webhook or an
+# aggregated APIService through its Service's cluster IP, that address must
+# never leave the machine (10.0.0.0/24 would be routed off it).
+SERVICE_CLUSTER_IP_RANGE = "127.0.100.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 # ServiceAccount admission rejects every Pod whose ServiceAccount does not
 # exist yet, and the controller that creates each namespace's "default"
