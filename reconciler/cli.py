@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from typing import Sequence, TextIO
+import traceback
+from typing import NoReturn, Sequence, TextIO
 
 from reconciler import __version__
 from reconciler.commands import COMMANDS, EXIT_CODES
-from reconciler.errors import EXIT_ERROR, ReconcilerError
+from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on their own exit code (argparse's 2 is our repository-error code)."""
+
+    def error(self, message: str) -> "NoReturn":
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reconciler",
         description="Keep a cluster's operators equal to what a GitOps repository declares: resolve "
                     "Operator declarations against file-based catalogs, convert bundles to plain manifests, "
@@ -36,3 +46,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - a bug must still end in one line and its own exit code
+        text = " ".join(str(exc).split())[:500]
+        print(f"error: internal error: {type(exc).__name__}: {text}\n"
+              f"  hint: this is a bug in the reconciler; rerun with RECONCILER_TRACEBACK=1 and report the "
+              f"traceback", file=sys.stderr)
+        if os.environ.get("RECONCILER_TRACEBACK"):
+            traceback.print_exc()
+        return EXIT_INTERNAL

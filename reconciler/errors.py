@@ -1,8 +1,12 @@
 """One exception hierarchy, rooted in ReconcilerError.
 
 Every error a user can meet says where (file, object), what is wrong and what
-to do. The CLI maps the hierarchy to exit codes, following ``kubectl diff``:
-0 nothing to change, 1 changes found or applied, 2 and above an error.
+to do. The CLI maps the hierarchy to exit codes that say whose move it is:
+0 success, 1 changes found by a dry run or a diff (as ``kubectl diff``), 2 the
+repository's content (fix a file), 3 the cluster (check the cluster), 4 an
+approval is pending (commit one), 5 applied but not healthy, 64 a usage error
+(fix the command line, as sysexits' EX_USAGE) and 70 an internal error (a bug
+to report, as EX_SOFTWARE).
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ EXIT_OK = 0
 EXIT_CHANGES = 1
 EXIT_ERROR = 2
 EXIT_CLUSTER = 3
+EXIT_PENDING_APPROVAL = 4
+EXIT_UNHEALTHY = 5
+EXIT_USAGE = 64
+EXIT_INTERNAL = 70
 
 
 class ReconcilerError(Exception):
@@ -74,3 +82,9 @@ class ClusterError(ReconcilerError):
 
 class ControlPlaneError(ReconcilerError):
     """The local control plane could not be built, started or stopped."""
+
+
+class UsageError(ReconcilerError):
+    """The command line asks for something contradictory."""
+
+    exit_code = EXIT_USAGE

@@ -294,6 +294,9 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
 
 
 def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,
-              locked: bool = False) -> Outcome:
+              locked: bool = False, write_lock: bool | None = None) -> Outcome:
+    """Prepare and apply once. A dry run writes nothing, olm.lock included, unless ``write_lock``."""
     prepared = prepare(repo, resolver, kube=kube, locked=locked)
-    return apply(prepared, kube, dry_run=dry_run, write_lockfile=not locked)
+    if write_lock is None:
+        write_lock = not dry_run
+    return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked)

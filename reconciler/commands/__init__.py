@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 
 EXIT_CODES = """\
-exit codes (as kubectl diff):
-  0  nothing to change: the cluster already matches the repository
-  1  changes were found (--dry-run) or applied
-  2  an error in the repository, a catalog, resolution, a bundle or the policy; nothing was applied
-  3  the cluster could not be reached or refused a request
+exit codes:
+  0   success: nothing to change, or every change was applied
+  1   changes were found by --dry-run (as kubectl diff), or applied with --exit-code
+  2   an error in the repository, a catalog, resolution, a bundle or a policy; nothing was applied
+  3   the cluster could not be reached or refused a request
+  4   an Operator waits for approval; everything else was applied (see `reconciler approve`)
+  5   applied, but a component did not become healthy in time
+  64  a usage error: an unknown flag or a missing argument
+  70  an internal error: a bug in the reconciler; please report it with the command that failed
 """
 
 COMMANDS = ("reconcile", "resolve", "watch", "cluster", "catalog", "bundle")

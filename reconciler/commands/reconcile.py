@@ -24,8 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     rec.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     rec.add_argument("--dry-run", action="store_true",
-                     help="do everything except write to the cluster: server-side dry-run when a cluster is "
-                          "configured, else compare against an empty cluster (olm.lock is still written)")
+                     help="change nothing: server-side dry-run when a cluster is configured, else compare "
+                          "against an empty cluster; olm.lock is not written (see --write-lock)")
+    rec.add_argument("--write-lock", action="store_true",
+                     help="with --dry-run, still write the resolution to olm.lock")
+    rec.add_argument("--exit-code", action="store_true",
+                     help="exit 1 when changes were applied (as `terraform plan -detailed-exitcode`), "
+                          "so a script can tell a no-op from a change")
     rec.add_argument("--locked", action="store_true",
                      help="refuse to run when olm.lock is stale (the resolution differs from it, or a bundle's "
                           "content no longer matches its digest), like `npm ci`; never writes olm.lock")
@@ -37,18 +42,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline
     from reconciler.cluster.kube import Kube, load_api_client
-    from reconciler.errors import ClusterError
+    from reconciler.errors import ClusterError, UsageError
 
+    if args.write_lock and (args.locked or not args.dry_run):
+        raise UsageError("--write-lock only applies to --dry-run, and never with --locked")
     api = load_api_client(args.kubeconfig, args.context)
     if api is None and not args.dry_run:
         raise ClusterError("no cluster is configured",
                            hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
-    outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked)
+    outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
+                                 write_lock=args.write_lock or not args.dry_run)
     print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                   show_unchanged=args.show_unchanged)
-    return EXIT_CHANGES if outcome.sync.changed else EXIT_OK
+    return EXIT_CHANGES if outcome.sync.changed and (args.dry_run or args.exit_code) else EXIT_OK
 
 
 def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str | None,
@@ -76,7 +84,13 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     for upd in resolution.updates if resolution else ():
         print(f"  update available for {upd.operator} outside its declaration: channel {upd.channel}: "
               f"{', '.join(upd.options)}", file=out)
-    print(f"Lockfile {snap.lock_path.name}: {'written' if outcome.lock_written else 'unchanged'}", file=out)
+    if outcome.lock_written:
+        lock_state = "written"
+    elif snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():
+        lock_state = "unchanged"
+    else:
+        lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"
+    print(f"Lockfile {snap.lock_path.name}: {lock_state}", file=out)
     target = f"server-side dry-run against {server}" if dry_run and server else (
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")
     print(f"Changes ({target}):", file=out)

@@ -49,7 +49,7 @@ def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]
 
 def test_install_applies_every_object_labelled_and_reports_status(repo, kc, k8s, capsys):
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1, run.err
+    assert run.code == 0, run.err
     assert "plumbus.v1.1.0" in run.out and "Summary: 8 created" in run.out
     assert managed(k8s, "plumbus") == V110
     dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
@@ -68,9 +68,9 @@ def test_install_applies_every_object_labelled_and_reports_status(repo, kc, k8s,
 
 
 def test_second_reconcile_changes_nothing_and_writes_nothing(repo, kc, k8s, capsys):
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, "--exit-code", capsys=capsys).code == 1  # applied changes
     before = _resource_versions(k8s)
-    run = reconcile(repo, kc, capsys=capsys)
+    run = reconcile(repo, kc, "--exit-code", capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert "0 created, 0 configured, 7 unchanged, 0 deleted" in run.out
     assert _resource_versions(k8s) == before
@@ -79,12 +79,12 @@ def test_second_reconcile_changes_nothing_and_writes_nothing(repo, kc, k8s, caps
 def test_upgrade_removes_objects_renamed_between_versions(repo, kc, k8s, capsys):
     repo.set_version("1.0.0")
     repo.commit("pin 1.0.0")
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     assert managed(k8s, "plumbus") == V100
     repo.set_version(">=1.0.0 <2.0.0")
     repo.commit("follow 1.x")
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1, run.err
+    assert run.code == 0, run.err
     assert managed(k8s, "plumbus") == V110
     assert get(k8s, "apps/v1", "Deployment", "plumbus-controller", "plumbus-system") is None
     assert "- Deployment.apps plumbus-system/plumbus-controller  deleted" in run.out
@@ -98,7 +98,7 @@ def test_dry_run_changes_nothing_in_the_cluster(repo, kc, k8s, capsys):
     assert "would be created" in run.out and "server-side dry-run" in run.out
     assert managed(k8s, "plumbus") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     repo.set_version(">=1.0.0 <2.0.0")
     before = _resource_versions(k8s)
     run = reconcile(repo, kc, "--dry-run", capsys=capsys)
@@ -110,7 +110,7 @@ def test_dry_run_changes_nothing_in_the_cluster(repo, kc, k8s, capsys):
 
 
 def test_removing_a_declaration_prunes_its_objects(repo, kc, k8s, capsys):
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     repo.remove("operators/plumbus.yaml")
     repo.commit("remove plumbus")
     refused = reconcile(repo, kc, capsys=capsys)
@@ -119,7 +119,7 @@ def test_removing_a_declaration_prunes_its_objects(repo, kc, k8s, capsys):
     assert managed(k8s, "plumbus") == V110
     repo.write("reconciler.yaml", "allowEmpty: true\n")
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1, run.err
+    assert run.code == 0, run.err
     assert "7 deleted" in run.out
     assert managed(k8s, "plumbus") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None
@@ -127,7 +127,7 @@ def test_removing_a_declaration_prunes_its_objects(repo, kc, k8s, capsys):
 
 
 def test_crd_with_custom_resources_is_kept_until_they_are_gone(repo, kc, k8s, capsys):
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
     cr = {"apiVersion": "how.theydoit.com/v1alpha1", "kind": "Plumbus",
           "metadata": {"name": "mine", "namespace": "default"}, "spec": {"fleeb": "gently"}}
@@ -142,7 +142,7 @@ def test_crd_with_custom_resources_is_kept_until_they_are_gone(repo, kc, k8s, ca
     assert [c["reason"] for c in status["conditions"]] == ["Uninstalling"]
     k8s.delete(info, "default", "mine")
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1 and "plumbai.how.theydoit.com  deleted" in run.out
+    assert run.code == 0 and "plumbai.how.theydoit.com  deleted" in run.out
 
 
 @pytest.mark.parametrize("breakage, message", [
@@ -166,14 +166,14 @@ def test_bad_input_is_an_error_and_nothing_is_applied(repo, kc, k8s, capsys, bre
 
 
 def test_drift_is_corrected_and_fields_of_others_are_kept(repo, kc, k8s, capsys):
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     info = k8s.resource("apps/v1", "Deployment")
     k8s.apply(info, {"apiVersion": "apps/v1", "kind": "Deployment",
                      "metadata": {"name": "plumbus-controller-manager", "namespace": "plumbus-system",
                                   "annotations": {"team": "platform"}},
                      "spec": {"replicas": 3}}, field_manager="kubectl-edit", dry_run=False)
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1, run.err
+    assert run.code == 0, run.err
     assert "~ Deployment.apps plumbus-system/plumbus-controller-manager  configured" in run.out
     assert "spec.replicas: 3 -> 1" in run.out
     dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
@@ -214,7 +214,7 @@ def _resource_versions(kube: Kube) -> dict[str, str]:
 
 def test_locked_refuses_a_stale_lockfile_and_changed_content(repo, kc, k8s, capsys):
     repo.set_version("1.0.0")
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     repo.commit("pin 1.0.0 and lock it")
     assert reconcile(repo, kc, "--locked", capsys=capsys).code == 0
     repo.set_version(">=1.0.0 <2.0.0")
@@ -235,14 +235,14 @@ def test_locked_refuses_a_stale_lockfile_and_changed_content(repo, kc, k8s, caps
 
 def test_status_reports_updates_outside_the_declaration(repo, kc, k8s, capsys):
     repo.set_version("1.0.0")
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
     assert status["updates"] == [{"catalog": "community", "package": "plumbus", "channel": "stable",
                                   "options": ["plumbus.v1.1.0"]}]
     update = next(c for c in status["conditions"] if c["type"] == "UpdateAvailable")
     assert update["status"] == "True" and "plumbus.v1.1.0" in update["message"]
     repo.set_version(">=1.0.0 <2.0.0")
-    assert reconcile(repo, kc, capsys=capsys).code == 1
+    assert reconcile(repo, kc, capsys=capsys).code == 0
     status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
     assert status["updates"] == []
     assert next(c for c in status["conditions"] if c["type"] == "UpdateAvailable")["status"] == "False"
@@ -296,7 +296,7 @@ def test_a_dependency_is_installed_with_its_dependent_and_pruned_with_it(repo, k
     _add_grumbo(repo)
     repo.commit("plumbus 1.1.0 needs the Grumbo API")
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1, run.err
+    assert run.code == 0, run.err
     assert "Dependency grumbo: grumbo.v0.3.0" in run.out and "[required by plumbus]" in run.out
     assert "Deployment plumbus-system/grumbo-controller-manager" not in managed(k8s, "plumbus")
     assert any(s.startswith("Deployment ") for s in managed(k8s, "grumbo"))
@@ -315,7 +315,7 @@ def test_a_dependency_is_installed_with_its_dependent_and_pruned_with_it(repo, k
     repo.write("operators/plumbus.yaml", (repo.path / "operators/plumbus.yaml").read_text()
                .replace("inputClass: subscription", "inputClass: force"))
     run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 1, run.err
+    assert run.code == 0, run.err
     assert managed(k8s, "grumbo") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "grumbo") is None
     assert "operator: grumbo" not in (repo.path / "olm.lock").read_text()

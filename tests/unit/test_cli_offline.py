@@ -56,7 +56,9 @@ def test_dry_run_against_empty_cluster(repo, capsys):
     assert lines[0] == f"Repository {repo.resolve()} at an unversioned tree (not a git repository)"
     assert ("  Operator plumbus: plumbus.v1.1.0 (package plumbus, version 1.1.0) from catalog community, "
             "channel stable -> namespace plumbus-system") in lines
-    assert "Lockfile olm.lock: written" in lines
+    assert ("Lockfile olm.lock: would change; not written (a dry run writes nothing: add --write-lock to "
+            "write it)") in lines
+    assert not (repo / "olm.lock").exists()
     assert "Changes (dry-run against an empty cluster):" in lines
     assert any(line.startswith("  note: no cluster configured: compared against an empty cluster")
                for line in lines)
@@ -66,15 +68,22 @@ def test_dry_run_against_empty_cluster(repo, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_dry_run_writes_the_lockfile(repo):
+def test_dry_run_writes_the_lockfile_only_when_asked(repo):
     assert not (repo / "olm.lock").exists()
     run("reconcile", "--dry-run", str(repo))
+    assert not (repo / "olm.lock").exists()
+    run("reconcile", "--dry-run", "--write-lock", str(repo))
     assert (repo / "olm.lock").read_bytes() == (EXAMPLE_REPO / "olm.lock").read_bytes()
     assert not list(repo.glob("*.tmp"))
 
 
+def test_write_lock_needs_dry_run(repo, capsys):
+    assert run("reconcile", "--write-lock", str(repo))[0] == 64
+    assert "--write-lock only applies to --dry-run" in capsys.readouterr().err
+
+
 def test_second_dry_run_still_reports_changes(repo):
-    assert run("reconcile", "--dry-run", str(repo))[0] == 1
+    assert run("reconcile", "--dry-run", "--write-lock", str(repo))[0] == 1
     lock = (repo / "olm.lock").read_bytes()
     code, out = run("reconcile", "--dry-run", str(repo))
     assert code == 1  # nothing was applied: the (empty) cluster still differs
@@ -84,7 +93,7 @@ def test_second_dry_run_still_reports_changes(repo):
 
 
 def test_a_downgrade_is_refused_by_the_upgrade_edges(repo, capsys):
-    run("reconcile", "--dry-run", str(repo))
+    run("reconcile", "--dry-run", "--write-lock", str(repo))
     decl = repo / "operators" / "plumbus.yaml"
     decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"'))
     code, out = run("reconcile", "--dry-run", str(repo))
@@ -97,11 +106,11 @@ def test_a_downgrade_is_refused_by_the_upgrade_edges(repo, capsys):
 
 
 def test_force_moves_the_lockfile_to_a_pinned_version(repo):
-    run("reconcile", "--dry-run", str(repo))
+    run("reconcile", "--dry-run", "--write-lock", str(repo))
     decl = repo / "operators" / "plumbus.yaml"
     decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"')
                     .replace("inputClass: subscription", "inputClass: force"))
-    code, out = run("reconcile", "--dry-run", str(repo))
+    code, out = run("reconcile", "--dry-run", "--write-lock", str(repo))
     assert code == 1
     assert "Lockfile olm.lock: written" in out
     assert "plumbus.v1.0.0 (package plumbus, version 1.0.0)" in out
@@ -170,7 +179,7 @@ def test_empty_repository_nothing_to_do(tmp_path, capsys):
     assert code == 0
     assert "No Operators declared." in out
     assert "  none" in out.splitlines()
-    assert (root / "olm.lock").read_text().endswith("bundles: []\nkind: Lock\n")
+    assert not (root / "olm.lock").exists()
 
 
 def test_missing_repository(tmp_path, capsys):
@@ -179,8 +188,21 @@ def test_missing_repository(tmp_path, capsys):
     assert "repository directory does not exist" in capsys.readouterr().err
 
 
-def test_usage_errors_exit_2(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["reconcile"], out=StringIO())
-    assert exc.value.code == 2
+def test_usage_errors_have_their_own_exit_code(capsys):
+    for argv in (["reconcile"], ["reconcile", ".", "--no-such-flag"], ["no-such-command"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv, out=StringIO())
+        assert exc.value.code == 64, argv
     assert "REPO" in capsys.readouterr().err
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_70(repo, capsys, monkeypatch):
+    from reconciler import pipeline
+
+    def broken(*args, **kwargs):
+        raise KeyError("spec")
+    monkeypatch.setattr(pipeline, "reconcile", broken)
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 70 and out == ""
+    err = capsys.readouterr().err
+    assert err.startswith("error: internal error: KeyError: 'spec'\n") and "Traceback" not in err
