@@ -15,7 +15,8 @@ from typing import Mapping
 from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog
-from reconciler.cluster.apply import DesiredOperator, SyncResult, sync
+from reconciler.approve import Decision, Subject, access_check, evaluate
+from reconciler.cluster.apply import DesiredOperator, PendingOperator, SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.bundle import source as bundle_source
 from reconciler.cluster import status as status_objects
@@ -45,6 +46,11 @@ class Outcome:
     lock_written: bool
     sync: SyncResult
     resolution: Resolution | None = None
+    decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)
+
+    @property
+    def pending(self) -> list[Decision]:
+        return [d for d in self.decisions.values() if not d.approved]
 
 
 def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
@@ -188,25 +194,90 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     return tuple(installs)
 
 
-def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None) -> list[DesiredOperator]:
+def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kube | None = None
+              ) -> dict[str, Decision]:
+    """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews)."""
+    subjects = [Subject(i.selection.owner, i.bundle.name or i.lock.name, i.lock.digest, i.bundle.objects,
+                        i.selection.declaration) for i in installs]
+    lookup = None
+    if kube is not None:
+        def lookup(api_version: str, kind: str) -> tuple[str, bool] | None:
+            info = kube.resource(api_version, kind)
+            return (info.plural, info.namespaced) if info else None
+    decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=snapshot.approvals,
+                         default_class=snapshot.settings.provisioner_class,
+                         check=access_check(kube) if kube is not None else None, cluster_lookup=lookup)
+    # A bundle whose dependency waits waits with it: installed alone it could not work.
+    owner_of = {i.lock.name: i.selection.owner for i in installs}
+    changed = True
+    while changed:
+        changed = False
+        for inst in installs:
+            d = decisions[inst.selection.owner]
+            waiting = sorted(owner_of[b] for _, b in inst.selection.dependencies
+                             if b in owner_of and not decisions[owner_of[b]].approved)
+            if d.approved and waiting:
+                decisions[inst.selection.owner] = dataclasses.replace(
+                    d, approved=False, reason="DependencyPendingApproval",
+                    message=f"{d.bundle} depends on {', '.join(waiting)}, which waits for approval")
+                changed = True
+    return decisions
+
+
+def approval_condition(decision: Decision) -> dict[str, str]:
+    if decision.approved:
+        return status_objects.condition("InstallPendingApproval", False, decision.reason, decision.message)
+    return status_objects.condition("InstallPendingApproval", True, "PrivilegeEscalationRequired"
+                                    if decision.reason == "PrivilegeEscalationRequired" else decision.reason,
+                                    decision.message)
+
+
+def pending_state(installs: tuple[Installed, ...], decisions: Mapping[str, Decision]) -> tuple[PendingOperator, ...]:
     out = []
     for inst in installs:
+        d = decisions.get(inst.selection.owner)
+        if d is None or d.approved:
+            continue
+        bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
+                                                     "source", "digest")}
+        out.append(PendingOperator(inst.selection.owner, _spec(inst), bundle,
+                                   d.pending.to_list(), approval_condition(d)))
+    return tuple(out)
+
+
+def _spec(inst: Installed) -> dict:
+    sel, decl = inst.selection, inst.selection.declaration
+    spec: dict = {"source": {"path": sel.origin}, "kind": sel.kind, "package": inst.lock.package}
+    if decl is not None and decl.catalog:
+        spec["catalog"] = {"name": decl.catalog.name, "package": decl.catalog.package,
+                           "channel": decl.catalog.channel or ""}
+    if decl is not None and decl.version:
+        spec["version"] = str(decl.version)
+    if sel.required_by:
+        spec["requiredBy"] = list(sel.required_by)
+    return spec
+
+
+def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None,
+                  decisions: Mapping[str, Decision] | None = None) -> list[DesiredOperator]:
+    """What to apply: every approved bundle (all of them when no decisions are given)."""
+    out = []
+    for inst in installs:
+        decision = (decisions or {}).get(inst.selection.owner)
+        if decision is not None and not decision.approved:
+            continue
         sel = inst.selection
         decl = sel.declaration
         objects = tuple(_stamp(obj, sel.owner) for obj in inst.bundle.objects)
-        spec: dict = {"source": {"path": sel.origin}, "kind": sel.kind, "package": inst.lock.package}
-        if decl is not None and decl.catalog:
-            spec["catalog"] = {"name": decl.catalog.name, "package": decl.catalog.package,
-                               "channel": decl.catalog.channel or ""}
-        if decl is not None and decl.version:
-            spec["version"] = str(decl.version)
-        if sel.required_by:
-            spec["requiredBy"] = list(sel.required_by)
+        spec = _spec(inst)
         bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
                                                      "source", "digest")}
         bundle["namespace"] = inst.bundle.namespace
         report, conditions = _report(sel, resolution)
-        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions))
+        if decision is not None:
+            conditions = (*conditions, approval_condition(decision))
+        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
+                                   installer=decision.granted if decision is not None else None))
     return out
 
 
@@ -260,6 +331,7 @@ class Prepared:
     lockfile: Lockfile
     resolution: Resolution
     held: frozenset[str] = frozenset()   # owners whose input class only reports (dry-run): left untouched
+    decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)   # approval, per owner
 
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
@@ -280,17 +352,19 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
-    return Prepared(snapshot, installs, lockfile, resolution, held)
+    return Prepared(snapshot, installs, lockfile, resolution, held, approvals(snapshot, installs, kube))
 
 
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True) -> Outcome:
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync."""
     snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
     written = write_lock(snapshot, lockfile) if write_lockfile else False
-    result = sync(kube, desired_state(installs, prepared.resolution), dry_run=dry_run,
+    result = sync(kube, desired_state(installs, prepared.resolution, prepared.decisions), dry_run=dry_run,
                   allow_empty=snapshot.settings.allow_empty,
-                  revision=snapshot.revision, held=prepared.held)
-    return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution)
+                  revision=snapshot.revision, held=prepared.held,
+                  pending=pending_state(installs, prepared.decisions),
+                  installer_namespace=snapshot.settings.installer_namespace)
+    return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 
 
 def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,

@@ -26,6 +26,8 @@ from typing import Any, Iterable
 
 from deepdiff import DeepDiff
 
+from reconciler.approve.permissions import PermissionSet
+from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError, PolicyError
@@ -72,6 +74,18 @@ class DesiredOperator:
     bundle: dict[str, Any]
     report: dict[str, Any] = field(default_factory=dict)   # resolution facts: updates, dependencies, satisfies
     conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
+    installer: PermissionSet | None = None   # apply as its own installer bound to these; None: our own identity
+
+
+@dataclass(frozen=True)
+class PendingOperator:
+    """An Operator whose new bundle waits for approval: what it has stays, untouched; its status says why."""
+
+    name: str
+    spec: dict[str, Any]
+    bundle: dict[str, Any]                   # the bundle that waits
+    permissions: list[dict[str, Any]]        # seed 001's status.pending.permissions
+    condition: dict[str, str]                # InstallPendingApproval
 
 
 @dataclass
@@ -95,6 +109,7 @@ class _Planned:
     info: ResourceInfo | None
     action: Action
     diff: tuple[str, ...] = ()
+    writer: Kube | None = None   # the identity that writes it (the Operator's installer), else the caller's
 
 
 def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
@@ -102,9 +117,16 @@ def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
 
 
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
-         revision: str | None, held: frozenset[str] = frozenset()) -> SyncResult:
-    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned)."""
+         revision: str | None, held: frozenset[str] = frozenset(), pending: tuple[PendingOperator, ...] = (),
+         installer_namespace: str = "reconciler-system") -> SyncResult:
+    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
+
+    ``pending`` Operators wait for approval: held likewise, with their status saying what waits. An
+    Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
+    (not in a dry run, which creates nothing: it plans with the caller's identity).
+    """
     result = SyncResult()
+    held = held | {p.name for p in pending}
     _check_unique(desired)
     if kube is None:
         result.notes.append("no cluster configured: compared against an empty cluster; nothing was validated "
@@ -123,7 +145,17 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                           hint="set 'allowEmpty: true' in reconciler.yaml to remove them all")
 
     missing_ns = _namespaces(kube, desired, dry_run, result)
-    planned = _plan(kube, desired, missing_ns, dry_run, result)
+    writers: dict[str, Kube] = {}
+    if not dry_run:
+        for op in desired:
+            if op.installer is not None:
+                writers[op.name] = installer.ensure(kube, installer_namespace, op.name, op.installer)
+    elif any(op.installer is not None for op in desired):
+        result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
+                            "reconciler's own identity, not each Operator's")
+    planned = _plan(kube, desired, missing_ns, dry_run, result, writers)
+    if pending and not dry_run:
+        _record_pending(kube, pending, recorded_all=status_objects.read_all(kube))
     if dry_run:
         result.changes.extend(Change(p.operator, p.ref, p.action, diff=p.diff) for p in planned)
         _prune(kube, desired, recorded, dry_run=True, result=result)
@@ -158,6 +190,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         rec = current.get(name)
         if rec is None:
             continue
+        if not remaining.get(name):
+            installer.remove(kube, installer_namespace, name)
         if remaining.get(name):
             status_objects.write(kube, info, name, rec.spec, {
                 **rec.status, "inventory": _inventory(remaining[name]),
@@ -207,12 +241,13 @@ def _namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, resul
 
 
 def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
-          result: SyncResult) -> list[_Planned]:
+          result: SyncResult, writers: dict[str, Kube] | None = None) -> list[_Planned]:
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"])
                      for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
     planned, errors = [], []
     unverified = 0
     for op in desired:
+        writer = (writers or {}).get(op.name, kube)
         for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
             ref = ObjectRef.of(obj)
             info = kube.resource(obj["apiVersion"], obj["kind"])
@@ -220,7 +255,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 if (ref.group, ref.kind) not in new_crd_kinds:
                     errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
                     continue
-                planned.append(_Planned(op.name, obj, ref, None, Action.CREATED))
+                planned.append(_Planned(op.name, obj, ref, None, Action.CREATED, writer=writer))
                 unverified += 1
                 continue
             try:
@@ -228,19 +263,21 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 if live is not None:
                     _check_owner(op.name, ref, live)
                 if ref.namespace in missing_ns:
-                    planned.append(_Planned(op.name, obj, ref, info, Action.CREATED))
+                    planned.append(_Planned(op.name, obj, ref, info, Action.CREATED, writer=writer))
                     unverified += 1
                     continue
-                dry = kube.apply(info, obj, field_manager=FIELD_MANAGER, dry_run=True)
+                dry = writer.apply(info, obj, field_manager=FIELD_MANAGER, dry_run=True)
             except ApiError as exc:
-                errors.append(f"{ref}: {exc.message}")
+                errors.append(f"{ref}: {exc.message}" + (
+                    f" (applied as {writer.impersonated}, bound to the permissions approved for Operator "
+                    f"{op.name})" if exc.status == 403 and writer.impersonated else ""))
                 continue
             if live is None:
-                planned.append(_Planned(op.name, obj, ref, info, Action.CREATED))
+                planned.append(_Planned(op.name, obj, ref, info, Action.CREATED, writer=writer))
             else:
                 diff = describe_diff(live, dry)
                 planned.append(_Planned(op.name, obj, ref, info, Action.CONFIGURED if diff else Action.UNCHANGED,
-                                        diff))
+                                        diff, writer=writer))
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
@@ -269,7 +306,7 @@ def _execute(kube: Kube, p: _Planned) -> Change:
     if p.action == Action.UNCHANGED:
         return Change(p.operator, p.ref, p.action)
     info = p.info or kube.require_resource(p.obj)
-    kube.apply(info, p.obj, field_manager=FIELD_MANAGER, dry_run=False)
+    (p.writer or kube).apply(info, p.obj, field_manager=FIELD_MANAGER, dry_run=False)
     if (p.ref.group, p.ref.kind) == CRD:
         wait_established(kube, p.ref.name)
         kube.forget_discovery()
@@ -349,6 +386,23 @@ def wait_established(kube: Kube, name: str, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise ClusterError(f"CustomResourceDefinition {name} was not Established within {timeout:.0f}s")
         time.sleep(0.1)
+
+
+def _record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
+                    recorded_all: dict[str, status_objects.Recorded]) -> None:
+    """Say on each waiting Operator's status object what waits; what it has installed stays as it is."""
+    info = status_objects.ensure_crd(kube)
+    for p in pending:
+        rec = recorded_all.get(p.name)
+        st = dict(rec.status) if rec else {"inventory": []}
+        st["pending"] = {"bundle": p.bundle, "permissions": p.permissions}
+        others = [c for c in st.get("conditions") or [] if c.get("type") not in ("InstallPendingApproval", "Ready")]
+        ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+        if ready is None:
+            ready = status_objects.condition("Ready", False, "PendingApproval",
+                                             f"{p.bundle.get('name')} waits for approval; nothing is installed yet")
+        st["conditions"] = [ready, p.condition, *others]
+        status_objects.write(kube, info, p.name, p.spec, st, rec)
 
 
 def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ClusterError) -> None:

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, TextIO
 
 from reconciler.commands import EXIT_CODES, add_cluster_args
-from reconciler.errors import EXIT_CHANGES, EXIT_OK
+from reconciler.errors import EXIT_CHANGES, EXIT_OK, EXIT_PENDING_APPROVAL
 
 if TYPE_CHECKING:
     from reconciler.pipeline import Outcome
@@ -56,6 +56,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                  write_lock=args.write_lock or not args.dry_run)
     print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                   show_unchanged=args.show_unchanged)
+    if outcome.pending:
+        return EXIT_PENDING_APPROVAL
     return EXIT_CHANGES if outcome.sync.changed and (args.dry_run or args.exit_code) else EXIT_OK
 
 
@@ -91,6 +93,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     else:
         lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"
     print(f"Lockfile {snap.lock_path.name}: {lock_state}", file=out)
+    print_approvals(outcome, out)
     target = f"server-side dry-run against {server}" if dry_run and server else (
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")
     print(f"Changes ({target}):", file=out)
@@ -117,3 +120,22 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     print(f"Summary: {counts}", file=out)
 
 
+
+
+def print_approvals(outcome: "Outcome", out: TextIO) -> None:
+    from reconciler.commands.approve import describe_pending
+
+    if not outcome.decisions:
+        return
+    print("Approval:", file=out)
+    for name, d in sorted(outcome.decisions.items()):
+        if d.approved:
+            print(f"  {name}: {d.bundle} approved ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
+            continue
+        print(f"  {name}: {d.bundle} WAITS FOR APPROVAL ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
+        for line in describe_pending(d):
+            print(line, file=out)
+        if d.reason != "DependencyPendingApproval":
+            repo = outcome.snapshot.root
+            print(f"    approve with: reconciler approve {repo} {name}   (then commit approvals/{name}.yaml)",
+                  file=out)

@@ -13,9 +13,12 @@ version pin is worse than a refusal.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.model.provisioner import Identity
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
@@ -87,6 +90,9 @@ class OperatorDecl:
     constraints: tuple[Constraint, ...] = ()
     bundle: DirectBundle | None = None
     install: InstallSettings = InstallSettings()
+    provisioner_class: str | None = None      # spec.provisionerClassName: the approval policy
+    approver: Identity | None = None          # spec.approver: whom UserPermission checks
+    manual_approval: bool = False             # v2alpha1 approval: Manual, i.e. DenyAll
 
     @property
     def package(self) -> str | None:
@@ -179,6 +185,7 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
         decl = _parse_v2alpha1(spec, name, origin)
     else:
         decl = _parse_v1(spec, name, origin)
+    decl = dataclasses.replace(decl, **_approval_fields(spec, origin))
     spec.done()
     if decl.catalog is None and decl.bundle is None:
         raise spec.fail("spec must name a catalog package (spec.catalog) or a bundle (spec.bundle)")
@@ -239,6 +246,7 @@ def _parse_v2alpha1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:
     cs.done()
     updates.done()
     return OperatorDecl(name=name, origin=origin, catalog=catalog, entrypoint=entrypoint,
+                        manual_approval=approval == "Manual",
                         version=_version(spec, spec.get("version", (str, int, float))),
                         install=_install(spec))
 
@@ -272,6 +280,16 @@ def _constraints(spec: _Reader, validate: bool = True) -> tuple[Constraint, ...]
                 raise spec.fail(exc.message, hint=exc.hint) from None
         out.append(Constraint(item["type"], item.get("value")))
     return tuple(out)
+
+
+def _approval_fields(spec: _Reader, origin: Origin) -> dict[str, Any]:
+    """spec.provisionerClassName and spec.approver, shared by every declaration kind."""
+    out: dict[str, Any] = {}
+    if (pcls := spec.get("provisionerClassName", str)) is not None:
+        out["provisioner_class"] = pcls
+    if (raw := spec.get("approver", dict)) is not None:
+        out["approver"] = Identity.parse(raw, "spec.approver", str(origin))
+    return out
 
 
 def _install(spec: _Reader) -> InstallSettings:
@@ -312,7 +330,7 @@ def parse_input(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
         else:
             rest.append(c)
     decl = OperatorDecl(name=name, origin=origin, kind="Input", input_class=input_class, catalog=catalog,
-                        constraints=tuple(rest), install=_install(spec))
+                        constraints=tuple(rest), install=_install(spec), **_approval_fields(spec, origin))
     spec.seen.add("status")
     spec.done()
     return decl

@@ -6,6 +6,8 @@ Layout (documented in the README):
 * ``bundles/``           local bundle directories, referenced as ``file://bundles/...``
 * ``reconciler.yaml``    optional repository-wide settings
 * ``olm.lock``           the lockfile
+* ``approvals/``         approval records, one file per Operator (written by ``reconciler approve``)
+* ``policies/``          the repository's own guardrail policies
 * every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
 
 Hidden files and directories (``.git``, ``.github``) are skipped.
@@ -28,10 +30,17 @@ from reconciler.model.declarations import (
 from reconciler.model.semver_range import parse_version
 from reconciler.model.kube import is_dns1123_label
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
+from reconciler.model.provisioner import (
+    API_VERSIONS as PROVISIONER_API_VERSIONS, BUILTIN_CLASSES, DEFAULT_CLASS, ProvisionerClass,
+    parse_provisioner_class,
+)
 
 SETTINGS_FILE = "reconciler.yaml"
 CATALOGS_DIR = "catalogs"
 BUNDLES_DIR = "bundles"
+APPROVALS_DIR = "approvals"
+POLICIES_DIR = "policies"
+_NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR)
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ class Settings:
     kubernetes_version: str | None = None
     ignore: tuple[str, ...] = ()
     catalogs: dict[str, CatalogSettings] = field(default_factory=dict)
+    provisioner_class: str = DEFAULT_CLASS    # the approval policy of Operators that name none
+    installer_namespace: str = "reconciler-system"   # where each Operator's installer ServiceAccount lives
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,8 @@ class RepoSnapshot:
     catalog_dirs: dict[str, Path]
     lock: Lockfile | None
     input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
+    provisioner_classes: dict[str, ProvisionerClass] = field(default_factory=lambda: dict(BUILTIN_CLASSES))
+    approvals: dict = field(default_factory=dict)   # Operator name -> approve.records.ApprovalRecord
 
     @property
     def lock_path(self) -> Path:
@@ -80,9 +93,12 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     lock = None
     if (top / LOCK_FILENAME).is_file():
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
-    operators, classes = _read_declarations(top, settings)
+    operators, classes, provisioners = _read_declarations(top, settings)
+    from reconciler.approve.records import read_records
+
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
-                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes)
+                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes,
+                        provisioner_classes=provisioners, approvals=read_records(top))
 
 
 def _read_settings(top: Path) -> Settings:
@@ -92,7 +108,8 @@ def _read_settings(top: Path) -> Settings:
     doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE)
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
-    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion"}
+    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
+             "provisionerClassName", "installerNamespace"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -133,8 +150,16 @@ def _read_settings(top: Path) -> Settings:
             parse_version(str(kube_version))
         except InputError as exc:
             raise InputError(f"kubernetesVersion: {exc.message}", path=SETTINGS_FILE) from None
+    provisioner_class = doc.get("provisionerClassName", DEFAULT_CLASS)
+    if not isinstance(provisioner_class, str) or not provisioner_class:
+        raise InputError("provisionerClassName must name a ProvisionerClass", path=SETTINGS_FILE,
+                         hint="olm.resolveset (Android), olm.bundle (UserPermission), or one you declare")
+    installer_ns = doc.get("installerNamespace", "reconciler-system")
+    if not isinstance(installer_ns, str) or not is_dns1123_label(installer_ns):
+        raise InputError("installerNamespace must be a namespace name", path=SETTINGS_FILE)
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
-                    catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None)
+                    catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
+                    provisioner_class=provisioner_class, installer_namespace=installer_ns)
 
 
 def _catalog_dirs(top: Path) -> dict[str, Path]:
@@ -149,7 +174,7 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = Path(dirpath).relative_to(top)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                             and not (rel_dir == Path(".") and d in (CATALOGS_DIR, BUNDLES_DIR)))
+                             and not (rel_dir == Path(".") and d in _NOT_DECLARATIONS))
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith((".yaml", ".yml")):
                 continue
@@ -160,9 +185,12 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     return found
 
 
-def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDecl, ...], dict[str, InputClass]]:
+def _read_declarations(top: Path, settings: Settings) -> tuple[
+        tuple[OperatorDecl, ...], dict[str, InputClass], dict[str, ProvisionerClass]]:
     operators: dict[str, OperatorDecl] = {}
     classes: dict[str, InputClass] = dict(BUILTIN_INPUT_CLASSES)
+    provisioners: dict[str, ProvisionerClass] = dict(BUILTIN_CLASSES)
+    declared_provisioners: set[str] = set()
     for path in _declaration_files(top, settings):
         rel = path.relative_to(top).as_posix()
         for index, doc in enumerate(yamlio.read_all(path, rel)):
@@ -180,6 +208,14 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDec
                                            hint=f"the other declaration is in {classes[cls.name].origin}")
                 classes[cls.name] = cls
                 continue
+            if kind == "ProvisionerClass" and api_version in PROVISIONER_API_VERSIONS:
+                pcls = parse_provisioner_class(doc, str(origin))
+                if pcls.name in declared_provisioners:
+                    raise DeclarationError(f"ProvisionerClass {pcls.name} is declared twice", path=str(origin),
+                                           hint=f"the other declaration is in {provisioners[pcls.name].origin}")
+                declared_provisioners.add(pcls.name)
+                provisioners[pcls.name] = pcls
+                continue
             if kind == "Operator" and api_version in OPERATOR_API_VERSIONS:
                 decl = parse_operator(doc, origin)
             elif kind == "Input" and api_version in INPUT_API_VERSIONS:
@@ -187,7 +223,8 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDec
             else:
                 raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
                                        hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}), "
-                                            f"Input and InputClass ({', '.join(INPUT_API_VERSIONS)}); "
+                                            f"Input and InputClass ({', '.join(INPUT_API_VERSIONS)}), "
+                                            f"ProvisionerClass ({', '.join(PROVISIONER_API_VERSIONS)}); "
                                             f"list other files under 'ignore:' in {SETTINGS_FILE}")
             if decl.name in operators:
                 other = operators[decl.name]
@@ -200,7 +237,16 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDec
             raise DeclarationError(f"input class {decl.input_class!r} does not exist", path=str(decl.origin),
                                    obj=f"{decl.kind} {decl.name}",
                                    hint=f"known classes: {', '.join(sorted(classes))}")
-    return tuple(operators[n] for n in sorted(operators)), classes
+    for decl in operators.values():
+        wanted = decl.provisioner_class
+        if wanted is not None and wanted not in provisioners:
+            raise DeclarationError(f"ProvisionerClass {wanted!r} does not exist", path=str(decl.origin),
+                                   obj=f"{decl.kind} {decl.name}",
+                                   hint=f"known classes: {', '.join(sorted(provisioners))}")
+    if settings.provisioner_class not in provisioners:
+        raise DeclarationError(f"provisionerClassName {settings.provisioner_class!r} names no ProvisionerClass",
+                               path=SETTINGS_FILE, hint=f"known classes: {', '.join(sorted(provisioners))}")
+    return tuple(operators[n] for n in sorted(operators)), classes, provisioners
 
 
 def git_revision(path: Path) -> str | None:

@@ -67,6 +67,17 @@ def reconcile(repo: GitOpsRepo | Path, kubeconfig: Path | None, *extra: str,
     return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
+def approve(repo: GitOpsRepo, *operators: str, capsys: pytest.CaptureFixture[str]) -> Run:
+    """`reconciler approve`, then commit the record: the approval."""
+    capsys.readouterr()
+    out = io.StringIO()
+    code = main(["approve", str(repo.path), *operators, "--offline"], out=out)
+    run = Run(code, out.getvalue(), capsys.readouterr().err)
+    if code == 0:
+        repo.commit(f"Approve {', '.join(operators)}")
+    return run
+
+
 def get(kube: Kube, api_version: str, kind: str, name: str, namespace: str = "") -> dict | None:
     info = kube.resource(api_version, kind)
     return kube.get(info, namespace, name) if info else None

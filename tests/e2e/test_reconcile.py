@@ -9,7 +9,7 @@ import pytest
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 
-from .support import GitOpsRepo, get, managed, reconcile
+from .support import GitOpsRepo, approve, get, managed, reconcile
 
 pytestmark = pytest.mark.cluster
 
@@ -21,16 +21,6 @@ V100 = {"Deployment plumbus-system/plumbus-controller", "ServiceAccount plumbus-
 V110 = {s.replace("v1.0.0", "v1.1.0").replace("Deployment plumbus-system/plumbus-controller",
                                               "Deployment plumbus-system/plumbus-controller-manager")
         for s in V100}
-
-
-@pytest.fixture
-def kc(control_plane) -> Path:
-    return control_plane.kubeconfig_path
-
-
-@pytest.fixture
-def k8s(control_plane) -> Kube:
-    return Kube(control_plane.admin_client())
 
 
 @pytest.fixture
@@ -295,6 +285,13 @@ def _add_grumbo(repo: GitOpsRepo) -> None:
 def test_a_dependency_is_installed_with_its_dependent_and_pruned_with_it(repo, kc, k8s, capsys):
     _add_grumbo(repo)
     repo.commit("plumbus 1.1.0 needs the Grumbo API")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 4, run.err  # a new package: its first install waits for approval, and so does plumbus
+    assert "grumbo: grumbo.v0.3.0 WAITS FOR APPROVAL" in run.out
+    assert "plumbus: plumbus.v1.1.0 WAITS FOR APPROVAL (olm.resolveset, Android): plumbus.v1.1.0 depends on " \
+           "grumbo, which waits for approval" in run.out
+    assert managed(k8s, "grumbo") == set() and managed(k8s, "plumbus") == set()
+    assert approve(repo, "grumbo", capsys=capsys).code == 0
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
     assert "Dependency grumbo: grumbo.v0.3.0" in run.out and "[required by plumbus]" in run.out

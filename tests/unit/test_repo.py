@@ -267,7 +267,8 @@ def test_bad_settings(tmp_path, text, message):
 def test_unknown_setting_hint_lists_known(tmp_path):
     repo = copy_example(tmp_path)
     write(repo, "reconciler.yaml", "ignored: []\n")
-    assert read_error(repo).hint == "known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore, kubernetesVersion"
+    assert read_error(repo).hint == ("known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore, "
+                                     "installerNamespace, kubernetesVersion, provisionerClassName")
 
 
 @pytest.mark.parametrize("text", [

@@ -1,0 +1,80 @@
+"""The approval stage, between manifests and the cluster: no bundle gains a permission nobody approved.
+
+``evaluate`` takes every converted bundle and returns one ``Decision`` per
+Operator: approved (and with which permissions its installer identity is
+bound when applying) or pending (and exactly which permissions wait). The
+pieces are pure and separately usable: ``required_permissions`` (what a
+bundle needs), ``PermissionSet.covers`` / ``missing`` (comparison),
+``decide`` (one policy), ``records`` (approvals kept in git) and
+``guardrails`` (policies every rendered object must pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from reconciler.approve.permissions import CLUSTER, Atom, PermissionSet, Rule
+from reconciler.approve.policy import AccessCheck, Decision, decide
+from reconciler.approve.required import Requirements, ResourceLookup, required_permissions, resource_lookup
+from reconciler.model.declarations import OperatorDecl
+from reconciler.model.kube import Manifest
+from reconciler.model.provisioner import BUILTIN_CLASSES, DEFAULT_CLASS, Identity, ProvisionerClass
+
+__all__ = ["Atom", "CLUSTER", "Decision", "PermissionSet", "Requirements", "Rule", "Subject", "decide",
+           "evaluate", "required_permissions"]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One bundle to judge: who it is for and what it renders to."""
+
+    operator: str
+    bundle: str
+    digest: str
+    objects: tuple[Manifest, ...]
+    declaration: OperatorDecl | None = None   # None for a dependency: the repository default applies
+
+
+def evaluate(subjects: Iterable[Subject], *, classes: dict[str, ProvisionerClass] | None = None,
+             records: dict | None = None, default_class: str = DEFAULT_CLASS,
+             check: AccessCheck | None = None, cluster_lookup: ResourceLookup | None = None) -> dict[str, Decision]:
+    classes = classes or dict(BUILTIN_CLASSES)
+    records = records or {}
+    out = {}
+    for s in subjects:
+        decl = s.declaration
+        cls = classes[(decl.provisioner_class if decl else None) or default_class]
+        required = required_permissions(s.objects, resource_lookup(s.objects, cluster_lookup))
+        out[s.operator] = decide(s.operator, s.bundle, s.digest, required, cls, records.get(s.operator),
+                                 approver=decl.approver if decl else None,
+                                 manual=bool(decl and decl.manual_approval), check=check)
+    return out
+
+
+def access_check(kube) -> AccessCheck:
+    """SubjectAccessReview, one per atom, cached for the run."""
+    cache: dict[tuple[Identity, Atom], bool] = {}
+
+    def check(identity: Identity, atom: Atom) -> bool:
+        key = (identity, atom)
+        if key not in cache:
+            spec: dict = {"user": identity.user, "groups": list(identity.groups)}
+            if atom.url:
+                spec["nonResourceAttributes"] = {"verb": atom.verb, "path": atom.url}
+            else:
+                resource, _, sub = atom.resource.partition("/")
+                attrs = {"verb": atom.verb, "group": atom.api_group, "resource": resource}
+                if sub:
+                    attrs["subresource"] = sub
+                if atom.name:
+                    attrs["name"] = atom.name
+                if atom.scope != CLUSTER:
+                    attrs["namespace"] = atom.scope
+                spec["resourceAttributes"] = attrs
+            review = kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                                  body={"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                        "spec": spec})
+            cache[key] = bool((review or {}).get("status", {}).get("allowed"))
+        return cache[key]
+    return check
