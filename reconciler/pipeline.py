@@ -207,6 +207,23 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=snapshot.approvals,
                          default_class=snapshot.settings.provisioner_class,
                          check=access_check(kube) if kube is not None else None, cluster_lookup=lookup)
+    from reconciler.approve.guardrails import load_policies
+
+    policies = load_policies(snapshot.root) if installs else []
+    for inst in installs:
+        owner = inst.selection.owner
+        found = guardrail_violations(snapshot, inst, policies, lookup)
+        record = snapshot.approvals.get(owner)
+        entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
+        waived = set(entry.waived_policies) if entry else set()
+        found = tuple(v for v in found if v.policy not in waived)
+        if found:
+            d = decisions[owner]
+            decisions[owner] = dataclasses.replace(
+                d, approved=False, reason="PolicyViolation", violations=found,
+                message=f"{d.bundle} violates {len(found)} guardrail polic{'y' if len(found) == 1 else 'ies'}: "
+                        + "; ".join(v.describe() for v in found[:5]),
+                pending=d.pending if not d.approved else type(d.pending)())
     # A bundle whose dependency waits waits with it: installed alone it could not work.
     owner_of = {i.lock.name: i.selection.owner for i in installs}
     changed = True
@@ -222,6 +239,29 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
                     message=f"{d.bundle} depends on {', '.join(waiting)}, which waits for approval")
                 changed = True
     return decisions
+
+
+def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list, lookup=None) -> tuple:
+    """Every guardrail policy the bundle's objects or its resolution violate."""
+    from reconciler.approve import guardrails
+    from reconciler.approve.required import resource_lookup
+
+    if not policies:
+        return ()
+    sel = inst.selection
+    catalogs = sorted(set(snapshot.catalog_dirs) | {n for n, c in snapshot.settings.catalogs.items() if c.image})
+    params = {"catalogs": catalogs}
+    find = resource_lookup(inst.bundle.objects, lookup)
+
+    def resource_of(api_version: str, kind: str) -> str:
+        found = find(api_version, kind)
+        return found[0] if found else kind.lower() + "s"
+    resolution = {"operator": sel.owner, "kind": sel.kind, "package": sel.package or inst.lock.package,
+                  "bundle": sel.bundle_name, "version": sel.version or inst.lock.version, "catalog": sel.catalog,
+                  "channel": sel.channel, "source": sel.image,
+                  "declaredBundle": bool(sel.declaration is not None and sel.declaration.bundle is not None)}
+    return tuple(guardrails.check_resolution(policies, resolution, params)
+                 + guardrails.check_objects(policies, inst.bundle.objects, resource_of, params))
 
 
 def approval_condition(decision: Decision) -> dict[str, str]:

@@ -41,6 +41,7 @@ class Decision:
     required: Requirements
     pending: PermissionSet = PermissionSet()   # what needs approving; empty when approved
     denied: tuple[str, ...] = ()               # UserPermission checks that failed
+    violations: tuple = ()                     # guardrails.Violation: policies it breaks (not waived)
 
     @property
     def granted(self) -> PermissionSet:

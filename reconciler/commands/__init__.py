@@ -13,7 +13,8 @@ EXIT_CODES = """\
 exit codes:
   0   success: nothing to change, or every change was applied
   1   changes were found by --dry-run (as kubectl diff), or applied with --exit-code
-  2   an error in the repository, a catalog, resolution, a bundle or a policy; nothing was applied
+  2   an error in the repository, a catalog, resolution or a bundle: nothing was applied; or a guardrail
+      policy violation: the Operator concerned was not applied, the others were
   3   the cluster could not be reached or refused a request
   4   an Operator waits for approval; everything else was applied (see `reconciler approve`)
   5   applied, but a component did not become healthy in time

@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("operators", metavar="OPERATOR", nargs="*", help="Operators (or Inputs, dependencies) to approve")
     p.add_argument("--all", action="store_true", help="approve everything that waits")
+    p.add_argument("--waive", metavar="POLICY", action="append", default=[],
+                   help="also record an exception to this guardrail policy for the approved bundle (repeatable); "
+                        "without it, a bundle that violates a policy is not approved")
     p.add_argument("--offline", action="store_true",
                    help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
     add_cluster_args(p)
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline
     from reconciler.approve.records import ApprovedBundle, add_approval
     from reconciler.cluster.kube import Kube, load_api_client
-    from reconciler.errors import DeclarationError, UsageError
+    from reconciler.errors import DeclarationError, PolicyError, UsageError
 
     if bool(args.operators) == args.all:
         raise UsageError("name the Operators to approve, or pass --all (not both)")
@@ -66,7 +69,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if d.approved or d.reason == "DependencyPendingApproval":
             print(f"{name}: nothing of its own waits for approval ({d.bundle}: {d.message})", file=out)
             continue
-        entry = ApprovedBundle(d.bundle, d.digest, d.required.all)
+        unwaived = sorted({v.policy for v in d.violations} - set(args.waive))
+        if unwaived:
+            raise PolicyError(f"{name}: {d.bundle} violates guardrail {', '.join(unwaived)}: "
+                              + "; ".join(v.describe() for v in d.violations if v.policy in unwaived),
+                              hint="fix the bundle or the declaration, or record a reviewed exception with "
+                                   + " ".join(f"--waive {p}" for p in unwaived))
+        entry = ApprovedBundle(d.bundle, d.digest, d.required.all,
+                               tuple(sorted({v.policy for v in d.violations})))
         path = add_approval(root, records.get(name), name, entry)
         print(f"{name}: approved {d.bundle} ({d.digest[:19]}), recorded in {path.relative_to(root)}", file=out)
         for line in describe_pending(d):
@@ -92,8 +102,10 @@ def describe_pending(d: "Decision", indent: str = "    ") -> list[str]:
     if creates:
         lines.append(f"{indent}permissions to create and update its objects:")
         lines.extend(creates.describe(indent + "  "))
-    if not pending and d.reason != "DependencyPendingApproval":
+    if not pending and d.policy == "DenyAll" and not d.violations and d.reason != "DependencyPendingApproval":
         lines.append(f"{indent}no new permissions: {d.provisioner_class} ({d.policy}) approves no bundle by itself")
     for check in d.denied:
         lines.append(f"{indent}denied: {check}")
+    for v in d.violations:
+        lines.append(f"{indent}violates: {v.describe()}")
     return lines

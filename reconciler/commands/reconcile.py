@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, TextIO
 
 from reconciler.commands import EXIT_CODES, add_cluster_args
-from reconciler.errors import EXIT_CHANGES, EXIT_OK, EXIT_PENDING_APPROVAL
+from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL
 
 if TYPE_CHECKING:
     from reconciler.pipeline import Outcome
@@ -56,6 +56,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                  write_lock=args.write_lock or not args.dry_run)
     print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                   show_unchanged=args.show_unchanged)
+    if any(d.violations for d in outcome.pending):
+        return EXIT_ERROR
     if outcome.pending:
         return EXIT_PENDING_APPROVAL
     return EXIT_CHANGES if outcome.sync.changed and (args.dry_run or args.exit_code) else EXIT_OK

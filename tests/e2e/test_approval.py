@@ -227,3 +227,48 @@ def test_the_api_server_refuses_an_object_beyond_the_approval(repo, kc, k8s, cap
     assert "Secret plumbus-system/smuggled" in message and "forbidden" in message.lower()
     assert "applied as system:serviceaccount:reconciler-system:install-plumbus" in message
     assert get(k8s, "v1", "Secret", "smuggled", "plumbus-system") is None
+
+
+ADMIN_BINDING = """apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: fleeb-is-admin
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cluster-admin
+subjects:
+  - kind: ServiceAccount
+    name: fleeb-controller
+    namespace: fleeb-system
+"""
+
+
+def test_a_guardrail_violation_holds_back_only_its_operator(repo, kc, k8s, capsys):
+    repo.write("bundles/fleeb/1.1.0/manifests/admin-binding.yaml", ADMIN_BINDING)
+    repo.commit("fleeb 1.1.0 binds itself to cluster-admin")
+    run = approve(repo, "plumbus", capsys=capsys)
+    assert run.code == 0, run.err
+    run = approve(repo, "fleeb", capsys=capsys)
+    assert run.code == 2
+    assert ("fleeb: fleeb.v1.1.0 violates guardrail no-cluster-admin-binding: ClusterRoleBinding fleeb-is-admin: "
+            "policy no-cluster-admin-binding ((default) no-cluster-admin-binding.yaml): binds to cluster-admin") \
+        in run.err
+    assert "--waive no-cluster-admin-binding" in run.err
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 2, run.out + run.err
+    assert "fleeb: fleeb.v1.1.0 WAITS FOR APPROVAL" in run.out and "violates: ClusterRoleBinding fleeb-is-admin" in run.out
+    assert any(s.startswith("Deployment ") for s in managed(k8s, "plumbus"))   # the other Operator is applied
+    assert managed(k8s, "fleeb") == set()
+    assert _condition(_status(k8s, "fleeb"), "InstallPendingApproval")["reason"] == "PolicyViolation"
+    assert get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "fleeb-is-admin") is None
+
+    # A reviewed exception for this exact bundle, recorded in git.
+    capsys.readouterr()
+    from reconciler.cli import main
+    assert main(["approve", str(repo.path), "fleeb", "--offline", "--waive", "no-cluster-admin-binding"]) == 0
+    assert "waivedPolicies: [no-cluster-admin-binding]" in (repo.path / "approvals/fleeb.yaml").read_text()
+    repo.commit("Approve fleeb with its cluster-admin binding")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "fleeb-is-admin") is not None

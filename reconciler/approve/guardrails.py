@@ -1,0 +1,277 @@
+"""Guardrails: policies every rendered object and every resolution must pass, evaluated offline.
+
+A policy is written as a Kubernetes ``ValidatingAdmissionPolicy``
+(``admissionregistration.k8s.io/v1``), so what a platform team already
+writes for its clusters reads the same here: ``spec.matchConstraints``
+(``resourceRules`` and ``excludeResourceRules`` by API group, version,
+resource and operation), ``spec.matchConditions`` and ``spec.validations``
+(CEL ``expression``, ``message`` or ``messageExpression``), and
+``spec.failurePolicy`` for expressions that fail at run time. The objects
+are checked as a CREATE; ``object`` is the rendered object, ``oldObject``
+is null, ``request`` carries kind, namespace, name and operation, and
+``params`` the repository's facts (``catalogs``: the catalogs it lists).
+
+The resolution of each Operator is checked too, as an object of the
+resource ``resolutions`` in the group ``reconciler.dev``, with the fields
+operator, kind, package, bundle, version, catalog, channel, source and
+declaredBundle; only rules that name the group ``reconciler.dev`` itself
+select it (a ``*`` group means Kubernetes objects).
+
+The project's defaults come from the top-level ``policies/`` folder
+(``/etc/reconciler/policies`` in the image, or ``$RECONCILER_POLICIES``);
+a repository adds its own in its ``policies/`` folder, and may switch a
+default off by declaring a policy of the same name with no validations.
+An approval record may waive a policy for one exact bundle.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.errors import InputError
+from reconciler.model.kube import API_GROUP, Manifest
+
+POLICY_API_VERSIONS = ("admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1beta1")
+POLICY_KIND = "ValidatingAdmissionPolicy"
+RESOLUTION_RESOURCE = (API_GROUP, "v1alpha1", "resolutions")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    groups: tuple[str, ...]
+    versions: tuple[str, ...]
+    resources: tuple[str, ...]
+    operations: tuple[str, ...]
+
+    def matches(self, group: str, version: str, resource: str) -> bool:
+        def has(values: tuple[str, ...], value: str) -> bool:
+            return "*" in values or value in values
+        ops_ok = any(op in ("*", "CREATE") for op in self.operations)
+        return ops_ok and has(self.groups, group) and has(self.versions, version) and (
+            has(self.resources, resource) or has(self.resources, resource.split("/")[0]))
+
+
+@dataclass(frozen=True)
+class _Check:
+    expression: str
+    program: Callable[[dict], Any] = field(compare=False, repr=False)
+    message: str = ""
+    message_program: Callable[[dict], Any] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    path: str
+    rules: tuple[_Rule, ...]
+    excluded: tuple[_Rule, ...]
+    conditions: tuple[_Check, ...]
+    validations: tuple[_Check, ...]
+    fail_closed: bool = True
+
+    def applies(self, group: str, version: str, resource: str) -> bool:
+        return any(r.matches(group, version, resource) for r in self.rules) and not any(
+            r.matches(group, version, resource) for r in self.excluded)
+
+    def applies_to_resolutions(self) -> bool:
+        """Only rules that name the group reconciler.dev itself select resolutions, never a ``*``."""
+        group, version, resource = RESOLUTION_RESOURCE
+        return any(group in r.groups and r.matches(group, version, resource) for r in self.rules) and not any(
+            r.matches(group, version, resource) for r in self.excluded)
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    path: str
+    subject: str          # the object (or resolution) that violates it
+    message: str
+
+    def describe(self) -> str:
+        return f"{self.subject}: policy {self.policy} ({self.path}): {self.message}"
+
+
+def default_policy_dir() -> Path | None:
+    for candidate in (os.environ.get("RECONCILER_POLICIES"), "/etc/reconciler/policies",
+                      str(Path(__file__).resolve().parents[2] / "policies")):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def load_policies(repo_root: Path | None = None) -> list[Policy]:
+    """The project's defaults, then the repository's own; a repository policy replaces a default of its name."""
+    found: dict[str, Policy] = {}
+    sources = [(default_policy_dir(), None)]
+    if repo_root is not None:
+        sources.append((repo_root / "policies", repo_root))
+    for directory, root in sources:
+        if directory is None or not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.name.startswith(".") or not path.name.endswith((".yaml", ".yml")):
+                continue
+            rel = path.relative_to(root).as_posix() if root else f"(default) {path.name}"
+            for doc in yamlio.read_all(path, rel):
+                policy = parse_policy(doc, rel)
+                if root is not None and policy.name in found and not found[policy.name].path.startswith("(default)"):
+                    raise InputError(f"policy {policy.name} is declared twice", path=rel,
+                                     hint=f"the other is in {found[policy.name].path}")
+                found[policy.name] = policy
+    return [p for p in found.values() if p.validations]
+
+
+def parse_policy(doc: Any, rel: str) -> Policy:
+    if not isinstance(doc, dict) or doc.get("kind") != POLICY_KIND or doc.get("apiVersion") not in POLICY_API_VERSIONS:
+        raise InputError(f"not a policy: expected apiVersion {POLICY_API_VERSIONS[0]}, kind {POLICY_KIND}", path=rel,
+                         hint="policies/ holds ValidatingAdmissionPolicy documents only")
+    meta, spec = doc.get("metadata"), doc.get("spec")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise InputError("the policy has no metadata.name", path=rel)
+    where = f"ValidatingAdmissionPolicy {name}"
+    if not isinstance(spec, dict):
+        raise InputError("spec must be a mapping", path=rel, obj=where)
+    constraints = spec.get("matchConstraints") or {}
+    if not isinstance(constraints, dict):
+        raise InputError("spec.matchConstraints must be a mapping", path=rel, obj=where)
+
+    def rules(key: str) -> tuple[_Rule, ...]:
+        out = []
+        for i, r in enumerate(constraints.get(key) or []):
+            if not isinstance(r, dict):
+                raise InputError(f"spec.matchConstraints.{key}[{i}] must be a mapping", path=rel, obj=where)
+            vals = []
+            for k in ("apiGroups", "apiVersions", "resources", "operations"):
+                v = r.get(k) or (["*"] if k == "operations" else [])
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise InputError(f"spec.matchConstraints.{key}[{i}].{k} must be a list of strings",
+                                     path=rel, obj=where)
+                vals.append(tuple(v))
+            out.append(_Rule(*vals))
+        return tuple(out)
+
+    def checks(key: str, text_key: str) -> tuple[_Check, ...]:
+        items = spec.get(key) or []
+        if not isinstance(items, list):
+            raise InputError(f"spec.{key} must be a list", path=rel, obj=where)
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("expression"), str):
+                raise InputError(f"spec.{key}[{i}] needs an expression", path=rel, obj=where)
+            msg_expr = item.get("messageExpression")
+            out.append(_Check(item["expression"], _compile(item["expression"], rel, where, f"spec.{key}[{i}]"),
+                              str(item.get(text_key) or ""),
+                              _compile(msg_expr, rel, where, f"spec.{key}[{i}].messageExpression")
+                              if isinstance(msg_expr, str) else None))
+        return tuple(out)
+
+    failure = spec.get("failurePolicy", "Fail")
+    if failure not in ("Fail", "Ignore"):
+        raise InputError("spec.failurePolicy must be Fail or Ignore", path=rel, obj=where)
+    return Policy(name, rel, rules("resourceRules"), rules("excludeResourceRules"), checks("matchConditions", "name"),
+                  checks("validations", "message"), failure == "Fail")
+
+
+def _compile(expression: str, rel: str, where: str, field_path: str) -> Callable[[dict], Any]:
+    import celpy
+
+    env = celpy.Environment()
+    try:
+        ast = env.compile(expression)
+    except Exception as exc:  # cel-python raises its own parse error types
+        raise InputError(f"{field_path}: CEL expression {expression!r} does not compile: "
+                         f"{str(exc).strip().splitlines()[0]}", path=rel, obj=where) from None
+    return env.program(ast).evaluate
+
+
+class _EvalError(Exception):
+    pass
+
+
+def _run(program: Callable[[dict], Any], activation: dict) -> Any:
+    try:
+        result = program(activation)
+    except Exception as exc:  # cel-python raises its own evaluation error types
+        raise _EvalError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
+    if isinstance(result, Exception):  # cel-python returns some errors as values
+        raise _EvalError(str(result))
+    return result
+
+
+def _as_bool(value: Any) -> Any:
+    import celpy
+
+    return bool(value) if isinstance(value, (bool, celpy.celtypes.BoolType)) else value
+
+
+def _check(policy: Policy, activation: dict, subject: str) -> list[Violation]:
+    try:
+        for cond in policy.conditions:
+            if _as_bool(_run(cond.program, activation)) is not True:
+                return []
+        out = []
+        for v in policy.validations:
+            result = _as_bool(_run(v.program, activation))
+            if not isinstance(result, bool):
+                raise _EvalError(f"expression {v.expression!r} returned {type(result).__name__}, not a boolean")
+            if result is False:
+                message = v.message or f"failed expression: {v.expression}"
+                if v.message_program is not None:
+                    try:
+                        message = str(_run(v.message_program, activation))
+                    except _EvalError:
+                        pass
+                out.append(Violation(policy.name, policy.path, subject, message))
+        return out
+    except _EvalError as exc:
+        if not policy.fail_closed:
+            return []
+        return [Violation(policy.name, policy.path, subject, f"the policy could not be evaluated: {exc}")]
+
+
+def check_objects(policies: Iterable[Policy], objects: Iterable[Manifest], resource_of: Callable[[str, str], str],
+                  params: dict[str, Any]) -> list[Violation]:
+    """Every violation of every rendered object; ``resource_of(apiVersion, kind)`` names its resource."""
+    import celpy
+
+    policies = list(policies)
+    out = []
+    for obj in objects:
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        group, _, version = api_version.rpartition("/")
+        resource = resource_of(api_version, kind)
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        subject = f"{kind} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta.get('name', '?')}"
+        activation = None
+        for policy in policies:
+            if not policy.applies(group, version, resource):
+                continue
+            if activation is None:
+                activation = {
+                    "object": celpy.json_to_cel(obj), "oldObject": None, "params": celpy.json_to_cel(params),
+                    "request": celpy.json_to_cel({"operation": "CREATE", "name": meta.get("name", ""),
+                                                  "namespace": meta.get("namespace", ""),
+                                                  "kind": {"group": group, "version": version, "kind": kind},
+                                                  "resource": {"group": group, "version": version,
+                                                               "resource": resource}})}
+            out.extend(_check(policy, activation, subject))
+    return out
+
+
+def check_resolution(policies: Iterable[Policy], resolution: dict[str, Any], params: dict[str, Any]) -> list[Violation]:
+    """Violations of one Operator's resolution (package, catalog, bundle, source)."""
+    import celpy
+
+    group, version, resource = RESOLUTION_RESOURCE
+    activation = {"object": celpy.json_to_cel(resolution), "oldObject": None, "params": celpy.json_to_cel(params),
+                  "request": celpy.json_to_cel({"operation": "CREATE", "name": resolution.get("operator", ""),
+                                                "namespace": "", "kind": {"group": group, "version": version,
+                                                                          "kind": "Resolution"}})}
+    subject = f"resolution of {resolution.get('operator')}"
+    return [v for p in policies if p.applies_to_resolutions() for v in _check(p, activation, subject)]
