@@ -125,12 +125,16 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
 
 
 def print_approvals(outcome: "Outcome", out: TextIO) -> None:
+    if outcome.decisions:
+        print_decisions(outcome.decisions, outcome.snapshot.root, out)
+
+
+def print_decisions(decisions, repo, out: TextIO) -> None:
+    """Each Operator's approval: approved and why, or what waits and the command that approves it."""
     from reconciler.commands.approve import describe_pending
 
-    if not outcome.decisions:
-        return
     print("Approval:", file=out)
-    for name, d in sorted(outcome.decisions.items()):
+    for name, d in sorted(decisions.items()):
         if d.approved:
             print(f"  {name}: {d.bundle} approved ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
             continue
@@ -138,6 +142,5 @@ def print_approvals(outcome: "Outcome", out: TextIO) -> None:
         for line in describe_pending(d):
             print(line, file=out)
         if d.reason != "DependencyPendingApproval":
-            repo = outcome.snapshot.root
             print(f"    approve with: reconciler approve {repo} {name}   (then commit approvals/{name}.yaml)",
                   file=out)

@@ -55,16 +55,52 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return exc.exit_code
     lockfile = pipeline.plan_lock(snapshot, resolution)
     written = False if args.no_write else pipeline.write_lock(snapshot, lockfile)
+    decisions, not_evaluated = _approvals(snapshot, resolution, lockfile, kube)
     if args.output == "table":
         _table(resolution, out, explain=args.explain)
+        if not_evaluated:
+            print(f"\nApproval: not evaluated: {not_evaluated}", file=out)
+        elif decisions:
+            from reconciler.commands.reconcile import print_decisions
+
+            print("", file=out)
+            print_decisions(decisions, snapshot.root, out)
         print(f"Lockfile {snapshot.lock_path.name}: "
               f"{'not written (--no-write)' if args.no_write else 'written' if written else 'unchanged'}",
               file=out)
     else:
         doc = as_document(resolution, lockfile, explain=args.explain)
+        doc["approvals"] = [approval_document(d) for _, d in sorted(decisions.items())]
+        if not_evaluated:
+            doc["approvalsNotEvaluated"] = not_evaluated
         out.write(json.dumps(doc, indent=2, sort_keys=False) + "\n" if args.output == "json"
                   else yamlio.dump(doc))
     return EXIT_OK
+
+
+def _approvals(snapshot: Any, resolution: Any, lockfile: Any, kube: Any) -> tuple[dict, str]:
+    """The approval stage needs the bundles' content; if it cannot be fetched here, say so instead."""
+    from reconciler import pipeline
+    from reconciler.errors import ReconcilerError
+
+    try:
+        installs = pipeline.convert(snapshot, resolution, lockfile, kube)
+        return pipeline.approvals(snapshot, installs, kube), ""
+    except ReconcilerError as exc:
+        return {}, exc.message.splitlines()[0]
+
+
+def approval_document(d: Any) -> dict[str, Any]:
+    """One approval decision in the stable output schema."""
+    doc: dict[str, Any] = {"operator": d.operator, "bundle": d.bundle, "digest": d.digest,
+                           "provisionerClass": d.provisioner_class, "policy": d.policy, "approved": d.approved,
+                           "reason": d.reason, "message": d.message, "pending": d.pending.to_list()}
+    if d.denied:
+        doc["denied"] = list(d.denied)
+    if d.violations:
+        doc["violations"] = [{"policy": v.policy, "file": v.path, "object": v.subject, "message": v.message}
+                             for v in d.violations]
+    return doc
 
 
 def as_document(resolution: Any, lockfile: Any, *, explain: bool) -> dict[str, Any]:
