@@ -127,6 +127,11 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
 def print_approvals(outcome: "Outcome", out: TextIO) -> None:
     if outcome.decisions:
         print_decisions(outcome.decisions, outcome.snapshot.root, out)
+    used = {d.provisioner_class for d in outcome.decisions.values()}
+    for name, pcls in sorted(outcome.snapshot.provisioner_classes.items()):
+        if pcls.ignored_parameters and name in used:
+            print(f"  note: ProvisionerClass {name} ({pcls.origin}): parameters "
+                  f"{', '.join(pcls.ignored_parameters)} are kept but have no effect here", file=out)
 
 
 def print_decisions(decisions, repo, out: TextIO) -> None:

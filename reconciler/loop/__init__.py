@@ -240,6 +240,12 @@ class Loop:
                                 + ", ".join(f"{k} {a.value}" for a, k in n.items()))
         else:
             log.info("%s is applied: no changes (%s)", revision, reason)
+        if fresh and not self.dry_run:
+            for d in outcome.pending:
+                log.warning("%s: %s waits for approval: %s", d.operator, d.bundle, d.message)
+                self._event(d.operator, "Warning", "ApprovalPending",
+                            f"{d.bundle} at {revision} waits: {d.message}; approve with `reconciler approve REPO "
+                            f"{d.operator}` and commit approvals/{d.operator}.yaml")
 
     def _reject(self, target: Target, exc: ReconcilerError) -> StepResult:
         key = target.key or target.revision

@@ -160,6 +160,8 @@ def test_deny_all_waits_for_every_bundle_and_an_approval_binds_name_and_digest(r
     repo.commit("1.1.0")
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 4 and "approves nothing by itself (DenyAll)" in run.out, run.out
+    assert "note: ProvisionerClass careful (operators/classes.yaml): parameters maxObjectSize are kept but " \
+           "have no effect here" in run.out
     assert "no new permissions" in run.out
     assert _status(k8s, "plumbus")["bundle"]["name"] == "plumbus.v1.0.0"
     assert approve(repo, "plumbus", capsys=capsys).code == 0
