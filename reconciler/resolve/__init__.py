@@ -246,7 +246,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
         installed_entry = request.installed.get(d.name)
         pred = _predicate(d, request.catalogs, installed_entry)
         channel = (d.catalog.channel or None) if d.catalog else None
-        cands = own_order(universe.matching(pred), channel)
+        cands = own_order(universe.matching(pred), channel, ranged=d.version is not None)
         if not cands:
             raise _nothing_matches(d, pred, request.catalogs, installed_entry)
         installed = _installed_candidate(universe, installed_entry, d)

@@ -4,8 +4,9 @@ A ``Candidate`` is one bundle in one catalog (the same bundle name in two
 catalogs is two candidates). Preference, best first:
 
 * not deprecated before deprecated;
-* for an Operator's own choice: catalog priority, then the default channel,
-  then channel heads, then newer versions;
+* for an Operator's own choice: catalog priority, then the named channel
+  (else the package's default channel), then that channel's head (unless a
+  version range is declared), then newer versions;
 * for a dependency: the dependent's own catalog first, then catalog
   priority, the default channel, heads, and newer versions (older ones first
   under ``minimal-version``).
@@ -187,12 +188,18 @@ class Universe:
         return self.catalogs[cand.catalog].channels.get((cand.package, name))
 
 
-def own_order(cands: Iterable[Candidate], channel: str | None) -> list[Candidate]:
-    """Preference for an Operator's own bundle: priority, default channel, head, newest."""
+def own_order(cands: Iterable[Candidate], channel: str | None, ranged: bool = False) -> list[Candidate]:
+    """Preference for an Operator's own bundle: priority, the named (else default) channel, head, newest.
+
+    Only the head of the channel the Operator follows counts: being the head
+    of some other channel says nothing about this one. With a version range
+    (``ranged``) the highest version inside it wins, as in OLM v1, so the
+    channel's head is not preferred over a newer bundle in range either.
+    """
     def key(c: Candidate) -> tuple:
         preferred = channel or c.default_channel
-        return (c.deprecated, -c.priority, preferred not in c.channels, preferred not in c.heads_of,
-                not c.heads_of)
+        head = False if ranged else preferred not in c.heads_of
+        return (c.deprecated, -c.priority, preferred not in c.channels, head)
     return _stable(cands, key, newest_first=True)
 
 
