@@ -26,7 +26,7 @@ from reconciler.model.declarations import (
 from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import VersionRange, parse_version
 from reconciler.resolve.sat import Problem, Requirement
-from reconciler.resolve.universe import Candidate, Universe, own_order, successors
+from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
 __all__ = ["Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable", "Update",
            "UNSATISFIABLE"]
@@ -251,12 +251,17 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
             raise _nothing_matches(d, pred, request.catalogs, installed_entry)
         installed = _installed_candidate(universe, installed_entry, d)
         allowed = None
+        installed_name = ""
         if installed is not None and not cls.force:
             semver_mode = installed.catalog in request.semver_catalogs
             allowed = {installed.key} | {s.key for s in successors(universe, installed, semver_mode)}
+        elif installed_entry is not None and not cls.force and _same_package(installed_entry, d, universe):
+            allowed = _heirs_of_gone(universe, request, installed_entry, d)
+            installed_name = installed_entry.name
         reqs.append(Requirement(name=d.name, label=f"{d.kind} {d.name}",
                                 text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
-                                candidates=cands, allowed=allowed, installed=installed, force=cls.force,
+                                candidates=cands, allowed=allowed, installed=installed,
+                                installed_name=installed_name, force=cls.force,
                                 minimal_version=cls.minimal_version))
     problem = Problem(universe, reqs, _min_kube_exclusions(universe, kube))
     try:
@@ -361,6 +366,31 @@ def _installed_candidate(universe: Universe, entry: LockEntry | None, d: Operato
         if cand.name == entry.name and (not entry.catalog or cand.catalog == entry.catalog):
             return cand
     return None
+
+
+def _same_package(entry: LockEntry, d: OperatorDecl, universe: Universe) -> bool:
+    """Whether what is installed is the declaration's package (and that package is in some catalog)."""
+    return d.package is not None and entry.package == d.package and bool(universe.by_package.get(entry.package))
+
+
+def _heirs_of_gone(universe: Universe, request: ResolutionRequest, entry: LockEntry,
+                   d: OperatorDecl) -> set[tuple[str, str, str]]:
+    """Upgrade edges from an installed bundle the catalog no longer has; an error naming it when none exist."""
+    catalog = entry.catalog or (d.catalog.name if d.catalog else "")
+    try:
+        version = parse_version(entry.version) if entry.version else None
+    except InputError:
+        version = None
+    found = heirs(universe, catalog, entry.package, entry.name, version, catalog in request.semver_catalogs)
+    if not found:
+        raise ResolutionError(
+            f"the installed bundle {entry.name} (package {entry.package}, version {entry.version or 'unknown'}) "
+            f"is no longer in catalog {catalog!r}, and no bundle there replaces, skips or has a skipRange "
+            f"including it, so there is no upgrade edge from it",
+            path=str(d.origin), obj=f"{d.kind} {d.name}",
+            hint="restore the bundle in the catalog, add an upgrade edge from it, or set inputClass: force "
+                 "to move to what the declaration selects")
+    return {c.key for c in found}
 
 
 def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[Requirement]) -> list[Update]:

@@ -256,3 +256,33 @@ def _in_skip_range(skip_range: str | None, version: semver.Version) -> bool:
         return VersionRange.parse(skip_range, dialect="blang").contains(version)
     except InputError:  # an invalid skipRange is a catalog validation finding, not an edge
         return False
+
+
+def heirs(universe: Universe, catalog: str, package: str, name: str, version: semver.Version | None,
+          semver_mode: bool = False) -> list[Candidate]:
+    """Bundles that upgrade from ``name``, a bundle the catalog no longer has.
+
+    As OLM does, an installed bundle that left the catalog is still upgraded
+    from: any channel entry of its package whose ``replaces``, ``skips`` or
+    ``skipRange`` names it is one hop away (in ``semver_mode``, any higher
+    version of the same major, minor for 0.x).
+    """
+    cat = universe.catalogs.get(catalog)
+    if cat is None:
+        return []
+    by_name = {c.name: c for c in universe.by_package.get(package, []) if c.catalog == catalog}
+    out: dict[tuple[str, str, str], Candidate] = {}
+    for channel in cat.channels_of(package):
+        for entry in channel.entries:
+            cand = by_name.get(entry.name)
+            if cand is None:
+                continue
+            if semver_mode:
+                hop = version is not None and cand.version > version and cand.version.major == version.major and (
+                    version.major > 0 or cand.version.minor == version.minor)
+            else:
+                hop = (entry.replaces == name or name in entry.skips
+                       or (version is not None and _in_skip_range(entry.skip_range, version)))
+            if hop:
+                out[cand.key] = cand
+    return [out[k] for k in sorted(out)]

@@ -14,7 +14,7 @@ Scenario keys:
                    bundle spec: {version, provides: [g/v/Kind], requires: [g/v/Kind],
                                  requiresPackage: {pkg: range}, properties: [...], minKubeVersion}
   declarations     YAML documents (Operator, Input, InputClass)
-  installed        {owner: "catalog/bundle"}
+  installed        {owner: "catalog/bundle"}  (a bundle the catalog lacks is of the package its name starts with)
   kubernetesVersion
   expect           bundles: {owner: bundle or catalog/bundle}  (the complete set)
                    applied: {owner: false}    required_by: {owner: [names]}
@@ -95,8 +95,8 @@ def _materialise(scenario: dict[str, Any], root: Path) -> None:
     entries = []
     for owner, ref in sorted((scenario.get("installed") or {}).items()):
         catalog, _, bundle = ref.partition("/")
-        pkg = next(p for p, spec in scenario["catalogs"][catalog]["packages"].items()
-                   if bundle in (spec.get("bundles") or {}))
+        pkg = next((p for p, spec in scenario["catalogs"][catalog]["packages"].items()
+                    if bundle in (spec.get("bundles") or {})), bundle.rsplit(".v", 1)[0])  # gone: by its name
         entries.append(LockEntry(operator=owner, package=pkg, name=bundle, version=_version_of(bundle),
                                  catalog=catalog, channel="", source=f"registry.invalid/{pkg}-bundle",
                                  digest=""))
