@@ -229,7 +229,23 @@ def _report(sel: Selection, resolution: Resolution | None) -> tuple[dict, tuple[
     else:
         cond = status_objects.condition("UpdateAvailable", False, "NoUpdates",
                                         "no newer bundle outside the declaration's channel and version range")
-    return report, (cond,)
+    return report, (cond, *_deprecation_conditions(sel, resolution))
+
+
+def _deprecation_conditions(sel: Selection, resolution: Resolution | None) -> tuple[dict[str, str], ...]:
+    """operator-controller's deprecation conditions: one per scope, and Deprecated for any of them."""
+    found = {d.scope: d for d in (resolution.deprecations if resolution else ()) if d.operator == sel.owner}
+    out = []
+    for scope, type_ in (("package", "PackageDeprecated"), ("channel", "ChannelDeprecated"),
+                         ("bundle", "BundleDeprecated")):
+        dep = found.get(scope)
+        out.append(status_objects.condition(type_, dep is not None, "Deprecated" if dep else "NotDeprecated",
+                                            f"{scope} {dep.name}: {dep.message}" if dep else
+                                            f"the catalog does not deprecate this {scope}"))
+    any_dep = [c["message"] for c in out if c["status"] == "True"]
+    out.insert(0, status_objects.condition("Deprecated", bool(any_dep), "Deprecated" if any_dep else "NotDeprecated",
+                                           "; ".join(any_dep) or "nothing chosen for this Operator is deprecated"))
+    return tuple(out)
 
 
 def _stamp(obj: Manifest, operator: str) -> Manifest:

@@ -91,6 +91,8 @@ def as_document(resolution: Any, lockfile: Any, *, explain: bool) -> dict[str, A
         "bundles": bundles,
         "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
                      "options": list(u.options)} for u in resolution.updates],
+        "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
+                         for d in resolution.deprecations],
     }
 
 
@@ -117,3 +119,5 @@ def _table(resolution: Any, out: TextIO, *, explain: bool) -> None:
     for u in resolution.updates:
         print(f"\nupdate available for {u.operator} (needs a change to its declaration): channel {u.channel} "
               f"of {u.catalog}: {', '.join(u.options)}", file=out)
+    for d in resolution.deprecations:
+        print(f"\ndeprecated: {d.operator}: {d.scope} {d.name}: {d.message}", file=out)

@@ -16,7 +16,7 @@ from typing import Mapping, Protocol
 import semver
 
 from reconciler.errors import InputError, ResolutionError
-from reconciler.model.catalog import Catalog
+from reconciler.model.catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Catalog
 from reconciler.model.constraints import (
     AllOf, CatalogIs, ChannelIs, NameIs, PackageIs, Predicate, VersionIn, parse_constraint,
 )
@@ -28,8 +28,8 @@ from reconciler.model.semver_range import VersionRange, parse_version
 from reconciler.resolve.sat import Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
-__all__ = ["Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable", "Update",
-           "UNSATISFIABLE"]
+__all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
+           "Update", "UNSATISFIABLE"]
 
 UNSATISFIABLE = "the declarations cannot all be satisfied"
 
@@ -77,10 +77,21 @@ class Update:
 
 
 @dataclass(frozen=True)
+class Deprecation:
+    """A catalog deprecates the package, the channel or the bundle chosen for an owner."""
+
+    operator: str
+    scope: str            # package, channel or bundle
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Resolution:
     selections: tuple[Selection, ...]
     updates: tuple[Update, ...] = ()
     kube_version: str | None = None
+    deprecations: tuple[Deprecation, ...] = ()
 
     def for_owner(self, owner: str) -> Selection | None:
         return next((s for s in self.selections if s.owner == owner), None)
@@ -122,8 +133,24 @@ class SatResolver:
             selections += [s for s in sel if s.kind != "Dependency"]
             updates += upd
         selections.sort(key=lambda s: s.owner)
-        return Resolution(tuple(selections), tuple(sorted(updates, key=lambda u: (u.operator, u.channel))),
-                          str(current) if current else None)
+        return Resolution(tuple(selections),
+                          tuple(sorted(updates, key=lambda u: (u.operator, u.catalog, u.channel))),
+                          str(current) if current else None, deprecations(selections, request.catalogs))
+
+
+def deprecations(selections: list[Selection], catalogs: Mapping[str, Catalog]) -> tuple[Deprecation, ...]:
+    """What the catalogs deprecate among the chosen packages, followed channels and bundles."""
+    out = []
+    for sel in selections:
+        cat = catalogs.get(sel.catalog) if sel.catalog else None
+        if cat is None:
+            continue
+        for scope, schema, name in (("package", SCHEMA_PACKAGE, sel.package), ("channel", SCHEMA_CHANNEL, sel.channel),
+                                    ("bundle", SCHEMA_BUNDLE, sel.bundle_name)):
+            message = cat.deprecation(sel.package, schema, name) if name else None
+            if message is not None:
+                out.append(Deprecation(sel.owner, scope, name, message))
+    return tuple(out)
 
 
 def _kube(text: str | None) -> semver.Version | None:
@@ -396,15 +423,15 @@ def _heirs_of_gone(universe: Universe, request: ResolutionRequest, entry: LockEn
 def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[Requirement]) -> list[Update]:
     req = next(r for r in reqs if r.name == d.name)
     reachable = {c.key for c in req.candidates}
-    newer: dict[str, list[Candidate]] = {}
+    newer: dict[tuple[str, str], list[Candidate]] = {}
     for cand in universe.by_package.get(chosen.package, []):
-        if cand.catalog != chosen.catalog or cand.version <= chosen.version or cand.key in reachable:
+        if cand.version <= chosen.version or cand.key in reachable:
             continue
-        for ch in cand.channels:
-            newer.setdefault(ch, []).append(cand)
-    return [Update(d.name, chosen.catalog, chosen.package, ch,
+        for ch in cand.channels:   # other catalogs too: a newer bundle elsewhere is an update as well
+            newer.setdefault((cand.catalog, ch), []).append(cand)
+    return [Update(d.name, catalog, chosen.package, ch,
                    tuple(c.name for c in sorted(cands, key=lambda c: c.version, reverse=True)))
-            for ch, cands in sorted(newer.items())]
+            for (catalog, ch), cands in sorted(newer.items())]
 
 
 def _names(items: Mapping[str, object]) -> str:

@@ -319,3 +319,26 @@ def test_a_dependency_is_installed_with_its_dependent_and_pruned_with_it(repo, k
     assert managed(k8s, "grumbo") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "grumbo") is None
     assert "operator: grumbo" not in (repo.path / "olm.lock").read_text()
+
+
+def test_deprecations_are_reported_by_reconcile_and_in_status(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert next(c for c in status["conditions"] if c["type"] == "Deprecated")["status"] == "False"
+    catalog = repo.path / "catalogs/community/plumbus.yaml"
+    catalog.write_text(catalog.read_text() + (
+        "---\nschema: olm.deprecations\npackage: plumbus\nentries:\n"
+        "  - reference: {schema: olm.bundle, name: plumbus.v1.0.0}\n    message: 1.0.0 leaks fleebs\n"
+        "  - reference: {schema: olm.channel, name: stable}\n    message: follow candidate\n"))
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert "deprecated: plumbus: bundle plumbus.v1.0.0: 1.0.0 leaks fleebs" in run.out
+    assert "deprecated: plumbus: channel stable: follow candidate" in run.out
+    conditions = {c["type"]: c for c in get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+                  ["conditions"]}
+    assert conditions["BundleDeprecated"]["status"] == "True"
+    assert "1.0.0 leaks fleebs" in conditions["BundleDeprecated"]["message"]
+    assert conditions["ChannelDeprecated"]["status"] == "True"
+    assert conditions["PackageDeprecated"]["status"] == "False"
+    assert conditions["Deprecated"]["status"] == "True"

@@ -19,7 +19,8 @@ Scenario keys:
   expect           bundles: {owner: bundle or catalog/bundle}  (the complete set)
                    applied: {owner: false}    required_by: {owner: [names]}
                    dependencies: {owner: [[need, bundle]]}    satisfies: {owner: [[bundle, need]]}
-                   updates: {owner: {channel: [bundles]}}      error: [substrings]
+                   updates: {owner: {channel: [bundles]}}  (channel as catalog/channel when in another catalog)
+                   deprecations: {owner: [[package|channel|bundle, name]]}      error: [substrings]
 """
 
 from __future__ import annotations
@@ -138,8 +139,15 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
     if "updates" in expect:
         updates = {}
         for u in resolution.updates:
-            updates.setdefault(u.operator, {})[u.channel] = list(u.options)
+            own = resolution.for_owner(u.operator).catalog
+            key = u.channel if u.catalog == own else f"{u.catalog}/{u.channel}"
+            updates.setdefault(u.operator, {})[key] = list(u.options)
         assert updates == (expect["updates"] or {})
+    if "deprecations" in expect:
+        found: dict[str, list[list[str]]] = {}
+        for dep in resolution.deprecations:
+            found.setdefault(dep.operator, []).append([dep.scope, dep.name])
+        assert found == (expect["deprecations"] or {})
     again = _resolve(tmp_path)[1]
     assert again == lock, "the same inputs must give the same lockfile, byte for byte"
 
