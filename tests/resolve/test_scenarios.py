@@ -21,6 +21,7 @@ Scenario keys:
                    dependencies: {owner: [[need, bundle]]}    satisfies: {owner: [[bundle, need]]}
                    updates: {owner: {channel: [bundles]}}  (channel as catalog/channel when in another catalog)
                    deprecations: {owner: [[package|channel|bundle, name]]}      error: [substrings]
+                   errorExcludes: [substrings the error must not contain]
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
         text = err.value.render()
         for fragment in expect["error"]:
             assert fragment in text, f"{path.name}: expected {fragment!r} in:\n{text}"
+        for fragment in expect.get("errorExcludes", []):
+            assert fragment not in text, f"{path.name}: {fragment!r} must not be blamed in:\n{text}"
         return
     resolution, lock = _resolve(tmp_path)
     got = {s.owner: (s.catalog, s.bundle_name) for s in resolution.selections}
