@@ -22,8 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "resolve", help="choose the exact bundles, explain why, and write olm.lock",
         description="Resolve the repository's Operator and Input declarations against its catalogs with a "
-                    "SAT solver and write olm.lock. What is installed comes from olm.lock and, when a cluster "
-                    "is configured, from its status objects (read only). Nothing is applied.",
+                    "SAT solver and write olm.lock. What is installed comes from the cluster's status objects "
+                    "(read only) when a cluster is configured, and then olm.lock is preferred for Operators "
+                    "the cluster does not have while it still satisfies their declarations; without a "
+                    "cluster, from olm.lock. Nothing is applied.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")

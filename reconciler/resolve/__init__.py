@@ -105,6 +105,7 @@ class ResolutionRequest:
     classes: Mapping[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     kube_version: str | None = None
     semver_catalogs: frozenset[str] = frozenset()   # catalogs whose upgrade graph is semver-ordered
+    pins: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> locked bundle, preferred first
 
 
 class Resolver(Protocol):
@@ -277,6 +278,9 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
         if not cands:
             raise _nothing_matches(d, pred, request.catalogs, installed_entry)
         installed = _installed_candidate(universe, installed_entry, d)
+        pinned = _installed_candidate(universe, request.pins.get(d.name), d) if installed_entry is None else None
+        if pinned is not None and pinned in cands:
+            cands = [pinned] + [c for c in cands if c is not pinned]
         allowed = None
         installed_name = ""
         if installed is not None and not cls.force:

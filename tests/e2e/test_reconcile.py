@@ -342,3 +342,37 @@ def test_deprecations_are_reported_by_reconcile_and_in_status(repo, kc, k8s, cap
     assert conditions["ChannelDeprecated"]["status"] == "True"
     assert conditions["PackageDeprecated"]["status"] == "False"
     assert conditions["Deprecated"]["status"] == "True"
+
+
+def _resolve_offline(repo, capsys):
+    from reconciler.cli import main
+    import io
+    capsys.readouterr()
+    code = main(["resolve", str(repo.path), "--offline"], out=io.StringIO())
+    return code, capsys.readouterr().err
+
+
+def test_reverting_a_tentative_upgrade_follows_the_cluster_not_the_lock(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    repo.set_version(">=1.0.0 <2.0.0")
+    assert _resolve_offline(repo, capsys)[0] == 0          # the lock now says 1.1.0; the cluster runs 1.0.0
+    assert "plumbus.v1.1.0" in (repo.path / "olm.lock").read_text()
+    repo.set_version("1.0.0")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V100
+    assert "plumbus.v1.0.0" in (repo.path / "olm.lock").read_text()
+
+
+def test_a_fresh_cluster_installs_the_committed_lock_while_it_satisfies(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert _resolve_offline(repo, capsys)[0] == 0
+    repo.set_version(">=1.0.0 <2.0.0")                      # 1.1.0 satisfies too, but 1.0.0 is locked
+    repo.commit("lock 1.0.0, widen the range")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V100
+    run = reconcile(repo, kc, capsys=capsys)                # installed now: the next reconcile upgrades
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V110
