@@ -32,6 +32,23 @@ from reconciler.model.lock import LOCK_FILENAME, Lockfile
 SETTINGS_FILE = "reconciler.yaml"
 CATALOGS_DIR = "catalogs"
 BUNDLES_DIR = "bundles"
+PROVISIONER_CLASS_API_VERSIONS = ("rukpak.io/v1", "core.rukpak.io/v1alpha1")
+
+# Kinds of the design documents that declare nothing this tool can act on, and why (what to write instead).
+_DIRECT = "declare an Operator with spec.bundle {name, refs} to install a bundle without a catalog"
+REFUSED_KINDS = {
+    "Install": "an Install is the cluster-side plan of one installation (content, namespace mapping, approval, "
+               "a ServiceAccount); here the plan is computed from Operator declarations and recorded in olm.lock "
+               "and the Operator status objects, so it is never committed; " + _DIRECT,
+    "Bundle": "a RukPak Bundle only makes content available to a provisioner and installs nothing by itself; "
+              "this tool fetches and pins bundle content itself; " + _DIRECT,
+    "Instance": "a RukPak Instance activates a Bundle through an in-cluster provisioner; this tool is the "
+                "provisioner and activates what Operator declarations select; " + _DIRECT,
+    "BundleDeployment": "a RukPak BundleDeployment is handled by an in-cluster provisioner; this tool applies "
+                        "bundles itself, so " + _DIRECT,
+    "BundleInstance": "a BundleInstance is handled by an in-cluster provisioner; this tool applies bundles "
+                      "itself, so " + _DIRECT,
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,8 @@ class RepoSnapshot:
     catalog_dirs: dict[str, Path]
     lock: Lockfile | None
     input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
+    # (file, document) of every ProvisionerClass, as written: the approval policy reads them
+    provisioner_classes: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     @property
     def lock_path(self) -> Path:
@@ -80,9 +99,10 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     lock = None
     if (top / LOCK_FILENAME).is_file():
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
-    operators, classes = _read_declarations(top, settings)
+    operators, classes, provisioner_classes = _read_declarations(top, settings)
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
-                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes)
+                        operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes,
+                        provisioner_classes=provisioner_classes)
 
 
 def _read_settings(top: Path) -> Settings:
@@ -160,13 +180,28 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     return found
 
 
-def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDecl, ...], dict[str, InputClass]]:
+def _read_declarations(top: Path, settings: Settings) -> tuple[
+        tuple[OperatorDecl, ...], dict[str, InputClass], tuple[tuple[str, dict[str, Any]], ...]]:
     operators: dict[str, OperatorDecl] = {}
     classes: dict[str, InputClass] = dict(BUILTIN_INPUT_CLASSES)
+    provisioner_classes: list[tuple[str, dict[str, Any]]] = []
     for path in _declaration_files(top, settings):
         rel = path.relative_to(top).as_posix()
         for index, doc in enumerate(yamlio.read_all(path, rel)):
             origin = Origin(rel, index)
+            if isinstance(doc, dict) and doc.get("kind") in REFUSED_KINDS:
+                raise DeclarationError(f"{doc.get('apiVersion') or '(no apiVersion)'} {doc['kind']} is not a "
+                                       f"declaration here: {REFUSED_KINDS[doc['kind']]}", path=str(origin),
+                                       obj=f"{doc['kind']} {(doc.get('metadata') or {}).get('name', '')}".strip(),
+                                       hint="see docs/resolution.md (What can be declared) for what each kind of the design "
+                                            "documents means here")
+            if isinstance(doc, dict) and doc.get("kind") == "ProvisionerClass":
+                if doc.get("apiVersion", PROVISIONER_CLASS_API_VERSIONS[0]) not in PROVISIONER_CLASS_API_VERSIONS:
+                    raise DeclarationError(
+                        f"ProvisionerClass needs apiVersion {' or '.join(PROVISIONER_CLASS_API_VERSIONS)}, "
+                        f"not {doc.get('apiVersion') or '(none)'}", path=str(origin))
+                provisioner_classes.append((str(origin), doc))
+                continue
             if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
                 raise DeclarationError("not a declaration: every document needs apiVersion and kind",
                                        path=str(origin),
@@ -187,7 +222,8 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDec
             else:
                 raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
                                        hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}), "
-                                            f"Input and InputClass ({', '.join(INPUT_API_VERSIONS)}); "
+                                            f"Input and InputClass ({', '.join(INPUT_API_VERSIONS)}), "
+                                            f"ProvisionerClass ({', '.join(PROVISIONER_CLASS_API_VERSIONS)}); "
                                             f"list other files under 'ignore:' in {SETTINGS_FILE}")
             if decl.name in operators:
                 other = operators[decl.name]
@@ -200,7 +236,7 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[tuple[OperatorDec
             raise DeclarationError(f"input class {decl.input_class!r} does not exist", path=str(decl.origin),
                                    obj=f"{decl.kind} {decl.name}",
                                    hint=f"known classes: {', '.join(sorted(classes))}")
-    return tuple(operators[n] for n in sorted(operators)), classes
+    return tuple(operators[n] for n in sorted(operators)), classes, tuple(provisioner_classes)
 
 
 def git_revision(path: Path) -> str | None:
