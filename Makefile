@@ -2,14 +2,18 @@
 #   make demo   reconcile examples/gitops-repo against a local kube-apiserver
 #   make test   run the whole test suite
 # Both create the virtualenv and build the pinned control-plane binaries
-# (cached outside the repository) when they are missing.
+# (cached outside the repository) when they are missing. `make test` also
+# builds the pinned peers the parity tests compare against (opm, the OCI
+# registry, crane) and, as root on Debian, installs Graphviz and OpenSSH's
+# server with apt-get when missing, so that no test is skipped for want of
+# a tool (only the corpus tests skip, when ../shared/corpus is absent).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install binaries clean
+.PHONY: demo test install binaries peers tools clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +34,23 @@ demo: binaries
 	@echo "The local cluster keeps running: export KUBECONFIG=$$($(BIN)/reconciler cluster kubeconfig)"
 	@echo "Stop it with: $(BIN)/reconciler cluster down"
 
-test: binaries
+# Built before pytest collects anything: a test module looks for opm when it is imported.
+peers: $(STAMP)
+	$(BIN)/python -c 'from bench.peers import opm, registry, crane; opm.opm_binary(); registry.registry_binary(); crane.crane_binary()'
+
+# Graphviz (`catalog graph --format svg`) and sshd (git over SSH) for the tests that use them.
+TOOL_PACKAGES := $(if $(shell command -v dot),,graphviz) $(if $(wildcard /usr/sbin/sshd),,openssh-server) \
+                 $(if $(shell command -v ssh-keygen),,openssh-client)
+tools:
+	@if [ -n "$(strip $(TOOL_PACKAGES))" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TOOL_PACKAGES); \
+	  else \
+	    echo "missing: $(TOOL_PACKAGES); install them (the tests that need them are skipped otherwise)"; \
+	  fi; \
+	fi
+
+test: binaries peers tools
 	$(BIN)/python -m pytest
 
 clean:

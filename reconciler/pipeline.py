@@ -79,17 +79,33 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
 
 
 def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, LockEntry]:
-    """What is installed, per owner: the lockfile, completed by the cluster's status objects."""
-    installed = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
-    if kube is not None:
-        for name, rec in status_objects.read_all(kube).items():
-            b = rec.status.get("bundle") or {}
-            if name not in installed and b.get("name"):
-                installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
-                                            version=b.get("version", ""), catalog=b.get("catalog", ""),
-                                            channel=b.get("channel", ""), source=b.get("source", ""),
-                                            digest=b.get("digest", ""))
+    """What is installed, per owner: the cluster's status objects when a cluster is configured, else olm.lock.
+
+    The cluster is the truth about itself: a lock rewritten by a tentative
+    ``resolve`` must not make reverting look like a downgrade. Without a
+    cluster the lock is the only record of what was installed.
+    """
+    if kube is None:
+        return {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    installed = {}
+    for name, rec in status_objects.read_all(kube).items():
+        b = rec.status.get("bundle") or {}
+        if b.get("name"):
+            installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
+                                        version=b.get("version", ""), catalog=b.get("catalog", ""),
+                                        channel=b.get("channel", ""), source=b.get("source", ""),
+                                        digest=b.get("digest", ""))
     return installed
+
+
+def lock_pins(snapshot: RepoSnapshot, installed: Mapping[str, LockEntry]) -> dict[str, LockEntry]:
+    """Locked bundles for owners with nothing installed: a committed lock is what a fresh cluster gets.
+
+    Like package-lock.json, the lock is preferred while it still satisfies the
+    declarations; a declaration it no longer satisfies resolves afresh.
+    """
+    locked = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    return {owner: e for owner, e in locked.items() if owner not in installed}
 
 
 def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
@@ -101,8 +117,10 @@ def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
 def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None) -> Resolution:
     catalogs = load_catalogs(snapshot, snapshot.operators)
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
-    request = ResolutionRequest(snapshot.operators, catalogs, installed_state(snapshot, kube),
-                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver)
+    installed = installed_state(snapshot, kube)
+    request = ResolutionRequest(snapshot.operators, catalogs, installed,
+                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver,
+                                pins=lock_pins(snapshot, installed) if kube is not None else {})
     return (resolver or SatResolver()).resolve(request)
 
 
@@ -340,7 +358,23 @@ def _report(sel: Selection, resolution: Resolution | None) -> tuple[dict, tuple[
     else:
         cond = status_objects.condition("UpdateAvailable", False, "NoUpdates",
                                         "no newer bundle outside the declaration's channel and version range")
-    return report, (cond,)
+    return report, (cond, *_deprecation_conditions(sel, resolution))
+
+
+def _deprecation_conditions(sel: Selection, resolution: Resolution | None) -> tuple[dict[str, str], ...]:
+    """operator-controller's deprecation conditions: one per scope, and Deprecated for any of them."""
+    found = {d.scope: d for d in (resolution.deprecations if resolution else ()) if d.operator == sel.owner}
+    out = []
+    for scope, type_ in (("package", "PackageDeprecated"), ("channel", "ChannelDeprecated"),
+                         ("bundle", "BundleDeprecated")):
+        dep = found.get(scope)
+        out.append(status_objects.condition(type_, dep is not None, "Deprecated" if dep else "NotDeprecated",
+                                            f"{scope} {dep.name}: {dep.message}" if dep else
+                                            f"the catalog does not deprecate this {scope}"))
+    any_dep = [c["message"] for c in out if c["status"] == "True"]
+    out.insert(0, status_objects.condition("Deprecated", bool(any_dep), "Deprecated" if any_dep else "NotDeprecated",
+                                           "; ".join(any_dep) or "nothing chosen for this Operator is deprecated"))
+    return tuple(out)
 
 
 def _stamp(obj: Manifest, operator: str) -> Manifest:

@@ -338,7 +338,9 @@ def _permissions(conv: Conversion) -> Iterator[Manifest]:
     for name, sa, rules in _rule_sets(conv.csv, "permissions"):
         subject = [{"kind": "ServiceAccount", "name": sa, "namespace": plan.namespace}]
         if plan.mode == ALL:
-            yield _cluster_role(name, rules)
+            # promoted to cluster scope, as OLM does, with the rule OLM adds so the operator can see namespaces
+            yield _cluster_role(name, [*rules, {"apiGroups": [""], "resources": ["namespaces"],
+                                                "verbs": ["get", "list", "watch"]}])
             yield _cluster_role_binding(name, subject)
             continue
         for ns in sorted(set(plan.target_namespaces) | {plan.namespace}):

@@ -8,8 +8,11 @@
   the lower ones; the highest bundle of each minor version replaces the
   highest of the previous minor version of the same major; no edge crosses a
   major version. The default channel is the most stable channel type that
-  has bundles, then the highest head. Without either ``Generate*`` flag only
-  minor channels are generated.
+  has bundles, then the highest head, then the ``DefaultChannelTypePreference``
+  (``minor`` or ``major``; by default minor when minor channels are
+  generated). Without either ``Generate*`` flag only minor channels are
+  generated. Field names match case-insensitively (``schema`` or ``Schema``)
+  and unknown fields are refused, as opm's strict decoding does.
 
 A bundle reference is a bundle directory (``file://`` or a path, relative to
 the template file) or an OCI image reference, pulled through ``reconciler.oci``.
@@ -62,17 +65,48 @@ def render_basic(doc: dict[str, Any], render: BundleRenderer, source: str) -> li
     return out
 
 
+SEMVER_FIELDS = ("Schema", "GenerateMajorChannels", "GenerateMinorChannels", "DefaultChannelTypePreference",
+                 *SEMVER_TYPES)
+
+
+def _field(doc: dict[str, Any], name: str) -> Any:
+    """A field matched as Go's JSON decoding does: the exact name, else case-insensitively."""
+    if name in doc:
+        return doc[name]
+    return next((v for k, v in doc.items() if isinstance(k, str) and k.lower() == name.lower()), None)
+
+
+def _check_fields(doc: dict[str, Any], known: tuple[str, ...], where: str, source: str) -> None:
+    lowered = {k.lower() for k in known}
+    unknown = sorted(str(k) for k in doc if not isinstance(k, str) or k.lower() not in lowered)
+    if unknown:
+        raise CatalogError(f"{where}: unknown field(s) {', '.join(unknown)}", path=source,
+                           hint=f"known fields: {', '.join(known)}")
+
+
 def render_semver(doc: dict[str, Any], render: BundleRenderer, source: str) -> list[dict[str, Any]]:
-    major = bool(doc.get("GenerateMajorChannels", False))
-    minor = bool(doc.get("GenerateMinorChannels", False))
+    _check_fields(doc, SEMVER_FIELDS, "semver template", source)
+    major = bool(_field(doc, "GenerateMajorChannels") or False)
+    minor = bool(_field(doc, "GenerateMinorChannels") or False)
     if not major and not minor:
         minor = True
+    preference = _field(doc, "DefaultChannelTypePreference") or ("minor" if minor else "major")
+    if preference not in ("minor", "major"):
+        raise CatalogError(f"unknown DefaultChannelTypePreference {preference!r}", path=source,
+                           hint="valid values are 'major' or 'minor'")
+    if not (minor if preference == "minor" else major):
+        raise CatalogError(f"DefaultChannelTypePreference is {preference!r}, but no {preference}-version "
+                           f"channels are generated", path=source,
+                           hint=f"set Generate{preference.capitalize()}Channels: true or change the preference")
     rendered: dict[str, dict[str, Any]] = {}
     by_type: dict[str, list[tuple[semver.Version, str]]] = {}
     package = None
     for kind in SEMVER_TYPES:
-        section = doc.get(kind) or {}
-        refs = [b.get("Image") for b in section.get("Bundles") or [] if isinstance(b, dict)]
+        section = _field(doc, kind) or {}
+        if not isinstance(section, dict):
+            raise CatalogError(f"{kind} must be a mapping with Bundles", path=source)
+        _check_fields(section, ("Bundles",), kind, source)
+        refs = [_field(b, "Image") for b in _field(section, "Bundles") or [] if isinstance(b, dict)]
         for ref in refs:
             if not isinstance(ref, str) or not ref:
                 raise CatalogError(f"{kind}.Bundles: every entry needs an Image", path=source)
@@ -89,7 +123,8 @@ def render_semver(doc: dict[str, Any], render: BundleRenderer, source: str) -> l
     if package is None:
         raise CatalogError("the semver template lists no bundles", path=source)
     channels: list[dict[str, Any]] = []
-    heads: list[tuple[int, int, semver.Version, str]] = []   # (type rank, major-first, head version, channel)
+    # (type rank, head version, 1 for the preferred channel kind, channel): opm's most stable, highest head
+    heads: list[tuple[int, semver.Version, int, str]] = []
     for rank, kind in enumerate(SEMVER_TYPES):
         bundles = sorted(set(by_type.get(kind, [])))
         if not bundles:
@@ -100,14 +135,14 @@ def render_semver(doc: dict[str, Any], render: BundleRenderer, source: str) -> l
                 members = [(v, n) for v, n in bundles if v.major == mj]
                 name = f"{kind.lower()}-v{mj}"
                 channels.append(_channel(package, name, members, edges))
-                heads.append((rank, 1, members[-1][0], name))
+                heads.append((rank, members[-1][0], int(preference == "major"), name))
         if minor:
             for mj, mn in sorted({(v.major, v.minor) for v, _ in bundles}):
                 members = [(v, n) for v, n in bundles if (v.major, v.minor) == (mj, mn)]
                 name = f"{kind.lower()}-v{mj}.{mn}"
                 channels.append(_channel(package, name, members, edges))
-                heads.append((rank, 0, members[-1][0], name))
-    default = max(heads)[3]
+                heads.append((rank, members[-1][0], int(preference == "minor"), name))
+    default = max(heads, key=lambda h: h[:3])[3]   # a full tie keeps the first, as opm's high-water mark does
     out: list[dict[str, Any]] = [{"schema": "olm.package", "name": package, "defaultChannel": default}]
     out += sorted(channels, key=lambda c: c["name"])
     out += sorted(rendered.values(), key=lambda b: b["name"])
@@ -159,6 +194,6 @@ def render_template(kind: str, doc: Any, base: Path, source: str,
         if doc.get("schema") != "olm.template.basic":
             raise CatalogError(f"schema is {doc.get('schema')!r}, not olm.template.basic", path=source)
         return render_basic(doc, render, source)
-    if doc.get("Schema") != "olm.semver":
-        raise CatalogError(f"Schema is {doc.get('Schema')!r}, not olm.semver", path=source)
+    if _field(doc, "Schema") != "olm.semver":
+        raise CatalogError(f"Schema is {_field(doc, 'Schema')!r}, not olm.semver", path=source)
     return render_semver(doc, render, source)

@@ -99,9 +99,12 @@ class Kube:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         if self.impersonated:
             headers["Impersonate-User"] = self.impersonated
-        # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give.
+        # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give:
+        # JSON (valid YAML) in UTF-8, never \u escapes, which the server's YAML reader refuses for characters
+        # outside the Basic Multilingual Plane (surrogate pairs).
         json_type = content_type.split(";")[0].strip().endswith("json")
-        payload = body if json_type or body is None or isinstance(body, str) else json.dumps(body)
+        payload = body if json_type or body is None or isinstance(body, (str, bytes)) else \
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
         _, url, headers, payload, _ = self.api.param_serialize(
             method, path, query_params=query or [], header_params=headers, body=payload,
             auth_settings=["BearerToken"])

@@ -86,8 +86,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
             line += " [input class only reports: not applied]"
         print(line, file=out)
     for upd in resolution.updates if resolution else ():
-        print(f"  update available for {upd.operator} outside its declaration: channel {upd.channel}: "
-              f"{', '.join(upd.options)}", file=out)
+        print(f"  update available for {upd.operator} outside its declaration: channel {upd.channel} of "
+              f"{upd.catalog}: {', '.join(upd.options)}", file=out)
+    for dep in resolution.deprecations if resolution else ():
+        print(f"  deprecated: {dep.operator}: {dep.scope} {dep.name}: {dep.message}", file=out)
     if outcome.lock_written:
         lock_state = "written"
     elif snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():

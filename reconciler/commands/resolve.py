@@ -22,8 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "resolve", help="choose the exact bundles, explain why, and write olm.lock",
         description="Resolve the repository's Operator and Input declarations against its catalogs with a "
-                    "SAT solver and write olm.lock. What is installed comes from olm.lock and, when a cluster "
-                    "is configured, from its status objects (read only). Nothing is applied.",
+                    "SAT solver and write olm.lock. What is installed comes from the cluster's status objects "
+                    "(read only) when a cluster is configured, and then olm.lock is preferred for Operators "
+                    "the cluster does not have while it still satisfies their declarations; without a "
+                    "cluster, from olm.lock. Nothing is applied.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
@@ -127,6 +129,8 @@ def as_document(resolution: Any, lockfile: Any, *, explain: bool) -> dict[str, A
         "bundles": bundles,
         "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
                      "options": list(u.options)} for u in resolution.updates],
+        "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
+                         for d in resolution.deprecations],
     }
 
 
@@ -153,3 +157,5 @@ def _table(resolution: Any, out: TextIO, *, explain: bool) -> None:
     for u in resolution.updates:
         print(f"\nupdate available for {u.operator} (needs a change to its declaration): channel {u.channel} "
               f"of {u.catalog}: {', '.join(u.options)}", file=out)
+    for d in resolution.deprecations:
+        print(f"\ndeprecated: {d.operator}: {d.scope} {d.name}: {d.message}", file=out)

@@ -41,6 +41,21 @@ BUNDLES_DIR = "bundles"
 APPROVALS_DIR = "approvals"
 POLICIES_DIR = "policies"
 _NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR)
+# Kinds of the design documents that declare nothing this tool can act on, and why (what to write instead).
+_DIRECT = "declare an Operator with spec.bundle {name, refs} to install a bundle without a catalog"
+REFUSED_KINDS = {
+    "Install": "an Install is the cluster-side plan of one installation (content, namespace mapping, approval, "
+               "a ServiceAccount); here the plan is computed from Operator declarations and recorded in olm.lock "
+               "and the Operator status objects, so it is never committed; " + _DIRECT,
+    "Bundle": "a RukPak Bundle only makes content available to a provisioner and installs nothing by itself; "
+              "this tool fetches and pins bundle content itself; " + _DIRECT,
+    "Instance": "a RukPak Instance activates a Bundle through an in-cluster provisioner; this tool is the "
+                "provisioner and activates what Operator declarations select; " + _DIRECT,
+    "BundleDeployment": "a RukPak BundleDeployment is handled by an in-cluster provisioner; this tool applies "
+                        "bundles itself, so " + _DIRECT,
+    "BundleInstance": "a BundleInstance is handled by an in-cluster provisioner; this tool applies bundles "
+                      "itself, so " + _DIRECT,
+}
 
 
 @dataclass(frozen=True)
@@ -195,6 +210,16 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
         rel = path.relative_to(top).as_posix()
         for index, doc in enumerate(yamlio.read_all(path, rel)):
             origin = Origin(rel, index)
+            if isinstance(doc, dict) and doc.get("kind") in REFUSED_KINDS:
+                raise DeclarationError(f"{doc.get('apiVersion') or '(no apiVersion)'} {doc['kind']} is not a "
+                                       f"declaration here: {REFUSED_KINDS[doc['kind']]}", path=str(origin),
+                                       obj=f"{doc['kind']} {(doc.get('metadata') or {}).get('name', '')}".strip(),
+                                       hint="see docs/resolution.md (What can be declared) for what each kind of the design "
+                                            "documents means here")
+            if isinstance(doc, dict) and doc.get("kind") == "ProvisionerClass" \
+                    and doc.get("apiVersion") not in PROVISIONER_API_VERSIONS:
+                raise DeclarationError(f"ProvisionerClass needs apiVersion {' or '.join(PROVISIONER_API_VERSIONS)}, "
+                                       f"not {doc.get('apiVersion') or '(none)'}", path=str(origin))
             if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
                 raise DeclarationError("not a declaration: every document needs apiVersion and kind",
                                        path=str(origin),

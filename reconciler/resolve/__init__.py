@@ -16,7 +16,7 @@ from typing import Mapping, Protocol
 import semver
 
 from reconciler.errors import InputError, ResolutionError
-from reconciler.model.catalog import Catalog
+from reconciler.model.catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Catalog
 from reconciler.model.constraints import (
     AllOf, CatalogIs, ChannelIs, NameIs, PackageIs, Predicate, VersionIn, parse_constraint,
 )
@@ -26,10 +26,10 @@ from reconciler.model.declarations import (
 from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import VersionRange, parse_version
 from reconciler.resolve.sat import Problem, Requirement
-from reconciler.resolve.universe import Candidate, Universe, own_order, successors
+from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
-__all__ = ["Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable", "Update",
-           "UNSATISFIABLE"]
+__all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
+           "Update", "UNSATISFIABLE"]
 
 UNSATISFIABLE = "the declarations cannot all be satisfied"
 
@@ -77,10 +77,21 @@ class Update:
 
 
 @dataclass(frozen=True)
+class Deprecation:
+    """A catalog deprecates the package, the channel or the bundle chosen for an owner."""
+
+    operator: str
+    scope: str            # package, channel or bundle
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Resolution:
     selections: tuple[Selection, ...]
     updates: tuple[Update, ...] = ()
     kube_version: str | None = None
+    deprecations: tuple[Deprecation, ...] = ()
 
     def for_owner(self, owner: str) -> Selection | None:
         return next((s for s in self.selections if s.owner == owner), None)
@@ -94,6 +105,7 @@ class ResolutionRequest:
     classes: Mapping[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     kube_version: str | None = None
     semver_catalogs: frozenset[str] = frozenset()   # catalogs whose upgrade graph is semver-ordered
+    pins: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> locked bundle, preferred first
 
 
 class Resolver(Protocol):
@@ -122,8 +134,24 @@ class SatResolver:
             selections += [s for s in sel if s.kind != "Dependency"]
             updates += upd
         selections.sort(key=lambda s: s.owner)
-        return Resolution(tuple(selections), tuple(sorted(updates, key=lambda u: (u.operator, u.channel))),
-                          str(current) if current else None)
+        return Resolution(tuple(selections),
+                          tuple(sorted(updates, key=lambda u: (u.operator, u.catalog, u.channel))),
+                          str(current) if current else None, deprecations(selections, request.catalogs))
+
+
+def deprecations(selections: list[Selection], catalogs: Mapping[str, Catalog]) -> tuple[Deprecation, ...]:
+    """What the catalogs deprecate among the chosen packages, followed channels and bundles."""
+    out = []
+    for sel in selections:
+        cat = catalogs.get(sel.catalog) if sel.catalog else None
+        if cat is None:
+            continue
+        for scope, schema, name in (("package", SCHEMA_PACKAGE, sel.package), ("channel", SCHEMA_CHANNEL, sel.channel),
+                                    ("bundle", SCHEMA_BUNDLE, sel.bundle_name)):
+            message = cat.deprecation(sel.package, schema, name) if name else None
+            if message is not None:
+                out.append(Deprecation(sel.owner, scope, name, message))
+    return tuple(out)
 
 
 def _kube(text: str | None) -> semver.Version | None:
@@ -246,17 +274,25 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
         installed_entry = request.installed.get(d.name)
         pred = _predicate(d, request.catalogs, installed_entry)
         channel = (d.catalog.channel or None) if d.catalog else None
-        cands = own_order(universe.matching(pred), channel)
+        cands = own_order(universe.matching(pred), channel, ranged=d.version is not None)
         if not cands:
             raise _nothing_matches(d, pred, request.catalogs, installed_entry)
         installed = _installed_candidate(universe, installed_entry, d)
+        pinned = _installed_candidate(universe, request.pins.get(d.name), d) if installed_entry is None else None
+        if pinned is not None and pinned in cands:
+            cands = [pinned] + [c for c in cands if c is not pinned]
         allowed = None
+        installed_name = ""
         if installed is not None and not cls.force:
             semver_mode = installed.catalog in request.semver_catalogs
             allowed = {installed.key} | {s.key for s in successors(universe, installed, semver_mode)}
+        elif installed_entry is not None and not cls.force and _same_package(installed_entry, d, universe):
+            allowed = _heirs_of_gone(universe, request, installed_entry, d)
+            installed_name = installed_entry.name
         reqs.append(Requirement(name=d.name, label=f"{d.kind} {d.name}",
                                 text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
-                                candidates=cands, allowed=allowed, installed=installed, force=cls.force,
+                                candidates=cands, allowed=allowed, installed=installed,
+                                installed_name=installed_name, force=cls.force,
                                 minimal_version=cls.minimal_version))
     problem = Problem(universe, reqs, _min_kube_exclusions(universe, kube))
     try:
@@ -363,18 +399,43 @@ def _installed_candidate(universe: Universe, entry: LockEntry | None, d: Operato
     return None
 
 
+def _same_package(entry: LockEntry, d: OperatorDecl, universe: Universe) -> bool:
+    """Whether what is installed is the declaration's package (and that package is in some catalog)."""
+    return d.package is not None and entry.package == d.package and bool(universe.by_package.get(entry.package))
+
+
+def _heirs_of_gone(universe: Universe, request: ResolutionRequest, entry: LockEntry,
+                   d: OperatorDecl) -> set[tuple[str, str, str]]:
+    """Upgrade edges from an installed bundle the catalog no longer has; an error naming it when none exist."""
+    catalog = entry.catalog or (d.catalog.name if d.catalog else "")
+    try:
+        version = parse_version(entry.version) if entry.version else None
+    except InputError:
+        version = None
+    found = heirs(universe, catalog, entry.package, entry.name, version, catalog in request.semver_catalogs)
+    if not found:
+        raise ResolutionError(
+            f"the installed bundle {entry.name} (package {entry.package}, version {entry.version or 'unknown'}) "
+            f"is no longer in catalog {catalog!r}, and no bundle there replaces, skips or has a skipRange "
+            f"including it, so there is no upgrade edge from it",
+            path=str(d.origin), obj=f"{d.kind} {d.name}",
+            hint="restore the bundle in the catalog, add an upgrade edge from it, or set inputClass: force "
+                 "to move to what the declaration selects")
+    return {c.key for c in found}
+
+
 def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[Requirement]) -> list[Update]:
     req = next(r for r in reqs if r.name == d.name)
     reachable = {c.key for c in req.candidates}
-    newer: dict[str, list[Candidate]] = {}
+    newer: dict[tuple[str, str], list[Candidate]] = {}
     for cand in universe.by_package.get(chosen.package, []):
-        if cand.catalog != chosen.catalog or cand.version <= chosen.version or cand.key in reachable:
+        if cand.version <= chosen.version or cand.key in reachable:
             continue
-        for ch in cand.channels:
-            newer.setdefault(ch, []).append(cand)
-    return [Update(d.name, chosen.catalog, chosen.package, ch,
+        for ch in cand.channels:   # other catalogs too: a newer bundle elsewhere is an update as well
+            newer.setdefault((cand.catalog, ch), []).append(cand)
+    return [Update(d.name, catalog, chosen.package, ch,
                    tuple(c.name for c in sorted(cands, key=lambda c: c.version, reverse=True)))
-            for ch, cands in sorted(newer.items())]
+            for (catalog, ch), cands in sorted(newer.items())]
 
 
 def _names(items: Mapping[str, object]) -> str:

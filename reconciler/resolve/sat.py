@@ -45,6 +45,7 @@ class Requirement:
     candidates: list[Candidate]
     allowed: set[tuple[str, str, str]] | None = None   # upgrade edges from what is installed
     installed: Candidate | None = None
+    installed_name: str = ""                    # what is installed, also when the catalog no longer has it
     force: bool = False
     minimal_version: bool = False
 
@@ -107,11 +108,12 @@ class Problem:
             text = f"{req.text}; " + (f"candidates: {names}" if req.candidates else "no bundle in any catalog "
                                                                                       "matches")
             self._fact(text, [[self.var(c) for c in req.candidates]])
-            if req.allowed is not None and req.installed is not None:
+            if req.allowed is not None and (req.installed is not None or req.installed_name):
                 blocked = [c for c in req.candidates if c.key not in req.allowed]
                 if blocked:
                     reachable = sorted(key[2] for key in req.allowed)
-                    self._fact(f"{req.label} has {req.installed.name} installed, and upgrades follow the catalog's "
+                    installed = req.installed.name if req.installed is not None else req.installed_name
+                    self._fact(f"{req.label} has {installed} installed, and upgrades follow the catalog's "
                                f"upgrade edges one hop at a time, which allow only: "
                                f"{', '.join(reachable) or 'nothing'} (inputClass: force moves it anywhere)",
                                [[-self.var(c)] for c in blocked])

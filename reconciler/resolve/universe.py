@@ -4,8 +4,9 @@ A ``Candidate`` is one bundle in one catalog (the same bundle name in two
 catalogs is two candidates). Preference, best first:
 
 * not deprecated before deprecated;
-* for an Operator's own choice: catalog priority, then the default channel,
-  then channel heads, then newer versions;
+* for an Operator's own choice: catalog priority, then the named channel
+  (else the package's default channel), then that channel's head (unless a
+  version range is declared), then newer versions;
 * for a dependency: the dependent's own catalog first, then catalog
   priority, the default channel, heads, and newer versions (older ones first
   under ``minimal-version``).
@@ -187,12 +188,18 @@ class Universe:
         return self.catalogs[cand.catalog].channels.get((cand.package, name))
 
 
-def own_order(cands: Iterable[Candidate], channel: str | None) -> list[Candidate]:
-    """Preference for an Operator's own bundle: priority, default channel, head, newest."""
+def own_order(cands: Iterable[Candidate], channel: str | None, ranged: bool = False) -> list[Candidate]:
+    """Preference for an Operator's own bundle: priority, the named (else default) channel, head, newest.
+
+    Only the head of the channel the Operator follows counts: being the head
+    of some other channel says nothing about this one. With a version range
+    (``ranged``) the highest version inside it wins, as in OLM v1, so the
+    channel's head is not preferred over a newer bundle in range either.
+    """
     def key(c: Candidate) -> tuple:
         preferred = channel or c.default_channel
-        return (c.deprecated, -c.priority, preferred not in c.channels, preferred not in c.heads_of,
-                not c.heads_of)
+        head = False if ranged else preferred not in c.heads_of
+        return (c.deprecated, -c.priority, preferred not in c.channels, head)
     return _stable(cands, key, newest_first=True)
 
 
@@ -249,3 +256,33 @@ def _in_skip_range(skip_range: str | None, version: semver.Version) -> bool:
         return VersionRange.parse(skip_range, dialect="blang").contains(version)
     except InputError:  # an invalid skipRange is a catalog validation finding, not an edge
         return False
+
+
+def heirs(universe: Universe, catalog: str, package: str, name: str, version: semver.Version | None,
+          semver_mode: bool = False) -> list[Candidate]:
+    """Bundles that upgrade from ``name``, a bundle the catalog no longer has.
+
+    As OLM does, an installed bundle that left the catalog is still upgraded
+    from: any channel entry of its package whose ``replaces``, ``skips`` or
+    ``skipRange`` names it is one hop away (in ``semver_mode``, any higher
+    version of the same major, minor for 0.x).
+    """
+    cat = universe.catalogs.get(catalog)
+    if cat is None:
+        return []
+    by_name = {c.name: c for c in universe.by_package.get(package, []) if c.catalog == catalog}
+    out: dict[tuple[str, str, str], Candidate] = {}
+    for channel in cat.channels_of(package):
+        for entry in channel.entries:
+            cand = by_name.get(entry.name)
+            if cand is None:
+                continue
+            if semver_mode:
+                hop = version is not None and cand.version > version and cand.version.major == version.major and (
+                    version.major > 0 or cand.version.minor == version.minor)
+            else:
+                hop = (entry.replaces == name or name in entry.skips
+                       or (version is not None and _in_skip_range(entry.skip_range, version)))
+            if hop:
+                out[cand.key] = cand
+    return [out[k] for k in sorted(out)]

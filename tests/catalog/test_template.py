@@ -87,6 +87,9 @@ def test_semver_never_crosses_a_major_version():
     ({"Schema": "olm.semver"}, "lists no bundles"),
     ({"Schema": "olm.semver", "Stable": {"Bundles": [{"Image": ""}]}}, "every entry needs an Image"),
     ({"Schema": "olm.other"}, "not olm.semver"),
+    ({"Schema": "olm.semver", "GenerateMinorChannel": True}, "unknown field.*GenerateMinorChannel"),
+    ({"Schema": "olm.semver", "DefaultChannelTypePreference": "patch"}, "unknown DefaultChannelTypePreference"),
+    ({"Schema": "olm.semver", "DefaultChannelTypePreference": "major"}, "no major-version channels"),
 ])
 def test_semver_errors(doc, message):
     with pytest.raises(CatalogError, match=message):
@@ -134,3 +137,24 @@ def test_cli_semver_template_on_real_bundles(tmp_path, capsys):
                                              {"name": "plumbus.v1.1.0", "replaces": "plumbus.v1.0.0"}]}
     assert main(["catalog", "template", "basic", str(tpl)], out=io.StringIO()) == 2
     assert "not olm.template.basic" in capsys.readouterr().err
+
+
+def test_semver_fields_match_case_insensitively_as_opm_reads_them():
+    doc = {k[0].lower() + k[1:] if isinstance(v, dict) or k == "Schema" else k: v for k, v in template().items()}
+    doc = {k: ({"bundles": [{"image": b["Image"]} for b in v["Bundles"]]} if isinstance(v, dict) else v)
+           for k, v in doc.items()}
+    assert "schema" in doc and "stable" in doc and "bundles" in doc["stable"]
+    lowered = render_template("semver", doc, Path("."), "t.yaml", fake_render)
+    assert lowered == render_template("semver", template(), Path("."), "t.yaml", fake_render)
+
+
+@pytest.mark.parametrize("flags, default", [
+    ({}, "stable-v1.0"),
+    ({"GenerateMajorChannels": True}, "stable-v1"),
+    ({"GenerateMajorChannels": True, "GenerateMinorChannels": True}, "stable-v1.0"),   # minor preferred on a tie
+    ({"GenerateMajorChannels": True, "GenerateMinorChannels": True, "DefaultChannelTypePreference": "major"},
+     "stable-v1"),
+])
+def test_semver_default_channel_as_opm_chooses_it(flags, default):
+    blobs = render_template("semver", template(**flags), Path("."), "t.yaml", fake_render)
+    assert blobs[0]["defaultChannel"] == default

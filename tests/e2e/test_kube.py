@@ -23,3 +23,17 @@ def test_json_post_apply_patch_and_errors(control_plane):
     assert err.value.status == 409
     kube.delete(info, "default", "kube-layer")
     assert kube.get(info, "default", "kube-layer") is None
+
+
+def test_apply_sends_characters_outside_the_bmp_as_written(control_plane):
+    kube = Kube(control_plane.admin_client())
+    info = kube.resource("v1", "ConfigMap")
+    text = "plumbus \U0001F680 ünïcode \u2603"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-emoji", "namespace": "default"},
+          "data": {"description": text}}
+    try:
+        assert kube.apply(info, cm, field_manager="test", dry_run=True)["data"] == {"description": text}
+        assert kube.apply(info, cm, field_manager="test", dry_run=False)["data"] == {"description": text}
+        assert kube.get(info, "default", "kube-emoji")["data"]["description"] == text
+    finally:
+        kube.delete(info, "default", "kube-emoji")

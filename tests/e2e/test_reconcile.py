@@ -38,9 +38,10 @@ def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]
 
 
 def test_install_applies_every_object_labelled_and_reports_status(repo, kc, k8s, capsys):
+    new_namespace = get(k8s, "v1", "Namespace", "plumbus-system") is None  # namespaces outlive the Operators
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
-    assert "plumbus.v1.1.0" in run.out and "Summary: 8 created" in run.out
+    assert "plumbus.v1.1.0" in run.out and f"Summary: {7 + new_namespace} created" in run.out
     assert managed(k8s, "plumbus") == V110
     dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
     assert dep["metadata"]["labels"][LABEL_OPERATOR] == "plumbus"
@@ -316,3 +317,60 @@ def test_a_dependency_is_installed_with_its_dependent_and_pruned_with_it(repo, k
     assert managed(k8s, "grumbo") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "grumbo") is None
     assert "operator: grumbo" not in (repo.path / "olm.lock").read_text()
+
+
+def test_deprecations_are_reported_by_reconcile_and_in_status(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    status = get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+    assert next(c for c in status["conditions"] if c["type"] == "Deprecated")["status"] == "False"
+    catalog = repo.path / "catalogs/community/plumbus.yaml"
+    catalog.write_text(catalog.read_text() + (
+        "---\nschema: olm.deprecations\npackage: plumbus\nentries:\n"
+        "  - reference: {schema: olm.bundle, name: plumbus.v1.0.0}\n    message: 1.0.0 leaks fleebs\n"
+        "  - reference: {schema: olm.channel, name: stable}\n    message: follow candidate\n"))
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert "deprecated: plumbus: bundle plumbus.v1.0.0: 1.0.0 leaks fleebs" in run.out
+    assert "deprecated: plumbus: channel stable: follow candidate" in run.out
+    conditions = {c["type"]: c for c in get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus")["status"]
+                  ["conditions"]}
+    assert conditions["BundleDeprecated"]["status"] == "True"
+    assert "1.0.0 leaks fleebs" in conditions["BundleDeprecated"]["message"]
+    assert conditions["ChannelDeprecated"]["status"] == "True"
+    assert conditions["PackageDeprecated"]["status"] == "False"
+    assert conditions["Deprecated"]["status"] == "True"
+
+
+def _resolve_offline(repo, capsys):
+    from reconciler.cli import main
+    import io
+    capsys.readouterr()
+    code = main(["resolve", str(repo.path), "--offline"], out=io.StringIO())
+    return code, capsys.readouterr().err
+
+
+def test_reverting_a_tentative_upgrade_follows_the_cluster_not_the_lock(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    repo.set_version(">=1.0.0 <2.0.0")
+    assert _resolve_offline(repo, capsys)[0] == 0          # the lock now says 1.1.0; the cluster runs 1.0.0
+    assert "plumbus.v1.1.0" in (repo.path / "olm.lock").read_text()
+    repo.set_version("1.0.0")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V100
+    assert "plumbus.v1.0.0" in (repo.path / "olm.lock").read_text()
+
+
+def test_a_fresh_cluster_installs_the_committed_lock_while_it_satisfies(repo, kc, k8s, capsys):
+    repo.set_version("1.0.0")
+    assert _resolve_offline(repo, capsys)[0] == 0
+    repo.set_version(">=1.0.0 <2.0.0")                      # 1.1.0 satisfies too, but 1.0.0 is locked
+    repo.commit("lock 1.0.0, widen the range")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V100
+    run = reconcile(repo, kc, capsys=capsys)                # installed now: the next reconcile upgrades
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V110

@@ -192,3 +192,27 @@ def test_direct_bundle_needs_no_catalog():
     sel = resolve_one(decl, {})
     assert (sel.bundle_name, sel.image) == ("plumbus.v1.0.0", "file://bundles/plumbus/1.0.0")
     assert (sel.package, sel.version, sel.catalog, sel.channel) == ("", "", "", "")
+
+
+def _lock(name, version, catalog="extra", package="widget"):
+    from reconciler.model.lock import LockEntry
+    return LockEntry(operator="widget", package=package, name=name, version=version, catalog=catalog,
+                     channel="stable", source=f"file://bundles/{name}", digest="")
+
+
+def test_a_locked_bundle_is_preferred_while_it_satisfies_the_declaration(widgets):
+    decl = op("widget", catalog="extra", package="widget", channel="stable", version=">=1.0.0 <2.0.0")
+    pins = {"widget": _lock("widget.v1.1.0", "1.1.0")}
+    sel = SatResolver().resolve(ResolutionRequest((decl,), widgets, pins=pins)).selections[0]
+    assert sel.bundle_name == "widget.v1.1.0"
+    # no longer satisfied: resolved afresh, not kept
+    decl = op("widget", catalog="extra", package="widget", channel="stable", version=">=1.2.0 <2.0.0")
+    sel = SatResolver().resolve(ResolutionRequest((decl,), widgets, pins=pins)).selections[0]
+    assert sel.bundle_name == "widget.v1.2.0"
+
+
+def test_what_is_installed_wins_over_a_pin(widgets):
+    decl = op("widget", catalog="extra", package="widget", channel="stable", version=">=1.0.0 <2.0.0")
+    request = ResolutionRequest((decl,), widgets, installed={"widget": _lock("widget.v1.1.0", "1.1.0")},
+                                pins={"widget": _lock("widget.v1.0.0", "1.0.0")})
+    assert SatResolver().resolve(request).selections[0].bundle_name == "widget.v1.2.0"
