@@ -26,7 +26,11 @@ An approval record may waive a policy for one exact bundle.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,7 @@ from reconciler.model.kube import API_GROUP, Manifest
 POLICY_API_VERSIONS = ("admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1beta1")
 POLICY_KIND = "ValidatingAdmissionPolicy"
 RESOLUTION_RESOURCE = (API_GROUP, "v1alpha1", "resolutions")
+_OBJECT_REF = re.compile(r"\b(object|oldObject)\b")
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class _Check:
     program: Callable[[dict], Any] = field(compare=False, repr=False)
     message: str = ""
     message_program: Callable[[dict], Any] | None = field(default=None, compare=False, repr=False)
+    message_expression: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,12 @@ class Policy:
     def applies(self, group: str, version: str, resource: str) -> bool:
         return any(r.matches(group, version, resource) for r in self.rules) and not any(
             r.matches(group, version, resource) for r in self.excluded)
+
+    @property
+    def reads_object(self) -> bool:
+        """Whether any expression reads ``object``: converting a large CRD for CEL is the costly part."""
+        return any(_OBJECT_REF.search(c.expression) or _OBJECT_REF.search(c.message_expression)
+                   for c in self.conditions + self.validations)
 
     def applies_to_resolutions(self) -> bool:
         """Only rules that name the group reconciler.dev itself select resolutions, never a ``*``."""
@@ -168,7 +180,8 @@ def parse_policy(doc: Any, rel: str) -> Policy:
             out.append(_Check(item["expression"], _compile(item["expression"], rel, where, f"spec.{key}[{i}]"),
                               str(item.get(text_key) or ""),
                               _compile(msg_expr, rel, where, f"spec.{key}[{i}].messageExpression")
-                              if isinstance(msg_expr, str) else None))
+                              if isinstance(msg_expr, str) else None,
+                              msg_expr if isinstance(msg_expr, str) else ""))
         return tuple(out)
 
     failure = spec.get("failurePolicy", "Fail")
@@ -179,15 +192,20 @@ def parse_policy(doc: Any, rel: str) -> Policy:
 
 
 def _compile(expression: str, rel: str, where: str, field_path: str) -> Callable[[dict], Any]:
-    import celpy
-
-    env = celpy.Environment()
     try:
-        ast = env.compile(expression)
+        return _compiled(expression)
     except Exception as exc:  # cel-python raises its own parse error types
         raise InputError(f"{field_path}: CEL expression {expression!r} does not compile: "
                          f"{str(exc).strip().splitlines()[0]}", path=rel, obj=where) from None
-    return env.program(ast).evaluate
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(expression: str) -> Callable[[dict], Any]:
+    """Parsing CEL is slow in Python; the loop reads the same policies at every revision."""
+    import celpy
+
+    env = celpy.Environment()
+    return env.program(env.compile(expression)).evaluate
 
 
 class _EvalError(Exception):
@@ -235,12 +253,32 @@ def _check(policy: Policy, activation: dict, subject: str) -> list[Violation]:
         return [Violation(policy.name, policy.path, subject, f"the policy could not be evaluated: {exc}")]
 
 
+_VERDICTS: dict[tuple, list[Violation]] = {}
+_VERDICTS_MAX = 256
+
+
 def check_objects(policies: Iterable[Policy], objects: Iterable[Manifest], resource_of: Callable[[str, str], str],
                   params: dict[str, Any]) -> list[Violation]:
-    """Every violation of every rendered object; ``resource_of(apiVersion, kind)`` names its resource."""
+    """Every violation of every rendered object; ``resource_of(apiVersion, kind)`` names its resource.
+
+    A pure function of its inputs, and CEL's interpreter is slow on large objects, so verdicts are
+    remembered per process by a digest of the objects, the policies and the parameters: the loop
+    evaluates a bundle once, not at every interval.
+    """
+    policies, objects = list(policies), list(objects)
+    key = (tuple(policies),
+           hashlib.sha256(json.dumps([objects, params], sort_keys=True, default=str).encode()).hexdigest())
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= _VERDICTS_MAX:
+            _VERDICTS.clear()
+        _VERDICTS[key] = _check_objects(policies, objects, resource_of, params)
+    return list(_VERDICTS[key])
+
+
+def _check_objects(policies: list[Policy], objects: list[Manifest], resource_of: Callable[[str, str], str],
+                   params: dict[str, Any]) -> list[Violation]:
     import celpy
 
-    policies = list(policies)
     out = []
     for obj in objects:
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
@@ -248,18 +286,18 @@ def check_objects(policies: Iterable[Policy], objects: Iterable[Manifest], resou
         resource = resource_of(api_version, kind)
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         subject = f"{kind} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta.get('name', '?')}"
-        activation = None
-        for policy in policies:
-            if not policy.applies(group, version, resource):
-                continue
-            if activation is None:
-                activation = {
-                    "object": celpy.json_to_cel(obj), "oldObject": None, "params": celpy.json_to_cel(params),
-                    "request": celpy.json_to_cel({"operation": "CREATE", "name": meta.get("name", ""),
-                                                  "namespace": meta.get("namespace", ""),
-                                                  "kind": {"group": group, "version": version, "kind": kind},
-                                                  "resource": {"group": group, "version": version,
-                                                               "resource": resource}})}
+        applicable = [p for p in policies if p.applies(group, version, resource)]
+        if not applicable:
+            continue
+        activation = {"oldObject": None, "params": celpy.json_to_cel(params),
+                      "request": celpy.json_to_cel({"operation": "CREATE", "name": meta.get("name", ""),
+                                                    "namespace": meta.get("namespace", ""),
+                                                    "kind": {"group": group, "version": version, "kind": kind},
+                                                    "resource": {"group": group, "version": version,
+                                                                 "resource": resource}})}
+        for policy in applicable:
+            if "object" not in activation and policy.reads_object:
+                activation["object"] = celpy.json_to_cel(obj)
             out.extend(_check(policy, activation, subject))
     return out
 
