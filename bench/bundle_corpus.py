@@ -38,6 +38,8 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("CSV apiVersion lacks the operators.coreos.com group", r"the ClusterServiceVersion has apiVersion"),
     ("no ClusterServiceVersion", r"needs exactly one ClusterServiceVersion"),
     ("manifest without apiVersion or kind", r"every manifest needs apiVersion and kind"),
+    ("CRD in a protected group without api-approved.kubernetes.io", r"is in the protected group"),
+    ("v1 CRD without scope", r"has no spec.scope"),
     ("YAML the loader refuses", r"invalid YAML"),
     ("conversion webhook outside AllNamespaces", r"conversion webhook, which needs the AllNamespaces"),
     ("webhook or APIService names an unknown deployment", r"which the install strategy does not define"),
@@ -112,6 +114,51 @@ def convert_one(corpus: Path, root: Path) -> Outcome:
 
 def convert_all(corpus: Path, bundles: Iterable[Path]) -> list[Outcome]:
     return [convert_one(corpus, b) for b in bundles]
+
+
+MODES = ("AllNamespaces", "OwnNamespace", "SingleNamespace", "MultiNamespace")
+
+
+def convert_every_mode(corpus: Path, root: Path, beyond_default: bool = False) -> list[Outcome]:
+    """One outcome per install mode the bundle's CSV supports, named ``<bundle> [<mode>]``.
+
+    ``beyond_default`` leaves out the mode ``convert_one`` already converts in
+    (AllNamespaces when supported, else OwnNamespace).
+    A bundle that cannot be read at all gives none: its default conversion
+    (``convert_one``) already reports why.
+    """
+    from reconciler.bundle import registry_v1
+
+    name = root.relative_to(corpus).as_posix()
+    package = name.split("/")[0]
+    ns = bounded_name("corpus", package)
+    watched = (bounded_name(package, "watched"), bounded_name(package, "watched-2"))
+    targets = {"AllNamespaces": (), "OwnNamespace": (ns,), "SingleNamespace": watched[:1],
+               "MultiNamespace": watched}
+    try:
+        content = read_content(fetch(f"file://{name}", corpus))
+        if content.mediatype != "registry+v1":
+            return []
+        supported = registry_v1.find_csv(content).supported_modes
+    except ReconcilerError:
+        return []
+    default = next((m for m in MODES[:2] if m in supported), None)
+    out = []
+    for mode in MODES:
+        if mode not in supported or (beyond_default and mode == default):
+            continue
+        label = f"{name} [{mode}]"
+        try:
+            rendered = render_content(content, InstallSettings(ns, targets[mode]), ns)
+        except ReconcilerError as exc:
+            status, reason = classify(exc.message)
+            out.append(Outcome(label, status, reason, exc.render(), mode=mode))
+            continue
+        except Exception as exc:  # a crash is a bug in the converter, never a reason
+            out.append(Outcome(label, "unexpected", f"crash: {type(exc).__name__}", repr(exc), mode=mode))
+            continue
+        out.append(Outcome(label, "converted", "", "", len(rendered.objects), mode, rendered))
+    return out
 
 
 # --- server-side dry-run ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from reconciler.cluster.apply import DesiredOperator, PendingOperator, SyncResul
 from reconciler.cluster.kube import Kube
 from reconciler.bundle import source as bundle_source
 from reconciler.cluster import status as status_objects
-from reconciler.errors import CatalogError, LockfileError, ResolutionError
+from reconciler.errors import CatalogError, LockfileError, ReconcilerError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest, ownership_labels
@@ -151,6 +151,35 @@ def plan_lock(snapshot: RepoSnapshot, resolution: Resolution) -> Lockfile:
                                  version=sel.version, catalog=sel.catalog, channel=sel.channel, source=sel.image,
                                  digest=digest, required_by=",".join(sel.required_by)))
     return Lockfile(tuple(sorted(entries)))
+
+
+def repin_moved_tags(lockfile: Lockfile) -> tuple[Lockfile, tuple[str, ...]]:
+    """Re-pin locked OCI tags that now name another image; what changed (or could not be checked), as notes.
+
+    ``resolve`` is where pins are chosen, so it asks each tag's registry what
+    the tag names now; ``reconcile`` keeps the locked digest and never moves
+    with a tag on its own.
+    """
+    from reconciler import oci
+
+    entries, notes = [], []
+    for e in lockfile.entries:
+        src = e.source
+        tagged = e.digest and "@sha256:" not in src and ("://" not in src or src.startswith("docker://"))
+        if not tagged:
+            entries.append(e)
+            continue
+        try:
+            now = oci.resolve(src[len("docker://"):] if src.startswith("docker://") else src)
+        except (oci.RegistryError, ReconcilerError) as exc:
+            notes.append(f"{e.operator}: could not check whether {src} still names {e.digest}: {exc}")
+            entries.append(e)
+            continue
+        if now != e.digest:
+            notes.append(f"{e.operator}: re-pinned {src}: the tag moved from {e.digest} to {now}")
+            e = dataclasses.replace(e, digest=now)
+        entries.append(e)
+    return Lockfile(tuple(entries)), tuple(notes)
 
 
 def check_locked(snapshot: RepoSnapshot, planned: Lockfile) -> None:

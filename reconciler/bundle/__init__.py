@@ -33,6 +33,7 @@ class RenderedBundle:
     namespace: str
     target_namespaces: tuple[str, ...]
     objects: tuple[Manifest, ...]
+    warnings: tuple[str, ...] = ()    # what was repaired or is suspicious, each naming the bundle's file
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
@@ -56,10 +57,16 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
     plan = registry_v1.plan_install(csv, namespace, install.target_namespaces)
     objects = registry_v1.convert(content, plan, certificates)
     fetched: FetchedBundle = content.fetched
+    warnings = [*content.warnings, *registry_v1.notes(content)]
+    if not objects:
+        # OLM installs such a CSV and reports it Succeeded; nothing is wrong, but nothing runs either
+        warnings.append(f"{csv.file}: ClusterServiceVersion {csv.name} has no deployments and the bundle "
+                        f"{fetched.reference} yields no other object: it installs nothing")
     return RenderedBundle(
         reference=fetched.reference, digest=fetched.digest, mediatype=mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
-        namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects))
+        namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects),
+        warnings=tuple(warnings))
 
 
 def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:

@@ -39,13 +39,14 @@ class BundleContent:
     annotations: dict[str, str]
     manifests: tuple[ParsedManifest, ...]
     ignored_files: tuple[str, ...] = ()  # files in manifests/ that are not YAML or JSON
+    warnings: tuple[str, ...] = ()       # what reading repaired, each naming the file
 
     @property
     def name(self) -> str:
         return self.fetched.reference
 
 
-_CACHE_FORMAT = "1"
+_CACHE_FORMAT = "2"
 
 
 def _cache_path(fetched: FetchedBundle) -> Path | None:
@@ -64,9 +65,10 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
     cache = _cache_path(fetched)
     if cache is not None and cache.is_file():
         try:
-            mediatype, annotations, manifests, ignored = marshal.loads(cache.read_bytes())
+            mediatype, annotations, manifests, ignored, warnings = marshal.loads(cache.read_bytes())
             return BundleContent(fetched, mediatype, annotations,
-                                 tuple(ParsedManifest(f, o) for f, o in manifests), tuple(ignored))
+                                 tuple(ParsedManifest(f, o) for f, o in manifests), tuple(ignored),
+                                 tuple(warnings))
         except (ValueError, EOFError, TypeError):
             pass  # a damaged entry is re-parsed and rewritten
     content = _parse(fetched)
@@ -76,7 +78,7 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
             tmp = cache.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(marshal.dumps((content.mediatype, content.annotations,
                                            [(m.file, m.obj) for m in content.manifests],
-                                           list(content.ignored_files))))
+                                           list(content.ignored_files), list(content.warnings))))
             tmp.replace(cache)
         except (OSError, ValueError):
             pass  # the cache is an optimisation; content marshal cannot store is simply not cached
@@ -97,10 +99,21 @@ def _parse(fetched: FetchedBundle) -> BundleContent:
         raise BundleError(f"{ANNOTATION_MANIFESTS} {manifests_rel!r} points outside the bundle",
                           obj=fetched.reference)
     if not manifests_dir.is_dir():
+        flat = sorted(p.name for p in root.iterdir() if p.is_file() and p.name.endswith((".yaml", ".yml", ".json")))
+        if flat and not (root / "metadata").is_dir():
+            csvs = [n for n in flat if ".clusterserviceversion." in n]
+            raise BundleError(
+                f"the bundle directory has manifests at its top level ({', '.join((csvs or flat)[:3])}"
+                f"{', ...' if len(csvs or flat) > 3 else ''}) and no manifests/ or metadata/ directory: this is the "
+                f"community 'flat' (package manifest) layout, not a bundle", obj=fetched.reference,
+                hint="a registry+v1 bundle keeps its manifests in manifests/ and its annotations in "
+                     "metadata/annotations.yaml (`operator-sdk generate bundle` or `opm alpha bundle generate` "
+                     "converts the flat layout)")
         raise BundleError(f"bundle has no {manifests_dir.relative_to(root).as_posix()}/ directory",
                           obj=fetched.reference)
     parsed = []
     ignored = []
+    warnings: list[str] = []
     for file in sorted(manifests_dir.iterdir()):
         if file.is_dir():
             raise BundleError(f"manifests must be flat, but {file.relative_to(root).as_posix()} is a directory",
@@ -114,10 +127,58 @@ def _parse(fetched: FetchedBundle) -> BundleContent:
         except InputError as exc:
             raise BundleError(exc.message, path=rel, obj=fetched.reference) from None
         for doc in docs:
+            if isinstance(doc, dict):
+                doc = _decoded_as_kubernetes_does(doc, rel, warnings, olm=mediatype == "registry+v1")
             if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
-                raise BundleError("every manifest needs apiVersion and kind", path=rel, obj=fetched.reference)
+                raise BundleError("every manifest needs apiVersion and kind", path=rel, obj=fetched.reference,
+                                  hint="in a registry+v1 bundle a manifest without apiVersion is accepted for a "
+                                       f"kind with one obvious group ({', '.join(sorted(OBVIOUS_API_VERSIONS))})")
             parsed.append(ParsedManifest(rel, doc))
-    return BundleContent(fetched, mediatype, annotations, tuple(parsed), tuple(ignored))
+    return BundleContent(fetched, mediatype, annotations, tuple(parsed), tuple(ignored), tuple(warnings))
+
+
+# Kinds whose group is beyond doubt, so that a manifest without apiVersion can still be read, as OLM v0 does.
+OBVIOUS_API_VERSIONS = {
+    "ClusterServiceVersion": "operators.coreos.com/v1alpha1",
+    "ClusterRole": "rbac.authorization.k8s.io/v1", "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
+    "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
+    "ServiceAccount": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1",
+    "Deployment": "apps/v1", "PodDisruptionBudget": "policy/v1", "PriorityClass": "scheduling.k8s.io/v1",
+    "CustomResourceDefinition": "apiextensions.k8s.io/v1",
+}
+CSV_API_VERSION = OBVIOUS_API_VERSIONS["ClusterServiceVersion"]
+_TOP_KEYS = ("apiVersion", "kind", "metadata")
+
+
+def _decoded_as_kubernetes_does(doc: dict[str, Any], rel: str, warnings: list[str], *,
+                                olm: bool) -> dict[str, Any]:
+    """The manifest as the cluster's decoders and OLM read it, with a warning for each difference.
+
+    Top-level keys match case-insensitively (Go's JSON decoding: ``ApiVersion``
+    is apiVersion). In a registry+v1 bundle (``olm``), as OLM reads one: a
+    ClusterServiceVersion is one whatever group its apiVersion names (every
+    peer finds it by kind), and a manifest without apiVersion whose kind has
+    one obvious group gets that group's version.
+    """
+    out = dict(doc)
+    for key in _TOP_KEYS:
+        if key in out:
+            continue
+        other = next((k for k in out if isinstance(k, str) and k.lower() == key.lower()), None)
+        if other is not None:
+            out[key] = out.pop(other)
+            warnings.append(f"{rel}: key {other!r} read as {key!r} (Kubernetes matches keys case-insensitively)")
+    kind = out.get("kind")
+    if not olm:
+        return out
+    if kind == "ClusterServiceVersion" and out.get("apiVersion") not in (None, "", CSV_API_VERSION):
+        warnings.append(f"{rel}: ClusterServiceVersion with apiVersion {out['apiVersion']!r} read as "
+                        f"{CSV_API_VERSION} (a CSV is found by its kind)")
+        out["apiVersion"] = CSV_API_VERSION
+    if not out.get("apiVersion") and isinstance(kind, str) and kind in OBVIOUS_API_VERSIONS:
+        out["apiVersion"] = OBVIOUS_API_VERSIONS[kind]
+        warnings.append(f"{rel}: {kind} without apiVersion read as {out['apiVersion']}")
+    return out
 
 
 def _annotations(root: Path, name: str) -> dict[str, str]:

@@ -19,6 +19,9 @@ conversion of v1beta1, then repairs what v1 refuses and v1beta1 allowed:
 * a version without any schema gets one that keeps unknown fields;
 * the conversion webhook settings move to ``conversion.webhook``.
 
+``normalise`` is what the bundle layer applies: ``to_v1`` plus the repairs
+and refusals the API server makes necessary for v1 CRDs as well.
+
 Anything else is passed through; the API server has the last word (the
 corpus run dry-runs every converted CRD).
 """
@@ -47,7 +50,8 @@ def to_v1(crd: Manifest) -> Manifest:
         return out
     out["apiVersion"] = V1
     spec: dict[str, Any] = out.setdefault("spec", {})
-    spec.setdefault("scope", "Namespaced")
+    if not spec.get("scope"):
+        spec["scope"] = "Namespaced"   # v1beta1's default; v1 has none
     versions = spec.get("versions") or []
     if not versions and spec.get("version"):
         versions = [{"name": spec["version"], "served": True, "storage": True}]
@@ -87,6 +91,50 @@ def to_v1(crd: Manifest) -> Manifest:
         else:
             spec["conversion"] = {"strategy": "None"}
     return out
+
+
+def normalise(crd: Manifest, file: str, bundle: str) -> tuple[Manifest, tuple[str, ...]]:
+    """The v1 CRD to apply, with a note for each repair; refuses what the API server and OLM refuse.
+
+    Repairs what Go's case-insensitive decoding reads but server-side apply's
+    schema does not (``JSONPath`` in a v1 ``additionalPrinterColumns`` entry).
+    Refuses, before anything is applied, a CRD the API server would refuse:
+    one in a protected group (``k8s.io``, ``kubernetes.io`` and their
+    subdomains) without the ``api-approved.kubernetes.io`` annotation, and a
+    v1 CRD without ``scope``.
+    """
+    from reconciler.errors import UnsupportedBundleError
+
+    v1 = crd.get("apiVersion") == V1
+    out = to_v1(crd)
+    notes = []
+    spec = out.get("spec") or {}
+    name = str((out.get("metadata") or {}).get("name"))
+    if v1 and not spec.get("scope"):
+        raise UnsupportedBundleError(f"CustomResourceDefinition {name} has no spec.scope, which "
+                                     f"apiextensions.k8s.io/v1 requires", path=file, obj=bundle,
+                                     hint="set spec.scope to Namespaced or Cluster in the bundle")
+    group = str(spec.get("group") or "")
+    if _protected(group) and not ((out.get("metadata") or {}).get("annotations") or {}).get(API_APPROVED):
+        raise UnsupportedBundleError(
+            f"CustomResourceDefinition {name} is in the protected group {group} but has no {API_APPROVED} "
+            f"annotation, so the API server refuses it", path=file, obj=bundle,
+            hint=f"groups under k8s.io and kubernetes.io need {API_APPROVED} (a URL of the approved API "
+                 f"review, or 'unapproved, <reason>')")
+    for i, version in enumerate(spec.get("versions") or []):
+        for j, col in enumerate(version.get("additionalPrinterColumns") or []):
+            if v1 and isinstance(col, dict) and "JSONPath" in col and "jsonPath" not in col:
+                version["additionalPrinterColumns"][j] = _column(col)
+                notes.append(f"{file}: CustomResourceDefinition {name}: spec.versions[{i}]."
+                             f"additionalPrinterColumns[{j}].JSONPath read as jsonPath")
+    return out, tuple(notes)
+
+
+API_APPROVED = "api-approved.kubernetes.io"
+
+
+def _protected(group: str) -> bool:
+    return any(group == g or group.endswith("." + g) for g in ("k8s.io", "kubernetes.io"))
 
 
 def _column(col: dict[str, Any]) -> dict[str, Any]:

@@ -205,6 +205,15 @@ def convert(content: BundleContent, plan: InstallPlan, certificates: Certificate
     return objects
 
 
+def notes(content: BundleContent) -> tuple[str, ...]:
+    """What conversion repairs in the bundle's manifests, each naming the file and field."""
+    found: list[str] = []
+    for m in content.manifests:
+        if _group_kind(m.obj) == CRD_GROUP_KIND and m.obj.get("apiVersion") in (crds.V1, crds.V1BETA1):
+            found += crds.normalise(m.obj, m.file, content.name)[1]
+    return tuple(found)
+
+
 def _where(csv: Csv) -> str:
     return f"ClusterServiceVersion {csv.name}"
 
@@ -282,7 +291,7 @@ def _crds(conv: Conversion) -> Iterator[Manifest]:
             raise UnsupportedBundleError(f"CustomResourceDefinition in {m.obj['apiVersion']} is not supported "
                                          f"(only apiextensions.k8s.io/v1 and v1beta1)",
                                          path=m.file, obj=conv.content.name)
-        crd = crds.to_v1(m.obj)
+        crd = crds.normalise(m.obj, m.file, conv.content.name)[0]
         wh = conversions.get(str((crd.get("metadata") or {}).get("name")))
         if wh is not None:
             svc = _service_for(conv, wh["deploymentName"])

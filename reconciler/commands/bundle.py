@@ -87,6 +87,14 @@ def _render(source: str, namespace: str | None, watch: list[str] | None, provide
     return render(ref, root, InstallSettings(namespace, targets), "operators", certs)
 
 
+def _warn(rendered) -> None:
+    """Warnings go to stderr, so the rendered objects on stdout stay a clean stream."""
+    import sys
+
+    for warning in rendered.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def _one_line(exc: ReconcilerError, out: TextIO) -> int:
     import sys
 
@@ -104,6 +112,7 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
         rendered = _render(args.source, args.namespace, args.watch, args.cert_provider)
     except ReconcilerError as exc:
         return _one_line(exc, out)
+    _warn(rendered)
     if args.output == "json":
         out.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(rendered.objects)}, indent=2,
                              sort_keys=True) + "\n")
@@ -117,6 +126,7 @@ def run_validate(args: argparse.Namespace, out: TextIO) -> int:
         rendered = _render(args.source, None, None)
     except ReconcilerError as exc:
         return _one_line(exc, out)
+    _warn(rendered)
     what = f"{rendered.name} {rendered.version}".strip()
     print(f"valid {rendered.mediatype} bundle {what} ({rendered.digest}): {len(rendered.objects)} objects for "
           f"namespace {rendered.namespace}", file=out)

@@ -90,6 +90,9 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
               f"{upd.catalog}: {', '.join(upd.options)}", file=out)
     for dep in resolution.deprecations if resolution else ():
         print(f"  deprecated: {dep.operator}: {dep.scope} {dep.name}: {dep.message}", file=out)
+    for inst in outcome.installs:
+        for warning in inst.bundle.warnings:
+            print(f"  warning: {inst.selection.owner}: {warning}", file=out)
     if outcome.lock_written:
         lock_state = "written"
     elif snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():

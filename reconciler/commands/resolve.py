@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any, TextIO
 
 from reconciler import yamlio
@@ -55,8 +56,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         doc = {"resolved": False, "conflict": exc.facts, "bundles": []}
         out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
         return exc.exit_code
-    lockfile = pipeline.plan_lock(snapshot, resolution)
+    lockfile, repinned = pipeline.repin_moved_tags(pipeline.plan_lock(snapshot, resolution))
     written = False if args.no_write else pipeline.write_lock(snapshot, lockfile)
+    for note in repinned:
+        print(f"note: {note}", file=sys.stderr)
     decisions, not_evaluated = _approvals(snapshot, resolution, lockfile, kube)
     if args.output == "table":
         _table(resolution, out, explain=args.explain)

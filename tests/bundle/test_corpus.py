@@ -61,6 +61,24 @@ def test_converted_objects_pass_server_side_dry_run(outcomes, control_plane):
         assert why in refused[bundle]
 
 
+@pytest.fixture(scope="module")
+def other_modes(corpus):
+    bundles, _ = bc.find_bundles(corpus)
+    return [o for b in bundles for o in bc.convert_every_mode(corpus, b, beyond_default=True)]
+
+
+def test_every_supported_install_mode_converts_and_passes_server_side_dry_run(other_modes, control_plane):
+    # the default mode is checked above; here every other mode each bundle's CSV supports
+    unexpected = [f"{o.bundle}: {o.message}" for o in other_modes if o.status == "unexpected"]
+    assert not unexpected, "\n".join(unexpected)
+    assert {o.mode for o in other_modes} == {"OwnNamespace", "SingleNamespace", "MultiNamespace"}
+    with control_plane.admin_client() as api:
+        bc.dry_run_all(Kube(api), other_modes)
+    refused = {o.bundle: o.message for o in other_modes if o.status == "dry-run failed"}
+    unknown = {b: m for b, m in refused.items() if b.split(" [")[0] not in KNOWN_REFUSALS}
+    assert not unknown, "\n".join(f"{b}: {m[:400]}" for b, m in unknown.items())
+
+
 def test_unquoted_equals_sign_does_not_break_loading(outcomes):
     # observability-operator writes enum: [=, !=, ...] unquoted; YAML 1.1's "value" tag must not be resolved
     obs = [o for o in outcomes if o.bundle.startswith("observability-operator/")]
