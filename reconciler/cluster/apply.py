@@ -18,7 +18,6 @@ is never taken over unless annotated ``reconciler.dev/adopt: "true"``.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,7 +27,7 @@ from deepdiff import DeepDiff
 
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
-from reconciler.errors import ClusterError, PolicyError
+from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
@@ -211,6 +210,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"])
                      for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
     planned, errors = [], []
+    invalid: list[tuple[DesiredOperator, str]] = []
     unverified = 0
     for op in desired:
         for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
@@ -234,6 +234,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 dry = kube.apply(info, obj, field_manager=FIELD_MANAGER, dry_run=True)
             except ApiError as exc:
                 errors.append(f"{ref}: {exc.message}")
+                if exc.status in INVALID_STATUSES:
+                    invalid.append((op, f"{ref}: {exc.message}"))
                 continue
             if live is None:
                 planned.append(_Planned(op.name, obj, ref, info, Action.CREATED))
@@ -241,6 +243,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 diff = describe_diff(live, dry)
                 planned.append(_Planned(op.name, obj, ref, info, Action.CONFIGURED if diff else Action.UNCHANGED,
                                         diff))
+    if invalid:
+        raise invalid_objects(invalid)
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
@@ -248,6 +252,19 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
         result.notes.append(f"{unverified} object(s) could not be checked by server-side dry-run because their "
                             f"namespace or CustomResourceDefinition does not exist yet")
     return planned
+
+
+INVALID_STATUSES = (400, 422)  # the object itself is wrong (schema, field validation): the bundle's fault
+
+
+def invalid_objects(invalid: list[tuple[DesiredOperator, str]]) -> BundleError:
+    """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
+    sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
+    lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
+    return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
+                       f"nothing was applied:\n  {lines}", path=sources[0],
+                       hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
+                            "another version")
 
 
 def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:
@@ -365,25 +382,35 @@ def _inventory(refs: Iterable[ObjectRef]) -> list[dict[str, str]]:
     return [r.to_dict() for r in sorted(set(refs), key=order_key)]
 
 
-def normalize(obj: Manifest) -> dict[str, Any]:
-    """An object without server-managed fields and status, Secret values redacted."""
+SECRET_MASK = "<redacted>"
+SECRET_MASK_CHANGED = "<redacted, changed>"
+
+
+def normalize(obj: Manifest, compare_to: Manifest | None = None) -> dict[str, Any]:
+    """An object without server-managed fields and status, Secret values masked.
+
+    A Secret value becomes a fixed mask, never a function of the value (a
+    hash prefix would let anyone who reads the diff confirm a guessed
+    password offline). With ``compare_to`` (the live object), a value that
+    differs from it gets a different fixed mask, so the diff still says
+    which keys changed.
+    """
     out = {k: v for k, v in obj.items() if k != "status"}
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
     out["metadata"] = meta
     if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
         for key in ("data", "stringData"):
             if isinstance(obj.get(key), dict):
-                out[key] = {k: redact(v) for k, v in obj[key].items()}
+                other = (compare_to or {}).get(key)
+                other = other if isinstance(other, dict) else {}
+                out[key] = {k: SECRET_MASK_CHANGED if k in other and other[k] != v else SECRET_MASK
+                            for k, v in obj[key].items()}
     return out
-
-
-def redact(value: Any) -> str:
-    return "<redacted sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12] + ">"
 
 
 def describe_diff(live: Manifest, proposed: Manifest) -> tuple[str, ...]:
     """Human-readable changed paths between the live object and the dry-run result."""
-    dd = DeepDiff(normalize(live), normalize(proposed), ignore_order=False, verbose_level=2)
+    dd = DeepDiff(normalize(live), normalize(proposed, live), ignore_order=False, verbose_level=2)
     lines = []
     for kind, entries in sorted(dd.to_dict().items()):
         for path, value in sorted(entries.items(), key=lambda kv: str(kv[0])):
