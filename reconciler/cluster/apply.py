@@ -234,7 +234,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 dry = kube.apply(info, obj, field_manager=FIELD_MANAGER, dry_run=True)
             except ApiError as exc:
                 errors.append(f"{ref}: {exc.message}")
-                if exc.status in INVALID_STATUSES:
+                if is_invalid_object(exc):
                     invalid.append((op, f"{ref}: {exc.message}"))
                 continue
             if live is None:
@@ -255,6 +255,13 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
 
 
 INVALID_STATUSES = (400, 422)  # the object itself is wrong (schema, field validation): the bundle's fault
+
+
+def is_invalid_object(exc: ApiError) -> bool:
+    """The API server refused the object itself, not the request: invalid fields, or (server-side apply
+    answers 500 for these) a field of the wrong type or one the schema does not declare."""
+    return exc.status in INVALID_STATUSES or (exc.status == 500 and "failed to create typed patch object"
+                                              in exc.message)
 
 
 def invalid_objects(invalid: list[tuple[DesiredOperator, str]]) -> BundleError:
