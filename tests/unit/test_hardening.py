@@ -117,3 +117,20 @@ def test_shape_errors_name_the_json_path():
             check(doc, shape, path="f.yaml", obj="Thing x")
         assert err.value.message == message
         assert err.value.render().startswith("f.yaml: Thing x: ")
+
+
+def test_every_exit_code_an_error_can_carry_is_documented_in_help():
+    from reconciler import errors
+    from reconciler.commands import EXIT_CODES
+
+    documented = {int(line.split()[0]) for line in EXIT_CODES.splitlines()
+                  if line.startswith("  ") and not line.startswith("   ") and line.split()[0].isdigit()}
+    assert documented == {0, 1, 2, 3, 4, 5, 64, 70}
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    carried = {cls.exit_code for cls in subclasses(errors.ReconcilerError)}
+    assert carried <= documented and {2, 3, 64, 70} <= carried
