@@ -206,7 +206,8 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
                                                      "source", "digest")}
         bundle["namespace"] = inst.bundle.namespace
         report, conditions = _report(sel, resolution)
-        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions))
+        out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
+                                   allow_unsafe_crds=decl.allow_unsafe_crds if decl is not None else ""))
     return out
 
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from deepdiff import DeepDiff
 
+from reconciler.cluster import crdsafety
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError
@@ -71,6 +72,7 @@ class DesiredOperator:
     bundle: dict[str, Any]
     report: dict[str, Any] = field(default_factory=dict)   # resolution facts: updates, dependencies, satisfies
     conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
+    allow_unsafe_crds: str = ""   # the declaration's reconciler.dev/allow-unsafe-crd-upgrade: CRD names, or "*"
 
 
 @dataclass
@@ -211,6 +213,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                      for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
     planned, errors = [], []
     invalid: list[tuple[DesiredOperator, str]] = []
+    unsafe: list[str] = []
     unverified = 0
     for op in desired:
         for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
@@ -227,6 +230,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 live = kube.get(info, ref.namespace, ref.name)
                 if live is not None:
                     _check_owner(op.name, ref, live)
+                    if (ref.group, ref.kind) == CRD:
+                        unsafe.extend(unsafe_crd_changes(kube, op, obj, live))
                 if ref.namespace in missing_ns:
                     planned.append(_Planned(op.name, obj, ref, info, Action.CREATED))
                     unverified += 1
@@ -245,6 +250,11 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                                         diff))
     if invalid:
         raise invalid_objects(invalid)
+    if unsafe:
+        raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
+                          "applied:\n  " + "\n  ".join(unsafe),
+                          hint=f"review the change; to accept it, annotate the Operator declaration with "
+                               f"{crdsafety.ANNOTATION_ALLOW}: <CRD name>[,<CRD name>...] (or \"*\")")
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
@@ -272,6 +282,16 @@ def invalid_objects(invalid: list[tuple[DesiredOperator, str]]) -> BundleError:
                        f"nothing was applied:\n  {lines}", path=sources[0],
                        hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
                             "another version")
+
+
+def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Manifest) -> list[str]:
+    """The unsafe changes replacing ``live`` with ``new`` would make, unless the declaration allows them."""
+    if crdsafety.allowed(op.allow_unsafe_crds, ObjectRef.of(new).name):
+        return []
+    stored = (live.get("status") or {}).get("storedVersions") or []
+    versions = (live.get("spec") or {}).get("versions") or []
+    served = [v["name"] for v in versions if v.get("served")] if _custom_resource_count(kube, live) else []
+    return [f"{f} [Operator {op.name}]" for f in crdsafety.check_crd_upgrade(live, new, stored, served)]
 
 
 def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-ANNOTATION_ALLOW = "reconciler.dev/allow-unsafe-crd-upgrade"
+from reconciler.model.declarations import ANNOTATION_ALLOW_UNSAFE_CRDS as ANNOTATION_ALLOW
 
 # bound keyword -> True when a larger value is looser (maximum), False when smaller is looser (minimum)
 _UPPER = ("maximum", "maxLength", "maxItems", "maxProperties")
