@@ -289,8 +289,10 @@ def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Man
     if crdsafety.allowed(op.allow_unsafe_crds, ObjectRef.of(new).name):
         return []
     stored = (live.get("status") or {}).get("storedVersions") or []
-    versions = (live.get("spec") or {}).get("versions") or []
-    served = [v["name"] for v in versions if v.get("served")] if _custom_resource_count(kube, live) else []
+    served = [v["name"] for v in (live.get("spec") or {}).get("versions") or [] if v.get("served")]
+    still = {v["name"] for v in (new.get("spec") or {}).get("versions") or [] if v.get("served", True)}
+    if set(served) <= still or not _custom_resource_count(kube, live):
+        served = []  # custom resources are only listed when a served version would go
     return [f"{f} [Operator {op.name}]" for f in crdsafety.check_crd_upgrade(live, new, stored, served)]
 
 

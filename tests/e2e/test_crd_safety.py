@@ -40,3 +40,30 @@ def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, 
         assert managed(k8s, "plumbus") == V110
     finally:
         k8s.request("DELETE", info.path("default", "everyday"))
+
+
+def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(repo, kc, k8s: Kube, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    crd = (repo.path / CRD_FILE).read_text()
+    head, sep, version = crd.partition("  versions:\n")
+    assert sep and "    - name: v1alpha1\n      served: true\n      storage: true\n" in version
+    v1 = version.replace("v1alpha1", "v1")
+    old = version.replace("served: true\n      storage: true", "served: false\n      storage: false")
+    repo.write(CRD_FILE, head + sep + old + v1)
+    repo.set_version(">=1.0.0 <2.0.0")
+    repo.write("olm.lock", "")
+    info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
+    k8s.request("POST", info.path("default"), body=CR)
+    try:
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 2, run.err
+        assert ("plumbai.how.theydoit.com version v1alpha1: version is no longer served, but custom resources "
+                "exist and are read through it (served-version-removed)") in run.err
+        assert managed(k8s, "plumbus") == V100
+    finally:
+        k8s.request("DELETE", info.path("default", "everyday"))
+    # Without custom resources the version may stop being served.
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V110
