@@ -84,6 +84,18 @@ class ControlPlaneError(ReconcilerError):
     """The local control plane could not be built, started or stopped."""
 
 
+class InternalError(ReconcilerError):
+    """An unexpected exception, wrapped so a long-running caller can report it like any other error."""
+
+    exit_code = EXIT_INTERNAL
+
+    @classmethod
+    def wrap(cls, exc: BaseException) -> InternalError:
+        text = " ".join(str(exc).split())[:500]
+        return cls(f"internal error: {type(exc).__name__}: {text}",
+                   hint="this is a bug in the reconciler; please report it with the input that caused it")
+
+
 class UsageError(ReconcilerError):
     """The command line asks for something contradictory."""
 

@@ -364,7 +364,8 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
         if decision is not None:
             conditions = (*conditions, approval_condition(decision))
         out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
-                                   installer=decision.granted if decision is not None else None))
+                                   installer=decision.granted if decision is not None else None,
+                                   allow_unsafe_crds=decl.allow_unsafe_crds if decl is not None else ""))
     return out
 
 

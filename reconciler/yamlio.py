@@ -3,15 +3,27 @@
 Real operator content is messy: unquoted timestamps (which plain YAML loaders
 turn into datetimes), duplicate mapping keys, multi-document files and
 concatenated JSON streams. The loader here keeps scalars that look like
-timestamps as strings, lets the last duplicate key win (as kubectl does), and
-bounds the size of what it reads and the number of aliases it expands, so a
-hostile file cannot exhaust memory.
+timestamps as strings, and lets the last duplicate key win in content the
+reconciler did not write (published bundles carry duplicates, and OLM takes
+the last); ``strict=True`` refuses duplicates instead, as kubectl's strict
+decoding does, for what a user writes (declarations, settings, the lockfile,
+plain manifests).
+
+Everything read here is hostile input, so every cost is bounded before it is
+paid: only regular files are read (never a FIFO, a device or a socket), their
+size is capped, nesting depth is checked before the C parser recurses (it
+would overflow the C stack and kill the process), and the bytes that aliases
+add when expanded are budgeted (a few aliases of a large scalar or of nested
+lists would otherwise expand to gigabytes in whoever walks or re-serialises
+the result).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,7 +32,9 @@ import yaml
 from reconciler.errors import InputError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_ALIAS_EXPANSION = 1_000_000  # nodes aliases may add beyond what the text itself spells out
+MAX_ALIAS_EXPANSION = 8_000_000  # nodes plus scalar characters aliases may add beyond the text itself
+MAX_DEPTH = 128  # nesting of mappings and lists; real content stays under 40 (CRD schemas)
+_SAFE_COMPOSE_DEPTH = 2000  # the C composer recurses per level: above this, measure before composing
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -42,18 +56,62 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def load_all(text: str, source: str) -> list[Any]:
-    """Parse every document of a YAML (or JSON) text; empty documents are dropped."""
+class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
+    """The loader that refuses a key written twice in one mapping, naming it and its line."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise _DuplicateKey(key, seen[key], line)
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, first: int, line: int) -> None:
+        super().__init__(key, first, line)
+        self.key, self.first, self.line = key, first, line
+
+
+def _duplicate_error(exc: _DuplicateKey, source: str) -> InputError:
+    where = f" (line {exc.line})" if exc.line else ""
+    first = f"; it is first set on line {exc.first}" if exc.first else ""
+    return InputError(f"duplicate key {exc.key!r}{where}{first}", path=source,
+                      hint="a key may appear once per mapping; remove one of them (which one wins is ambiguous)")
+
+
+def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
+    """Parse every document of a YAML (or JSON) text; empty documents are dropped.
+
+    ``strict`` refuses duplicate keys instead of letting the last one win.
+    """
     if len(text) > MAX_FILE_BYTES:
         raise InputError(f"file is larger than {MAX_FILE_BYTES} bytes", path=source)
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:
-            return list(_json_stream(text))
+            docs = list(_json_stream(text, strict))
+        except RecursionError:
+            raise _too_deep(source, None) from None
+        except _DuplicateKey as exc:
+            raise _duplicate_error(exc, source) from None
         except ValueError:
             pass  # not a JSON stream; YAML is a superset, try that
+        else:
+            _check_depth(docs, text, source)
+            return docs
+    if _depth_bound(text) > _SAFE_COMPOSE_DEPTH:
+        _check_event_depth(text, source)
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=_StrictLoader if strict else _Loader) if d is not None]
+    except _DuplicateKey as exc:
+        raise _duplicate_error(exc, source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -63,18 +121,83 @@ def load_all(text: str, source: str) -> list[Any]:
             problem += f", {context} that starts at line {cmark.line + 1}, column {cmark.column + 1}"
         raise InputError(f"invalid YAML{where}: {problem}", path=source,
                          hint="fix the YAML syntax at that line") from None
+    _check_depth(docs, text, source)
     if "*" in text and "&" in text:
         _check_expansion(docs, len(text) + MAX_ALIAS_EXPANSION, source)
     return docs
 
 
+_BLOCK_PREFIX = re.compile(r"(?m)^[ \t?:-]*")
+
+
+def _depth_bound(text: str) -> int:
+    """A cheap upper bound of a YAML text's nesting depth.
+
+    Flow collections nest only through ``[`` and ``{``; block collections only
+    by indenting further (or by ``- ``/``? `` indicators, which also move the
+    column), plus one sequence per mapping level written at the mapping's own
+    column. So depth is at most the bracket count plus twice the longest line
+    prefix of blanks and indicators.
+    """
+    prefix = max((len(m) for m in _BLOCK_PREFIX.findall(text)), default=0)
+    return text.count("[") + text.count("{") + 2 * (prefix + 1)
+
+
+def _check_event_depth(text: str, source: str) -> None:
+    """Measure nesting on the parser's event stream (iterative in C) and stop at the limit, before composing."""
+    depth = 0
+    opens = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+    closes = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, opens):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _too_deep(source, event.start_mark.line + 1)
+            elif isinstance(event, closes):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the real parse reports it with its line
+
+
+def _too_deep(source: str, line: int | None) -> InputError:
+    where = f" (line {line})" if line else ""
+    return InputError(f"mappings and lists are nested more than {MAX_DEPTH} levels deep{where}; refusing to parse",
+                      path=source, hint="no Kubernetes object or catalog blob is nested this deeply")
+
+
+def _check_depth(docs: list[Any], text: str, source: str) -> None:
+    """Refuse parsed documents nested deeper than ``MAX_DEPTH`` (skipped when the text cannot be that deep)."""
+    if _depth_bound(text) <= MAX_DEPTH:
+        return
+    for root in docs:
+        stack = [(root, 1)]
+        seen: dict[int, int] = {}  # a shared (aliased) node is walked again only when met deeper
+        while stack:
+            obj, depth = stack.pop()
+            if isinstance(obj, dict):
+                kids: Any = obj.values()
+            elif isinstance(obj, list):
+                kids = obj
+            else:
+                continue
+            if depth > MAX_DEPTH:
+                raise _too_deep(source, None)
+            if seen.get(id(obj), 0) >= depth:
+                continue
+            seen[id(obj)] = depth
+            stack.extend((k, depth + 1) for k in kids if isinstance(k, (dict, list)))
+
+
 def _check_expansion(docs: list[Any], limit: int, source: str) -> None:
-    """Refuse documents whose aliases expand past ``limit`` nodes or refer to themselves.
+    """Refuse documents whose aliases expand past ``limit`` or refer to themselves.
 
     The loader shares one object per anchor, so a few dozen nested aliases
     load instantly yet expand to billions of nodes for whoever walks or
-    re-serialises the result. Sizes are memoised per shared object, so this
-    costs one pass over the distinct nodes.
+    re-serialises the result; one alias of a large scalar repeated a few
+    hundred times does the same in bytes. The size counted is a node for each
+    collection and, for each scalar, its length in characters. Sizes are
+    memoised per shared object, so this costs one pass over the distinct nodes.
     """
     sizes: dict[int, int] = {}
     for root in docs:
@@ -88,7 +211,7 @@ def _check_expansion(docs: list[Any], limit: int, source: str) -> None:
             for child in frame[1]:
                 grandkids = _children(child)
                 if grandkids is None:
-                    frame[2] += 1
+                    frame[2] += 1 + len(child) if isinstance(child, str) else 1
                 elif id(child) in sizes:
                     frame[2] += sizes[id(child)]
                 elif id(child) in active:
@@ -103,8 +226,9 @@ def _check_expansion(docs: list[Any], limit: int, source: str) -> None:
                 active.discard(id(frame[0]))
                 sizes[id(frame[0])] = frame[2]
                 if frame[2] > limit:
-                    raise InputError(f"YAML aliases expand to more than {limit} nodes; refusing to expand "
-                                     f"(possible alias bomb)", path=source)
+                    raise InputError(f"YAML aliases expand to more than {limit} nodes and characters; "
+                                     f"refusing to expand (possible alias bomb)", path=source,
+                                     hint="write the repeated content out, or repeat it fewer times")
                 if stack:
                     stack[-1][2] += frame[2]
 
@@ -117,36 +241,75 @@ def _children(obj: Any) -> list[Any] | None:
     return None
 
 
-def load_one(text: str, source: str) -> Any:
-    docs = load_all(text, source)
+def load_one(text: str, source: str, *, strict: bool = False) -> Any:
+    docs = load_all(text, source, strict=strict)
     if len(docs) != 1:
         raise InputError(f"expected exactly one YAML document, found {len(docs)}", path=source)
     return docs[0]
 
 
 def read_text(path: str | os.PathLike[str], display: str | None = None) -> str:
-    """A file's UTF-8 text, size-bounded, naming it by ``display`` (a repository-relative path) in errors."""
-    p = Path(path)
-    name = display or str(p)
+    """A file's UTF-8 text, size-bounded, naming it by ``display`` (a repository-relative path) in errors.
+
+    Only a regular file is read: the file is opened without blocking and
+    checked on the open descriptor, so a FIFO (which would block forever), a
+    device such as ``/dev/zero`` (which never ends) or a socket is refused,
+    even when reached through a symbolic link.
+    """
+    name = display or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit", path=name)
-        return p.read_text(encoding="utf-8")
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == 6:  # ENXIO: a socket, or a FIFO with no writer on some systems
+            raise InputError("not a regular file (a socket or a pipe); refusing to read it", path=name,
+                             hint="replace it with a regular file") from None
+        raise InputError(f"cannot read file: {exc.strerror}", path=name) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"not a regular file ({_file_type(info.st_mode)}); refusing to read it", path=name,
+                             hint="replace it with a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise InputError(f"file is {info.st_size} bytes, over the {MAX_FILE_BYTES}-byte limit", path=name)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(f"file is over the {MAX_FILE_BYTES}-byte limit", path=name)
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("file is not UTF-8 text", path=name) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path=name) from None
+    finally:
+        os.close(fd)
 
 
-def read_all(path: str | os.PathLike[str], display: str | None = None) -> list[Any]:
+def _file_type(mode: int) -> str:
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_all(path: str | os.PathLike[str], display: str | None = None, *, strict: bool = False) -> list[Any]:
     """Read and parse every document of a file."""
     name = display or str(path)
-    return load_all(read_text(path, name), name)
+    return load_all(read_text(path, name), name, strict=strict)
 
 
-def _json_stream(text: str) -> Iterator[Any]:
-    decoder = json.JSONDecoder()
+def _json_pairs_strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key, 0, 0)
+        out[key] = value
+    return out
+
+
+def _json_stream(text: str, strict: bool = False) -> Iterator[Any]:
+    decoder = json.JSONDecoder(object_pairs_hook=_json_pairs_strict if strict else None)
     idx, end = 0, len(text)
     while True:
         while idx < end and text[idx].isspace():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
+from reconciler.bundle import shapes
 from reconciler.bundle.source import FetchedBundle
 from reconciler.errors import BundleError, InputError
 from reconciler.model.kube import Manifest
@@ -46,7 +47,7 @@ class BundleContent:
         return self.fetched.reference
 
 
-_CACHE_FORMAT = "2"
+_CACHE_FORMAT = "3"  # 3: manifests are decoded as the cluster does and shape-checked before caching
 
 
 def _cache_path(fetched: FetchedBundle) -> Path | None:
@@ -123,9 +124,9 @@ def _parse(fetched: FetchedBundle) -> BundleContent:
             continue
         rel = file.relative_to(root).as_posix()
         try:
-            docs = yamlio.read_all(file, rel)
+            docs = yamlio.read_all(file, rel, strict=mediatype == "plain+v0")
         except InputError as exc:
-            raise BundleError(exc.message, path=rel, obj=fetched.reference) from None
+            raise BundleError(exc.message, path=rel, obj=fetched.reference, hint=exc.hint) from None
         for doc in docs:
             if isinstance(doc, dict):
                 doc = _decoded_as_kubernetes_does(doc, rel, warnings, olm=mediatype == "registry+v1")
@@ -133,6 +134,7 @@ def _parse(fetched: FetchedBundle) -> BundleContent:
                 raise BundleError("every manifest needs apiVersion and kind", path=rel, obj=fetched.reference,
                                   hint="in a registry+v1 bundle a manifest without apiVersion is accepted for a "
                                        f"kind with one obvious group ({', '.join(sorted(OBVIOUS_API_VERSIONS))})")
+            shapes.check_manifest(doc, rel, fetched.reference)
             parsed.append(ParsedManifest(rel, doc))
     return BundleContent(fetched, mediatype, annotations, tuple(parsed), tuple(ignored), tuple(warnings))
 
@@ -193,4 +195,7 @@ def _annotations(root: Path, name: str) -> dict[str, str]:
     raw = doc.get("annotations") if isinstance(doc, dict) else None
     if not isinstance(raw, dict):
         raise BundleError("metadata/annotations.yaml has no 'annotations' mapping", obj=name)
+    if any(not isinstance(v, (str, int, float, bool)) for v in raw.values()):
+        key = next(k for k, v in raw.items() if not isinstance(v, (str, int, float, bool)))
+        raise BundleError(f"annotations.{key} must be a string", path="metadata/annotations.yaml", obj=name)
     return {str(k): str(v) for k, v in raw.items()}

@@ -23,6 +23,8 @@ from reconciler import yamlio
 from reconciler.bundle.content import (ANNOTATION_MANIFESTS, ANNOTATION_MEDIATYPE, ANNOTATION_PACKAGE,
                                        BundleContent, ParsedManifest)
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
+from reconciler.bundle.shapes import OLM_YAML as OLM_YAML_SHAPE
+from reconciler.model.shape import check
 from reconciler.model.kube import Manifest, split_api_version
 
 MEDIATYPE = "k8s+v1"
@@ -61,6 +63,7 @@ def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
         raise BundleError(exc.message, path=OLM_YAML, obj=content.name) from None
     if not isinstance(doc, dict):
         raise BundleError("olm.yaml must be a mapping", path=OLM_YAML, obj=content.name)
+    check(doc, OLM_YAML_SHAPE, path=OLM_YAML, obj=content.name, error=BundleError)
     missing = [f for f in REQUIRED_FIELDS if not doc.get(f)]
     if missing:
         raise BundleError(f"olm.yaml lacks the required field(s) {', '.join(missing)}", path=OLM_YAML,

@@ -23,7 +23,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from reconciler.bundle import crds
+from reconciler.bundle import crds, shapes
 from reconciler.bundle.certs import CertificateProvider, SelfSignedProvider, ServiceCert
 from reconciler.bundle.content import BundleContent, ParsedManifest
 from reconciler.errors import UnsupportedBundleError
@@ -123,6 +123,7 @@ def find_csv(content: BundleContent) -> Csv:
         raise UnsupportedBundleError(f"a registry+v1 bundle needs exactly one ClusterServiceVersion, "
                                      f"found {len(csvs)}", obj=content.name)
     obj, file = csvs[0].obj, csvs[0].file
+    shapes.check_csv(obj, file, content.name)
     name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
     if not isinstance(name, str) or not name:
         raise UnsupportedBundleError("the ClusterServiceVersion has no metadata.name", path=file, obj=content.name)

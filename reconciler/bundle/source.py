@@ -16,6 +16,8 @@ Operator's ``spec.bundle.spec.refs``:
   a full 40-hex commit (``git+https://host/org/repo.git@3f2a...#bundles/foo``;
   ``git+ssh://`` and ``git+file://`` too). Branches and tags are refused: they
   move, and a bundle must not. Fetched with pygit2 into a bare cache clone.
+  A ``git+file://`` repository is confined like ``file://``: its path must
+  lie inside the GitOps repository (a relative path is taken from its root).
 
 * ``https://<host>/<path>.tar.gz#sha256=<hex>``: a tarball whose sha256 pins it
   (plain ``http://`` only on loopback). The bundle is the archive's root, or
@@ -57,7 +59,7 @@ def fetch(reference: str, repo_root: Path) -> FetchedBundle:
     if reference.startswith(FILE_SCHEME):
         return _fetch_directory(reference, repo_root)
     if reference.startswith(GIT_PREFIX):
-        return _fetch_git(reference)
+        return _fetch_git(reference, repo_root)
     if reference.startswith(("https://", "http://")):
         return _fetch_tarball(reference)
     if "://" not in reference or reference.startswith("docker://"):
@@ -80,7 +82,7 @@ def _cache(kind: str) -> Path:
     return cache_dir() / "bundles" / kind
 
 
-def _fetch_git(reference: str) -> FetchedBundle:
+def _fetch_git(reference: str, repo_root: Path) -> FetchedBundle:
     """``git+<url>@<commit>#<path>``: the bundle directory at a pinned commit."""
     from reconciler.repo.git import Ref, RemoteRepository, SourceError
 
@@ -89,6 +91,8 @@ def _fetch_git(reference: str) -> FetchedBundle:
     if not at or not _HEX40.match(commit) or "://" not in url:
         raise BundleError(f"git bundle reference {reference!r} must be git+<url>@<40-hex commit>#<path>",
                           hint="pin a full commit id; branches and tags move, and a bundle must not")
+    if url.startswith(FILE_SCHEME):
+        url = _confined_file_url(url, repo_root, reference)
     rel = PurePosixPath(subpath.strip("/") or ".")
     if rel.is_absolute() or ".." in rel.parts:
         raise BundleError(f"the path {subpath!r} in {reference!r} must stay inside the repository")
@@ -106,6 +110,18 @@ def _fetch_git(reference: str) -> FetchedBundle:
         except (SourceError, InputError) as exc:   # fetch failures; a hostile tree (links out, size)
             raise BundleError(exc.message, path=exc.path, obj=reference, hint=exc.hint) from None
     return FetchedBundle(reference, entry / "bundle", directory_digest(entry / "bundle", reference))
+
+
+def _confined_file_url(url: str, repo_root: Path, reference: str) -> str:
+    """A ``file://`` git URL whose repository lies inside ``repo_root`` (links resolved), as an absolute URL."""
+    root = repo_root.resolve()
+    raw = url[len(FILE_SCHEME):]
+    path = (Path(raw) if raw.startswith("/") else root / raw).resolve()
+    if path != root and root not in path.parents:
+        raise BundleError(f"git repository {url} is outside the repository",
+                          obj=reference, hint="a git+file:// bundle must live inside the GitOps repository; "
+                                              "publish it over https or ssh, or as an image")
+    return FILE_SCHEME + path.as_posix()
 
 
 def _fetch_tarball(reference: str) -> FetchedBundle:

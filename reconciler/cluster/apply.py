@@ -18,7 +18,6 @@ is never taken over unless annotated ``reconciler.dev/adopt: "true"``.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,9 +27,10 @@ from deepdiff import DeepDiff
 
 from reconciler.approve.permissions import PermissionSet
 from reconciler.cluster import installer
+from reconciler.cluster import crdsafety
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
-from reconciler.errors import ClusterError, PolicyError
+from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
@@ -75,6 +75,7 @@ class DesiredOperator:
     report: dict[str, Any] = field(default_factory=dict)   # resolution facts: updates, dependencies, satisfies
     conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
     installer: PermissionSet | None = None   # apply as its own installer bound to these; None: our own identity
+    allow_unsafe_crds: str = ""   # the declaration's reconciler.dev/allow-unsafe-crd-upgrade: CRD names, or "*"
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"])
                      for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
     planned, errors = [], []
+    invalid: list[tuple[DesiredOperator, str]] = []
+    unsafe: list[str] = []
     unverified = 0
     for op in desired:
         writer = (writers or {}).get(op.name, kube)
@@ -262,6 +265,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 live = kube.get(info, ref.namespace, ref.name)
                 if live is not None:
                     _check_owner(op.name, ref, live)
+                    if (ref.group, ref.kind) == CRD:
+                        unsafe.extend(unsafe_crd_changes(kube, op, obj, live))
                 if ref.namespace in missing_ns:
                     planned.append(_Planned(op.name, obj, ref, info, Action.CREATED, writer=writer))
                     unverified += 1
@@ -271,6 +276,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 errors.append(f"{ref}: {exc.message}" + (
                     f" (applied as {writer.impersonated}, bound to the permissions approved for Operator "
                     f"{op.name})" if exc.status == 403 and writer.impersonated else ""))
+                if is_invalid_object(exc):
+                    invalid.append((op, f"{ref}: {exc.message}"))
                 continue
             if live is None:
                 planned.append(_Planned(op.name, obj, ref, info, Action.CREATED, writer=writer))
@@ -278,6 +285,13 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
                 diff = describe_diff(live, dry)
                 planned.append(_Planned(op.name, obj, ref, info, Action.CONFIGURED if diff else Action.UNCHANGED,
                                         diff, writer=writer))
+    if invalid:
+        raise invalid_objects(invalid)
+    if unsafe:
+        raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
+                          "applied:\n  " + "\n  ".join(unsafe),
+                          hint=f"review the change; to accept it, annotate the Operator declaration with "
+                               f"{crdsafety.ANNOTATION_ALLOW}: <CRD name>[,<CRD name>...] (or \"*\")")
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
@@ -285,6 +299,38 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
         result.notes.append(f"{unverified} object(s) could not be checked by server-side dry-run because their "
                             f"namespace or CustomResourceDefinition does not exist yet")
     return planned
+
+
+INVALID_STATUSES = (400, 422)  # the object itself is wrong (schema, field validation): the bundle's fault
+
+
+def is_invalid_object(exc: ApiError) -> bool:
+    """The API server refused the object itself, not the request: invalid fields, or (server-side apply
+    answers 500 for these) a field of the wrong type or one the schema does not declare."""
+    return exc.status in INVALID_STATUSES or (exc.status == 500 and "failed to create typed patch object"
+                                              in exc.message)
+
+
+def invalid_objects(invalid: list[tuple[DesiredOperator, str]]) -> BundleError:
+    """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
+    sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
+    lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
+    return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
+                       f"nothing was applied:\n  {lines}", path=sources[0],
+                       hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
+                            "another version")
+
+
+def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Manifest) -> list[str]:
+    """The unsafe changes replacing ``live`` with ``new`` would make, unless the declaration allows them."""
+    if crdsafety.allowed(op.allow_unsafe_crds, ObjectRef.of(new).name):
+        return []
+    stored = (live.get("status") or {}).get("storedVersions") or []
+    served = [v["name"] for v in (live.get("spec") or {}).get("versions") or [] if v.get("served")]
+    still = {v["name"] for v in (new.get("spec") or {}).get("versions") or [] if v.get("served", True)}
+    if set(served) <= still or not _custom_resource_count(kube, live):
+        served = []  # custom resources are only listed when a served version would go
+    return [f"{f} [Operator {op.name}]" for f in crdsafety.check_crd_upgrade(live, new, stored, served)]
 
 
 def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:
@@ -419,25 +465,35 @@ def _inventory(refs: Iterable[ObjectRef]) -> list[dict[str, str]]:
     return [r.to_dict() for r in sorted(set(refs), key=order_key)]
 
 
-def normalize(obj: Manifest) -> dict[str, Any]:
-    """An object without server-managed fields and status, Secret values redacted."""
+SECRET_MASK = "<redacted>"
+SECRET_MASK_CHANGED = "<redacted, changed>"
+
+
+def normalize(obj: Manifest, compare_to: Manifest | None = None) -> dict[str, Any]:
+    """An object without server-managed fields and status, Secret values masked.
+
+    A Secret value becomes a fixed mask, never a function of the value (a
+    hash prefix would let anyone who reads the diff confirm a guessed
+    password offline). With ``compare_to`` (the live object), a value that
+    differs from it gets a different fixed mask, so the diff still says
+    which keys changed.
+    """
     out = {k: v for k, v in obj.items() if k != "status"}
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
     out["metadata"] = meta
     if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
         for key in ("data", "stringData"):
             if isinstance(obj.get(key), dict):
-                out[key] = {k: redact(v) for k, v in obj[key].items()}
+                other = (compare_to or {}).get(key)
+                other = other if isinstance(other, dict) else {}
+                out[key] = {k: SECRET_MASK_CHANGED if k in other and other[k] != v else SECRET_MASK
+                            for k, v in obj[key].items()}
     return out
-
-
-def redact(value: Any) -> str:
-    return "<redacted sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12] + ">"
 
 
 def describe_diff(live: Manifest, proposed: Manifest) -> tuple[str, ...]:
     """Human-readable changed paths between the live object and the dry-run result."""
-    dd = DeepDiff(normalize(live), normalize(proposed), ignore_order=False, verbose_level=2)
+    dd = DeepDiff(normalize(live), normalize(proposed, live), ignore_order=False, verbose_level=2)
     lines = []
     for kind, entries in sorted(dd.to_dict().items()):
         for path, value in sorted(entries.items(), key=lambda kv: str(kv[0])):

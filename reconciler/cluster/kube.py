@@ -72,7 +72,15 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
             k8s_config.load_incluster_config(client_configuration=cfg)
             return k8s_client.ApiClient(cfg)
     except ConfigException as exc:
-        raise ClusterError(f"cannot load the cluster configuration: {exc}") from None
+        raise ClusterError(f"cannot load the cluster configuration: {exc}", path=path or None,
+                           hint="check the kubeconfig: it needs clusters, users and contexts") from None
+    except ClusterError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the client library fails on a malformed file in many ways
+        detail = " ".join(str(exc).split())[:300]
+        raise ClusterError(f"the kubeconfig is not valid: {type(exc).__name__}: {detail}", path=path or None,
+                           hint="check the kubeconfig: it must be a YAML mapping with clusters, users and "
+                                "contexts (`kubectl config view` shows how kubectl reads it)") from None
     return None
 
 

@@ -10,16 +10,21 @@ from __future__ import annotations
 import argparse
 
 EXIT_CODES = """\
-exit codes:
+exit codes (they say whose move it is; see docs/hardening.md):
   0   success: nothing to change, or every change was applied
   1   changes were found by --dry-run (as kubectl diff), or applied with --exit-code
-  2   an error in the repository, a catalog, resolution or a bundle: nothing was applied; or a guardrail
-      policy violation: the Operator concerned was not applied, the others were
-  3   the cluster could not be reached or refused a request
+  2   the input is wrong and nothing was applied: a declaration, reconciler.yaml or olm.lock of the wrong
+      shape or with a duplicate key; a catalog; resolution; a bundle (a field of the wrong type, or an
+      object the API server refuses as invalid); a policy; a symbolic link out of the repository; a file
+      that is not a regular file, is nested too deeply or expands aliases too far; or a guardrail policy
+      violation, which holds back only the Operator concerned (the others are applied)
+  3   the cluster: unreachable, a kubeconfig that cannot be loaded, or a request refused for any reason
+      other than an invalid object (authorization, conflicts, server errors)
   4   an Operator waits for approval; everything else was applied (see `reconciler approve`)
   5   applied, but a component did not become healthy in time
   64  a usage error: an unknown flag or a missing argument
-  70  an internal error: a bug in the reconciler; please report it with the command that failed
+  70  an internal error: a bug in the reconciler, in one line (RECONCILER_TRACEBACK=1 shows the
+      traceback); please report it with the command that failed
 """
 
 COMMANDS = ("reconcile", "resolve", "approve", "watch", "cluster", "catalog", "bundle")

@@ -9,9 +9,11 @@ Event on the status objects) and never applied, while drift correction
 carries on with the last good state, even when the broken tree is all that
 is left on disk.
 
+Any exception while preparing a revision rejects it, an unexpected one (a
+bug, reported as an internal error) included: no input stops the loop.
 Failures that are not the revision's fault (a fetch that cannot reach the
-remote, an API server that refuses or drops a request) are retried with
-exponential backoff. With a leader elector, only the replica holding the
+remote, an API server that refuses or drops a request, an unexpected
+exception while applying) are retried with exponential backoff. With a leader elector, only the replica holding the
 Lease reconciles. ``stop()`` (SIGTERM) lets the current step finish, or
 aborts it before its first write, then releases the Lease.
 """
@@ -29,7 +31,7 @@ from reconciler import pipeline
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply import Action
 from reconciler.cluster.kube import Kube
-from reconciler.errors import ClusterError, PolicyError, ReconcilerError
+from reconciler.errors import ClusterError, InternalError, PolicyError, ReconcilerError
 from reconciler.loop.lease import LeaderElector
 from reconciler.loop.metrics import Metrics
 from reconciler.loop.sources import LocalSource, RemoteSource, Source, Target
@@ -133,7 +135,12 @@ class Loop:
                 if woken or now >= min(drift_due, poll_due, retry_due):
                     drift = now >= drift_due or now >= retry_due
                     reasons, self._reasons = self._reasons, []
-                    result = self.step(drift=drift, reason=", ".join(reasons) or ("interval" if drift else "poll"))
+                    try:
+                        result = self.step(drift=drift,
+                                           reason=", ".join(reasons) or ("interval" if drift else "poll"))
+                    except Exception as exc:  # noqa: BLE001 - a bug in one step must not end the loop
+                        log.exception("unexpected error in a reconcile step")
+                        result = self._finish(self._failed(None, InternalError.wrap(exc), "step"), time.monotonic())
                     now = time.monotonic()
                     if poll:
                         poll_due = now + poll
@@ -161,6 +168,9 @@ class Loop:
             target = self.source.current()
         except ReconcilerError as exc:
             return self._finish(self._failed(None, exc, "fetch"), started)
+        except Exception as exc:  # noqa: BLE001 - reported and retried like an unreachable source
+            log.exception("unexpected error reading the source")
+            return self._finish(self._failed(None, InternalError.wrap(exc), "fetch"), started)
         seen = target.key is not None and target.key in (self._good_key, self._bad and self._bad[0])
         if seen and not drift:
             return self._finish(StepResult(CURRENT, target.revision, self.applied_revision), started,
@@ -176,7 +186,10 @@ class Loop:
                 self.metrics.resolution_duration.observe(time.monotonic() - t0)
             except ClusterError as exc:  # reading installed state failed: not the revision's fault
                 return self._finish(self._failed(target.revision, exc, "resolve"), started)
-            except ReconcilerError as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure to prepare rejects the revision
+                if not isinstance(exc, ReconcilerError):
+                    log.exception("unexpected error preparing %s", target.revision or "the working tree")
+                    exc = InternalError.wrap(exc)
                 rejected = self._reject(target, exc)
                 if self._good is None or not drift:
                     return self._finish(rejected, started)
@@ -196,6 +209,9 @@ class Loop:
             return self._finish(self._failed(target.revision, exc, "apply"), started)
         except ReconcilerError as exc:
             return self._finish(self._reject(target, exc), started)
+        except Exception as exc:  # noqa: BLE001 - a bug while applying: retried with backoff, the loop goes on
+            log.exception("unexpected error applying %s", prepared.snapshot.revision or "the working tree")
+            return self._finish(self._failed(target.revision, InternalError.wrap(exc), "apply"), started)
         if fresh:
             self._good, self._good_key = prepared, target.key
             if self._bad and self._bad[0] in (target.key, target.revision):

@@ -93,6 +93,7 @@ class OperatorDecl:
     provisioner_class: str | None = None      # spec.provisionerClassName: the approval policy
     approver: Identity | None = None          # spec.approver: whom UserPermission checks
     manual_approval: bool = False             # v2alpha1 approval: Manual, i.e. DenyAll
+    allow_unsafe_crds: str = ""   # metadata.annotations[reconciler.dev/allow-unsafe-crd-upgrade]
 
     @property
     def package(self) -> str | None:
@@ -187,12 +188,27 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
         decl = _parse_v1(spec, name, origin)
     decl = dataclasses.replace(decl, **_approval_fields(spec, origin))
     spec.done()
+    decl = dataclasses.replace(decl, allow_unsafe_crds=_allow_unsafe_crds(meta, origin, obj))
     if decl.catalog is None and decl.bundle is None:
         raise spec.fail("spec must name a catalog package (spec.catalog) or a bundle (spec.bundle)")
     if decl.catalog is not None and decl.bundle is not None:
         raise spec.fail("spec.catalog and spec.bundle are mutually exclusive",
                         hint="install from a catalog, or a bundle directly, not both")
     return decl
+
+
+ANNOTATION_ALLOW_UNSAFE_CRDS = "reconciler.dev/allow-unsafe-crd-upgrade"
+
+
+def _allow_unsafe_crds(meta: dict[str, Any], origin: Origin, obj: str) -> str:
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise DeclarationError("metadata.annotations must be a mapping", path=str(origin), obj=obj)
+    value = annotations.get(ANNOTATION_ALLOW_UNSAFE_CRDS) or ""
+    if not isinstance(value, str):
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_ALLOW_UNSAFE_CRDS} must be a string of CRD "
+                               f"names separated by commas, or \"*\"", path=str(origin), obj=obj)
+    return value
 
 
 def _parse_v1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:

@@ -11,6 +11,14 @@ Layout (documented in the README):
 * every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
 
 Hidden files and directories (``.git``, ``.github``) are skipped.
+
+The working tree is confined as a fetched tree is (``git.py``): a symbolic
+link that leads out of the repository, or to nothing, is refused before
+anything is read, so no file outside the repository (``/dev/zero``, another
+repository's settings) can stand in for a declaration, a catalog, the
+settings, the lockfile or a bundle. Only regular files are read
+(``yamlio.read_text``). Declarations and settings are decoded strictly: a key
+written twice is an error, as in kubectl.
 """
 
 from __future__ import annotations
@@ -104,9 +112,10 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     top = Path(root).resolve()
     if not top.is_dir():
         raise InputError("repository directory does not exist", path=str(root))
+    check_links(top)
     settings = _read_settings(top)
     lock = None
-    if (top / LOCK_FILENAME).is_file():
+    if os.path.lexists(top / LOCK_FILENAME):
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
     operators, classes, provisioners = _read_declarations(top, settings)
     from reconciler.approve.records import read_records
@@ -118,9 +127,9 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
 
 def _read_settings(top: Path) -> Settings:
     path = top / SETTINGS_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return Settings()
-    doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE)
+    doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE, strict=True)
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
@@ -144,6 +153,8 @@ def _read_settings(top: Path) -> Settings:
         raise InputError("catalogs must be a mapping of catalog name to settings", path=SETTINGS_FILE,
                          hint="for example: catalogs: {community: {priority: 10}}")
     for name, cfg in raw_catalogs.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"catalogs: the catalog name {name!r} must be a string", path=SETTINGS_FILE)
         cfg = cfg or {}
         if not isinstance(cfg, dict) or set(cfg) - {"priority", "upgradeGraph", "image"}:
             raise InputError(f"catalogs.{name} must be a mapping such as {{priority: 10}}", path=SETTINGS_FILE,
@@ -208,9 +219,9 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
     declared_provisioners: set[str] = set()
     for path in _declaration_files(top, settings):
         rel = path.relative_to(top).as_posix()
-        for index, doc in enumerate(yamlio.read_all(path, rel)):
+        for index, doc in enumerate(yamlio.read_all(path, rel, strict=True)):
             origin = Origin(rel, index)
-            if isinstance(doc, dict) and doc.get("kind") in REFUSED_KINDS:
+            if isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"] in REFUSED_KINDS:
                 raise DeclarationError(f"{doc.get('apiVersion') or '(no apiVersion)'} {doc['kind']} is not a "
                                        f"declaration here: {REFUSED_KINDS[doc['kind']]}", path=str(origin),
                                        obj=f"{doc['kind']} {(doc.get('metadata') or {}).get('name', '')}".strip(),
@@ -225,6 +236,8 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
                                        path=str(origin),
                                        hint=f"move the file out of the repository or list it under "
                                             f"'ignore:' in {SETTINGS_FILE}")
+            if not isinstance(doc["apiVersion"], str) or not isinstance(doc["kind"], str):
+                raise DeclarationError("apiVersion and kind must be strings", path=str(origin))
             api_version, kind = doc["apiVersion"], doc["kind"]
             if kind == "InputClass" and api_version in INPUT_API_VERSIONS:
                 cls = parse_input_class(doc, origin)
@@ -272,6 +285,44 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
         raise DeclarationError(f"provisionerClassName {settings.provisioner_class!r} names no ProvisionerClass",
                                path=SETTINGS_FILE, hint=f"known classes: {', '.join(sorted(provisioners))}")
     return tuple(operators[n] for n in sorted(operators)), classes, provisioners
+
+
+def check_links(top: Path) -> None:
+    """Refuse a symbolic link anywhere in the working tree that leads out of it or to nothing.
+
+    Links are found from directory entries without following them (no stat
+    per file), so this costs one directory listing per directory; ``.git`` is
+    not the working tree and is skipped.
+    """
+    pending = [top]
+    while pending:
+        here = pending.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError as exc:
+            raise InputError(f"cannot list directory: {exc.strerror}", path=_rel(top, Path(here))) from None
+        for e in entries:
+            if here == top and e.name == ".git":
+                continue
+            if e.is_symlink():
+                target = Path(e.path).resolve()
+                rel = _rel(top, Path(e.path))
+                if target != top and top not in target.parents:
+                    raise InputError(f"symbolic link points outside the repository: {os.readlink(e.path)}",
+                                     path=rel, hint="replace the link with the file it points to; the "
+                                                    "reconciler reads nothing outside the repository")
+                if not target.exists():
+                    raise InputError(f"symbolic link points to nothing: {os.readlink(e.path)}", path=rel,
+                                     hint="remove the link or restore what it points to")
+            elif e.is_dir(follow_symlinks=False):
+                pending.append(Path(e.path))
+
+
+def _rel(top: Path, path: Path) -> str:
+    try:
+        return path.relative_to(top).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def git_revision(path: Path) -> str | None:

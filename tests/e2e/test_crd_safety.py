@@ -1,0 +1,69 @@
+"""An upgrade that would break existing custom resources is refused before anything is applied, unless the
+declaration allows it by name."""
+
+from __future__ import annotations
+
+from reconciler.cluster.kube import Kube
+from tests.e2e.support import managed, reconcile
+from tests.e2e.test_reconcile import V100, V110, k8s, kc, repo  # noqa: F401 - fixtures
+
+CRD_FILE = "bundles/plumbus/1.1.0/manifests/plumbai.how.theydoit.com.crd.yaml"
+CR = {"apiVersion": "how.theydoit.com/v1alpha1", "kind": "Plumbus",
+      "metadata": {"name": "everyday", "namespace": "default"}, "spec": {"fleeb": "rubbed", "schleem": 3}}
+
+
+def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, kc, k8s: Kube, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
+    k8s.request("POST", info.path("default"), body=CR)
+    try:
+        crd = (repo.path / CRD_FILE).read_text()
+        assert "schleem:\n                  type: integer" in crd
+        repo.write(CRD_FILE, crd.replace("schleem:\n                  type: integer",
+                                         "schleem:\n                  type: string"))
+        repo.set_version(">=1.0.0 <2.0.0")
+        repo.write("olm.lock", "")  # the edited bundle has a new digest: resolve afresh
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 2, run.err
+        assert ("plumbai.how.theydoit.com version v1alpha1 .spec.schleem: type changes from integer to string "
+                "(type-changed) [Operator plumbus]") in run.err
+        assert "reconciler.dev/allow-unsafe-crd-upgrade" in run.err
+        assert managed(k8s, "plumbus") == V100  # nothing of 1.1.0 was applied
+
+        decl = (repo.path / "operators/plumbus.yaml").read_text()
+        repo.write("operators/plumbus.yaml", decl.replace(
+            "  name: plumbus\n", "  name: plumbus\n  annotations:\n"
+                                 "    reconciler.dev/allow-unsafe-crd-upgrade: plumbai.how.theydoit.com\n", 1))
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 0, run.err
+        assert managed(k8s, "plumbus") == V110
+    finally:
+        k8s.request("DELETE", info.path("default", "everyday"))
+
+
+def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(repo, kc, k8s: Kube, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    crd = (repo.path / CRD_FILE).read_text()
+    head, sep, version = crd.partition("  versions:\n")
+    assert sep and "    - name: v1alpha1\n      served: true\n      storage: true\n" in version
+    v1 = version.replace("v1alpha1", "v1")
+    old = version.replace("served: true\n      storage: true", "served: false\n      storage: false")
+    repo.write(CRD_FILE, head + sep + old + v1)
+    repo.set_version(">=1.0.0 <2.0.0")
+    repo.write("olm.lock", "")
+    info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
+    k8s.request("POST", info.path("default"), body=CR)
+    try:
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 2, run.err
+        assert ("plumbai.how.theydoit.com version v1alpha1: version is no longer served, but custom resources "
+                "exist and are read through it (served-version-removed)") in run.err
+        assert managed(k8s, "plumbus") == V100
+    finally:
+        k8s.request("DELETE", info.path("default", "everyday"))
+    # Without custom resources the version may stop being served.
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert managed(k8s, "plumbus") == V110

@@ -1,0 +1,182 @@
+"""Hostile inputs as data: one folder per case, each run through the real CLI in its own process.
+
+Each ``tests/hostile/<case>/case.yaml`` says how to build a repository from
+the example (examples/gitops-repo) and, where it names one, a real bundle of
+the corpus (copied into the repository at test time, never committed), which
+operations make it hostile, and what must come out: the exit code and a
+fragment of the one error line. The CLI runs in a subprocess, so a crash of
+the interpreter (a C stack overflow) fails the case instead of the test run.
+
+Case keys: ``what`` (one line), ``corpus`` (``operator/version``, installed as
+Operator ``hostile`` from ``bundles/hostile``), ``ops`` (below), ``args``
+(default ``--dry-run``; ``{case}`` is the case folder), ``cluster`` (run
+against the test control plane; nothing of Operator ``hostile`` may exist
+afterwards), ``exit`` and ``message``.
+
+Operations: ``write`` (a file with ``text``), ``remove``, ``set``/``delete``
+(a field, by dotted path, of the documents of ``kind`` in the files matching
+a glob), ``symlink`` (``to`` may name ``{outside}``, a directory beside the
+repository), ``outside`` (a file there), ``fifo``, ``nested`` (``depth``
+nested ``[``), ``alias_bomb`` (a ``size``-character scalar aliased ``count``
+times).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reconciler import yamlio
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+EXAMPLE = ROOT / "examples" / "gitops-repo"
+CORPUS = ROOT.parent / "shared" / "corpus" / "operators"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus/operators")
+CASES = sorted(p.name for p in HERE.iterdir() if (p / "case.yaml").is_file())
+
+HOSTILE_DECLARATION = """\
+apiVersion: operators.coreos.com/v1
+kind: Operator
+metadata:
+  name: hostile
+spec:
+  bundle:
+    name: hostile
+    spec:
+      refs: ["file://bundles/hostile"]
+  install:
+    namespace: hostile-system
+  provisionerClassName: hostile-allow-all
+---
+# The hostile bundle is approved, so that it reaches every later stage.
+apiVersion: rukpak.io/v1
+kind: ProvisionerClass
+metadata:
+  name: hostile-allow-all
+provisioner: operators.coreos.com/operators
+parameters:
+  approval: AllowAll
+"""
+
+
+def load_case(name: str) -> dict:
+    return yamlio.load_one(yamlio.read_text(HERE / name / "case.yaml"), f"{name}/case.yaml", strict=True)
+
+
+def build(case: dict, name: str, tmp: Path) -> Path:
+    repo, outside = tmp / "repo", tmp / "outside"
+    shutil.copytree(EXAMPLE, repo)
+    outside.mkdir()
+    if case.get("corpus"):
+        source = CORPUS / case["corpus"]
+        if not source.is_dir():
+            pytest.skip(f"no corpus bundle {case['corpus']}")
+        shutil.copytree(source, repo / "bundles" / "hostile")
+        (repo / "operators" / "hostile.yaml").write_text(HOSTILE_DECLARATION)
+    subst = {"{outside}": str(outside), "{case}": str(HERE / name), "{repo}": str(repo)}
+
+    def fill(text: str) -> str:
+        for key, value in subst.items():
+            text = text.replace(key, value)
+        return text
+
+    for op in case.get("ops") or []:
+        if "write" in op:
+            target = repo / op["write"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(fill(op["text"]))
+        elif "remove" in op:
+            (repo / op["remove"]).unlink()
+        elif "set" in op or "delete" in op:
+            _edit(repo, op)
+        elif "symlink" in op:
+            link = repo / op["symlink"]
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if link.exists() or link.is_symlink():
+                shutil.rmtree(link) if link.is_dir() and not link.is_symlink() else link.unlink()
+            link.symlink_to(fill(op["to"]))
+        elif "outside" in op:
+            target = outside / op["outside"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(fill(op["text"]))
+        elif "fifo" in op:
+            os.mkfifo(repo / op["fifo"])
+        elif "nested" in op:
+            depth = op["depth"]
+            (repo / op["nested"]).write_text(op.get("prefix", "") + "[" * depth + "]" * depth + "\n")
+        elif "alias_bomb" in op:
+            refs = ", ".join(["*big"] * op["count"])
+            (repo / op["alias_bomb"]).write_text(
+                f"apiVersion: operators.coreos.com/v1\nkind: Operator\nmetadata:\n  name: bomb\n"
+                f"  annotations:\n    big: &big {'x' * op['size']}\nspec:\n  constraints: [{refs}]\n")
+        else:
+            raise AssertionError(f"{name}: unknown operation {op}")
+    return repo
+
+
+def _edit(repo: Path, op: dict) -> None:
+    files = sorted(repo.glob(op["file"]))
+    assert files, f"no file matches {op['file']}"
+    hit = False
+    for file in files:
+        docs = yamlio.load_all(file.read_text(), str(file))
+        for doc in docs:
+            if not isinstance(doc, dict) or doc.get("kind") != op["kind"]:
+                continue
+            *parents, last = (op.get("set") or op.get("delete")).split(".")
+            node = doc
+            for key in parents:
+                node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+            if "set" in op:
+                node[last] = op["value"]
+            else:
+                del node[last]
+            hit = True
+        file.write_text(yamlio.dump_all(docs))
+    assert hit, f"no {op['kind']} in {op['file']}"
+
+
+def run_cli(repo: Path, args: list[str], tmp: Path, kubeconfig: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp / "home"), RECONCILER_BUNDLE_CACHE="off")
+    if kubeconfig:
+        args = [*args, "--kubeconfig", kubeconfig]
+    return subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo), *args], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=tmp, stdin=subprocess.DEVNULL)
+
+
+def _params() -> list:
+    return [pytest.param(n, marks=pytest.mark.cluster) if load_case(n).get("cluster") else n for n in CASES]
+
+
+@pytest.mark.parametrize("name", _params())
+def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    case = load_case(name)
+    repo = build(case, name, tmp_path)
+    args = [a.replace("{case}", str(HERE / name)) for a in case.get("args", ["--dry-run"])]
+    kube = None
+    kubeconfig = None
+    if case.get("cluster"):
+        plane = request.getfixturevalue("control_plane")
+        from reconciler.cluster.kube import Kube
+
+        kube = Kube(plane.admin_client())
+        kubeconfig = str(plane.kubeconfig_path)
+    result = run_cli(repo, args, tmp_path, kubeconfig)
+    assert result.returncode >= 0, f"the process died of signal {-result.returncode}"
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == case["exit"], f"exit {result.returncode}, expected {case['exit']}:\n{result.stderr}"
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert case["message"] in result.stderr, result.stderr
+    if kube is not None:
+        from tests.e2e.support import managed
+
+        assert managed(kube, "hostile") == set(), "an object of the hostile bundle was applied"
