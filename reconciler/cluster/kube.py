@@ -3,27 +3,30 @@
 Objects stay dicts. Discovery is lazy and per group/version, kept in memory
 for one run and refreshed once when a kind is not found (a CRD applied a
 moment ago). Requests go through the official client's ApiClient, so every
-kubeconfig auth method it supports works here.
+kubeconfig auth method it supports works here. One ``Kube`` is safe to share
+between threads: its connection pool holds ``WORKERS`` connections, so the
+planner and the applier can keep that many requests in flight.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
 
 from reconciler.errors import ClusterError
 from reconciler.model.kube import Manifest, ObjectRef
 
+if TYPE_CHECKING:  # the client library is imported when a cluster is first configured, not with this module
+    from kubernetes import client as k8s_client
+
 APPLY_PATCH = "application/apply-patch+yaml"
+WORKERS = 8          # requests in flight at once when order does not matter (see cluster/apply.py)
+_PAGE = 500          # list page size: bounded responses, same total cost
 
 
 class ApiError(ClusterError):
@@ -56,6 +59,10 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
 
     Returns None when no cluster is configured at all.
     """
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
     path = kubeconfig or os.environ.get("KUBECONFIG") or ""
     if not path and (Path.home() / ".kube" / "config").is_file():
         path = str(Path.home() / ".kube" / "config")
@@ -81,6 +88,12 @@ class Kube:
     def __init__(self, api: k8s_client.ApiClient) -> None:
         self.api = api
         self._groups: dict[str, dict[str, ResourceInfo]] = {}
+        self._discovery_lock = threading.Lock()
+        pool = getattr(getattr(api, "rest_client", None), "pool_manager", None)
+        kw = getattr(pool, "connection_pool_kw", None)
+        if isinstance(kw, dict) and (kw.get("maxsize") or 1) < WORKERS:
+            kw["maxsize"] = WORKERS  # one pool, wide enough for every worker: no connection is thrown away
+            pool.clear()
 
     @property
     def server(self) -> str:
@@ -95,10 +108,12 @@ class Kube:
         _, url, headers, payload, _ = self.api.param_serialize(
             method, path, query_params=query or [], header_params=headers, body=payload,
             auth_settings=["BearerToken"])
+        from urllib3.exceptions import HTTPError
+
         try:
             resp = self.api.call_api(method, url, header_params=headers, body=payload,
                                      _request_timeout=(10, 60))
-        except urllib3.exceptions.HTTPError as exc:
+        except HTTPError as exc:
             raise ClusterError(f"cannot reach the API server at {self.server}: {exc}",
                                hint="check the kubeconfig and that the cluster is running") from None
         data = resp.read()
@@ -114,6 +129,10 @@ class Kube:
     # discovery
 
     def _group_version(self, api_version: str) -> dict[str, ResourceInfo]:
+        with self._discovery_lock:  # workers share discovery: each group/version is fetched once
+            return self._group_version_locked(api_version)
+
+    def _group_version_locked(self, api_version: str) -> dict[str, ResourceInfo]:
         if api_version not in self._groups:
             group, _, version = api_version.rpartition("/")
             path = f"/apis/{api_version}" if group else f"/api/{version}"
@@ -133,12 +152,14 @@ class Kube:
         """The resource serving kind at apiVersion, or None if the server does not serve it."""
         info = self._group_version(api_version).get(kind)
         if info is None and refresh:
-            self._groups.pop(api_version, None)
+            with self._discovery_lock:
+                self._groups.pop(api_version, None)
             info = self._group_version(api_version).get(kind)
         return info
 
     def forget_discovery(self) -> None:
-        self._groups.clear()
+        with self._discovery_lock:
+            self._groups.clear()
 
     # objects
 
@@ -158,11 +179,27 @@ class Kube:
                 return None
             raise
 
-    def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None) -> list[Manifest]:
+    def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None,
+             namespace: str = "") -> list[Manifest]:
+        """Objects of one kind (in every namespace unless ``namespace``), all pages unless ``limit``.
+
+        Items carry apiVersion and kind, as a GET of each would (list items of
+        built-in kinds come without them).
+        """
         query = [("labelSelector", label_selector)] if label_selector else []
-        if limit:
-            query.append(("limit", str(limit)))
-        return self.request("GET", info.path(), query=query).get("items", [])
+        query.append(("limit", str(limit or _PAGE)))
+        api_version = f"{info.group}/{info.version}" if info.group else info.version
+        items: list[Manifest] = []
+        while True:
+            page = self.request("GET", info.path(namespace), query=query)
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", info.kind)
+                items.append(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if limit or not token:
+                return items
+            query = [q for q in query if q[0] != "continue"] + [("continue", token)]
 
     def apply(self, info: ResourceInfo, obj: Manifest, *, field_manager: str, dry_run: bool) -> Manifest:
         ref = ObjectRef.of(obj)
