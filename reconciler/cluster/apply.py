@@ -28,6 +28,7 @@ is never taken over unless annotated ``reconciler.dev/adopt: "true"``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import time
@@ -236,20 +237,19 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     own are intact is unchanged without further requests; every other object
     is validated by a server-side dry-run (concurrently) and compared.
     """
-    new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"])
-                     for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
+    new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
+                     if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
     planned: list[_Planned] = []
     errors: list[str] = []
     unverified = 0
     for op in desired:
-        for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
-            ref = ObjectRef.of(obj)
+        for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
             info = kube.resource(obj["apiVersion"], obj["kind"])
             if info is None and (ref.group, ref.kind) not in new_crd_kinds:
                 errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
                 continue
             planned.append(_Planned(op.name, with_digest(obj), ref, info, Action.CREATED))
-    live = _read_live(kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns], errors)
+    live, partial = _read_live(kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns], errors)
     checks: list[tuple[_Planned, Manifest | None]] = []
     for p in planned:
         if p.info is None or p.ref.namespace in missing_ns:
@@ -267,6 +267,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
         p, current = item
         assert p.info is not None
         try:
+            if current is not None and p.ref.key in partial:  # listed as metadata: the diff needs all of it
+                current = kube.get(p.info, p.ref.namespace, p.ref.name)
             dry = kube.apply(p.info, p.obj, field_manager=FIELD_MANAGER, dry_run=True)
         except ApiError as exc:
             return f"{p.ref}: {exc.message}"
@@ -287,20 +289,62 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     return planned
 
 
-def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> dict[tuple[str, str, str, str], Manifest]:
-    """The live copy of each planned object, by one labelled LIST per kind, then a GET for what it missed."""
-    live: dict[tuple[str, str, str, str], Manifest] = {}
-    kinds = {p.info for p in planned if p.info is not None}
-    for info in sorted(kinds, key=lambda i: (i.group, i.version, i.kind)):
+_Key = tuple[str, str, str, str]
+_LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
+
+
+def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[dict[_Key, Manifest], set[_Key]]:
+    """The live copy of each planned object, by one labelled LIST per kind, then a GET for what it missed.
+
+    Also returns the keys of objects read as metadata only.
+    """
+    live: dict[_Key, Manifest] = {}
+    partial: set[_Key] = set()
+    # Metadata decides "unchanged"; only a Secret written through stringData is checked by its stored data.
+    full = {p.info for p in planned if p.ref.kind == "Secret" and p.ref.group == "" and "stringData" in p.obj}
+    kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
+
+    def listed(info: ResourceInfo) -> list[Manifest]:
         try:
-            items = kube.list(info, label_selector=LABEL_OPERATOR)
+            items = kube.list(info, label_selector=LABEL_OPERATOR, metadata_only=info not in full)
         except ApiError as exc:
-            if exc.status not in (401, 403, 404, 405):
+            if exc.status not in (401, 403, 404, 405, 406):
                 raise
-            continue  # not allowed to list this kind everywhere: each object is read on its own below
+            return []  # not allowed to list this kind everywhere: each object is read on its own below
+        return items
+
+    for info, items in zip(kinds, _concurrently(listed, kinds)):
         for item in items:
-            live[ObjectRef.of(item).key] = item
+            key = ObjectRef.of(item).key
+            live[key] = item
+            if info not in full:
+                partial.add(key)
     unlisted = [p for p in planned if p.ref.key not in live]
+    # Objects the labelled list did not return are new, or exist without our label (adoption, conflict).
+    # Where many share a kind and namespace, one unlabelled metadata LIST there answers for all of them.
+    groups: dict[tuple[ResourceInfo, str], list[_Planned]] = {}
+    for p in unlisted:
+        assert p.info is not None
+        groups.setdefault((p.info, p.ref.namespace if p.info.namespaced else ""), []).append(p)
+    scopes = [scope for scope, members in groups.items() if len(members) >= _LIST_OVER_GETS]
+
+    def scanned(scope: tuple[ResourceInfo, str]) -> list[Manifest] | None:
+        try:
+            return kube.list(scope[0], namespace=scope[1], metadata_only=True)
+        except ApiError as exc:
+            if exc.status not in (401, 403, 404, 405, 406):
+                raise
+            return None
+
+    for scope, items in zip(scopes, _concurrently(scanned, scopes)):
+        if items is None:
+            continue
+        for item in items:
+            key = ObjectRef.of(item).key
+            live.setdefault(key, item)
+            partial.add(key)
+        del groups[scope]
+    unlisted = [p for members in groups.values() for p in members]
 
     def read(p: _Planned) -> tuple[_Planned, Manifest | None, str | None]:
         assert p.info is not None
@@ -314,7 +358,7 @@ def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> dict[t
             errors.append(error)
         elif obj is not None:
             live[p.ref.key] = obj
-    return live
+    return live, partial
 
 
 def _concurrently(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -362,28 +406,41 @@ def is_current(sent: Manifest, live: Manifest) -> bool:
     if len(entries) != 1 or entries[0].get("apiVersion") != sent.get("apiVersion") \
             or entries[0].get("fieldsType") != "FieldsV1":
         return False
-    body = {k: v for k, v in sent.items() if k not in ("apiVersion", "kind")}
+    fields = entries[0].get("fieldsV1") or {}
+    # status is dropped from an apply to the main resource of a kind with a status subresource
+    body = {k: v for k, v in sent.items() if k not in ("apiVersion", "kind") and (k != "status" or "f:status" in fields)}
     body["metadata"] = {k: v for k, v in sent["metadata"].items() if k not in ("name", "namespace")}
-    return _owned(entries[0].get("fieldsV1") or {}, body, live)
+    if sent.get("kind") == "Secret" and sent.get("apiVersion") == "v1" and "stringData" in body:
+        # stringData is write-only: the server folds it into data, where another writer's change lands.
+        data = live.get("data") or {}
+        if any(data.get(k) != base64.b64encode(str(v).encode()).decode() for k, v in body["stringData"].items()):
+            return False
+    return _owned(fields, body, live)
 
 
 def _owned(fields: dict[str, Any], want: Any, live: Any) -> bool:
-    """Every field of ``want`` is in the managed-fields set ``fields`` (FieldsV1), matched against ``live``."""
+    """Every field of ``want`` is in the managed-fields set ``fields`` (FieldsV1), matched against ``live``.
+
+    An atomic value (a leaf in the set, whatever its shape) is owned as a
+    whole: the server moves the whole leaf to whoever changes any part of it,
+    so its presence is enough, and server defaults inside it do not count as
+    drift. A null in an applied configuration sets nothing (``creationTimestamp: null``
+    in generated manifests), so it is owned by no one and not looked for.
+    """
     if isinstance(want, dict):
         if not want:
             return True
-        if not fields:  # an atomic map, owned as a whole: only its value can tell
-            return want == live
-        if not isinstance(live, dict):
-            return False
-        return all(f"f:{k}" in fields and _owned(fields[f"f:{k}"], v, live.get(k)) for k, v in want.items())
+        if not fields:  # an atomic map, owned as a whole: a change anywhere in it would have moved it
+            return True
+        live = live if isinstance(live, dict) else {}  # live values matter only where a whole value is owned
+        return all(v is None or (f"f:{k}" in fields and _owned(fields[f"f:{k}"], v, live.get(k)))
+                   for k, v in want.items())
     if isinstance(want, list):
         if not want:
             return True
-        if not fields:  # an atomic list
-            return want == live
-        if not isinstance(live, list):
-            return False
+        if not fields:  # an atomic list, likewise
+            return True
+        live = live if isinstance(live, list) else []
         members = [(k[:2], json.loads(k[2:]), child) for k, child in fields.items() if k[:2] in ("k:", "v:")]
         for item in want:
             if isinstance(item, dict):
@@ -393,7 +450,7 @@ def _owned(fields: dict[str, Any], want: Any, live: Any) -> bool:
                     return False
                 key, child = found[0]
                 twins = [x for x in live if isinstance(x, dict) and all(x.get(f) == v for f, v in key.items())]
-                if len(twins) != 1 or not _owned(child, item, twins[0]):
+                if not _owned(child, item, twins[0] if len(twins) == 1 else None):
                     return False
             elif not any(kind == "v:" and key == item for kind, key, _ in members):
                 return False
@@ -423,9 +480,12 @@ def _execute_all(kube: Kube, planned: list[_Planned]) -> list[Change]:
     applied, then each is waited for until Established, before the next stage.
     """
     stages: dict[int, list[_Planned]] = {}
-    for p in planned:
-        stages.setdefault(order_key(p.ref)[0], []).append(p)
     done: dict[int, Change] = {}
+    for p in planned:
+        if p.write:
+            stages.setdefault(order_key(p.ref)[0], []).append(p)
+        else:
+            done[id(p)] = Change(p.operator, p.ref, p.action)
     for rank in sorted(stages):
         group = stages[rank]
         done.update(zip(map(id, group), _concurrently(lambda p: _execute(kube, p), group)))

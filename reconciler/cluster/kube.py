@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the client library is imported when a cluster is first conf
 APPLY_PATCH = "application/apply-patch+yaml"
 WORKERS = 8          # requests in flight at once when order does not matter (see cluster/apply.py)
 _PAGE = 500          # list page size: bounded responses, same total cost
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 class ApiError(ClusterError):
@@ -100,8 +101,9 @@ class Kube:
         return self.api.configuration.host
 
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
-                body: Any = None, content_type: str = "application/json", obj: str | None = None) -> Any:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+                body: Any = None, content_type: str = "application/json", obj: str | None = None,
+                accept: str = "application/json") -> Any:
+        headers = {"Accept": accept, "Content-Type": content_type}
         # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give.
         json_type = content_type.split(";")[0].strip().endswith("json")
         payload = body if json_type or body is None or isinstance(body, str) else json.dumps(body)
@@ -180,19 +182,24 @@ class Kube:
             raise
 
     def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None,
-             namespace: str = "") -> list[Manifest]:
+             namespace: str = "", metadata_only: bool = False) -> list[Manifest]:
         """Objects of one kind (in every namespace unless ``namespace``), all pages unless ``limit``.
 
         Items carry apiVersion and kind, as a GET of each would (list items of
-        built-in kinds come without them).
+        built-in kinds come without them). ``metadata_only`` asks the server
+        for metadata alone (labels, annotations, managedFields): a list of
+        large CRDs then costs kilobytes, not megabytes.
         """
         query = [("labelSelector", label_selector)] if label_selector else []
         query.append(("limit", str(limit or _PAGE)))
+        accept = f"{_METADATA_LIST},application/json" if metadata_only else "application/json"
         api_version = f"{info.group}/{info.version}" if info.group else info.version
         items: list[Manifest] = []
         while True:
-            page = self.request("GET", info.path(namespace), query=query)
+            page = self.request("GET", info.path(namespace), query=query, accept=accept)
             for item in page.get("items") or []:
+                if metadata_only:  # PartialObjectMetadata: named as the object it describes
+                    item["apiVersion"], item["kind"] = api_version, info.kind
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", info.kind)
                 items.append(item)

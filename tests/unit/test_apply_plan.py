@@ -99,10 +99,13 @@ def test_a_list_item_removed_by_someone_else_is_drift():
     assert not is_current(sent, live)
 
 
-def test_an_atomic_value_is_compared_by_value():
+def test_an_atomic_value_is_owned_as_a_whole():
     sent = with_digest(DESIRED)
     live = _live(sent)
-    live["spec"]["selector"] = {"matchLabels": {"app": "other"}}  # recorded as one leaf: only the value tells
+    live["spec"]["selector"]["matchExpressions"] = []  # a server default inside an atomic value is no drift
+    assert is_current(sent, live)
+    live["spec"]["selector"] = {"matchLabels": {"app": "other"}}  # another writer: the whole leaf moves to them
+    del live["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:selector"]
     assert not is_current(sent, live)
 
 
@@ -157,3 +160,17 @@ def test_describe_diff_is_bounded():
 def test_describe_diff_reports_a_type_change():
     live = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"port": 80}}
     assert describe_diff(live, {**live, "spec": {"port": "80"}}) == ("spec.port: 80 -> 80",)
+
+
+def test_a_secret_written_through_string_data_is_checked_by_its_stored_value():
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "key", "namespace": "team"},
+              "type": "Opaque", "stringData": {"token": "s3cret"}}
+    sent = with_digest(secret)
+    live = {k: v for k, v in copy.deepcopy(sent).items() if k != "stringData"}
+    live["data"] = {"token": "czNjcmV0"}
+    live["metadata"]["managedFields"] = [_managed(fieldsV1={
+        "f:metadata": {"f:annotations": {f"f:{ANNOTATION_DIGEST}": {}}},
+        "f:stringData": {"f:token": {}}, "f:type": {}}) | {"apiVersion": "v1"}]
+    assert is_current(sent, live)
+    live["data"] = {"token": "b3RoZXI="}  # another writer changed data; our stringData entry stays in our set
+    assert not is_current(sent, live)
