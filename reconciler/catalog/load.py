@@ -24,9 +24,7 @@ import binascii
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
-
-import pathspec
+from typing import TYPE_CHECKING, Any, Iterator
 
 from reconciler import yamlio
 from reconciler.catalog.findings import WARNING, Finding
@@ -35,6 +33,9 @@ from reconciler.model.catalog import (
     SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE, Bundle, Catalog, Channel, ChannelEntry,
     DeprecationEntry, Deprecations, Icon, Meta, Package, Property,
 )
+
+if TYPE_CHECKING:  # pathspec is imported when a tree has an .indexignore: most catalogs do not
+    import pathspec
 
 SUFFIXES = (".json", ".yaml", ".yml")
 INDEXIGNORE = ".indexignore"
@@ -70,6 +71,8 @@ def walk(root: Path, display_root: str) -> Walk:
             entries = sorted(it, key=lambda e: e.name)
         names = {e.name for e in entries}
         if INDEXIGNORE in names:
+            import pathspec
+
             text = yamlio.read_text(os.path.join(here, INDEXIGNORE), f"{display_root}/{prefix}{INDEXIGNORE}")
             specs.append((prefix, pathspec.GitIgnoreSpec.from_lines(text.splitlines())))
         active = [(p, s) for p, s in specs if prefix.startswith(p)]

@@ -1,12 +1,22 @@
 """Sync desired objects to the cluster: plan, apply in stages, prune, record.
 
 The change set says, per object, Created / Configured / Unchanged / Deleted /
-Skipped. Everything is planned before anything is written: every object is
+Skipped. Everything is planned before anything is written: live objects are
+read with one labelled LIST per kind, every object that may change is
 server-side dry-run applied and compared with the live object, and ownership
 conflicts are detected, so an invalid object or a conflict stops the run with
 nothing applied. Then objects are applied with server-side apply under one
-field manager, cluster-scoped definitions first (CRDs are waited for until
-Established), and finally objects that left the desired state are pruned.
+field manager, stage by stage (namespaces, CRDs — waited for until
+Established —, RBAC, ..., deployments), concurrently within a stage, and
+finally objects that left the desired state are pruned.
+
+An unchanged object costs no request beyond its kind's LIST. Each object we
+apply carries ``reconciler.dev/applied-digest``, a digest of the
+configuration sent; when the live digest matches the desired one and every
+field of that configuration is still owned by our field manager (the API
+server moves a field to whoever changes it), the object is what we would
+apply and is skipped. Anything else is dry-run, and the difference is
+described by a bounded, linear walk of both objects.
 
 Pruning is conservative. Only objects in an Operator's recorded inventory
 that still carry its owner label are deleted; an object annotated
@@ -18,24 +28,27 @@ is never taken over unless annotated ``reconciler.dev/adopt: "true"``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable
-
-from deepdiff import DeepDiff
+from typing import Any, Callable, Iterable
 
 from reconciler.approve.permissions import PermissionSet
 from reconciler.cluster import installer
 from reconciler.cluster import crdsafety
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.cluster.kube import WORKERS, ApiError, Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
 
 ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
+ANNOTATION_DIGEST = f"{API_GROUP}/applied-digest"   # sha256 of the configuration we last applied to the object
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 _ORDER = {
     ("", "Namespace"): 0, CRD: 1, ("rbac.authorization.k8s.io", "ClusterRole"): 2,
@@ -111,6 +124,7 @@ class _Planned:
     action: Action
     diff: tuple[str, ...] = ()
     writer: Kube | None = None   # the identity that writes it (the Operator's installer), else the caller's
+    write: bool = True    # False when the live object already is what we would apply
 
 
 def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
@@ -171,8 +185,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous)
     try:
-        for p in planned:
-            result.changes.append(_execute(kube, p))
+        result.changes.extend(_execute_all(kube, planned))
         remaining = _prune(kube, desired, recorded, dry_run=False, result=result)
     except ClusterError as exc:
         for op in desired:
@@ -228,9 +241,18 @@ def _namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, resul
     info = kube.resource("v1", "Namespace")
     assert info is not None
     missing: set[str] = set()
+    wanted = {ns for op in desired for ns in op.namespaces}
+    if not wanted:
+        return missing
+    try:  # one LIST, not a GET per namespace
+        existing = {item["metadata"]["name"] for item in kube.list(info)}
+    except ApiError as exc:
+        if exc.status not in (401, 403):
+            raise
+        existing = {ns for ns in wanted if kube.get(info, "", ns) is not None}
     for op in desired:
         for ns in op.namespaces:
-            if ns in missing or kube.get(info, "", ns) is not None:
+            if ns in missing or ns in existing:
                 continue
             missing.add(ns)
             if not dry_run:
@@ -243,48 +265,80 @@ def _namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, resul
 
 def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
           result: SyncResult, writers: dict[str, Kube] | None = None) -> list[_Planned]:
-    new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"])
-                     for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
-    planned, errors = [], []
-    invalid: list[tuple[DesiredOperator, str]] = []
-    unsafe: list[str] = []
+    """Decide every object's action before anything is written.
+
+    Live objects are read with one labelled LIST per kind (a GET only for a
+    desired object the list did not return: it is missing, or exists without
+    our label). An object whose recorded digest matches and whose fields we
+    own are intact is unchanged without further requests; every other object
+    is validated by a server-side dry-run (concurrently, as the Operator's
+    installer when it has one) and compared. A CRD that would be replaced is
+    checked for changes that break its custom resources.
+    """
+    new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
+                     if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
+    by_name = {op.name: op for op in desired}
+    planned: list[_Planned] = []
+    errors: list[str] = []
     unverified = 0
     for op in desired:
         writer = (writers or {}).get(op.name, kube)
-        for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
-            ref = ObjectRef.of(obj)
+        for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
             info = kube.resource(obj["apiVersion"], obj["kind"])
-            if info is None:
-                if (ref.group, ref.kind) not in new_crd_kinds:
-                    errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
-                    continue
-                planned.append(_Planned(op.name, obj, ref, None, Action.CREATED, writer=writer))
-                unverified += 1
+            if info is None and (ref.group, ref.kind) not in new_crd_kinds:
+                errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
                 continue
-            try:
-                live = kube.get(info, ref.namespace, ref.name)
-                if live is not None:
-                    _check_owner(op.name, ref, live)
-                    if (ref.group, ref.kind) == CRD:
-                        unsafe.extend(unsafe_crd_changes(kube, op, obj, live))
-                if ref.namespace in missing_ns:
-                    planned.append(_Planned(op.name, obj, ref, info, Action.CREATED, writer=writer))
-                    unverified += 1
-                    continue
-                dry = writer.apply(info, obj, field_manager=FIELD_MANAGER, dry_run=True)
-            except ApiError as exc:
-                errors.append(f"{ref}: {exc.message}" + (
-                    f" (applied as {writer.impersonated}, bound to the permissions approved for Operator "
-                    f"{op.name})" if exc.status == 403 and writer.impersonated else ""))
-                if is_invalid_object(exc):
-                    invalid.append((op, f"{ref}: {exc.message}"))
+            planned.append(_Planned(op.name, with_digest(obj), ref, info, Action.CREATED, writer=writer))
+    live, partial = _read_live(kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns],
+                               errors)
+    checks: list[tuple[_Planned, Manifest | None]] = []
+    for p in planned:
+        if p.info is None or p.ref.namespace in missing_ns:
+            unverified += 1  # created after its CRD or namespace: nothing to compare, nothing to dry-run yet
+            continue
+        current = live.get(p.ref.key)
+        if current is not None:
+            _check_owner(p.operator, p.ref, current)
+            if is_current(p.obj, current):
+                p.action, p.write = Action.UNCHANGED, False
                 continue
-            if live is None:
-                planned.append(_Planned(op.name, obj, ref, info, Action.CREATED, writer=writer))
+        checks.append((p, current))
+
+    def check(item: tuple[_Planned, Manifest | None]) -> list[tuple[str, str]]:
+        """Problems as (invalid | unsafe | error, message); none when the object can be applied."""
+        p, current = item
+        assert p.info is not None
+        writer = p.writer or kube
+        unsafe: list[tuple[str, str]] = []
+        try:
+            if current is not None and p.ref.key in partial:  # listed as metadata: the diff needs all of it
+                current = kube.get(p.info, p.ref.namespace, p.ref.name)
+            if current is not None and (p.ref.group, p.ref.kind) == CRD:
+                unsafe = [("unsafe", u) for u in unsafe_crd_changes(kube, by_name[p.operator], p.obj, current)]
+            dry = writer.apply(p.info, p.obj, field_manager=FIELD_MANAGER, dry_run=True)
+        except ApiError as exc:
+            if is_invalid_object(exc):
+                return [("invalid", f"{p.ref}: {exc.message}")]
+            return [("error", f"{p.ref}: {exc.message}" + (
+                f" (applied as {writer.impersonated}, bound to the permissions approved for Operator "
+                f"{p.operator})" if exc.status == 403 and writer.impersonated else ""))]
+        if current is not None:
+            p.diff = describe_diff(current, dry)
+            p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
+            # With no difference, write only to record a new digest (once), so the next run is a fast no-op.
+            p.write = bool(p.diff) or _digest(current) != _digest(p.obj)
+        return unsafe
+
+    invalid: list[tuple[DesiredOperator, str]] = []
+    unsafe: list[str] = []
+    for (p, _), problems in zip(checks, _concurrently(check, checks)):
+        for category, message in problems:
+            if category == "invalid":
+                invalid.append((by_name[p.operator], message))
+            elif category == "unsafe":
+                unsafe.append(message)
             else:
-                diff = describe_diff(live, dry)
-                planned.append(_Planned(op.name, obj, ref, info, Action.CONFIGURED if diff else Action.UNCHANGED,
-                                        diff, writer=writer))
+                errors.append(message)
     if invalid:
         raise invalid_objects(invalid)
     if unsafe:
@@ -333,6 +387,175 @@ def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Man
     return [f"{f} [Operator {op.name}]" for f in crdsafety.check_crd_upgrade(live, new, stored, served)]
 
 
+_Key = tuple[str, str, str, str]
+_LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
+
+
+def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[dict[_Key, Manifest], set[_Key]]:
+    """The live copy of each planned object, by one labelled LIST per kind, then a GET for what it missed.
+
+    Also returns the keys of objects read as metadata only.
+    """
+    live: dict[_Key, Manifest] = {}
+    partial: set[_Key] = set()
+    # Metadata decides "unchanged"; only a Secret written through stringData is checked by its stored data.
+    full = {p.info for p in planned if p.ref.kind == "Secret" and p.ref.group == "" and "stringData" in p.obj}
+    kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
+
+    def listed(info: ResourceInfo) -> list[Manifest]:
+        try:
+            items = kube.list(info, label_selector=LABEL_OPERATOR, metadata_only=info not in full)
+        except ApiError as exc:
+            if exc.status not in (401, 403, 404, 405, 406):
+                raise
+            return []  # not allowed to list this kind everywhere: each object is read on its own below
+        return items
+
+    for info, items in zip(kinds, _concurrently(listed, kinds)):
+        for item in items:
+            key = ObjectRef.of(item).key
+            live[key] = item
+            if info not in full:
+                partial.add(key)
+    unlisted = [p for p in planned if p.ref.key not in live]
+    # Objects the labelled list did not return are new, or exist without our label (adoption, conflict).
+    # Where many share a kind and namespace, one unlabelled metadata LIST there answers for all of them.
+    groups: dict[tuple[ResourceInfo, str], list[_Planned]] = {}
+    for p in unlisted:
+        assert p.info is not None
+        groups.setdefault((p.info, p.ref.namespace if p.info.namespaced else ""), []).append(p)
+    scopes = [scope for scope, members in groups.items() if len(members) >= _LIST_OVER_GETS]
+
+    def scanned(scope: tuple[ResourceInfo, str]) -> list[Manifest] | None:
+        try:
+            return kube.list(scope[0], namespace=scope[1], metadata_only=True)
+        except ApiError as exc:
+            if exc.status not in (401, 403, 404, 405, 406):
+                raise
+            return None
+
+    for scope, items in zip(scopes, _concurrently(scanned, scopes)):
+        if items is None:
+            continue
+        for item in items:
+            key = ObjectRef.of(item).key
+            live.setdefault(key, item)
+            partial.add(key)
+        del groups[scope]
+    unlisted = [p for members in groups.values() for p in members]
+
+    def read(p: _Planned) -> tuple[_Planned, Manifest | None, str | None]:
+        assert p.info is not None
+        try:
+            return p, kube.get(p.info, p.ref.namespace, p.ref.name), None
+        except ApiError as exc:
+            return p, None, f"{p.ref}: {exc.message}"
+
+    for p, obj, error in _concurrently(read, unlisted):
+        if error:
+            errors.append(error)
+        elif obj is not None:
+            live[p.ref.key] = obj
+    return live, partial
+
+
+def _concurrently(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``fn`` over ``items`` with up to ``WORKERS`` requests in flight; results in the order of ``items``."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def with_digest(obj: Manifest) -> Manifest:
+    """The object as we send it: annotated with a digest of everything else in it."""
+    meta = dict(obj.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_DIGEST}
+    meta["annotations"] = annotations
+    body = {**obj, "metadata": meta}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    meta["annotations"] = {**annotations, ANNOTATION_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest()}
+    return body
+
+
+def _digest(obj: Manifest) -> str | None:
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_DIGEST)
+
+
+def is_current(sent: Manifest, live: Manifest) -> bool:
+    """Whether applying ``sent`` (made by ``with_digest``) would change nothing we own in ``live``.
+
+    Two checks, no request. The live digest annotation equals the one we
+    would send: the configuration we last applied is the one we want now.
+    And every field of that configuration is still in our field manager's
+    set in managedFields: when anyone else changes or removes a field we
+    own, the API server moves it out of our set (to theirs), so a field
+    still in our set holds the value we applied. Anything the walk cannot
+    decide answers False, and the caller falls back to a dry-run.
+    """
+    meta = live.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return False
+    want = (sent.get("metadata") or {}).get("annotations", {}).get(ANNOTATION_DIGEST)
+    if not want or (meta.get("annotations") or {}).get(ANNOTATION_DIGEST) != want:
+        return False
+    entries = [m for m in meta.get("managedFields") or []
+               if m.get("manager") == FIELD_MANAGER and m.get("operation") == "Apply" and not m.get("subresource")]
+    if len(entries) != 1 or entries[0].get("apiVersion") != sent.get("apiVersion") \
+            or entries[0].get("fieldsType") != "FieldsV1":
+        return False
+    fields = entries[0].get("fieldsV1") or {}
+    # status is dropped from an apply to the main resource of a kind with a status subresource
+    body = {k: v for k, v in sent.items() if k not in ("apiVersion", "kind") and (k != "status" or "f:status" in fields)}
+    body["metadata"] = {k: v for k, v in sent["metadata"].items() if k not in ("name", "namespace")}
+    if sent.get("kind") == "Secret" and sent.get("apiVersion") == "v1" and "stringData" in body:
+        # stringData is write-only: the server folds it into data, where another writer's change lands.
+        data = live.get("data") or {}
+        if any(data.get(k) != base64.b64encode(str(v).encode()).decode() for k, v in body["stringData"].items()):
+            return False
+    return _owned(fields, body, live)
+
+
+def _owned(fields: dict[str, Any], want: Any, live: Any) -> bool:
+    """Every field of ``want`` is in the managed-fields set ``fields`` (FieldsV1), matched against ``live``.
+
+    An atomic value (a leaf in the set, whatever its shape) is owned as a
+    whole: the server moves the whole leaf to whoever changes any part of it,
+    so its presence is enough, and server defaults inside it do not count as
+    drift. A null in an applied configuration sets nothing (``creationTimestamp: null``
+    in generated manifests), so it is owned by no one and not looked for.
+    """
+    if isinstance(want, dict):
+        if not want:
+            return True
+        if not fields:  # an atomic map, owned as a whole: a change anywhere in it would have moved it
+            return True
+        live = live if isinstance(live, dict) else {}  # live values matter only where a whole value is owned
+        return all(v is None or (f"f:{k}" in fields and _owned(fields[f"f:{k}"], v, live.get(k)))
+                   for k, v in want.items())
+    if isinstance(want, list):
+        if not want:
+            return True
+        if not fields:  # an atomic list, likewise
+            return True
+        live = live if isinstance(live, list) else []
+        members = [(k[:2], json.loads(k[2:]), child) for k, child in fields.items() if k[:2] in ("k:", "v:")]
+        for item in want:
+            if isinstance(item, dict):
+                found = [(key, child) for kind, key, child in members if kind == "k:" and isinstance(key, dict)
+                         and any(f in item for f in key) and all(item.get(f, v) == v for f, v in key.items())]
+                if len(found) != 1:
+                    return False
+                key, child = found[0]
+                twins = [x for x in live if isinstance(x, dict) and all(x.get(f) == v for f, v in key.items())]
+                if not _owned(child, item, twins[0] if len(twins) == 1 else None):
+                    return False
+            elif not any(kind == "v:" and key == item for kind, key, _ in members):
+                return False
+        return True
+    return True  # a scalar we own holds the value we applied
+
+
 def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:
     meta = live.get("metadata") or {}
     owner = (meta.get("labels") or {}).get(LABEL_OPERATOR)
@@ -348,14 +571,35 @@ def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:
                            f"{operator} adopt it (it will then be pruned with the Operator)")
 
 
+def _execute_all(kube: Kube, planned: list[_Planned]) -> list[Change]:
+    """Write in order of stage (namespaces, CRDs, RBAC, ...); within a stage, objects are applied concurrently.
+
+    A stage holds objects that do not depend on each other; CRDs are all
+    applied, then each is waited for until Established, before the next stage.
+    """
+    stages: dict[int, list[_Planned]] = {}
+    done: dict[int, Change] = {}
+    for p in planned:
+        if p.write:
+            stages.setdefault(order_key(p.ref)[0], []).append(p)
+        else:
+            done[id(p)] = Change(p.operator, p.ref, p.action)
+    for rank in sorted(stages):
+        group = stages[rank]
+        done.update(zip(map(id, group), _concurrently(lambda p: _execute(kube, p), group)))
+        crds = [p for p in group if (p.ref.group, p.ref.kind) == CRD and p.write]
+        for p in crds:
+            wait_established(kube, p.ref.name)
+        if crds:
+            kube.forget_discovery()
+    return [done[id(p)] for p in planned]
+
+
 def _execute(kube: Kube, p: _Planned) -> Change:
-    if p.action == Action.UNCHANGED:
+    if not p.write:
         return Change(p.operator, p.ref, p.action)
     info = p.info or kube.require_resource(p.obj)
     (p.writer or kube).apply(info, p.obj, field_manager=FIELD_MANAGER, dry_run=False)
-    if (p.ref.group, p.ref.kind) == CRD:
-        wait_established(kube, p.ref.name)
-        kube.forget_discovery()
     return Change(p.operator, p.ref, p.action, diff=p.diff)
 
 
@@ -480,6 +724,10 @@ def normalize(obj: Manifest, compare_to: Manifest | None = None) -> dict[str, An
     """
     out = {k: v for k, v in obj.items() if k != "status"}
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
+    if ANNOTATION_DIGEST in (meta.get("annotations") or {}):
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != ANNOTATION_DIGEST}
+        if not meta["annotations"]:
+            del meta["annotations"]
     out["metadata"] = meta
     if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
         for key in ("data", "stringData"):
@@ -491,26 +739,49 @@ def normalize(obj: Manifest, compare_to: Manifest | None = None) -> dict[str, An
     return out
 
 
-def describe_diff(live: Manifest, proposed: Manifest) -> tuple[str, ...]:
-    """Human-readable changed paths between the live object and the dry-run result."""
-    dd = DeepDiff(normalize(live), normalize(proposed, live), ignore_order=False, verbose_level=2)
-    lines = []
-    for kind, entries in sorted(dd.to_dict().items()):
-        for path, value in sorted(entries.items(), key=lambda kv: str(kv[0])):
-            where = _dotted(path)
-            if kind == "values_changed":
-                lines.append(f"{where}: {_short(value['old_value'])} -> {_short(value['new_value'])}")
-            elif kind == "type_changes":
-                lines.append(f"{where}: {_short(value.get('old_value'))} -> {_short(value.get('new_value'))}")
-            elif kind.endswith("_added"):
-                lines.append(f"{where}: added {_short(value)}")
-            elif kind.endswith("_removed"):
-                lines.append(f"{where}: removed")
+DIFF_LINES = 40   # a diff explains a change; past this many paths the rest is counted, not listed
+
+
+def describe_diff(live: Manifest, proposed: Manifest, *, limit: int = DIFF_LINES) -> tuple[str, ...]:
+    """Human-readable changed paths between the live object and the dry-run result.
+
+    One linear walk of both objects (list items compared by position), so a
+    large CRD schema costs milliseconds; at most ``limit`` lines, then a
+    count of the rest.
+    """
+    found: list[tuple[int, str, str]] = []
+    _walk(normalize(live), normalize(proposed, live), "", found)
+    found.sort()
+    lines = [text for _, _, text in found[:limit]]
+    if len(found) > limit:
+        lines.append(f"... and {len(found) - limit} more changed path(s)")
     return tuple(lines)
 
 
-def _dotted(path: str) -> str:
-    return path.replace("root", "", 1).replace("']['", ".").replace("['", ".").replace("']", "").lstrip(".")
+_ADDED, _REMOVED, _CHANGED = 0, 1, 2
+
+
+def _walk(old: Any, new: Any, path: str, out: list[tuple[int, str, str]]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in old.keys() | new.keys():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old:
+                out.append((_ADDED, where, f"{where}: added {_short(new[key])}"))
+            elif key not in new:
+                out.append((_REMOVED, where, f"{where}: removed"))
+            elif old[key] != new[key]:
+                _walk(old[key], new[key], where, out)
+    elif isinstance(old, list) and isinstance(new, list):
+        for i in range(max(len(old), len(new))):
+            where = f"{path}[{i}]"
+            if i >= len(old):
+                out.append((_ADDED, where, f"{where}: added {_short(new[i])}"))
+            elif i >= len(new):
+                out.append((_REMOVED, where, f"{where}: removed"))
+            elif old[i] != new[i]:
+                _walk(old[i], new[i], where, out)
+    elif old != new or type(old) is not type(new):
+        out.append((_CHANGED, path, f"{path}: {_short(old)} -> {_short(new)}"))
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -3,7 +3,9 @@
 Objects stay dicts. Discovery is lazy and per group/version, kept in memory
 for one run and refreshed once when a kind is not found (a CRD applied a
 moment ago). Requests go through the official client's ApiClient, so every
-kubeconfig auth method it supports works here.
+kubeconfig auth method it supports works here. One ``Kube`` is safe to share
+between threads: its connection pool holds ``WORKERS`` connections, so the
+planner and the applier can keep that many requests in flight.
 """
 
 from __future__ import annotations
@@ -11,20 +13,22 @@ from __future__ import annotations
 import copy
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
 
 from reconciler.errors import ClusterError
 from reconciler.model.kube import Manifest, ObjectRef
 
+if TYPE_CHECKING:  # the client library is imported when a cluster is first configured, not with this module
+    from kubernetes import client as k8s_client
+
 APPLY_PATCH = "application/apply-patch+yaml"
+WORKERS = 8          # requests in flight at once when order does not matter (see cluster/apply.py)
+_PAGE = 500          # list page size: bounded responses, same total cost
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 class ApiError(ClusterError):
@@ -57,6 +61,10 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
 
     Returns None when no cluster is configured at all.
     """
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
     path = kubeconfig or os.environ.get("KUBECONFIG") or ""
     if not path and (Path.home() / ".kube" / "config").is_file():
         path = str(Path.home() / ".kube" / "config")
@@ -90,6 +98,12 @@ class Kube:
     def __init__(self, api: k8s_client.ApiClient) -> None:
         self.api = api
         self._groups: dict[str, dict[str, ResourceInfo]] = {}
+        self._discovery_lock = threading.Lock()
+        pool = getattr(getattr(api, "rest_client", None), "pool_manager", None)
+        kw = getattr(pool, "connection_pool_kw", None)
+        if isinstance(kw, dict) and (kw.get("maxsize") or 1) < WORKERS:
+            kw["maxsize"] = WORKERS  # one pool, wide enough for every worker: no connection is thrown away
+            pool.clear()
         self.impersonated: str | None = None
 
     def impersonating(self, user: str) -> Kube:
@@ -103,8 +117,9 @@ class Kube:
         return self.api.configuration.host
 
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
-                body: Any = None, content_type: str = "application/json", obj: str | None = None) -> Any:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+                body: Any = None, content_type: str = "application/json", obj: str | None = None,
+                accept: str = "application/json") -> Any:
+        headers = {"Accept": accept, "Content-Type": content_type}
         if self.impersonated:
             headers["Impersonate-User"] = self.impersonated
         # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give:
@@ -116,10 +131,12 @@ class Kube:
         _, url, headers, payload, _ = self.api.param_serialize(
             method, path, query_params=query or [], header_params=headers, body=payload,
             auth_settings=["BearerToken"])
+        from urllib3.exceptions import HTTPError
+
         try:
             resp = self.api.call_api(method, url, header_params=headers, body=payload,
                                      _request_timeout=(10, 60))
-        except urllib3.exceptions.HTTPError as exc:
+        except HTTPError as exc:
             raise ClusterError(f"cannot reach the API server at {self.server}: {exc}",
                                hint="check the kubeconfig and that the cluster is running") from None
         data = resp.read()
@@ -135,6 +152,10 @@ class Kube:
     # discovery
 
     def _group_version(self, api_version: str) -> dict[str, ResourceInfo]:
+        with self._discovery_lock:  # workers share discovery: each group/version is fetched once
+            return self._group_version_locked(api_version)
+
+    def _group_version_locked(self, api_version: str) -> dict[str, ResourceInfo]:
         if api_version not in self._groups:
             group, _, version = api_version.rpartition("/")
             path = f"/apis/{api_version}" if group else f"/api/{version}"
@@ -154,12 +175,14 @@ class Kube:
         """The resource serving kind at apiVersion, or None if the server does not serve it."""
         info = self._group_version(api_version).get(kind)
         if info is None and refresh:
-            self._groups.pop(api_version, None)
+            with self._discovery_lock:
+                self._groups.pop(api_version, None)
             info = self._group_version(api_version).get(kind)
         return info
 
     def forget_discovery(self) -> None:
-        self._groups.clear()
+        with self._discovery_lock:
+            self._groups.clear()
 
     # objects
 
@@ -179,11 +202,32 @@ class Kube:
                 return None
             raise
 
-    def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None) -> list[Manifest]:
+    def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None,
+             namespace: str = "", metadata_only: bool = False) -> list[Manifest]:
+        """Objects of one kind (in every namespace unless ``namespace``), all pages unless ``limit``.
+
+        Items carry apiVersion and kind, as a GET of each would (list items of
+        built-in kinds come without them). ``metadata_only`` asks the server
+        for metadata alone (labels, annotations, managedFields): a list of
+        large CRDs then costs kilobytes, not megabytes.
+        """
         query = [("labelSelector", label_selector)] if label_selector else []
-        if limit:
-            query.append(("limit", str(limit)))
-        return self.request("GET", info.path(), query=query).get("items", [])
+        query.append(("limit", str(limit or _PAGE)))
+        accept = f"{_METADATA_LIST},application/json" if metadata_only else "application/json"
+        api_version = f"{info.group}/{info.version}" if info.group else info.version
+        items: list[Manifest] = []
+        while True:
+            page = self.request("GET", info.path(namespace), query=query, accept=accept)
+            for item in page.get("items") or []:
+                if metadata_only:  # PartialObjectMetadata: named as the object it describes
+                    item["apiVersion"], item["kind"] = api_version, info.kind
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", info.kind)
+                items.append(item)
+            token = (page.get("metadata") or {}).get("continue")
+            if limit or not token:
+                return items
+            query = [q for q in query if q[0] != "continue"] + [("continue", token)]
 
     def apply(self, info: ResourceInfo, obj: Manifest, *, field_manager: str, dry_run: bool) -> Manifest:
         ref = ObjectRef.of(obj)

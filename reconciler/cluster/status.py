@@ -85,14 +85,19 @@ def read_all(kube: Kube) -> dict[str, Recorded]:
 
 def ensure_crd(kube: Kube) -> ResourceInfo:
     """Install or update the status CRD; no write when the live one already matches."""
-    from reconciler.cluster.apply import describe_diff, wait_established
+    from reconciler.cluster.apply import (
+        ANNOTATION_DIGEST, describe_diff, is_current, wait_established, with_digest,
+    )
 
     crd_info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
     assert crd_info is not None
     live = kube.get(crd_info, "", STATUS_CRD["metadata"]["name"])
-    if live is None or describe_diff(live, kube.apply(crd_info, STATUS_CRD, field_manager=FIELD_MANAGER,
-                                                      dry_run=True)):
-        kube.apply(crd_info, STATUS_CRD, field_manager=FIELD_MANAGER, dry_run=False)
+    sent = with_digest(STATUS_CRD)
+    if live is None or (not is_current(sent, live) and (
+            describe_diff(live, kube.apply(crd_info, sent, field_manager=FIELD_MANAGER, dry_run=True))
+            or (live["metadata"].get("annotations") or {}).get(ANNOTATION_DIGEST)
+            != sent["metadata"]["annotations"][ANNOTATION_DIGEST])):
+        kube.apply(crd_info, sent, field_manager=FIELD_MANAGER, dry_run=False)
         wait_established(kube, STATUS_CRD["metadata"]["name"])
     deadline = time.monotonic() + 30
     while (info := kube.resource(API_VERSION, KIND)) is None:  # discovery lags Established by a moment

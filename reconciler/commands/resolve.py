@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any, TextIO
 
-from reconciler import yamlio
 from reconciler.commands import add_cluster_args
 from reconciler.errors import EXIT_OK
 
@@ -40,14 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from reconciler import pipeline
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler import pipeline, yamlio
     from reconciler.repo import read_repository
     from reconciler.resolve import Unsatisfiable
 
     snapshot = read_repository(args.repo)
-    api = None if args.offline else load_api_client(args.kubeconfig, args.context)
-    kube = Kube(api) if api else None
+    kube = None
+    if not args.offline:  # the Kubernetes client is imported only when a cluster is asked
+        from reconciler.cluster.kube import Kube, load_api_client
+        api = load_api_client(args.kubeconfig, args.context)
+        kube = Kube(api) if api else None
     try:
         resolution = pipeline.resolve(snapshot, kube)
     except Unsatisfiable as exc:

@@ -75,7 +75,8 @@ def _add_fleeb(repo: GitOpsRepo) -> None:
 
 def _declare(repo: GitOpsRepo, name: str, version: str, extra: str = "") -> None:
     text = (repo.path / f"operators/{name}.yaml").read_text()
-    lines = [f'  version: "{version}"' if ln.startswith("  version:") else ln for ln in text.splitlines()]
+    lines = [f'  version: "{version}"' if ln.startswith("  version:") else ln for ln in text.splitlines()
+             if not ln.startswith(("  provisionerClassName:", "  approver:"))]
     repo.write(f"operators/{name}.yaml", "\n".join(lines) + "\n" + extra)
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import EXAMPLE, GitOpsRepo, get, managed
-from tests.e2e.test_reconcile import V100, V110, k8s, kc  # noqa: F401 - fixtures
+from tests.e2e.test_reconcile import V100, V110
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import managed, reconcile
-from tests.e2e.test_reconcile import V100, V110, k8s, kc, repo  # noqa: F401 - fixtures
+from tests.e2e.test_reconcile import V100, V110, repo  # noqa: F401 - fixture
 
 CRD_FILE = "bundles/plumbus/1.1.0/manifests/plumbai.how.theydoit.com.crd.yaml"
 CR = {"apiVersion": "how.theydoit.com/v1alpha1", "kind": "Plumbus",

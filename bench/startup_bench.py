@@ -1,0 +1,122 @@
+"""Start-up: the CLI as a process, beside opm, and what importing costs.
+
+  python -m bench.startup_bench [--repeat 10]
+
+Rows, each the best of --repeat runs of a whole process (interpreter or Go
+runtime start-up included on both sides):
+
+  --help                    ``reconciler --help``              vs ``opm --help``
+  validate, one package     ``reconciler catalog validate --no-cache DIR`` vs ``opm validate DIR``
+                            (a catalog of one package, one channel, one bundle)
+  resolve --offline         ``reconciler resolve --offline`` of examples/gitops-repo (no peer)
+
+and the import cost, from ``python -X importtime``, of what each command
+loads (the cumulative microseconds of its top-level module), with the heavy
+libraries that must not be among them (kubernetes, deepdiff, pysat, celpy,
+oras, pygit2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+HEAVY = ("kubernetes", "deepdiff", "pysat", "celpy", "oras", "pygit2")
+ONE_PACKAGE = """---
+schema: olm.package
+name: foo
+defaultChannel: stable
+---
+schema: olm.channel
+package: foo
+name: stable
+entries:
+  - name: foo.v1.0.0
+---
+schema: olm.bundle
+package: foo
+name: foo.v1.0.0
+image: quay.io/example/foo:v1.0.0
+properties:
+  - type: olm.package
+    value: {packageName: foo, version: 1.0.0}
+"""
+
+
+def best(cmd: list[str], repeat: int, env: dict[str, str], cwd: Path | None = None) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
+    return min(times)
+
+
+def imports(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, list[str]]:
+    """Total import time (seconds) of a CLI run and which heavy libraries it loaded."""
+    proc = subprocess.run([PY, "-X", "importtime", "-m", "reconciler", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+    total, heavy = 0, set()
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if not line.startswith("import time:") or len(parts) != 3 or not parts[1].strip().isdigit():
+            continue
+        name = parts[2].lstrip()
+        if len(parts[2]) - len(name) == 1:  # a top-level import: its cumulative time covers its children
+            total += int(parts[1])
+        if name.split(".")[0] in HEAVY:
+            heavy.add(name.split(".")[0])
+    return total / 1e6, sorted(heavy)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args()
+    from bench.peers.opm import opm_binary
+
+    opm = str(opm_binary())
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    try:
+        catalog = tmp / "one"
+        catalog.mkdir()
+        (catalog / "catalog.yaml").write_text(ONE_PACKAGE)
+        repo = tmp / "repo"
+        shutil.copytree(ROOT / "examples" / "gitops-repo", repo)
+        ours = [PY, "-m", "reconciler"]
+        rows = [
+            ("--help", best([*ours, "--help"], args.repeat, env), best([opm, "--help"], args.repeat, env),
+             imports(["--help"], env)),
+            ("catalog validate, one package", best([*ours, "catalog", "validate", "--no-cache", str(catalog)],
+                                                   args.repeat, env),
+             best([opm, "validate", str(catalog)], args.repeat, env),
+             imports(["catalog", "validate", "--no-cache", str(catalog)], env)),
+            ("resolve --offline (example repository)",
+             best([*ours, "resolve", "--offline", "--no-write", str(repo)], args.repeat, env), None,
+             imports(["resolve", "--offline", "--no-write", str(repo)], env)),
+        ]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\nstart-up, best of {args.repeat} processes\n")
+    print("| command | reconciler s | opm s | ratio | imports s | heavy libraries loaded |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for label, mine, peer, (imported, heavy) in rows:
+        ratio = f"{mine / peer:.2f}" if peer else "-"
+        print(f"| {label} | {mine:.3f} | {f'{peer:.3f}' if peer else '-'} | {ratio} | {imported:.3f} | "
+              f"{', '.join(heavy) or 'none'} |")
+    print("\nratio = reconciler / opm (the target is at most 2).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""The cluster stage's no-op path against a real API server: few reads, no writes, and no drift missed."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator, SyncResult, sync
+from reconciler.cluster.kube import Kube
+from reconciler.model.kube import ownership_labels
+
+pytestmark = pytest.mark.cluster
+
+
+class RecordingKube(Kube):
+    """The real client, with each request's method, path and dry-run flag written down."""
+
+    def __init__(self, api: Any) -> None:
+        super().__init__(api)
+        self.calls: list[tuple[str, str, bool]] = []
+
+    def request(self, method: str, path: str, *, query=None, **kw):
+        self.calls.append((method, path, any(k == "dryRun" for k, _ in (query or []))))
+        return super().request(method, path, query=query, **kw)
+
+    def verbs(self) -> Counter[str]:
+        return Counter(m + (" dry-run" if dry else "") for m, _, dry in self.calls)
+
+
+def _operator(name: str, *, data: str = "one", replicas: int = 1) -> DesiredOperator:
+    ns = f"{name}-system"
+    objs: list[dict] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "controller", "namespace": ns}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "controller", "namespace": ns},
+         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                  "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                      "serviceAccountName": "controller",
+                      "containers": [{"name": "manager", "image": "example.invalid/manager:1", "args": ["--a"],
+                                      "ports": [{"containerPort": 8443, "name": "metrics"}]}]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics", "namespace": ns},
+         "spec": {"selector": {"app": name}, "ports": [{"port": 8443, "targetPort": 8443}]}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"{name}-reader"},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]},
+    ]
+    objs += [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config{i}", "namespace": ns},
+              "data": {"value": data}} for i in range(5)]
+    for o in objs:
+        o["metadata"]["labels"] = {**o["metadata"].get("labels", {}), **ownership_labels(name)}
+    return DesiredOperator(name, tuple(objs), (ns,), {"package": name}, {"name": f"{name}.v1"})
+
+
+def _sync(kube: Kube, *ops: DesiredOperator) -> SyncResult:
+    return sync(kube, list(ops), dry_run=False, allow_empty=True, revision="r1")
+
+
+def _actions(result: SyncResult) -> Counter[str]:
+    return Counter(c.action.value for c in result.changes)
+
+
+@pytest.fixture
+def k8s(control_plane):
+    kube = RecordingKube(control_plane.admin_client())
+    names: list[str] = []
+    yield kube, names
+    others = frozenset(status_objects.read_all(kube)) - set(names)
+    sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
+
+
+def _configmap(kube: Kube, name: str, ns: str) -> dict:
+    info = kube.resource("v1", "ConfigMap")
+    obj = kube.get(info, ns, name)
+    assert obj is not None
+    return obj
+
+
+def test_a_noop_sync_lists_each_kind_once_and_writes_nothing(k8s):
+    kube, names = k8s
+    names += ["fast-a", "fast-b"]
+    ops = [_operator("fast-a"), _operator("fast-b")]
+    first = _sync(kube, *ops)
+    assert _actions(first)["created"] == 20  # 2 namespaces + 2 x 9 objects
+    live = _configmap(kube, "config0", "fast-a-system")
+    assert live["metadata"]["annotations"][ANNOTATION_DIGEST].startswith("sha256:")
+    kube.calls.clear()
+    second = _sync(kube, *ops)
+    assert _actions(second) == {"unchanged": 18}
+    verbs = kube.verbs()
+    assert set(verbs) == {"GET"}, verbs  # no dry-run, no write
+    kinds = "configmaps|deployments|services|serviceaccounts|clusterroles"
+    assert [p for _, p, _ in kube.calls if re.search(rf"/({kinds})/[^/]+$", p)] == []  # no object read alone
+    lists = [p for _, p, _ in kube.calls if re.search(rf"/({kinds})$", p)]
+    assert len(lists) == len(set(lists)) == 5  # one LIST per kind for 18 objects
+
+
+def test_a_field_changed_by_another_client_is_put_back(k8s):
+    kube, names = k8s
+    names.append("fast-c")
+    op = _operator("fast-c")
+    _sync(kube, op)
+    info = kube.resource("v1", "ConfigMap")
+    kube.request("PATCH", info.path("fast-c-system", "config1"), query=[("fieldManager", "kubectl-edit")],
+                 body={"data": {"value": "edited"}}, content_type="application/merge-patch+json")
+    kube.request("PATCH", info.path("fast-c-system", "config2"), query=[("fieldManager", "kubectl-label")],
+                 body={"metadata": {"labels": {"app.kubernetes.io/managed-by": None}}},
+                 content_type="application/merge-patch+json")
+    result = _sync(kube, op)
+    changed = {c.ref.name: c for c in result.changes if c.action == Action.CONFIGURED}
+    assert set(changed) == {"config1", "config2"}
+    assert changed["config1"].diff == ("data.value: edited -> one",)
+    assert changed["config2"].diff == ("metadata.labels.app.kubernetes.io/managed-by: added reconciler",)
+    assert _configmap(kube, "config1", "fast-c-system")["data"] == {"value": "one"}
+    assert _configmap(kube, "config2", "fast-c-system")["metadata"]["labels"]["app.kubernetes.io/managed-by"] \
+        == "reconciler"
+    kube.calls.clear()
+    assert _actions(_sync(kube, op)) == {"unchanged": 9}
+    assert set(kube.verbs()) == {"GET"}
+
+
+def test_a_changed_declaration_is_dry_run_and_applied_and_nothing_else_is(k8s):
+    kube, names = k8s
+    names.append("fast-d")
+    _sync(kube, _operator("fast-d"))
+    before = _configmap(kube, "config0", "fast-d-system")["metadata"]["annotations"][ANNOTATION_DIGEST]
+    kube.calls.clear()
+    result = _sync(kube, _operator("fast-d", replicas=2))
+    assert _actions(result) == {"unchanged": 8, "configured": 1}
+    dep = next(c for c in result.changes if c.action == Action.CONFIGURED)
+    assert dep.ref.kind == "Deployment" and dep.diff == ("spec.replicas: 1 -> 2",)
+    assert kube.verbs()["PATCH dry-run"] == 1 and kube.verbs()["PATCH"] == 1
+    assert _configmap(kube, "config0", "fast-d-system")["metadata"]["annotations"][ANNOTATION_DIGEST] == before
+
+
+def test_an_object_applied_without_a_digest_is_recorded_once_then_skipped(k8s):
+    kube, names = k8s
+    names.append("fast-e")
+    op = _operator("fast-e")
+    _sync(kube, op)
+    info = kube.resource("v1", "ConfigMap")
+    plain = copy.deepcopy(next(o for o in op.objects if o["metadata"]["name"] == "config3"))
+    kube.request("PATCH", info.path("fast-e-system", "config3"), query=[("fieldManager", "reconciler")],
+                 body={"metadata": {"annotations": {ANNOTATION_DIGEST: None}}},
+                 content_type="application/merge-patch+json")
+    assert ANNOTATION_DIGEST not in (_configmap(kube, "config3", "fast-e-system")["metadata"].get("annotations") or {})
+    kube.calls.clear()
+    result = _sync(kube, op)
+    assert _actions(result) == {"unchanged": 9}  # nothing the user sees changed ...
+    assert kube.verbs()["PATCH"] == 1            # ... but the digest is written, once
+    assert _configmap(kube, "config3", "fast-e-system")["data"] == plain["data"]
+    kube.calls.clear()
+    _sync(kube, op)
+    assert set(kube.verbs()) == {"GET"}
