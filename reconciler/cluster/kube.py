@@ -52,26 +52,29 @@ class ResourceInfo:
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.ApiClient | None:
-    """An ApiClient from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    """An ApiClient from --kubeconfig, $KUBECONFIG (merged as kubectl does), ~/.kube/config or the pod's
+    service account.
 
-    Returns None when no cluster is configured at all.
+    Returns None when no cluster is configured at all. An unknown context is reported as such, naming the
+    files read and the contexts they define.
     """
-    path = kubeconfig or os.environ.get("KUBECONFIG") or ""
-    if not path and (Path.home() / ".kube" / "config").is_file():
-        path = str(Path.home() / ".kube" / "config")
+    from reconciler.cluster.kubeconfig import load_kubeconfig
+
+    merged = load_kubeconfig(kubeconfig)
     try:
-        if path:
-            first = path.split(os.pathsep)[0]
-            if not Path(first).is_file():
-                raise ClusterError(f"kubeconfig {first} does not exist",
-                                   hint="pass --kubeconfig, or run `reconciler cluster up` for a local cluster")
-            return k8s_config.new_client_from_config(config_file=first, context=context)
+        if merged is not None:
+            merged.context(context)  # raises a ClusterError naming the files and the contexts available
+            return k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
+        if context:
+            raise ClusterError(f"--context {context} given, but no kubeconfig is configured",
+                               hint="pass --kubeconfig or set $KUBECONFIG")
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
             cfg = k8s_client.Configuration()
             k8s_config.load_incluster_config(client_configuration=cfg)
             return k8s_client.ApiClient(cfg)
     except ConfigException as exc:
-        raise ClusterError(f"cannot load the cluster configuration: {exc}") from None
+        where = f" ({', '.join(merged.files)})" if merged is not None else ""
+        raise ClusterError(f"cannot load the cluster configuration{where}: {exc}") from None
     return None
 
 

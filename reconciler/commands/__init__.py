@@ -25,5 +25,6 @@ COMMANDS = ("reconcile", "resolve", "watch", "cluster", "catalog", "bundle")
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: the files in $KUBECONFIG merged as kubectl does, "
+                                       "else ~/.kube/config, else the pod's service account)")
     p.add_argument("--context", help="kubeconfig context to use")

@@ -59,13 +59,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="enable POST /hook, verifying X-Hub-Signature-256 (or X-Gitlab-Token) with this secret")
     w.add_argument("--leader-elect", action="store_true",
                    help="reconcile only while holding a coordination.k8s.io Lease (for several replicas)")
-    w.add_argument("--lease-namespace", default="",
-                   help="namespace of the Lease (default: the pod's namespace, else reconciler-system)")
+    w.add_argument("-n", "--namespace", default="",
+                   help="namespace of the Lease and of the Events about cluster-scoped objects (default: the "
+                        "kubeconfig context's namespace, else the pod's, else reconciler-system for the Lease "
+                        "and default for the Events)")
+    w.add_argument("--lease-namespace", default="", help="namespace of the Lease (default: -n)")
     w.add_argument("--lease-name", default="reconciler", help="name of the Lease (default reconciler)")
     w.add_argument("--identity", default="", help="this replica's name in the Lease (default: hostname_pid)")
     w.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
-    w.add_argument("--events-namespace", default="default",
-                   help="namespace for Events about the cluster-scoped Operator status objects (default default)")
+    w.add_argument("--events-namespace", default="",
+                   help="namespace for Events about the cluster-scoped Operator status objects (default: -n)")
     auth = w.add_argument_group("remote authentication")
     auth.add_argument("--git-username", help="user name for HTTPS (any non-empty name works with most tokens)")
     auth.add_argument("--git-token-file", type=Path, help="file holding an HTTPS token or password")
@@ -121,9 +124,20 @@ def _listen(value: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+def _context_namespace(args: argparse.Namespace) -> str:
+    """-n, else the kubeconfig context's namespace (as kubectl defaults it), else empty."""
+    from reconciler.cluster.kubeconfig import load_kubeconfig
+
+    if args.namespace:
+        return args.namespace
+    merged = load_kubeconfig(args.kubeconfig)
+    return merged.namespace(args.context) if merged is not None else ""
+
+
 def _lease_namespace(args: argparse.Namespace) -> str:
-    if args.lease_namespace:
-        return args.lease_namespace
+    namespace = args.lease_namespace or _context_namespace(args)
+    if namespace:
+        return namespace
     sa_ns = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
     return sa_ns.read_text().strip() if sa_ns.is_file() else "reconciler-system"
 
@@ -159,7 +173,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         elector = LeaderElector(Kube(api), _lease_namespace(args), args.lease_name, identity,
                                 lease_duration=d, renew_deadline=d * 2 / 3, retry_period=d / 7.5)
     loop = Loop(source, kube, interval=args.interval, dry_run=args.dry_run, elector=elector,
-                events_namespace=args.events_namespace, identity=identity, report=report)
+                events_namespace=args.events_namespace or _context_namespace(args) or "default",
+                identity=identity, report=report)
     if elector is not None:
         elector.on_change = lambda leading: loop.trigger("leadership acquired") if leading else None
     server = Server(loop, listen[0], listen[1], hook_secret.encode() if hook_secret else None) if listen else None
