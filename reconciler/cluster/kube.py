@@ -9,7 +9,9 @@ kubeconfig auth method it supports works here.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from reconciler.errors import ClusterError
 from reconciler.model.kube import Manifest, ObjectRef
 
 APPLY_PATCH = "application/apply-patch+yaml"
+_log = logging.getLogger("reconciler.kube")
 
 
 class ApiError(ClusterError):
@@ -90,7 +93,17 @@ class Kube:
         return self.api.configuration.host
 
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
-                body: Any = None, content_type: str = "application/json", obj: str | None = None) -> Any:
+                body: Any = None, content_type: str = "application/json", obj: str | None = None,
+                repeatable: bool | None = None) -> Any:
+        """One API call, retried on 429, transient 5xx and dropped connections (see ``cluster/retry.py``).
+
+        ``repeatable`` says the call may be sent again after it may have been applied; by default reads,
+        PUT, DELETE and server-side apply are, and a POST is not (pass True when a 409 is handled).
+        """
+        from reconciler.cluster import retry
+
+        policy = retry.DEFAULT_POLICY
+        repeat = retry.idempotent(method, content_type) if repeatable is None else repeatable
         headers = {"Accept": "application/json", "Content-Type": content_type}
         # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give.
         json_type = content_type.split(";")[0].strip().endswith("json")
@@ -98,21 +111,44 @@ class Kube:
         _, url, headers, payload, _ = self.api.param_serialize(
             method, path, query_params=query or [], header_params=headers, body=payload,
             auth_settings=["BearerToken"])
-        try:
-            resp = self.api.call_api(method, url, header_params=headers, body=payload,
-                                     _request_timeout=(10, 60))
-        except urllib3.exceptions.HTTPError as exc:
-            raise ClusterError(f"cannot reach the API server at {self.server}: {exc}",
-                               hint="check the kubeconfig and that the cluster is running") from None
-        data = resp.read()
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
-        if not 200 <= resp.status <= 299:
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt >= policy.attempts
+            try:
+                resp = self.api.call_api(method, url, header_params=headers, body=payload,
+                                         _request_timeout=(10, 60))
+            except urllib3.exceptions.HTTPError as exc:
+                reason = getattr(exc, "reason", None) or exc
+                never_sent = isinstance(reason, (urllib3.exceptions.NewConnectionError,
+                                                 urllib3.exceptions.ConnectTimeoutError))
+                if last or not (never_sent or repeat):
+                    tried = f" (tried {attempt} times)" if attempt > 1 else ""
+                    raise ClusterError(f"cannot reach the API server at {self.server}{tried}: {exc}",
+                                       obj=obj, hint="check the kubeconfig and that the cluster is running"
+                                       if never_sent else "the request may or may not have been applied; "
+                                       "run again to converge") from None
+                delay = policy.delay(attempt, None)
+                _log.info("%s %s: connection failed (%s); attempt %d of %d in %.2fs", method, path,
+                          type(reason).__name__, attempt + 1, policy.attempts, delay)
+                time.sleep(delay)
+                continue
+            data = resp.read()
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+            if 200 <= resp.status <= 299:
+                return json.loads(text) if text else None
+            retry_after = retry.parse_retry_after(resp.getheader("Retry-After"))
+            if not last and retry.retryable_status(resp.status, retry_after, repeatable=repeat):
+                delay = policy.delay(attempt, retry_after)
+                _log.info("%s %s: %d from the API server; attempt %d of %d in %.2fs", method, path, resp.status,
+                          attempt + 1, policy.attempts, delay)
+                time.sleep(delay)
+                continue
             try:
                 status = json.loads(text)
-                raise ApiError(resp.status, status.get("reason", ""), status.get("message", text), obj)
             except ValueError:
                 raise ApiError(resp.status, "", text.strip()[:500], obj) from None
-        return json.loads(text) if text else None
+            raise ApiError(resp.status, status.get("reason", ""), status.get("message", text), obj)
 
     # discovery
 
