@@ -9,7 +9,7 @@ import sys
 import traceback
 from typing import NoReturn, Sequence, TextIO
 
-from reconciler import __version__
+from reconciler import __version__, logs
 from reconciler.commands import COMMANDS, EXIT_CODES
 from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
 
@@ -33,11 +33,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"reconciler.commands.{name}").register(sub)
+    _add_global_flags(parser, top=True)
     return parser
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """-v and -q, accepted before or after the command (as kubectl's global flags are)."""
+    default = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("-v", "--verbose", action="count", help="log more (repeat for debug)",
+                        **({"default": 0} if top else default))
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress and no logs below errors; results and errors are still printed",
+                        **default)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_global_flags(child, top=False)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
+        logs.setup(logs.level_for(args.verbose, args.quiet))
     try:
         return args.run(args, out or sys.stdout)
     except ReconcilerError as exc:

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = csub.add_parser("validate", help="report every problem in a catalog directory",
                         epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("directory", metavar="DIR")
-    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     v.add_argument("--no-cache", action="store_true", help="do not read or write the catalog cache")
     v.set_defaults(run=run_validate)
 
@@ -105,9 +105,11 @@ def _load(directory: str, use_cache: bool = True):
 def run_validate(args: argparse.Namespace, out: TextIO) -> int:
     loaded = _load(args.directory, not args.no_cache)
     errors = loaded.errors
-    if args.output == "json":
-        out.write(json.dumps({"valid": not errors, "findings": [f.as_dict() for f in loaded.findings]},
-                             indent=2) + "\n")
+    if args.output in ("json", "yaml"):
+        from reconciler import yamlio
+
+        doc = {"valid": not errors, "findings": [f.as_dict() for f in loaded.findings]}
+        out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
     else:
         for f in loaded.findings:
             out.write(f.render() + "\n")

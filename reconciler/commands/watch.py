@@ -7,7 +7,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import TextIO
@@ -69,6 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
     w.add_argument("--events-namespace", default="",
                    help="namespace for Events about the cluster-scoped Operator status objects (default: -n)")
+    w.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                   help="least severe level logged (default info; -v means debug, -q error)")
+    w.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="text, or one JSON object a line with the fields operator, revision, object, action, "
+                        "duration, reason and outcome where they apply (default text)")
     auth = w.add_argument_group("remote authentication")
     auth.add_argument("--git-username", help="user name for HTTPS (any non-empty name works with most tokens)")
     auth.add_argument("--git-token-file", type=Path, help="file holding an HTTPS token or password")
@@ -149,9 +153,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.loop import LeaderElector, Loop, StepResult
     from reconciler.server import Server
 
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from reconciler import logs
+
+    logs.setup(args.log_level or logs.level_for(args.verbose, args.quiet, default="info"), args.log_format)
     source = build_source(args)
     listen = _listen(args.listen) if args.listen else None
     hook_secret = _secret(args.hook_secret_file, "webhook secret file")

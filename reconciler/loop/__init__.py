@@ -214,8 +214,11 @@ class Loop:
         self.steps += 1
         self.last = result
         if count:
-            self.metrics.reconcile_duration.observe(time.monotonic() - started)
+            duration = time.monotonic() - started
+            self.metrics.reconcile_duration.observe(duration)
             self.metrics.reconciles.labels(result.outcome).inc()
+            log.info("step %s in %.2fs", result.outcome, duration,
+                     extra={"outcome": result.outcome, "revision": result.revision or "", "duration": duration})
         if self.report:
             self.report(result)
         return result
@@ -232,14 +235,20 @@ class Loop:
         if not fresh:
             reason += "; the last good state, kept while the source is rejected" if self._bad else ""
         if sync.changed:
-            log.info("applied %s (%s): %s", revision, reason, ", ".join(f"{n} {a.value}" for a, n in counts.items()))
+            for c in sync.changes:
+                if c.action in counts:
+                    log.info("%s %s%s", c.ref, c.action.value, f": {c.detail}" if c.detail else "",
+                             extra={"operator": c.operator, "object": str(c.ref), "action": c.action.value,
+                                    "revision": revision})
+            log.info("applied %s (%s): %s", revision, reason, ", ".join(f"{n} {a.value}" for a, n in counts.items()),
+                     extra={"revision": revision, "reason": reason})
             if not self.dry_run:
                 for op in sorted({c.operator for c in sync.changes if c.action in counts}):
                     n = {a: sum(1 for c in sync.changes if c.operator == op and c.action == a) for a in counts}
                     self._event(op, "Normal", "Applied", f"applied {revision}: "
                                 + ", ".join(f"{k} {a.value}" for a, k in n.items()))
         else:
-            log.info("%s is applied: no changes (%s)", revision, reason)
+            log.info("%s is applied: no changes (%s)", revision, reason, extra={"revision": revision, "reason": reason})
 
     def _reject(self, target: Target, exc: ReconcilerError) -> StepResult:
         key = target.key or target.revision
@@ -251,7 +260,8 @@ class Loop:
         self._bad = (key, message)
         self.metrics.rejected_commit.info({"revision": target.revision or "", "error": exc.message[:200]})
         log.error("not applying %s: %s; %s", target.revision or "the working tree", message,
-                  f"{keep} stays applied" if keep else "nothing was applied yet")
+                  f"{keep} stays applied" if keep else "nothing was applied yet",
+                  extra={"revision": target.revision or "", "outcome": REJECTED, "object": exc.obj or ""})
         for name in self._status_names():
             self._event(name, "Warning", "RevisionRejected",
                         f"revision {target.revision or '(working tree)'} was not applied: {message}; "
@@ -261,7 +271,7 @@ class Loop:
     def _failed(self, revision: str | None, exc: ReconcilerError, stage: str) -> StepResult:
         self._failures += 1
         log.error("%s failed (attempt %d, retrying in %.0fs): %s", stage, self._failures, self._backoff_delay(),
-                  exc.render())
+                  exc.render(), extra={"revision": revision or "", "outcome": FAILED, "object": exc.obj or ""})
         return StepResult(FAILED, revision, self.applied_revision, exc.render())
 
     def _status_names(self) -> list[str]:
