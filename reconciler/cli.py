@@ -9,7 +9,7 @@ import sys
 import traceback
 from typing import NoReturn, Sequence, TextIO
 
-from reconciler import __version__, logs
+from reconciler import __version__, logs, progress
 from reconciler.commands import COMMANDS, EXIT_CODES
 from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
 
@@ -56,7 +56,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
         logs.setup(logs.level_for(args.verbose, args.quiet))
     try:
-        return args.run(args, out or sys.stdout)
+        if args.command == "watch":
+            return args.run(args, out or sys.stdout)
+        with progress.shown_on(sys.stderr, quiet=args.quiet):
+            return args.run(args, out or sys.stdout)
     except ReconcilerError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
         return exc.exit_code

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from reconciler import progress
 from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog
@@ -93,7 +94,9 @@ def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
 
 
 def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None) -> Resolution:
+    progress.stage("loading catalogs")
     catalogs = load_catalogs(snapshot, snapshot.operators)
+    progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     request = ResolutionRequest(snapshot.operators, catalogs, installed_state(snapshot, kube),
                                 snapshot.input_classes, kubernetes_version(snapshot, kube), semver)
@@ -169,6 +172,7 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     for sel in resolution.selections:
         if not sel.apply:
             continue
+        progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
         bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
                         certificates)
         if sel.package and bundle.package and bundle.package != sel.package:
@@ -269,6 +273,7 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     ``revision`` names the commit when the tree is not a git working copy;
     ``locked`` refuses a lockfile that the resolution does not reproduce.
     """
+    progress.stage(f"reading {repo}")
     snapshot = read_repository(repo)
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
@@ -287,6 +292,8 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync."""
     snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
     written = write_lock(snapshot, lockfile) if write_lockfile else False
+    progress.stage("comparing with the cluster (server-side dry run)" if dry_run and kube is not None else
+                   "comparing with an empty cluster" if kube is None else "applying")
     result = sync(kube, desired_state(installs, prepared.resolution), dry_run=dry_run,
                   allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held)

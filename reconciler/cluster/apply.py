@@ -26,6 +26,7 @@ from typing import Any, Iterable
 
 from deepdiff import DeepDiff
 
+from reconciler import progress
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError, PolicyError
@@ -140,6 +141,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     try:
         for p in planned:
             result.changes.append(_execute(kube, p))
+            progress.item(f"{result.changes[-1].action.value:<10} {p.ref}")
         remaining = _prune(kube, desired, recorded, dry_run=False, result=result)
     except ClusterError as exc:
         for op in desired:
@@ -291,6 +293,8 @@ def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, statu
             if action == Action.SKIPPED and detail.startswith("kept:"):
                 remaining.setdefault(name, set()).add(ref)
             result.changes.append(Change(name, ref, action, detail=detail))
+            if not dry_run:
+                progress.item(f"{action.value:<10} {ref}")
     return remaining
 
 
