@@ -34,7 +34,28 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         importlib.import_module(f"reconciler.commands.{name}").register(sub)
     _add_global_flags(parser, top=True)
+    _add_examples(parser, "")
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser, path: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by its path after ``reconciler`` ("" for the top), e.g. ``catalog graph``."""
+    found = {path: parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found.update(subcommands(child, f"{path} {name}".strip()))
+    return found
+
+
+def _add_examples(parser: argparse.ArgumentParser, path: str) -> None:
+    """Put each command's ``Examples:`` above its epilog (the exit codes)."""
+    from reconciler.commands.examples import EXAMPLES
+
+    for name, p in subcommands(parser, path).items():
+        if name in EXAMPLES:
+            p.epilog = f"Examples:\n{EXAMPLES[name]}\n\n{p.epilog or ''}".rstrip() + "\n"
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -52,7 +73,12 @@ def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
     if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
         logs.setup(logs.level_for(args.verbose, args.quiet))
     try:
