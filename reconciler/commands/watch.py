@@ -55,7 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--listen", default="",
                    help="serve /healthz, /readyz, /metrics and /hook on HOST:PORT (e.g. :8080); off by default")
     w.add_argument("--hook-secret-file", type=Path,
-                   help="enable POST /hook, verifying X-Hub-Signature-256 (or X-Gitlab-Token) with this secret")
+                   help="enable POST /hook, verifying X-Hub-Signature-256, X-Hub-Signature (sha1 or sha256: "
+                        "GitHub's legacy header, Bitbucket), X-Gitea-Signature or X-Gitlab-Token with this secret; "
+                        "with --leader-elect a standby passes the hook to the leader through the ConfigMap "
+                        "LEASE_NAME-hook")
     w.add_argument("--leader-elect", action="store_true",
                    help="reconcile only while holding a coordination.k8s.io Lease (for several replicas)")
     w.add_argument("-n", "--namespace", default="",
@@ -181,7 +184,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 identity=identity, report=report)
     if elector is not None:
         elector.on_change = lambda leading: loop.trigger("leadership acquired") if leading else None
-    server = Server(loop, listen[0], listen[1], hook_secret.encode() if hook_secret else None) if listen else None
+    relay = None
+    if elector is not None and hook_secret:
+        from reconciler.loop.relay import HookRelay
+
+        relay = HookRelay(Kube(api), _lease_namespace(args), f"{args.lease_name}-hook", identity,
+                          period=max(1.0, elector.retry_period))
+    server = Server(loop, listen[0], listen[1], hook_secret.encode() if hook_secret else None,
+                    relay=relay) if listen else None
 
     def on_signal(signum: int, _frame: object) -> None:
         logging.getLogger("reconciler.loop").info("%s received: stopping after the current step",
@@ -196,8 +206,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             server.start()
         if elector:
             elector.start()
+        if relay and elector:
+            relay.start(lambda: elector.leading, loop.trigger)
         loop.run()
     finally:
+        if relay:
+            relay.stop()
         if elector:
             elector.stop(release=True)
         if server:
