@@ -53,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("package", metavar="PACKAGE")
     g.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")
     g.add_argument("--channel", help="one channel (default: all channels of the package)")
+    g.add_argument("--since", metavar="VERSION", help="only bundles at this version or later (a window on a long "
+                                                       "package)")
+    g.add_argument("--group-by", choices=("channel", "none"), default="channel",
+                   help="draw each channel in a box of its own, a bundle in several channels in each (default), "
+                        "or one graph of all bundles")
+    g.add_argument("--fan", type=int, default=4, metavar="N",
+                   help="collapse a bundle's skipRange fan of more than N edges into one node (default 4; 0 never)")
     g.add_argument("-f", "--format", choices=("mermaid", "dot", "svg"), default="mermaid",
                    help="svg needs Graphviz's dot on PATH")
     g.set_defaults(run=run_graph)
@@ -143,8 +150,13 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
     loaded = _load(args.catalog)
     _note_invalid(loaded)
     g = graph.build(loaded.catalog, args.package, args.channel)
+    if args.since:
+        g = graph.window(g, args.since)
+    if args.fan > 0:
+        g = graph.collapse_fans(g, args.fan)
+    group = args.group_by == "channel" and len(g.channels) > 1
     render = {"mermaid": graph.to_mermaid, "dot": graph.to_dot, "svg": graph.to_svg}[args.format]
-    out.write(render(g))
+    out.write(render(g, group=group))
     return EXIT_OK
 
 
