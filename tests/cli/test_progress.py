@@ -45,9 +45,15 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
+    import uuid
+
     from reconciler.cluster.kube import Kube
     from tests.loop.conftest import uninstall
 
+    # A namespace of its own: namespaces are never pruned, and later tests expect to create plumbus-system.
+    namespace = f"progress-{uuid.uuid4().hex[:8]}"
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace("namespace: plumbus-system", f"namespace: {namespace}"))
     kube = Kube(control_plane.admin_client())
     try:
         code, out, term = _run_on_pty("reconcile", str(repo), "--kubeconfig", str(control_plane.kubeconfig_path))
@@ -58,7 +64,7 @@ def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
                               "converting plumbus.v1.1.0 for plumbus"]
         assert stages[-1] == "applying"
         applied = [ln.split() for ln in lines if not ln.startswith("[")]
-        assert ["created", "Deployment.apps", "plumbus-system/plumbus-controller-manager"] in applied
+        assert ["created", "Deployment.apps", f"{namespace}/plumbus-controller-manager"] in applied
         assert "Summary: " in out and "[" not in out.split("Summary", 1)[0].splitlines()[0]  # stdout has no progress
     finally:
         uninstall(kube)
