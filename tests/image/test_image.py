@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TAG = "localhost/reconciler:test"
 MAX_BYTES = 400e6  # measured 338 MB: Debian minbase + python3 (177 MB) and the virtualenv
 ENV = {**os.environ, "STORAGE_DRIVER": "vfs", "BUILDAH_ISOLATION": "chroot"}
+# A fresh machine assembles the Debian base (minutes) before the first build; the suite's 600 s is too short.
+pytestmark = pytest.mark.timeout(2400)
 
 
 def _buildah(*args: str, check: bool = True) -> subprocess.CompletedProcess:
