@@ -1,23 +1,31 @@
 # syntax=docker/dockerfile:1
-# The reconciler as a container image: multi-stage (no compilers or build files at run time),
-# non-root (uid 65532), slim. libgit2 comes inside the pygit2 wheel, so no git is installed.
+# The reconciler as a container image: multi-stage (no build files at run time), non-root
+# (uid 65532), slim. libgit2 comes inside the pygit2 wheel, so no git is installed.
 # Runs with a read-only root filesystem: give it writable /tmp and --cache-dir volumes
 # (deploy/ does).
 #
+# Any base with python3 (3.11+) and its venv module works: python:3.11-slim-bookworm, or the
+# Debian base that image/build assembles from Debian's packages and builds on with buildah
+# (what CI does, without Docker Hub):
+#
 #   docker build -t reconciler:0.1.0 .
+#   image/build localhost/reconciler:0.1.0
 #   docker run --rm reconciler:0.1.0 watch --help
 
 ARG PYTHON=python:3.11-slim-bookworm
 
 FROM ${PYTHON} AS build
+# PIP_CERT: a CA bundle mounted for this stage only, where a proxy re-signs TLS (image/build passes
+# the host's); nothing of it reaches the final image.
+ARG PIP_CERT=
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY reconciler ./reconciler
-RUN python -m pip wheel --wheel-dir /wheels . \
- && python -m venv /opt/reconciler \
- && /opt/reconciler/bin/pip install --no-index --find-links /wheels reconciler \
- && /opt/reconciler/bin/pip uninstall --yes pip \
+RUN if [ -n "$PIP_CERT" ]; then export PIP_CERT; else unset PIP_CERT; fi \
+ && python3 -m venv /opt/reconciler \
+ && /opt/reconciler/bin/pip install --quiet . \
+ && /opt/reconciler/bin/pip uninstall --quiet --yes pip \
  && find /opt/reconciler -name '__pycache__' -prune -exec rm -rf {} + \
  && /opt/reconciler/bin/python -c "import pygit2, watchdog, prometheus_client, reconciler.cli"
 

@@ -1,19 +1,22 @@
 # Two entry points for a fresh machine (see README.md):
 #   make demo   reconcile examples/gitops-repo against a local kube-apiserver
 #   make test   run the whole test suite
+#   make image  build the container image (buildah on a Debian base, see image/build)
 # Both create the virtualenv and build the pinned control-plane binaries
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
 # registry, crane) and, as root on Debian, installs Graphviz and OpenSSH's
 # server with apt-get when missing, so that no test is skipped for want of
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
+# It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
+# root, so the image test runs on a fresh machine (it skips, saying why, where they cannot be had).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install binaries peers tools clean
+.PHONY: demo test install binaries peers tools image image-tools clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +53,18 @@ tools:
 	  fi; \
 	fi
 
-test: binaries peers tools
+image-tools:
+	@if ! command -v buildah >/dev/null || ! command -v mmdebstrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap >/dev/null) \
+	      || echo "image-tools: could not install buildah and mmdebstrap; the image test will skip"; \
+	  else echo "image-tools: buildah/mmdebstrap missing and not root: the image test will skip"; fi; \
+	fi
+
+image: image-tools
+	image/build localhost/reconciler:dev
+
+test: binaries peers tools image-tools
 	$(BIN)/python -m pytest
 
 clean:

@@ -9,7 +9,7 @@ import sys
 import traceback
 from typing import NoReturn, Sequence, TextIO
 
-from reconciler import __version__
+from reconciler import __version__, logs, progress
 from reconciler.commands import COMMANDS, EXIT_CODES
 from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
 
@@ -33,13 +33,59 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"reconciler.commands.{name}").register(sub)
+    _add_global_flags(parser, top=True)
+    _add_examples(parser, "")
     return parser
 
 
+def subcommands(parser: argparse.ArgumentParser, path: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by its path after ``reconciler`` ("" for the top), e.g. ``catalog graph``."""
+    found = {path: parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found.update(subcommands(child, f"{path} {name}".strip()))
+    return found
+
+
+def _add_examples(parser: argparse.ArgumentParser, path: str) -> None:
+    """Put each command's ``Examples:`` above its epilog (the exit codes)."""
+    from reconciler.commands.examples import EXAMPLES
+
+    for name, p in subcommands(parser, path).items():
+        if name in EXAMPLES:
+            p.epilog = f"Examples:\n{EXAMPLES[name]}\n\n{p.epilog or ''}".rstrip() + "\n"
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """-v and -q, accepted before or after the command (as kubectl's global flags are)."""
+    default = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("-v", "--verbose", action="count", help="log more (repeat for debug)",
+                        **({"default": 0} if top else default))
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress and no logs below errors; results and errors are still printed",
+                        **default)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_global_flags(child, top=False)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
+    if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
+        logs.setup(logs.level_for(args.verbose, args.quiet))
     try:
-        return args.run(args, out or sys.stdout)
+        if args.command == "watch":
+            return args.run(args, out or sys.stdout)
+        with progress.shown_on(sys.stderr, quiet=args.quiet):
+            return args.run(args, out or sys.stdout)
     except ReconcilerError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
         return exc.exit_code

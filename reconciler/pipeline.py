@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from reconciler import progress
 from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog
@@ -115,7 +116,9 @@ def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
 
 
 def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None) -> Resolution:
+    progress.stage("loading catalogs")
     catalogs = load_catalogs(snapshot, snapshot.operators)
+    progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
@@ -222,6 +225,7 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     for sel in resolution.selections:
         if not sel.apply:
             continue
+        progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
         bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
                         certificates)
         if sel.package and bundle.package and bundle.package != sel.package:
@@ -263,6 +267,8 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
         record = snapshot.approvals.get(owner)
         entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
         waived = set(entry.waived_policies) if entry else set()
+        if waived:
+            decisions[owner] = dataclasses.replace(decisions[owner], waived=tuple(sorted(waived)))
         found = tuple(v for v in found if v.policy not in waived)
         if found:
             d = decisions[owner]
@@ -309,6 +315,17 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
                   "declaredBundle": bool(sel.declaration is not None and sel.declaration.bundle is not None)}
     return tuple(guardrails.check_resolution(policies, resolution, params)
                  + guardrails.check_objects(policies, inst.bundle.objects, resource_of, params))
+
+
+CRD_SAFETY_WAIVER = "crd-upgrade-safety"
+
+
+def _unsafe_crds_allowed(inst: Installed, decision: Decision | None, decl) -> str:
+    """CRD names whose unsafe replacement is accepted: the declaration's annotation, or every CRD of the
+    bundle when its approval record waives the check (``reconciler approve --waive crd-upgrade-safety``)."""
+    if decision is not None and CRD_SAFETY_WAIVER in decision.waived:
+        return "*"
+    return decl.allow_unsafe_crds if decl is not None else ""
 
 
 def approval_condition(decision: Decision) -> dict[str, str]:
@@ -365,7 +382,7 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
             conditions = (*conditions, approval_condition(decision))
         out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
                                    installer=decision.granted if decision is not None else None,
-                                   allow_unsafe_crds=decl.allow_unsafe_crds if decl is not None else ""))
+                                   allow_unsafe_crds=_unsafe_crds_allowed(inst, decision, decl)))
     return out
 
 
@@ -445,6 +462,7 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     ``revision`` names the commit when the tree is not a git working copy;
     ``locked`` refuses a lockfile that the resolution does not reproduce.
     """
+    progress.stage(f"reading {repo}")
     snapshot = read_repository(repo)
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
@@ -463,6 +481,8 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync."""
     snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
     written = write_lock(snapshot, lockfile) if write_lockfile else False
+    progress.stage("comparing with the cluster (server-side dry run)" if dry_run and kube is not None else
+                   "comparing with an empty cluster" if kube is None else "applying")
     result = sync(kube, desired_state(installs, prepared.resolution, prepared.decisions), dry_run=dry_run,
                   allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,

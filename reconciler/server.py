@@ -6,9 +6,13 @@ prometheus-client from the loop's registry.
 
 ``/hook`` only triggers a reconcile; it never carries desired state, so the
 payload is not parsed. It is accepted when it is signed with the shared
-secret, as GitHub (``X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>``)
-and Gitea/Forgejo do, or when it carries the secret as GitLab's
-``X-Gitlab-Token``. Comparisons are constant-time, and the body is bounded.
+secret, as GitHub (``X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>``,
+or the legacy ``X-Hub-Signature: sha1=<HMAC-SHA1>``), Bitbucket Cloud and
+Bitbucket Data Center (``X-Hub-Signature: sha256=...``) and Gitea/Forgejo
+(``X-Gitea-Signature``, bare hex) do, or when it carries the secret as
+GitLab's ``X-Gitlab-Token``. Comparisons are constant-time, and the body is
+bounded. On a standby replica (leader election) the hook is recorded for the
+leader through ``loop/relay.py`` instead of being dropped.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 if TYPE_CHECKING:
     from reconciler.loop import Loop
+    from reconciler.loop.relay import HookRelay
 
 log = logging.getLogger("reconciler.server")
 MAX_HOOK_BODY = 10 * 1024 * 1024
@@ -35,13 +40,20 @@ def signature(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
+_DIGESTS = {"sha256": hashlib.sha256, "sha1": hashlib.sha1}
+
+
 def verify(secret: bytes, body: bytes, headers: dict[str, str]) -> bool:
-    sig = headers.get("x-hub-signature-256") or headers.get("x-gitea-signature") or ""
+    sig = (headers.get("x-hub-signature-256") or headers.get("x-gitea-signature")
+           or headers.get("x-hub-signature") or "").strip()
     if sig:
-        expected = signature(secret, body)
-        if not sig.startswith("sha256="):
-            sig = "sha256=" + sig  # Gitea sends the bare hex digest
-        return hmac.compare_digest(sig.encode(), expected.encode())
+        algorithm, sep, digest = sig.partition("=")
+        if not sep:
+            algorithm, digest = "sha256", sig  # Gitea sends the bare hex digest
+        if algorithm not in _DIGESTS:
+            return False
+        expected = hmac.new(secret, body, _DIGESTS[algorithm]).hexdigest()
+        return hmac.compare_digest(digest.lower().encode(), expected.encode())
     token = headers.get("x-gitlab-token")
     if token is not None:
         return hmac.compare_digest(token.encode(), secret)
@@ -51,9 +63,11 @@ def verify(secret: bytes, body: bytes, headers: dict[str, str]) -> bool:
 class Server:
     """Serves the endpoints on ``host:port`` (port 0 picks a free one) until ``stop()``."""
 
-    def __init__(self, loop: Loop, host: str = "0.0.0.0", port: int = 8080, hook_secret: bytes | None = None) -> None:
+    def __init__(self, loop: Loop, host: str = "0.0.0.0", port: int = 8080, hook_secret: bytes | None = None,
+                 relay: HookRelay | None = None) -> None:
         self.loop = loop
         self.hook_secret = hook_secret
+        self.relay = relay
         handler = type("Handler", (_Handler,), {"server_ref": self})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
@@ -126,6 +140,20 @@ class _Handler(BaseHTTPRequestHandler):
             log.warning("webhook from %s refused: bad or missing signature", self.address_string())
             self._send(401, b"bad or missing signature\n")
             return
-        event = headers.get("x-github-event") or headers.get("x-gitlab-event") or "push"
-        self.server_ref.loop.trigger(f"webhook {event}")
+        event = (headers.get("x-github-event") or headers.get("x-gitlab-event") or headers.get("x-gitea-event")
+                 or headers.get("x-event-key") or "push")[:64]
+        loop, relay = self.server_ref.loop, self.server_ref.relay
+        if relay is not None and loop.elector is not None and not loop.elector.leading:
+            from reconciler.errors import ClusterError
+
+            try:
+                request = relay.record(event)
+            except ClusterError as exc:
+                log.error("webhook %s: cannot record it for the leader: %s", event, exc.message)
+                self._send(503, b"this replica is not the leader and cannot pass the hook on; retry\n")
+                return
+            log.info("webhook %s recorded for the leader as %s", event, request)
+            self._send(202, b"recorded for the leader\n")
+            return
+        loop.trigger(f"webhook {event}")
         self._send(202, b"reconcile triggered\n")

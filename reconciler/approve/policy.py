@@ -42,6 +42,7 @@ class Decision:
     pending: PermissionSet = PermissionSet()   # what needs approving; empty when approved
     denied: tuple[str, ...] = ()               # UserPermission checks that failed
     violations: tuple = ()                     # guardrails.Violation: policies it breaks (not waived)
+    waived: tuple[str, ...] = ()               # policies its approval record waives for this exact bundle
 
     @property
     def granted(self) -> PermissionSet:

@@ -7,6 +7,12 @@ the bundle that may replace it: ``replaces``, ``skips``, and ``skipRange``
 (every entry of the same channel whose version falls in the range). Channel
 heads and deprecated bundles are marked. Only SVG needs an external program
 (Graphviz's ``dot``); Mermaid and DOT are always available.
+
+Large packages stay readable: drawn per channel (each channel a box of its
+own, as ``opm alpha render-graph`` does), with a window on the versions
+(``window``), and with a bundle's skipRange fan (often hundreds of edges
+into one bundle) collapsed into one node that names the range and how many
+bundles it covers (``collapse_fans``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ class Node:
     head_of: tuple[str, ...]      # channels this bundle is the head of
     deprecated: bool
     present: bool = True          # False for a replaced/skipped name with no entry in the channel
+    collapsed: tuple[str, ...] = ()  # for a collapsed skipRange fan: the bundles it stands for
+    note: str = ""                   # a collapsed fan's description
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class Edge:
     target: str   # the bundle upgraded to
     kind: str     # replaces | skips | skipRange
     channels: tuple[str, ...]
+    range: str = ""  # the skipRange, for skipRange edges
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,7 @@ def build(catalog: Catalog, package: str, channel: str | None = None) -> Upgrade
     members: dict[str, list[str]] = {}
     heads: dict[str, list[str]] = {}
     edges: dict[tuple[str, str, str], list[str]] = {}
+    ranges: dict[str, str] = {}
     for ch in chans:
         versions = {}
         for e in ch.entries:
@@ -83,6 +93,7 @@ def build(catalog: Catalog, package: str, channel: str | None = None) -> Upgrade
                     rng = VersionRange.parse(e.skip_range, dialect="blang")
                 except InputError:
                     continue
+                ranges[e.name] = e.skip_range
                 for other, v in versions.items():
                     if other != e.name and v is not None and rng.contains(v):
                         edges.setdefault((other, e.name, SKIP_RANGE), []).append(ch.name)
@@ -98,8 +109,65 @@ def build(catalog: Catalog, package: str, channel: str | None = None) -> Upgrade
                 version = ""
         nodes.append(Node(n, version, tuple(members.get(n, ())), tuple(heads.get(n, ())),
                           catalog.deprecation(package, SCHEMA_BUNDLE, n) is not None, n in members))
-    edge_list = tuple(Edge(s, t, k, tuple(c)) for (s, t, k), c in sorted(edges.items()))
+    edge_list = tuple(Edge(s, t, k, tuple(c), ranges.get(t, "") if k == SKIP_RANGE else "")
+                      for (s, t, k), c in sorted(edges.items()))
     return UpgradeGraph(package, tuple(c.name for c in chans), tuple(nodes), edge_list)
+
+
+def window(graph: UpgradeGraph, since: str) -> UpgradeGraph:
+    """Only the bundles at version ``since`` or later, and the edges between them."""
+    from reconciler.model.semver_range import parse_version
+
+    try:
+        floor = parse_version(since)
+    except InputError:
+        raise InputError(f"--since {since!r} is not a semantic version", hint="for example --since 1.4.0") from None
+    keep = set()
+    for n in graph.nodes:
+        try:
+            if n.version and parse_version(n.version) >= floor:
+                keep.add(n.name)
+        except InputError:
+            continue
+    return UpgradeGraph(graph.package, graph.channels, tuple(n for n in graph.nodes if n.name in keep),
+                        tuple(e for e in graph.edges if e.source in keep and e.target in keep))
+
+
+def collapse_fans(graph: UpgradeGraph, threshold: int = 4) -> UpgradeGraph:
+    """Replace each bundle's skipRange fan of more than ``threshold`` edges by one node standing for them."""
+    fans: dict[tuple[str, tuple[str, ...]], list[Edge]] = {}
+    for e in graph.edges:
+        if e.kind == SKIP_RANGE:
+            fans.setdefault((e.target, e.channels), []).append(e)
+    order = {n.name: i for i, n in enumerate(graph.nodes)}
+    versions = {n.name: n.version for n in graph.nodes}
+    extra: list[Node] = []
+    dropped: set[tuple[str, str, str]] = set()
+    added: list[Edge] = []
+    for (target, channels), fan in sorted(fans.items()):
+        if len(fan) <= threshold:
+            continue
+        sources = tuple(sorted((e.source for e in fan), key=lambda n: (order.get(n, len(order)), n)))
+        first, last = versions.get(sources[0]) or sources[0], versions.get(sources[-1]) or sources[-1]
+        name = f"{len(sources)} bundles skipped by {target}" + (f" in {', '.join(channels)}" if channels else "")
+        note = f"{len(sources)} bundles, {first} … {last}, skipRange {fan[0].range!r}"
+        extra.append(Node(name, "", channels, (), False, True, sources, note))
+        dropped.update((e.source, e.target, e.kind) for e in fan)
+        added.append(Edge(name, target, SKIP_RANGE, channels, fan[0].range))
+    if not extra:
+        return graph
+    edges = tuple(e for e in graph.edges if (e.source, e.target, e.kind) not in dropped) + tuple(added)
+    return UpgradeGraph(graph.package, graph.channels, graph.nodes + tuple(extra), edges)
+
+
+def _by_channel(graph: UpgradeGraph) -> list[tuple[str, list[Node], list[Edge]]]:
+    """Each channel's own nodes and edges; a bundle in several channels is drawn in each."""
+    out = []
+    for ch in graph.channels:
+        edges = [e for e in graph.edges if ch in e.channels]
+        names = {n.name for n in graph.nodes if ch in n.channels} | {e.source for e in edges} | {e.target for e in edges}
+        out.append((ch, [n for n in graph.nodes if n.name in names], edges))
+    return out
 
 
 def _vkey(catalog: Catalog, package: str, name: str) -> tuple:
@@ -121,10 +189,12 @@ def _id(name: str, ids: dict[str, str]) -> str:
     return ids[name]
 
 
-def _label(n: Node) -> list[str]:
+def _label(n: Node, channel: str | None = None) -> list[str]:
+    if n.collapsed:
+        return [n.note]
     parts = [n.name]
-    if n.head_of:
-        parts.append(f"head of {', '.join(n.head_of)}")
+    if n.head_of and (channel is None or channel in n.head_of):
+        parts.append(f"head of {', '.join(n.head_of) if channel is None else channel}")
     if n.deprecated:
         parts.append("deprecated")
     if not n.present:
@@ -132,20 +202,37 @@ def _label(n: Node) -> list[str]:
     return parts
 
 
-def to_mermaid(graph: UpgradeGraph) -> str:
+def to_mermaid(graph: UpgradeGraph, *, group: bool = False) -> str:
+    """Mermaid flowchart; with ``group``, one subgraph per channel."""
     ids: dict[str, str] = {}
     lines = ["graph LR", f"  %% upgrade graph of package {graph.package}, channels: {', '.join(graph.channels)}"]
-    for n in graph.nodes:
-        text = "<br/>".join(_label(n)).replace('"', "#quot;")
-        lines.append(f'  {_id(n.name, ids)}["{text}"]')
-    for e in graph.edges:
-        arrow = "-->" if e.kind == REPLACES else "-.->"
-        lines.append(f"  {_id(e.source, ids)} {arrow}|{e.kind}| {_id(e.target, ids)}")
+    views = _by_channel(graph) if group else [(None, list(graph.nodes), list(graph.edges))]
+    classes: dict[str, list[str]] = {"head": [], "deprecated": [], "missing": [], "collapsed": []}
+    for channel, nodes, edges in views:
+        indent = "  "
+        if channel is not None:
+            lines.append(f'  subgraph {_id("channel " + channel, ids)}["channel {channel}"]')
+            indent = "    "
+
+        def key(name: str, channel: str | None = channel) -> str:
+            return f"{channel}\0{name}" if channel is not None else name
+
+        for n in nodes:
+            nid = _id(key(n.name), ids)
+            text = "<br/>".join(_label(n, channel)).replace('"', "#quot;")
+            lines.append(f'{indent}{nid}["{text}"]')
+            for cls, on in (("head", n.head_of and (channel is None or channel in n.head_of)),
+                            ("deprecated", n.deprecated), ("missing", not n.present), ("collapsed", n.collapsed)):
+                if on:
+                    classes[cls].append(nid)
+        for e in edges:
+            arrow = "-->" if e.kind == REPLACES else "-.->"
+            lines.append(f"{indent}{_id(key(e.source), ids)} {arrow}|{e.kind}| {_id(key(e.target), ids)}")
+        if channel is not None:
+            lines.append("  end")
     lines += ["  classDef head stroke-width:3px,stroke:#2a7", "  classDef deprecated fill:#eee,stroke:#a33,color:#a33",
-              "  classDef missing stroke-dasharray:4 2,color:#888"]
-    for cls, pick in (("head", lambda n: n.head_of), ("deprecated", lambda n: n.deprecated),
-                      ("missing", lambda n: not n.present)):
-        chosen = [_id(n.name, ids) for n in graph.nodes if pick(n)]
+              "  classDef missing stroke-dasharray:4 2,color:#888", "  classDef collapsed fill:#f4f4ff,stroke:#66a"]
+    for cls, chosen in classes.items():
         if chosen:
             lines.append(f"  class {','.join(chosen)} {cls}")
     return "\n".join(lines) + "\n"
@@ -155,29 +242,46 @@ def _dot_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(graph: UpgradeGraph) -> str:
+def to_dot(graph: UpgradeGraph, *, group: bool = False) -> str:
+    """Graphviz DOT; with ``group``, one cluster per channel."""
     lines = [f"digraph {_dot_str(graph.package)} {{", "  rankdir=LR;",
              '  node [shape=box, style="rounded", fontname="Helvetica"];', '  edge [fontname="Helvetica"];',
              f"  label={_dot_str(f'{graph.package}: ' + ', '.join(graph.channels))}; labelloc=t;"]
-    for n in graph.nodes:
-        attrs: dict[str, str] = {}
-        styles = ["rounded"]
-        if n.head_of:
-            attrs["penwidth"] = "3"
-            attrs["color"] = "#22aa77"
-        if n.deprecated:
-            styles.append("filled")
-            attrs["fillcolor"] = "#eeeeee"
-            attrs["fontcolor"] = "#aa3333"
-        if not n.present:
-            styles.append("dashed")
-        attrs["style"] = ",".join(styles)
-        label = '"' + "\\n".join(_dot_str(p)[1:-1] for p in _label(n)) + '"'
-        body = ", ".join([f"label={label}"] + [f"{k}={_dot_str(v)}" for k, v in attrs.items()])
-        lines.append(f"  {_dot_str(n.name)} [{body}];")
-    for e in graph.edges:
-        style = "solid" if e.kind == REPLACES else ("dashed" if e.kind == SKIPS else "dotted")
-        lines.append(f"  {_dot_str(e.source)} -> {_dot_str(e.target)} [label={_dot_str(e.kind)}, style={style}];")
+    views = _by_channel(graph) if group else [(None, list(graph.nodes), list(graph.edges))]
+    for channel, nodes, edges in views:
+        indent = "  "
+
+        def key(name: str, channel: str | None = channel) -> str:
+            return f"{channel}/{name}" if channel is not None else name
+
+        if channel is not None:
+            lines += [f"  subgraph {_dot_str('cluster_' + channel)} {{", f"    label={_dot_str('channel ' + channel)};"]
+            indent = "    "
+        for n in nodes:
+            attrs: dict[str, str] = {}
+            styles = ["rounded"]
+            if n.head_of and (channel is None or channel in n.head_of):
+                attrs["penwidth"] = "3"
+                attrs["color"] = "#22aa77"
+            if n.deprecated:
+                styles.append("filled")
+                attrs["fillcolor"] = "#eeeeee"
+                attrs["fontcolor"] = "#aa3333"
+            if not n.present:
+                styles.append("dashed")
+            if n.collapsed:
+                styles.append("filled")
+                attrs["fillcolor"] = "#f4f4ff"
+            attrs["style"] = ",".join(styles)
+            label = '"' + "\\n".join(_dot_str(p)[1:-1] for p in _label(n, channel)) + '"'
+            body = ", ".join([f"label={label}"] + [f"{k}={_dot_str(v)}" for k, v in attrs.items()])
+            lines.append(f"{indent}{_dot_str(key(n.name))} [{body}];")
+        for e in edges:
+            style = "solid" if e.kind == REPLACES else ("dashed" if e.kind == SKIPS else "dotted")
+            lines.append(f"{indent}{_dot_str(key(e.source))} -> {_dot_str(key(e.target))} "
+                         f"[label={_dot_str(e.kind)}, style={style}];")
+        if channel is not None:
+            lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -186,13 +290,13 @@ class GraphvizMissing(ReconcilerError):
     """SVG output was asked for but Graphviz's ``dot`` is not installed."""
 
 
-def to_svg(graph: UpgradeGraph, dot: str | None = None) -> str:
+def to_svg(graph: UpgradeGraph, dot: str | None = None, *, group: bool = False) -> str:
     exe = dot or shutil.which("dot")
     if exe is None:
         raise GraphvizMissing("SVG output needs Graphviz's `dot` program, which is not on PATH",
                               hint="install Graphviz (e.g. apt-get install graphviz), or use --format mermaid "
                                    "or --format dot")
-    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(graph), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(graph, group=group), capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise ReconcilerError(f"`dot -Tsvg` failed: {proc.stderr.strip()[:500]}")
     return proc.stdout

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable
 from reconciler.approve.permissions import PermissionSet
 from reconciler.cluster import installer
 from reconciler.cluster import crdsafety
+from reconciler import progress
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import WORKERS, ApiError, Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError
@@ -344,8 +345,9 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     if unsafe:
         raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
                           "applied:\n  " + "\n  ".join(unsafe),
-                          hint=f"review the change; to accept it, annotate the Operator declaration with "
-                               f"{crdsafety.ANNOTATION_ALLOW}: <CRD name>[,<CRD name>...] (or \"*\")")
+                          hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
+                               f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
+                               f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or \"*\")")
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
@@ -600,6 +602,7 @@ def _execute(kube: Kube, p: _Planned) -> Change:
         return Change(p.operator, p.ref, p.action)
     info = p.info or kube.require_resource(p.obj)
     (p.writer or kube).apply(info, p.obj, field_manager=FIELD_MANAGER, dry_run=False)
+    progress.item(f"{p.action.value:<10} {p.ref}")
     return Change(p.operator, p.ref, p.action, diff=p.diff)
 
 
@@ -618,6 +621,8 @@ def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, statu
             if action == Action.SKIPPED and detail.startswith("kept:"):
                 remaining.setdefault(name, set()).add(ref)
             result.changes.append(Change(name, ref, action, detail=detail))
+            if not dry_run:
+                progress.item(f"{action.value:<10} {ref}")
     return remaining
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ APPLY_PATCH = "application/apply-patch+yaml"
 WORKERS = 8          # requests in flight at once when order does not matter (see cluster/apply.py)
 _PAGE = 500          # list page size: bounded responses, same total cost
 _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+_log = logging.getLogger("reconciler.kube")
 
 
 class ApiError(ClusterError):
@@ -57,24 +60,27 @@ class ResourceInfo:
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.ApiClient | None:
-    """An ApiClient from --kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    """An ApiClient from --kubeconfig, $KUBECONFIG (merged as kubectl does), ~/.kube/config or the pod's
+    service account.
 
-    Returns None when no cluster is configured at all.
+    Returns None when no cluster is configured at all. An unknown context is reported as such, naming the
+    files read and the contexts they define.
     """
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
 
-    path = kubeconfig or os.environ.get("KUBECONFIG") or ""
-    if not path and (Path.home() / ".kube" / "config").is_file():
-        path = str(Path.home() / ".kube" / "config")
+    from reconciler.cluster.kubeconfig import load_kubeconfig
+
+    merged = load_kubeconfig(kubeconfig)
+    path = ", ".join(merged.files) if merged is not None else None
     try:
-        if path:
-            first = path.split(os.pathsep)[0]
-            if not Path(first).is_file():
-                raise ClusterError(f"kubeconfig {first} does not exist",
-                                   hint="pass --kubeconfig, or run `reconciler cluster up` for a local cluster")
-            return k8s_config.new_client_from_config(config_file=first, context=context)
+        if merged is not None:
+            merged.context(context)  # raises a ClusterError naming the files and the contexts available
+            return k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
+        if context:
+            raise ClusterError(f"--context {context} given, but no kubeconfig is configured",
+                               hint="pass --kubeconfig or set $KUBECONFIG")
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
             cfg = k8s_client.Configuration()
             k8s_config.load_incluster_config(client_configuration=cfg)
@@ -118,7 +124,18 @@ class Kube:
 
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
                 body: Any = None, content_type: str = "application/json", obj: str | None = None,
-                accept: str = "application/json") -> Any:
+                accept: str = "application/json", repeatable: bool | None = None) -> Any:
+        """One API call, retried on 429, transient 5xx and dropped connections (see ``cluster/retry.py``).
+
+        ``repeatable`` says the call may be sent again after it may have been applied; by default reads,
+        PUT, DELETE and server-side apply are, and a POST is not (pass True when a 409 is handled).
+        """
+        import urllib3
+
+        from reconciler.cluster import retry
+
+        policy = retry.DEFAULT_POLICY
+        repeat = retry.idempotent(method, content_type) if repeatable is None else repeatable
         headers = {"Accept": accept, "Content-Type": content_type}
         if self.impersonated:
             headers["Impersonate-User"] = self.impersonated
@@ -131,23 +148,44 @@ class Kube:
         _, url, headers, payload, _ = self.api.param_serialize(
             method, path, query_params=query or [], header_params=headers, body=payload,
             auth_settings=["BearerToken"])
-        from urllib3.exceptions import HTTPError
-
-        try:
-            resp = self.api.call_api(method, url, header_params=headers, body=payload,
-                                     _request_timeout=(10, 60))
-        except HTTPError as exc:
-            raise ClusterError(f"cannot reach the API server at {self.server}: {exc}",
-                               hint="check the kubeconfig and that the cluster is running") from None
-        data = resp.read()
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
-        if not 200 <= resp.status <= 299:
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt >= policy.attempts
+            try:
+                resp = self.api.call_api(method, url, header_params=headers, body=payload,
+                                         _request_timeout=(10, 60))
+            except urllib3.exceptions.HTTPError as exc:
+                reason = getattr(exc, "reason", None) or exc
+                never_sent = isinstance(reason, (urllib3.exceptions.NewConnectionError,
+                                                 urllib3.exceptions.ConnectTimeoutError))
+                if last or not (never_sent or repeat):
+                    tried = f" (tried {attempt} times)" if attempt > 1 else ""
+                    raise ClusterError(f"cannot reach the API server at {self.server}{tried}: {exc}",
+                                       obj=obj, hint="check the kubeconfig and that the cluster is running"
+                                       if never_sent else "the request may or may not have been applied; "
+                                       "run again to converge") from None
+                delay = policy.delay(attempt, None)
+                _log.info("%s %s: connection failed (%s); attempt %d of %d in %.2fs", method, path,
+                          type(reason).__name__, attempt + 1, policy.attempts, delay)
+                time.sleep(delay)
+                continue
+            data = resp.read()
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+            if 200 <= resp.status <= 299:
+                return json.loads(text) if text else None
+            retry_after = retry.parse_retry_after(resp.getheader("Retry-After"))
+            if not last and retry.retryable_status(resp.status, retry_after, repeatable=repeat):
+                delay = policy.delay(attempt, retry_after)
+                _log.info("%s %s: %d from the API server; attempt %d of %d in %.2fs", method, path, resp.status,
+                          attempt + 1, policy.attempts, delay)
+                time.sleep(delay)
+                continue
             try:
                 status = json.loads(text)
-                raise ApiError(resp.status, status.get("reason", ""), status.get("message", text), obj)
             except ValueError:
                 raise ApiError(resp.status, "", text.strip()[:500], obj) from None
-        return json.loads(text) if text else None
+            raise ApiError(resp.status, status.get("reason", ""), status.get("message", text), obj)
 
     # discovery
 

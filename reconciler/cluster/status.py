@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import API_GROUP, API_VERSION, FIELD_MANAGER, Manifest, ObjectRef, ownership_labels
 
@@ -143,24 +143,49 @@ def record_event(kube: Kube, name: str, *, type_: str, reason: str, message: str
     """A core/v1 Event about the status object ``name``, shown by ``kubectl describe``.
 
     Events about cluster-scoped objects live in ``namespace`` ("default", as
-    kubectl expects). Best effort: a status object that does not exist gets none.
+    kubectl expects). A repeat of the same event (same object, type, reason and
+    message) is aggregated as kubectl's recorder does: one Event whose ``count``
+    and ``lastTimestamp`` grow, so a flapping drift does not add an object each
+    interval. Best effort: a status object that does not exist gets none.
     """
+    import hashlib
+
     info = resource(kube)
     live = kube.get(info, "", name) if info else None
     events = kube.resource("v1", "Event")
     if live is None or events is None:
         return
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     meta = live["metadata"]
+    message = message[:1024]
+    key = hashlib.sha256("\0".join((meta.get("uid") or "", type_, reason, message)).encode()).hexdigest()[:16]
+    event_name = f"{name}.{key}"
+    where = f"Event about {KIND} {name}"
+    existing = kube.get(events, namespace, event_name)
+    if existing is not None:
+        patch = {"count": int(existing.get("count") or 1) + 1, "lastTimestamp": now,
+                 "metadata": {"resourceVersion": existing["metadata"]["resourceVersion"]}}
+        try:
+            kube.request("PATCH", events.path(namespace, event_name), body=patch,
+                         content_type="application/merge-patch+json", obj=where)
+            return
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
+            if exc.status == 409:
+                return  # another writer counted this same occurrence a moment ago
     body = {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{name}.{now.strftime('%Y%m%d%H%M%S%f')}", "namespace": namespace},
+        "metadata": {"name": event_name, "namespace": namespace},
         "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": meta.get("uid"),
                            "resourceVersion": meta.get("resourceVersion")},
-        "type": type_, "reason": reason, "message": message[:1024], "count": 1,
-        "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "type": type_, "reason": reason, "message": message, "count": 1,
+        "firstTimestamp": now, "lastTimestamp": now,
         "source": {"component": FIELD_MANAGER}, "reportingComponent": f"{API_GROUP}/{FIELD_MANAGER}",
         "reportingInstance": instance or FIELD_MANAGER,
     }
-    kube.request("POST", events.path(namespace), body=body,
-                 obj=f"Event about {KIND} {name}")
+    try:
+        kube.request("POST", events.path(namespace), body=body, obj=where, repeatable=True)
+    except ApiError as exc:
+        if exc.status != 409:  # created by the retry of a request whose answer was lost
+            raise

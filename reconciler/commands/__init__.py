@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 EXIT_CODES = """\
-exit codes (they say whose move it is; see docs/hardening.md):
+exit codes: (they say whose move it is; see docs/hardening.md)
   0   success: nothing to change, or every change was applied
   1   changes were found by --dry-run (as kubectl diff), or applied with --exit-code
   2   the input is wrong and nothing was applied: a declaration, reconciler.yaml or olm.lock of the wrong
@@ -27,9 +27,10 @@ exit codes (they say whose move it is; see docs/hardening.md):
       traceback); please report it with the command that failed
 """
 
-COMMANDS = ("reconcile", "resolve", "approve", "watch", "cluster", "catalog", "bundle")
+COMMANDS = ("reconcile", "resolve", "approve", "watch", "cluster", "catalog", "bundle", "completion")
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: the files in $KUBECONFIG merged as kubectl does, "
+                                       "else ~/.kube/config, else the pod's service account)")
     p.add_argument("--context", help="kubeconfig context to use")

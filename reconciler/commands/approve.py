@@ -17,11 +17,6 @@ exit codes:
   2   an error in the repository, or an Operator that is not declared
   3   the cluster (read for what is installed) could not be reached
   64  neither an Operator nor --all was given
-
-Examples:
-  reconciler approve . plumbus          # approve what plumbus waits for, then:
-  git add approvals/ && git commit -m "Approve plumbus.v1.1.0"
-  reconciler approve . --all --offline  # everything that waits, without reading a cluster
 """
 
 
@@ -38,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="approve everything that waits")
     p.add_argument("--waive", metavar="POLICY", action="append", default=[],
                    help="also record an exception to this guardrail policy for the approved bundle (repeatable); "
-                        "without it, a bundle that violates a policy is not approved")
+                        "without it, a bundle that violates a policy is not approved. 'crd-upgrade-safety' "
+                        "accepts CRD replacements that could break custom resources")
     p.add_argument("--offline", action="store_true",
                    help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
     add_cluster_args(p)
@@ -66,7 +62,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     records = dict(prepared.snapshot.approvals)
     for name in names:
         d = decisions[name]
-        if d.approved or d.reason == "DependencyPendingApproval":
+        if (d.approved or d.reason == "DependencyPendingApproval") and not args.waive:
             print(f"{name}: nothing of its own waits for approval ({d.bundle}: {d.message})", file=out)
             continue
         unwaived = sorted({v.policy for v in d.violations} - set(args.waive))
@@ -76,12 +72,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                               hint="fix the bundle or the declaration, or record a reviewed exception with "
                                    + " ".join(f"--waive {p}" for p in unwaived))
         entry = ApprovedBundle(d.bundle, d.digest, d.required.all,
-                               tuple(sorted({v.policy for v in d.violations})))
+                               tuple(sorted({v.policy for v in d.violations} | set(args.waive) | set(d.waived))))
         path = add_approval(root, records.get(name), name, entry)
         print(f"{name}: approved {d.bundle} ({d.digest[:19]}), recorded in {path.relative_to(root)}", file=out)
         for line in describe_pending(d):
             print(line, file=out)
-    written = [n for n in names if not decisions[n].approved and decisions[n].reason != "DependencyPendingApproval"]
+    written = [n for n in names if args.waive or (not decisions[n].approved
+                                                   and decisions[n].reason != "DependencyPendingApproval")]
     if written:
         files = " ".join(f"approvals/{n}.yaml" for n in written)
         print(f"Commit to approve: git add {files} && git commit", file=out)

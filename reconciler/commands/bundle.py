@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = bs.add_parser("render", help="print the plain manifests a bundle becomes", epilog=BUNDLE_EXIT_CODES,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("source", metavar="SOURCE", help="a bundle directory, or an OCI image reference")
-    r.add_argument("--namespace", help="install namespace (default: the CSV's suggested namespace, else "
+    r.add_argument("-n", "--namespace", help="install namespace (default: the CSV's suggested namespace, else "
                                        "'operators')")
     r.add_argument("--watch-namespace", action="append", dest="watch", metavar="NS",
                    help="a target namespace (repeat for several; '' for all namespaces; default: all if the "

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = csub.add_parser("validate", help="report every problem in a catalog directory",
                         epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("directory", metavar="DIR")
-    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     v.add_argument("--no-cache", action="store_true", help="do not read or write the catalog cache")
     v.set_defaults(run=run_validate)
 
@@ -53,6 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("package", metavar="PACKAGE")
     g.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")
     g.add_argument("--channel", help="one channel (default: all channels of the package)")
+    g.add_argument("--since", metavar="VERSION", help="only bundles at this version or later (a window on a long "
+                                                       "package)")
+    g.add_argument("--group-by", choices=("channel", "none"), default="channel",
+                   help="draw each channel in a box of its own, a bundle in several channels in each (default), "
+                        "or one graph of all bundles")
+    g.add_argument("--fan", type=int, default=4, metavar="N",
+                   help="collapse a bundle's skipRange fan of more than N edges into one node (default 4; 0 never)")
     g.add_argument("-f", "--format", choices=("mermaid", "dot", "svg"), default="mermaid",
                    help="svg needs Graphviz's dot on PATH")
     g.set_defaults(run=run_graph)
@@ -105,9 +112,11 @@ def _load(directory: str, use_cache: bool = True):
 def run_validate(args: argparse.Namespace, out: TextIO) -> int:
     loaded = _load(args.directory, not args.no_cache)
     errors = loaded.errors
-    if args.output == "json":
-        out.write(json.dumps({"valid": not errors, "findings": [f.as_dict() for f in loaded.findings]},
-                             indent=2) + "\n")
+    if args.output in ("json", "yaml"):
+        from reconciler import yamlio
+
+        doc = {"valid": not errors, "findings": [f.as_dict() for f in loaded.findings]}
+        out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
     else:
         for f in loaded.findings:
             out.write(f.render() + "\n")
@@ -141,8 +150,13 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
     loaded = _load(args.catalog)
     _note_invalid(loaded)
     g = graph.build(loaded.catalog, args.package, args.channel)
+    if args.since:
+        g = graph.window(g, args.since)
+    if args.fan > 0:
+        g = graph.collapse_fans(g, args.fan)
+    group = args.group_by == "channel" and len(g.channels) > 1
     render = {"mermaid": graph.to_mermaid, "dot": graph.to_dot, "svg": graph.to_svg}[args.format]
-    out.write(render(g))
+    out.write(render(g, group=group))
     return EXIT_OK
 
 

@@ -8,14 +8,24 @@ from typing import TextIO
 from reconciler.errors import EXIT_OK
 
 
+CLUSTER_EXIT = """\
+exit codes:
+  0   done
+  2   the control plane could not be built, started or stopped (the message names its log)
+  64  a usage error
+"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     cl = sub.add_parser("cluster", help="a local kube-apiserver and etcd for users without a cluster",
                         description="Start, stop or locate a local Kubernetes control plane (kube-apiserver "
-                                    "and etcd on loopback, built once from pinned sources and cached).")
+                                    "and etcd on loopback, built once from pinned sources and cached).",
+                        epilog=CLUSTER_EXIT)
     cl_sub = cl.add_subparsers(dest="action", required=True, metavar="ACTION")
-    cl_sub.add_parser("up", help="build if needed, then start the control plane in the background")
-    cl_sub.add_parser("down", help="stop the control plane and remove its state")
-    cl_sub.add_parser("kubeconfig", help="print the path of the admin kubeconfig")
+    cl_sub.add_parser("up", help="build if needed, then start the control plane in the background",
+                      epilog=CLUSTER_EXIT)
+    cl_sub.add_parser("down", help="stop the control plane and remove its state", epilog=CLUSTER_EXIT)
+    cl_sub.add_parser("kubeconfig", help="print the path of the admin kubeconfig", epilog=CLUSTER_EXIT)
     cl.set_defaults(run=run)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from reconciler import yamlio
 from reconciler.commands import EXIT_CODES, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL
 
@@ -36,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "content no longer matches its digest), like `npm ci`; never writes olm.lock")
     add_cluster_args(rec)
     rec.add_argument("--show-unchanged", action="store_true", help="also list objects that need no change")
+    rec.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
+                     help="text for people; json or yaml for scripts: the change set as a ReconcileResult "
+                          "document (schema in docs/output.md), including unchanged objects")
     rec.set_defaults(run=run)
 
 
@@ -54,13 +58,74 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     kube = Kube(api) if api else None
     outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
                                  write_lock=args.write_lock or not args.dry_run)
-    print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
-                  show_unchanged=args.show_unchanged)
+    if args.output == "text":
+        print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
+                      show_unchanged=args.show_unchanged)
+    else:
+        doc = as_document(outcome, dry_run=args.dry_run, server=kube.server if kube else None)
+        out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
     if any(d.violations for d in outcome.pending):
         return EXIT_ERROR
     if outcome.pending:
         return EXIT_PENDING_APPROVAL
     return EXIT_CHANGES if outcome.sync.changed and (args.dry_run or args.exit_code) else EXIT_OK
+
+
+RESULT_API_VERSION = "reconciler.dev/v1alpha1"
+RESULT_KIND = "ReconcileResult"
+
+
+def _lock_state(outcome: "Outcome") -> str:
+    snap = outcome.snapshot
+    if outcome.lock_written:
+        return "written"
+    if snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():
+        return "unchanged"
+    return "stale"
+
+
+def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dict[str, Any]:
+    """The run as a versioned document for scripts (documented in docs/output.md; fields are only added)."""
+    from reconciler.cluster.apply import Action
+    from reconciler.commands.resolve import approval_document
+
+    snap = outcome.snapshot
+    resolution = outcome.resolution
+    selections = resolution.selections if resolution else tuple(i.selection for i in outcome.installs)
+    namespaces = {i.selection.owner: i.bundle.namespace for i in outcome.installs}
+    operators = []
+    for sel in selections:
+        entry: dict[str, Any] = {
+            "operator": sel.owner, "kind": sel.kind, "package": sel.package or "", "bundle": sel.bundle_name,
+            "version": sel.version or "", "catalog": sel.catalog or "", "channel": sel.channel or "",
+            "source": sel.image or "", "namespace": namespaces.get(sel.owner, ""), "applied": sel.apply,
+            "requiredBy": list(sel.required_by),
+        }
+        operators.append(entry)
+    changes = []
+    for c in outcome.sync.changes:
+        entry = {"action": c.action.value, "operator": c.operator, **c.ref.to_dict(), "detail": c.detail,
+                 "diff": list(c.diff)}
+        entry.setdefault("namespace", "")
+        changes.append(entry)
+    return {
+        "apiVersion": RESULT_API_VERSION,
+        "kind": RESULT_KIND,
+        "repository": {"path": str(snap.root), "revision": snap.revision or ""},
+        "target": {"server": server or "", "dryRun": dry_run,
+                   "mode": ("server-side-dry-run" if server else "empty-cluster") if dry_run else "apply"},
+        "lockfile": {"path": str(snap.lock_path), "state": _lock_state(outcome)},
+        "operators": operators,
+        "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
+                     "options": list(u.options)} for u in (resolution.updates if resolution else ())],
+        "notes": list(outcome.sync.notes),
+        "changes": changes,
+        "summary": {a.value: outcome.sync.count(a) for a in Action},
+        "changed": outcome.sync.changed,
+        "approvals": [approval_document(d) for _, d in sorted(outcome.decisions.items())],
+        "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
+                         for d in (resolution.deprecations if resolution else ())],
+    }
 
 
 def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str | None,
@@ -93,11 +158,8 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     for inst in outcome.installs:
         for warning in inst.bundle.warnings:
             print(f"  warning: {inst.selection.owner}: {warning}", file=out)
-    if outcome.lock_written:
-        lock_state = "written"
-    elif snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():
-        lock_state = "unchanged"
-    else:
+    lock_state = _lock_state(outcome)
+    if lock_state == "stale":
         lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"
     print(f"Lockfile {snap.lock_path.name}: {lock_state}", file=out)
     print_approvals(outcome, out)

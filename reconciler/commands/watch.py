@@ -7,7 +7,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import TextIO
@@ -56,16 +55,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--listen", default="",
                    help="serve /healthz, /readyz, /metrics and /hook on HOST:PORT (e.g. :8080); off by default")
     w.add_argument("--hook-secret-file", type=Path,
-                   help="enable POST /hook, verifying X-Hub-Signature-256 (or X-Gitlab-Token) with this secret")
+                   help="enable POST /hook, verifying X-Hub-Signature-256, X-Hub-Signature (sha1 or sha256: "
+                        "GitHub's legacy header, Bitbucket), X-Gitea-Signature or X-Gitlab-Token with this secret; "
+                        "with --leader-elect a standby passes the hook to the leader through the ConfigMap "
+                        "LEASE_NAME-hook")
     w.add_argument("--leader-elect", action="store_true",
                    help="reconcile only while holding a coordination.k8s.io Lease (for several replicas)")
-    w.add_argument("--lease-namespace", default="",
-                   help="namespace of the Lease (default: the pod's namespace, else reconciler-system)")
+    w.add_argument("-n", "--namespace", default="",
+                   help="namespace of the Lease and of the Events about cluster-scoped objects (default: the "
+                        "kubeconfig context's namespace, else the pod's, else reconciler-system for the Lease "
+                        "and default for the Events)")
+    w.add_argument("--lease-namespace", default="", help="namespace of the Lease (default: -n)")
     w.add_argument("--lease-name", default="reconciler", help="name of the Lease (default reconciler)")
     w.add_argument("--identity", default="", help="this replica's name in the Lease (default: hostname_pid)")
     w.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
-    w.add_argument("--events-namespace", default="default",
-                   help="namespace for Events about the cluster-scoped Operator status objects (default default)")
+    w.add_argument("--events-namespace", default="",
+                   help="namespace for Events about the cluster-scoped Operator status objects (default: -n)")
+    w.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                   help="least severe level logged (default info; -v means debug, -q error)")
+    w.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="text, or one JSON object a line with the fields operator, revision, object, action, "
+                        "duration, reason and outcome where they apply (default text)")
     auth = w.add_argument_group("remote authentication")
     auth.add_argument("--git-username", help="user name for HTTPS (any non-empty name works with most tokens)")
     auth.add_argument("--git-token-file", type=Path, help="file holding an HTTPS token or password")
@@ -121,9 +131,20 @@ def _listen(value: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
+def _context_namespace(args: argparse.Namespace) -> str:
+    """-n, else the kubeconfig context's namespace (as kubectl defaults it), else empty."""
+    from reconciler.cluster.kubeconfig import load_kubeconfig
+
+    if args.namespace:
+        return args.namespace
+    merged = load_kubeconfig(args.kubeconfig)
+    return merged.namespace(args.context) if merged is not None else ""
+
+
 def _lease_namespace(args: argparse.Namespace) -> str:
-    if args.lease_namespace:
-        return args.lease_namespace
+    namespace = args.lease_namespace or _context_namespace(args)
+    if namespace:
+        return namespace
     sa_ns = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
     return sa_ns.read_text().strip() if sa_ns.is_file() else "reconciler-system"
 
@@ -135,9 +156,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.loop import LeaderElector, Loop, StepResult
     from reconciler.server import Server
 
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from reconciler import logs
+
+    logs.setup(args.log_level or logs.level_for(args.verbose, args.quiet, default="info"), args.log_format)
     source = build_source(args)
     listen = _listen(args.listen) if args.listen else None
     hook_secret = _secret(args.hook_secret_file, "webhook secret file")
@@ -159,10 +180,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         elector = LeaderElector(Kube(api), _lease_namespace(args), args.lease_name, identity,
                                 lease_duration=d, renew_deadline=d * 2 / 3, retry_period=d / 7.5)
     loop = Loop(source, kube, interval=args.interval, dry_run=args.dry_run, elector=elector,
-                events_namespace=args.events_namespace, identity=identity, report=report)
+                events_namespace=args.events_namespace or _context_namespace(args) or "default",
+                identity=identity, report=report)
     if elector is not None:
         elector.on_change = lambda leading: loop.trigger("leadership acquired") if leading else None
-    server = Server(loop, listen[0], listen[1], hook_secret.encode() if hook_secret else None) if listen else None
+    relay = None
+    if elector is not None and hook_secret:
+        from reconciler.loop.relay import HookRelay
+
+        relay = HookRelay(Kube(api), _lease_namespace(args), f"{args.lease_name}-hook", identity,
+                          period=max(1.0, elector.retry_period))
+    server = Server(loop, listen[0], listen[1], hook_secret.encode() if hook_secret else None,
+                    relay=relay) if listen else None
 
     def on_signal(signum: int, _frame: object) -> None:
         logging.getLogger("reconciler.loop").info("%s received: stopping after the current step",
@@ -177,8 +206,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             server.start()
         if elector:
             elector.start()
+        if relay and elector:
+            relay.start(lambda: elector.leading, loop.trigger)
         loop.run()
     finally:
+        if relay:
+            relay.stop()
         if elector:
             elector.stop(release=True)
         if server:

@@ -212,6 +212,10 @@ class Loop:
         except Exception as exc:  # noqa: BLE001 - a bug while applying: retried with backoff, the loop goes on
             log.exception("unexpected error applying %s", prepared.snapshot.revision or "the working tree")
             return self._finish(self._failed(target.revision, InternalError.wrap(exc), "apply"), started)
+        # A drift correction re-applies what was applied before: the same revision and the same lockfile (a
+        # working tree has no key to tell, so an edit shows as a new lockfile or revision).
+        same = not fresh or (self._good is not None and self._good.snapshot.revision == prepared.snapshot.revision
+                             and self._good.lockfile.render() == prepared.lockfile.render())
         if fresh:
             self._good, self._good_key = prepared, target.key
             if self._bad and self._bad[0] in (target.key, target.revision):
@@ -219,7 +223,7 @@ class Loop:
         self._failures = 0
         result = StepResult(APPLIED if outcome.sync.changed else UNCHANGED, target.revision,
                             prepared.snapshot.revision or UNVERSIONED, outcome_detail=outcome)
-        self._applied(result, outcome, reason, fresh)
+        self._applied(result, outcome, reason, fresh, new_revision=not same)
         if rejected is not None:  # the source is still bad: that stays the step's outcome
             result = dataclasses.replace(rejected, outcome_detail=outcome)
         return self._finish(result, started)
@@ -230,13 +234,17 @@ class Loop:
         self.steps += 1
         self.last = result
         if count:
-            self.metrics.reconcile_duration.observe(time.monotonic() - started)
+            duration = time.monotonic() - started
+            self.metrics.reconcile_duration.observe(duration)
             self.metrics.reconciles.labels(result.outcome).inc()
+            log.info("step %s in %.2fs", result.outcome, duration,
+                     extra={"outcome": result.outcome, "revision": result.revision or "", "duration": duration})
         if self.report:
             self.report(result)
         return result
 
-    def _applied(self, result: StepResult, outcome: pipeline.Outcome, reason: str, fresh: bool) -> None:
+    def _applied(self, result: StepResult, outcome: pipeline.Outcome, reason: str, fresh: bool, *,
+                 new_revision: bool = True) -> None:
         sync = outcome.sync
         counts = {a: sync.count(a) for a in (Action.CREATED, Action.CONFIGURED, Action.DELETED)}
         for action, n in counts.items():
@@ -247,15 +255,33 @@ class Loop:
         self.metrics.applied_timestamp.set_to_current_time()
         if not fresh:
             reason += "; the last good state, kept while the source is rejected" if self._bad else ""
+        owners = {i.selection.owner for i in outcome.installs}
+        if not self.dry_run:
+            self.metrics.keep_only(owners)
+            for op in sorted(owners):
+                wrote = any(c.operator == op and c.action in counts for c in sync.changes)
+                self.metrics.reconciled(op, "changed" if wrote else "unchanged", drift=wrote and not new_revision)
+                self.metrics.condition(op, "Ready", "True")
         if sync.changed:
-            log.info("applied %s (%s): %s", revision, reason, ", ".join(f"{n} {a.value}" for a, n in counts.items()))
+            for c in sync.changes:
+                if c.action in counts:
+                    log.info("%s %s%s", c.ref, c.action.value, f": {c.detail}" if c.detail else "",
+                             extra={"operator": c.operator, "object": str(c.ref), "action": c.action.value,
+                                    "revision": revision})
+            log.info("applied %s (%s): %s", revision, reason, ", ".join(f"{n} {a.value}" for a, n in counts.items()),
+                     extra={"revision": revision, "reason": reason})
             if not self.dry_run:
                 for op in sorted({c.operator for c in sync.changes if c.action in counts}):
                     n = {a: sum(1 for c in sync.changes if c.operator == op and c.action == a) for a in counts}
-                    self._event(op, "Normal", "Applied", f"applied {revision}: "
-                                + ", ".join(f"{k} {a.value}" for a, k in n.items()))
+                    summary = ", ".join(f"{k} {a.value}" for a, k in n.items() if k)
+                    if new_revision:
+                        self._event(op, "Normal", "Applied", f"applied {revision}: {summary}")
+                    else:  # the same revision again: the cluster had drifted from it
+                        objects = sorted(str(c.ref) for c in sync.changes if c.operator == op and c.action in counts)
+                        self._event(op, "Normal", "DriftCorrected", f"corrected drift from {revision}: {summary} ("
+                                    + ", ".join(objects[:5]) + (", ..." if len(objects) > 5 else "") + ")")
         else:
-            log.info("%s is applied: no changes (%s)", revision, reason)
+            log.info("%s is applied: no changes (%s)", revision, reason, extra={"revision": revision, "reason": reason})
         if fresh and not self.dry_run:
             for d in outcome.pending:
                 log.warning("%s: %s waits for approval: %s", d.operator, d.bundle, d.message)
@@ -271,9 +297,10 @@ class Loop:
         if self._bad == (key, message):
             return result  # already reported
         self._bad = (key, message)
-        self.metrics.rejected_commit.info({"revision": target.revision or "", "error": exc.message[:200]})
+        self.metrics.rejected_commit.info({"revision": target.revision or "", "reason": type(exc).__name__})
         log.error("not applying %s: %s; %s", target.revision or "the working tree", message,
-                  f"{keep} stays applied" if keep else "nothing was applied yet")
+                  f"{keep} stays applied" if keep else "nothing was applied yet",
+                  extra={"revision": target.revision or "", "outcome": REJECTED, "object": exc.obj or ""})
         for name in self._status_names():
             self._event(name, "Warning", "RevisionRejected",
                         f"revision {target.revision or '(working tree)'} was not applied: {message}; "
@@ -282,8 +309,13 @@ class Loop:
 
     def _failed(self, revision: str | None, exc: ReconcilerError, stage: str) -> StepResult:
         self._failures += 1
+        if stage == "apply" and self._good is not None and not self.dry_run:
+            for sel in self._good.resolution.selections:
+                if sel.apply:
+                    self.metrics.reconciled(sel.owner, "failed")
+                    self.metrics.condition(sel.owner, "Ready", "False")
         log.error("%s failed (attempt %d, retrying in %.0fs): %s", stage, self._failures, self._backoff_delay(),
-                  exc.render())
+                  exc.render(), extra={"revision": revision or "", "outcome": FAILED, "object": exc.obj or ""})
         return StepResult(FAILED, revision, self.applied_revision, exc.render())
 
     def _status_names(self) -> list[str]:

@@ -31,9 +31,41 @@ class Metrics:
         self.applied_timestamp = Gauge("reconciler_last_applied_timestamp_seconds",
                                        "When a revision was last applied successfully", registry=r)
         self.rejected_commit = Info("reconciler_rejected", "The last revision refused because it failed to "
-                                    "load or resolve", registry=r)
+                                    "load or resolve, and the kind of error (the text is in the logs and Events)",
+                                    registry=r)
+        # Per Operator, in the shape of Flux's gotk_reconcile_*: labels are bounded by the declared Operators.
+        self.operator_reconciles = Counter(
+            "reconciler_operator_reconciles", "Reconciles of one Operator by result: changed (objects written), "
+            "unchanged, failed", ["operator", "result"], registry=r)
+        self.operator_drift = Counter(
+            "reconciler_operator_drift_corrected", "Reconciles of an unchanged revision that had to write "
+            "objects again because the cluster drifted from it", ["operator"], registry=r)
+        self.operator_condition = Gauge(
+            "reconciler_operator_condition", "1 for the current status of each condition of an Operator "
+            "(type Ready, status True, False or Unknown), 0 for the others", ["operator", "type", "status"],
+            registry=r)
+        self._operators: set[str] = set()
         self.leader = Gauge("reconciler_leader", "1 while this replica is the one reconciling (it holds the Lease, or runs without leader election)", registry=r)
         for outcome in ("applied", "unchanged", "rejected", "failed"):
             self.reconciles.labels(outcome)
         for action in ("created", "configured", "deleted"):
             self.objects.labels(action)
+
+    def condition(self, operator: str, type_: str, status: str) -> None:
+        self._operators.add(operator)
+        for s in ("True", "False", "Unknown"):
+            self.operator_condition.labels(operator, type_, s).set(1 if s == status else 0)
+
+    def reconciled(self, operator: str, result: str, *, drift: bool = False) -> None:
+        self._operators.add(operator)
+        self.operator_reconciles.labels(operator, result).inc()
+        if drift:
+            self.operator_drift.labels(operator).inc()
+
+    def keep_only(self, operators: set[str]) -> None:
+        """Drop the series of Operators no longer declared, so label values stay bounded."""
+        for name in self._operators - operators:
+            for metric in (self.operator_reconciles, self.operator_drift, self.operator_condition):
+                for labels in [k for k in metric._metrics if k[0] == name]:  # noqa: SLF001
+                    metric.remove(*labels)
+        self._operators &= operators

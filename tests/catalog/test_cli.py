@@ -121,7 +121,12 @@ def test_graph_dot_and_unknown_names(tmp_path, capsys):
     demo_catalog(tmp_path)
     _, out = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot")
     assert out.startswith('digraph "demo" {')
-    assert '"demo.v1.1.0" -> "demo.v1.2.0" [label="replaces", style=solid];' in out
+    # Two channels: each is a cluster of its own, with channel-qualified node ids.
+    assert '  subgraph "cluster_stable" {' in out and '  subgraph "cluster_fast" {' in out
+    assert '    "stable/demo.v1.1.0" -> "stable/demo.v1.2.0" [label="replaces", style=solid];' in out
+    assert '"fast/demo.v1.1.0"' not in out and '"fast/demo.v1.2.0" [label="demo.v1.2.0\\nhead of fast"' in out
+    _, flat = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot", "--group-by", "none")
+    assert '  "demo.v1.1.0" -> "demo.v1.2.0" [label="replaces", style=solid];' in flat
     assert run("catalog", "graph", "ghost", "-c", str(tmp_path))[0] == 2
     assert "package 'ghost' is not in catalog" in capsys.readouterr().err
     assert run("catalog", "graph", "demo", "-c", str(tmp_path), "--channel", "beta")[0] == 2
@@ -291,3 +296,37 @@ def test_render_k8s_v1_refuses_wildcard_rbac(tmp_path, capsys):
     blob = json.loads(out)
     assert code == 0 and blob["name"] == "demo.v1.0.0"
     assert {"type": "olm.bundle.mediatype", "value": "k8s+v1"} in blob["properties"]
+
+
+def _long_package(root, count=12):
+    """One package with ``count`` bundles in a replaces chain; the head skips every earlier one by skipRange."""
+    names = [f"long.v1.{i}.0" for i in range(count)]
+    entries = [(names[0], None)] + [(n, names[i]) for i, n in enumerate(names[1:-1])]
+    entries.append({"name": names[-1], "replaces": names[-2], "skipRange": f">=1.0.0 <1.{count - 1}.0"})
+    docs = [package("long", default="stable"), channel(pkg="long", entries=entries),
+            channel("candidate", pkg="long", entries=[(names[-1], None)])]
+    docs += [bundle(n, pkg="long", version=n.removeprefix("long.v")) for n in names]
+    write_docs(root, "long/catalog.yaml", *docs)
+    return names
+
+
+def test_graph_of_a_long_package_collapses_fans_and_draws_a_window(tmp_path):
+    names = _long_package(tmp_path)
+    _, out = run("catalog", "graph", "long", "-c", str(tmp_path), "--channel", "stable")
+    skip_edges = [ln for ln in out.splitlines() if "|skipRange|" in ln]
+    assert len(skip_edges) == 1  # eleven skipRange edges drawn as one
+    assert "11 bundles, 1.0.0 … 1.10.0, skipRange '>=1.0.0 <1.11.0'" in out
+    _, full = run("catalog", "graph", "long", "-c", str(tmp_path), "--channel", "stable", "--fan", "0")
+    assert len([ln for ln in full.splitlines() if "|skipRange|" in ln]) == 11
+
+    _, window = run("catalog", "graph", "long", "-c", str(tmp_path), "--channel", "stable", "--since", "1.8.0",
+                    "-f", "dot", "--fan", "0")
+    drawn = {n for n in names if f'"{n}" [' in window}
+    assert drawn == {"long.v1.8.0", "long.v1.9.0", "long.v1.10.0", "long.v1.11.0"}
+    assert '"long.v1.7.0"' not in window  # no edge reaches out of the window
+
+
+def test_graph_since_must_be_a_version(tmp_path, capsys):
+    _long_package(tmp_path)
+    assert run("catalog", "graph", "long", "-c", str(tmp_path), "--since", "one")[0] == 2
+    assert "--since 'one' is not a semantic version" in capsys.readouterr().err

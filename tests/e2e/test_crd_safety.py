@@ -67,3 +67,31 @@ def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(r
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
     assert managed(k8s, "plumbus") == V110
+
+
+def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bundle(repo, kc, k8s: Kube, capsys):
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
+    k8s.request("POST", info.path("default"), body=CR)
+    try:
+        crd = (repo.path / CRD_FILE).read_text()
+        repo.write(CRD_FILE, crd.replace("schleem:\n                  type: integer",
+                                         "schleem:\n                  type: string"))
+        repo.set_version(">=1.0.0 <2.0.0")
+        repo.write("olm.lock", "")
+        repo.commit("plumbus 1.1.0 retypes schleem")
+        # It needs no new permission (Android approves it), but the CRD check refuses it.
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 2 and "type changes from integer to string" in run.err, run.err
+        assert managed(k8s, "plumbus") == V100
+        capsys.readouterr()
+        from reconciler.cli import main
+        assert main(["approve", str(repo.path), "plumbus", "--offline", "--waive", "crd-upgrade-safety"]) == 0
+        assert "waivedPolicies: [crd-upgrade-safety]" in (repo.path / "approvals/plumbus.yaml").read_text()
+        repo.commit("Accept the retyped CRD for this bundle")
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 0, run.err
+        assert managed(k8s, "plumbus") == V110
+    finally:
+        k8s.request("DELETE", info.path("default", "everyday"))

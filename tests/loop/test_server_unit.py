@@ -37,3 +37,15 @@ def test_backoff_doubles_up_to_its_cap(tmp_path):
         loop._failures = failures
         delays.append(loop._backoff_delay())
     assert delays == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+def test_legacy_github_sha1_and_bitbucket_signatures():
+    sha1 = "sha1=" + hmac.new(SECRET, BODY, hashlib.sha1).hexdigest()
+    sha256 = "sha256=" + hmac.new(SECRET, BODY, hashlib.sha256).hexdigest()
+    assert verify(SECRET, BODY, {"x-hub-signature": sha1})           # GitHub's legacy header
+    assert verify(SECRET, BODY, {"x-hub-signature": sha256})         # Bitbucket Cloud and Data Center
+    assert not verify(b"other", BODY, {"x-hub-signature": sha1})
+    assert not verify(SECRET, BODY + b"x", {"x-hub-signature": sha256})
+    assert not verify(SECRET, BODY, {"x-hub-signature": "md5=" + hashlib.md5(BODY).hexdigest()})
+    # With both headers, the SHA-256 one decides.
+    assert not verify(SECRET, BODY, {"x-hub-signature-256": "sha256=" + "0" * 64, "x-hub-signature": sha1})

@@ -120,7 +120,8 @@ def test_watch_command_serves_metrics_takes_signed_hooks_and_stops_on_sigterm(gi
         assert code == 200
         assert 'reconciler_reconciles_total{outcome="rejected"} 1.0' in metrics
         assert f'reconciler_applied_info{{revision="{second}"}} 1.0' in metrics
-        assert f'reconciler_rejected_info{{error=' in metrics and bad in metrics
+        rejected = next(ln for ln in metrics.splitlines() if ln.startswith("reconciler_rejected_info{"))
+        assert f'revision="{bad}"' in rejected and 'reason="' in rejected and "error=" not in rejected
         assert "reconciler_reconcile_duration_seconds_count" in metrics
         assert "reconciler_resolution_duration_seconds_count" in metrics
         created = re.search(r'^reconciler_objects_total\{action="created"\} (\S+)$', metrics, re.M)

@@ -1,0 +1,89 @@
+"""The ``Examples:`` section of every command's help, in one place so they stay consistent.
+
+Keys are the command path after ``reconciler``. ``reconciler.cli`` puts each
+above the command's exit codes; a test checks that every command has one.
+"""
+
+from __future__ import annotations
+
+EXAMPLES: dict[str, str] = {
+    "": """\
+  reconciler reconcile . --dry-run            # what would change (exit 1 if anything)
+  reconciler reconcile .                      # apply; exit 0 on success
+  reconciler watch https://git.example.com/org/gitops.git --listen :8080
+  source <(reconciler completion bash)        # tab completion""",
+    "reconcile": """\
+  # Preview against the current kubectl context; exit 1 when something would change
+  reconciler reconcile . --dry-run
+  # Apply with another context from a merged $KUBECONFIG
+  KUBECONFIG=~/.kube/config:~/.kube/staging reconciler reconcile . --context staging
+  # In CI: refuse a stale olm.lock, and save the change set for later steps
+  reconciler reconcile . --locked -o json > result.json
+  # Tell a no-op from a change in a script (exit 1 when something was applied)
+  reconciler reconcile . --exit-code || [ $? -eq 1 ]""",
+    "resolve": """\
+  reconciler resolve .                        # choose bundles and write olm.lock
+  reconciler resolve . --explain --no-write   # why each bundle, without writing
+  reconciler resolve . --offline -o json      # ignore the cluster; machine-readable""",
+    "approve": """\
+  reconciler approve . plumbus                # approve what plumbus waits for, then commit:
+  git add approvals/ && git commit -m "Approve plumbus.v1.1.0"
+  reconciler approve . --all --offline        # everything that waits, without reading a cluster
+  reconciler approve . fleeb --waive no-cluster-admin-binding   # a reviewed exception to a guardrail""",
+    "watch": """\
+  # A working tree kept applied, with endpoints on :8080
+  reconciler watch ./gitops --listen :8080
+  # A remote branch over HTTPS with a token, a signed push hook and leader election
+  reconciler watch https://git.example.com/org/gitops.git --branch main \\
+      --git-username bot --git-token-file /secrets/token \\
+      --listen :8080 --hook-secret-file /secrets/hook --leader-elect -n reconciler-system
+  # JSON logs for a log collector
+  reconciler watch ./gitops --log-format json --log-level info""",
+    "cluster": """\
+  reconciler cluster up && export KUBECONFIG=$(reconciler cluster kubeconfig)
+  reconciler cluster down""",
+    "cluster up": """\
+  reconciler cluster up
+  export KUBECONFIG=$(reconciler cluster kubeconfig)""",
+    "cluster down": """\
+  reconciler cluster down""",
+    "cluster kubeconfig": """\
+  kubectl --kubeconfig "$(reconciler cluster kubeconfig)" get namespaces""",
+    "catalog": """\
+  reconciler catalog validate catalogs/community
+  reconciler catalog list bundles -c catalogs/community --package plumbus
+  reconciler catalog graph plumbus -c catalogs/community --channel stable""",
+    "catalog validate": """\
+  reconciler catalog validate catalogs/community
+  reconciler catalog validate catalogs/community -o json | jq '.findings[] | .message'""",
+    "catalog list": """\
+  reconciler catalog list packages -c catalogs/community
+  reconciler catalog list channels -c catalogs/community --package plumbus
+  reconciler catalog list bundles -c catalogs/community --provides Plumbus -o yaml""",
+    "catalog graph": """\
+  reconciler catalog graph plumbus -c catalogs/community                 # Mermaid, every channel
+  reconciler catalog graph plumbus -c catalogs/community --channel stable --since 1.2.0 -f svg > plumbus.svg""",
+    "catalog render": """\
+  reconciler catalog render bundles/plumbus-v1.1.0 --image quay.io/org/plumbus-bundle:v1.1.0 -o yaml""",
+    "catalog template": """\
+  reconciler catalog template semver catalog-template.yaml > catalogs/community/plumbus/catalog.yaml
+  cat basic.yaml | reconciler catalog template basic - -o json""",
+    "bundle": """\
+  reconciler bundle render bundles/plumbus-v1.1.0 -n plumbus-system
+  reconciler bundle validate bundles/plumbus-v1.1.0""",
+    "bundle render": """\
+  reconciler bundle render bundles/plumbus-v1.1.0 -n plumbus-system
+  reconciler bundle render quay.io/org/plumbus-bundle:v1.1.0 --watch-namespace team-a -o json""",
+    "bundle validate": """\
+  reconciler bundle validate bundles/plumbus-v1.1.0""",
+    "bundle build": """\
+  reconciler bundle build bundles/plumbus-v1.1.0 --tag registry.example.com/org/plumbus-bundle:v1.1.0
+  reconciler bundle build bundles/plumbus-v1.1.0 --tag plumbus:v1.1.0 --layout out/ --no-push""",
+    "bundle convert": """\
+  reconciler bundle convert bundles/plumbus-k8s --to registry+v1 -o out/plumbus-registry""",
+    "completion": """\
+  source <(reconciler completion bash)                         # bash, this shell
+  reconciler completion bash > /etc/bash_completion.d/reconciler
+  reconciler completion zsh > "${fpath[1]}/_reconciler"         # zsh
+  reconciler completion fish > ~/.config/fish/completions/reconciler.fish""",
+}

@@ -1,0 +1,147 @@
+"""kubeconfig as kubectl reads it: $KUBECONFIG lists merged, unknown contexts named, -n from the context.
+
+Real kubeconfig files on disk, pointing at the real local control plane (and
+at a closed loopback port where a file must lose).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reconciler.cli import main
+from reconciler.cluster.kube import Kube, load_api_client
+from reconciler.cluster.kubeconfig import load_kubeconfig
+from tests.e2e.support import EXAMPLE
+
+pytestmark = pytest.mark.cluster
+
+
+def _closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"https://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _split_admin(control_plane, directory: Path, context: str, *, current: str | None = None,
+                 server: str | None = None, namespace: str | None = None) -> Path:
+    """The admin kubeconfig rewritten with its certificates in files beside it, named relatively."""
+    admin = yaml.safe_load(control_plane.kubeconfig_path.read_text())
+    directory.mkdir(parents=True, exist_ok=True)
+    cluster = admin["clusters"][0]["cluster"]
+    user = admin["users"][0]["user"]
+    for name, field in (("ca.crt", cluster), ("client.crt", user), ("client.key", user)):
+        key = {"ca.crt": "certificate-authority-data", "client.crt": "client-certificate-data",
+               "client.key": "client-key-data"}[name]
+        (directory / name).write_bytes(base64.b64decode(field.pop(key)))
+    cluster["certificate-authority"] = "ca.crt"
+    user["client-certificate"] = "client.crt"
+    user["client-key"] = "client.key"
+    if server:
+        cluster["server"] = server
+    ctx = {"cluster": f"{context}-cluster", "user": f"{context}-user"}
+    if namespace:
+        ctx["namespace"] = namespace
+    config = {"apiVersion": "v1", "kind": "Config",
+              "clusters": [{"name": f"{context}-cluster", "cluster": cluster}],
+              "users": [{"name": f"{context}-user", "user": user}],
+              "contexts": [{"name": context, "context": ctx}]}
+    if current:
+        config["current-context"] = current
+    path = directory / "config"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _cli(*args: str, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
+    return path
+
+
+def test_context_from_the_second_file_of_kubeconfig(control_plane, tmp_path, monkeypatch, repo, capsys):
+    first = _split_admin(control_plane, tmp_path / "a", "elsewhere", current="elsewhere", server=_closed_port())
+    second = _split_admin(control_plane, tmp_path / "b", "plane", current="plane")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}:{second}")
+    monkeypatch.chdir(tmp_path)  # relative certificate paths must resolve against each file, not the cwd
+
+    merged = load_kubeconfig()
+    assert merged.files == (str(first), str(second))
+    assert merged.contexts == ["elsewhere", "plane"]
+    assert merged.current_context == "elsewhere"  # the first file that sets it wins
+
+    code, out, err = _cli("reconcile", str(repo), "--dry-run", "--context", "plane", capsys=capsys)
+    assert code == 1, err  # changes found by a dry run against the real cluster
+    assert f"server-side dry-run against {control_plane.server}" in out
+
+    # Without --context the first file's current-context is used: its server is closed.
+    code, _, err = _cli("reconcile", str(repo), "--dry-run", capsys=capsys)
+    assert code == 3 and "cannot reach the API server" in err
+
+
+def test_first_file_to_define_a_name_wins(control_plane, tmp_path, monkeypatch):
+    good = _split_admin(control_plane, tmp_path / "good", "shared")
+    bad = _split_admin(control_plane, tmp_path / "bad", "shared", current="shared", server=_closed_port())
+    monkeypatch.setenv("KUBECONFIG", f"{good}:{bad}")
+    api = load_api_client()
+    assert api.configuration.host == control_plane.server
+    assert Kube(api).request("GET", "/version")["major"]
+    monkeypatch.setenv("KUBECONFIG", f"{bad}:{good}")
+    assert load_api_client().configuration.host != control_plane.server
+
+
+def test_unknown_context_is_named_with_the_files_and_the_choices(control_plane, tmp_path, monkeypatch, repo, capsys):
+    first = _split_admin(control_plane, tmp_path / "a", "alpha", current="alpha")
+    second = _split_admin(control_plane, tmp_path / "b", "beta")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    code, _, err = _cli("reconcile", str(repo), "--dry-run", "--context", "gamma", capsys=capsys)
+    assert code == 3
+    assert "context 'gamma' (given by --context) is not defined" in err
+    assert str(first) in err and str(second) in err
+    assert "available contexts: alpha, beta" in err
+    assert "cannot reach" not in err
+
+    # A current-context that no file defines is reported the same way.
+    lonely = tmp_path / "lonely"
+    lonely.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "nowhere"}))
+    monkeypatch.setenv("KUBECONFIG", f"{lonely}:{second}")
+    code, _, err = _cli("resolve", str(repo), "--no-write", capsys=capsys)
+    assert code == 3 and "context 'nowhere' (named by current-context) is not defined" in err
+
+
+def test_missing_kubeconfig_files(tmp_path, monkeypatch, repo, capsys):
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'x'}:{tmp_path / 'y'}")
+    code, _, err = _cli("reconcile", str(repo), "--dry-run", capsys=capsys)
+    assert code == 3 and "none of the files in $KUBECONFIG exists" in err
+    code, _, err = _cli("reconcile", str(repo), "--dry-run", "--kubeconfig", str(tmp_path / "z"), capsys=capsys)
+    assert code == 3 and f"kubeconfig {tmp_path / 'z'} does not exist" in err
+
+
+def test_namespace_defaults_to_the_contexts(control_plane, tmp_path, monkeypatch):
+    path = _split_admin(control_plane, tmp_path / "a", "team", current="team", namespace="team-ns")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    assert load_kubeconfig().namespace() == "team-ns"
+    assert load_kubeconfig(str(path)).namespace("team") == "team-ns"
+    from reconciler.cli import build_parser
+    from reconciler.commands.watch import _lease_namespace
+
+    args = build_parser().parse_args(["watch", "repo"])
+    assert _lease_namespace(args) == "team-ns"
+    args = build_parser().parse_args(["watch", "repo", "-n", "mine"])
+    assert _lease_namespace(args) == "mine"
+    args = build_parser().parse_args(["watch", "repo", "-n", "mine", "--lease-namespace", "lease"])
+    assert _lease_namespace(args) == "lease"

@@ -1,0 +1,211 @@
+"""The running service against the real control plane: hooks reach the leader, Events aggregate,
+per-Operator metrics stay bounded, and the shipped RBAC covers every kind the converters emit."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.kube import Kube
+from reconciler.loop import APPLIED, LeaderElector, Loop, RemoteSource
+from reconciler.loop.relay import HookRelay
+from reconciler.repo.git import Auth, Ref, RemoteRepository
+from reconciler.server import Server, signature
+
+from .conftest import TOKEN, USER, wait_until
+from .test_deploy import objects
+from .test_watch_local import clean, events, running  # noqa: F401  (clean is a fixture)
+from .test_watch_remote import _http
+
+FAST = {"lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 0.3}
+SECRET = b"hook-secret"
+
+
+@pytest.fixture
+def namespace(k8s) -> str:
+    name = f"hook-{uuid.uuid4().hex[:8]}"
+    k8s.apply(k8s.resource("v1", "Namespace"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+              field_manager="test", dry_run=False)
+    return name
+
+
+def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace, gitops, git_server, tmp_path):
+    replicas = {}
+    for name in ("a", "b"):
+        kube = Kube(control_plane.admin_client())
+        elector = LeaderElector(kube, namespace, "reconciler", name, **FAST)
+        remote = RemoteRepository(f"{git_server.url}/gitops/.git", Ref(branch="main"), tmp_path / f"cache-{name}",
+                                  Auth(username=USER, password=TOKEN))
+        # Polls are an hour apart and drift corrections too: only a hook makes the leader read the remote.
+        loop = Loop(RemoteSource(remote, poll_interval=3600), kube, interval=3600, dry_run=True, elector=elector,
+                    identity=name)
+        elector.on_change = (lambda lp: lambda leading: lp.trigger("leadership acquired") if leading else None)(loop)
+        relay = HookRelay(kube, namespace, "reconciler-hook", name, period=0.3)
+        server = Server(loop, "127.0.0.1", 0, SECRET, relay=relay)
+        replicas[name] = (elector, loop, relay, server)
+    threads = []
+    try:
+        for elector, loop, relay, server in replicas.values():
+            server.start()
+            elector.start()
+            relay.start(lambda e=elector: e.leading, loop.trigger)
+            threads.append(threading.Thread(target=loop.run, daemon=True))
+            threads[-1].start()
+        leader = wait_until(lambda: next((n for n, r in replicas.items() if r[0].leading), None), "a leader")
+        standby = "b" if leader == "a" else "a"
+        first = str(gitops.git.head.target)
+        lead_loop = replicas[leader][1]
+        wait_until(lambda: lead_loop.last is not None and lead_loop.last.revision == first, "the first step")
+
+        gitops.set_version("1.0.0")
+        pushed = gitops.commit("pin 1.0.0")
+        body = b'{"ref": "refs/heads/main"}'
+        port = replicas[standby][3].port
+        code, text = _http(f"http://127.0.0.1:{port}/hook", body,
+                           {"X-Hub-Signature-256": signature(SECRET, body), "X-GitHub-Event": "push",
+                            "Content-Type": "application/json"})
+        assert (code, text) == (202, "recorded for the leader\n")
+        wait_until(lambda: lead_loop.last.revision == pushed and lead_loop.last.outcome == APPLIED,
+                   "the leader reading the pushed commit")
+        assert replicas[standby][1].last is None or replicas[standby][1].last.revision != pushed
+        cm = k8s.get(k8s.resource("v1", "ConfigMap"), namespace, "reconciler-hook")
+        assert cm["data"]["event"] == "push" and cm["data"]["receivedBy"] == standby
+
+        # A bad signature is refused on either replica and records nothing.
+        code, _ = _http(f"http://127.0.0.1:{port}/hook", body, {"X-Hub-Signature": "sha1=" + "0" * 40})
+        assert code == 401
+        assert k8s.get(k8s.resource("v1", "ConfigMap"), namespace, "reconciler-hook")["data"] == cm["data"]
+    finally:
+        for elector, loop, relay, server in replicas.values():
+            loop.stop()
+            relay.stop()
+            server.stop()
+        for t in threads:
+            t.join(60)
+        for elector, *_ in replicas.values():
+            elector.stop()
+
+
+def test_repeated_events_are_aggregated(k8s, gitops, clean):
+    from reconciler import pipeline
+
+    pipeline.reconcile(gitops.path, k8s, dry_run=False)
+    for _ in range(3):
+        status_objects.record_event(k8s, "plumbus", type_="Normal", reason="DriftCorrected",
+                                    message="corrected drift from abc: 1 configured", instance="test")
+    status_objects.record_event(k8s, "plumbus", type_="Normal", reason="Applied", message="applied abc",
+                                instance="test")
+    drift = [e for e in events(k8s) if e["reason"] == "DriftCorrected"]
+    assert len(drift) == 1 and drift[0]["count"] == 3
+    assert drift[0]["lastTimestamp"] >= drift[0]["firstTimestamp"]
+    assert [e["count"] for e in events(k8s) if e["reason"] == "Applied" and e["message"] == "applied abc"] == [1]
+
+
+def test_drift_correction_is_an_event_and_a_metric_of_its_own(k8s, gitops, clean):
+    from reconciler.loop import LocalSource, UNCHANGED
+
+    loop = Loop(LocalSource(gitops.path, watch=False), k8s, interval=3600, identity="drift-test")
+    first = loop.step(reason="start")
+    assert first.outcome == APPLIED
+    applied = [e for e in events(k8s) if e["reason"] == "Applied"]
+    assert len(applied) == 1
+
+    deployments = k8s.resource("apps/v1", "Deployment")
+    k8s.delete(deployments, "plumbus-system", "plumbus-controller-manager")
+    for _ in range(2):  # drift twice: one Event counted twice, not two objects
+        assert loop.step(drift=True, reason="interval").outcome == APPLIED
+        k8s.delete(deployments, "plumbus-system", "plumbus-controller-manager")
+    assert loop.step(drift=True, reason="interval").outcome == APPLIED
+    drift = [e for e in events(k8s) if e["reason"] == "DriftCorrected"]
+    assert len(drift) == 1 and drift[0]["count"] == 3
+    assert "Deployment.apps plumbus-system/plumbus-controller-manager" in drift[0]["message"]
+    assert loop.step(drift=True, reason="interval").outcome == UNCHANGED
+
+    m = loop.metrics
+    assert m.operator_drift.labels("plumbus")._value.get() == 3
+    assert m.operator_reconciles.labels("plumbus", "changed")._value.get() == 4
+    assert m.operator_reconciles.labels("plumbus", "unchanged")._value.get() == 1
+    assert m.operator_condition.labels("plumbus", "Ready", "True")._value.get() == 1
+    assert m.operator_condition.labels("plumbus", "Ready", "False")._value.get() == 0
+    from prometheus_client import generate_latest
+
+    text = generate_latest(m.registry).decode()
+    assert 'reconciler_operator_drift_corrected_total{operator="plumbus"} 3.0' in text
+    assert "error=" not in text
+
+    m.keep_only(set())  # an Operator no longer declared leaves no series behind
+    assert 'operator="plumbus"' not in generate_latest(m.registry).decode()
+
+
+def test_a_rejected_revision_has_no_error_text_in_metrics(tmp_path):
+    from prometheus_client import generate_latest
+
+    from reconciler.loop import REJECTED, LocalSource
+
+    (tmp_path / "reconciler.yaml").write_text("allowEmpty: [not, a, bool\n")
+    loop = Loop(LocalSource(tmp_path, watch=False), None, identity="t")
+    assert loop.step().outcome == REJECTED
+    text = generate_latest(loop.metrics.registry).decode()
+    line = next(ln for ln in text.splitlines() if ln.startswith("reconciler_rejected_info{"))
+    assert 'reason="InputError"' in line and "error=" not in line and "reconciler.yaml" not in line
+
+
+# Every kind the converters emit (registry+v1, k8s+v1, certificates), and registry+v1's optional objects.
+def _converter_kinds() -> set[tuple[str, str]]:
+    from reconciler.bundle.registry_v1 import OPTIONAL_KINDS
+
+    generated = {("", "Namespace"), ("", "ServiceAccount"), ("", "Service"), ("", "Secret"),
+                 ("apps", "Deployment"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
+                 ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
+                 ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+                 ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+                 ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+                 ("apiregistration.k8s.io", "APIService"),
+                 ("cert-manager.io", "Certificate"), ("cert-manager.io", "Issuer")}
+    return generated | set(OPTIONAL_KINDS)
+
+
+def test_the_shipped_rbac_covers_every_kind_the_converters_emit(control_plane, k8s):
+    """The reconciler reads, prunes and grants every kind a bundle brings; it writes none of them itself.
+
+    Bundle objects are written by each Operator's installer (impersonated), bound to its approved
+    permissions: so the reconciler needs escalate and bind on RBAC and impersonate on its namespace's
+    ServiceAccounts, not create on the kinds.
+    """
+    for doc in objects("base"):
+        k8s.apply(k8s.require_resource(doc), doc, field_manager="deploy-test", dry_run=False)
+    sar = k8s.resource("authorization.k8s.io/v1", "SubjectAccessReview")
+    user = "system:serviceaccount:reconciler-system:reconciler"
+    groups = ["system:serviceaccounts", "system:serviceaccounts:reconciler-system"]
+
+    def allowed(**attrs) -> bool:
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                  "spec": {"user": user, "groups": groups, "resourceAttributes": attrs}}
+        return bool(k8s.request("POST", sar.path(), body=review)["status"].get("allowed"))
+
+    denied = []
+    for group, kind in sorted(_converter_kinds()):
+        served = None
+        for gv in ([f"{group}/v1"] if group else ["v1"]):
+            served = k8s.resource(gv, kind, refresh=False)
+        plural = served.plural if served else kind.lower() + ("es" if kind.endswith("s") else "s")
+        for verb in ("get", "list", "delete"):
+            if not allowed(group=group, resource=plural, verb=verb, namespace="some-namespace"):
+                denied.append(f"{verb} {plural}.{group or 'core'}")
+    for resource in ("clusterroles", "roles"):
+        for verb in ("create", "patch", "escalate", "bind"):
+            if not allowed(group="rbac.authorization.k8s.io", resource=resource, verb=verb, namespace="ns"):
+                denied.append(f"{verb} {resource}")
+    if not allowed(group="", resource="serviceaccounts", verb="impersonate", namespace="reconciler-system",
+                   name="install-plumbus"):
+        denied.append("impersonate installers")
+    if not allowed(group="authorization.k8s.io", resource="subjectaccessreviews", verb="create"):
+        denied.append("create subjectaccessreviews")
+    assert denied == []
+    # The check can fail: what the reconciler leaves to the installers is denied to it.
+    assert not allowed(group="apps", resource="deployments", verb="create", namespace="some-namespace")
+    assert not allowed(group="", resource="serviceaccounts", verb="impersonate", namespace="kube-system",
+                       name="default")
