@@ -6,7 +6,7 @@ reconciler and ``reconciler bundle render`` both call it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.bundle import k8s_v1, plain_v0, registry_v1
@@ -33,6 +33,9 @@ class RenderedBundle:
     namespace: str
     target_namespaces: tuple[str, ...]
     objects: tuple[Manifest, ...]
+    # What the CSV says about the Operator (displayName, description, version, apis provided and
+    # required), in the shape of the Operator status' ``metadata``; empty for plain bundles.
+    metadata: dict = field(default_factory=dict)
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
@@ -59,7 +62,8 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
     return RenderedBundle(
         reference=fetched.reference, digest=fetched.digest, mediatype=mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
-        namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects))
+        namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects),
+        metadata=registry_v1.status_metadata(csv, objects))
 
 
 def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:
