@@ -36,6 +36,8 @@ class RenderedBundle:
     # What the CSV says about the Operator (displayName, description, version, apis provided and
     # required), in the shape of the Operator status' ``metadata``; empty for plain bundles.
     metadata: dict = field(default_factory=dict)
+    # Owned CRD name -> where its custom resources keep their conditions (under status), for operand health.
+    operand_conditions: dict = field(default_factory=dict)
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
@@ -63,7 +65,7 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         reference=fetched.reference, digest=fetched.digest, mediatype=mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
         namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects),
-        metadata=registry_v1.status_metadata(csv, objects))
+        metadata=registry_v1.status_metadata(csv, objects), operand_conditions=registry_v1.operand_conditions(csv))
 
 
 def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:

@@ -170,6 +170,29 @@ def status_metadata(csv: Csv, objects: list[Manifest] | tuple[Manifest, ...] = (
             "apis": {"provides": apis["owned"], "requires": apis["required"]}}
 
 
+CONDITIONS_DESCRIPTOR = "urn:alm:descriptor:io.kubernetes.conditions"
+
+
+def operand_conditions(csv: Csv) -> dict[str, str]:
+    """Where each owned CRD's custom resources keep their conditions: CRD name -> path under ``status``.
+
+    From the CSV's ``statusDescriptors`` carrying the conditions descriptor;
+    a CRD without one gets the conventional ``conditions``.
+    """
+    out = {}
+    owned = (csv.spec.get("customresourcedefinitions") or {}).get("owned") or []
+    for entry in owned if isinstance(owned, list) else []:
+        if not isinstance(entry, dict) or not entry.get("name"):
+            continue
+        path = "conditions"
+        for desc in entry.get("statusDescriptors") or []:
+            if isinstance(desc, dict) and CONDITIONS_DESCRIPTOR in (desc.get("x-descriptors") or []) and desc.get("path"):
+                path = str(desc["path"])
+                break
+        out[str(entry["name"])] = path
+    return out
+
+
 def plan_install(csv: Csv, namespace: str, requested: tuple[str, ...] | None) -> InstallPlan:
     """Choose target namespaces: the request, else AllNamespaces if supported, else OwnNamespace."""
     supported = csv.supported_modes

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from deepdiff import DeepDiff
 
@@ -33,6 +34,9 @@ from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
 
+if TYPE_CHECKING:
+    from reconciler.cluster.wait import OperatorHealth
+
 ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 _ORDER = {
@@ -40,6 +44,10 @@ _ORDER = {
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): 3, ("", "ServiceAccount"): 4,
     ("rbac.authorization.k8s.io", "Role"): 5, ("rbac.authorization.k8s.io", "RoleBinding"): 6,
     ("", "Secret"): 7, ("", "ConfigMap"): 7, ("", "Service"): 8, ("apps", "Deployment"): 10,
+    # Last: they route API requests to the Deployments applied just before.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): 11,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): 11,
+    ("apiregistration.k8s.io", "APIService"): 11,
 }
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
 
@@ -72,12 +80,14 @@ class DesiredOperator:
     bundle: dict[str, Any]
     report: dict[str, Any] = field(default_factory=dict)   # resolution facts: updates, dependencies, satisfies
     conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the CSV's names, version and APIs, for the status
 
 
 @dataclass
 class SyncResult:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    health: dict[str, OperatorHealth] = field(default_factory=dict)   # per Operator, when judged after applying
 
     @property
     def changed(self) -> bool:
@@ -102,8 +112,13 @@ def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
 
 
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
-         revision: str | None, held: frozenset[str] = frozenset()) -> SyncResult:
-    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned)."""
+         revision: str | None, held: frozenset[str] = frozenset(),
+         judge: Callable[[list[DesiredOperator]], Mapping[str, OperatorHealth]] | None = None) -> SyncResult:
+    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
+
+    ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts
+    become each Operator's Ready, Progressing and Degraded conditions.
+    """
     result = SyncResult()
     _check_unique(desired)
     if kube is None:
@@ -145,6 +160,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         for op in desired:
             _mark_failed(kube, info, op, exc)
         raise
+    result.health = dict(judge(desired)) if judge is not None else {}
+    drift = _drift(planned, recorded, desired)
     current = status_objects.read_all(kube)
     for op in desired:
         kept = remaining.get(op.name, set())
@@ -153,7 +170,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
         inventory = {ObjectRef.of(o) for o in op.objects} | kept
         status_objects.write(kube, info, op.name, op.spec,
-                             _status(op, revision, inventory, True, "Applied", message), current.get(op.name))
+                             _status(op, revision, inventory, True, "Applied", message, result.health.get(op.name),
+                                     drift.get(op.name)),
+                             current.get(op.name))
     for name in sorted(set(recorded) - {op.name for op in desired}):
         rec = current.get(name)
         if rec is None:
@@ -169,11 +188,41 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     return result
 
 
+def _drift(planned: list[_Planned], recorded: dict[str, status_objects.Recorded],
+           desired: list[DesiredOperator]) -> dict[str, list[ObjectRef]]:
+    """Objects whose live copy differed from the same bundle's, already applied: changed by someone else."""
+    same = {op.name for op in desired if op.name in recorded
+            and (recorded[op.name].status.get("bundle") or {}).get("digest") == op.bundle.get("digest")}
+    out: dict[str, list[ObjectRef]] = {op.name: [] for op in desired}
+    for p in planned:
+        if p.operator in same and p.action == Action.CONFIGURED:
+            out[p.operator].append(p.ref)
+    return out
+
+
 def _status(op: DesiredOperator, revision: str | None, inventory: set[ObjectRef], ready: bool, reason: str,
-            message: str) -> dict[str, Any]:
-    return {"revision": revision, "bundle": op.bundle, "inventory": _inventory(inventory),
-            "components": {"matchLabels": {LABEL_OPERATOR: op.name}}, **op.report,
-            "conditions": [status_objects.condition("Ready", ready, reason, message), *map(dict, op.conditions)]}
+            message: str, health: OperatorHealth | None = None,
+            drifted: list[ObjectRef] | None = None) -> dict[str, Any]:
+    components: dict[str, Any] = {"matchLabels": {LABEL_OPERATOR: op.name}}
+    conditions = [status_objects.condition("Ready", ready, reason, message)]
+    if health is not None:
+        conditions = status_objects.health_conditions(health, message)
+        components["refs"] = [c.to_status() for c in health.components]
+    if health is not None and health.operands:
+        components["operands"] = [dict(o) for o in health.operands]
+    if drifted:
+        names = ", ".join(str(r) for r in drifted[:5]) + (f" and {len(drifted) - 5} more" if len(drifted) > 5 else "")
+        conditions.append(status_objects.condition(
+            "ComponentsDiverge", True, "DriftCorrected",
+            f"{len(drifted)} component(s) differed from what was applied and were re-applied: {names}"))
+    elif drifted is not None:
+        conditions.append(status_objects.condition("ComponentsDiverge", False, "NoDrift",
+                                                   "every component matched what was applied"))
+    out = {"revision": revision, "bundle": op.bundle, "inventory": _inventory(inventory),
+           "components": components, **op.report, "conditions": [*conditions, *map(dict, op.conditions)]}
+    if op.metadata:
+        out["metadata"] = op.metadata
+    return out
 
 
 def _check_unique(desired: list[DesiredOperator]) -> None:
@@ -210,6 +259,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
           result: SyncResult) -> list[_Planned]:
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"])
                      for op in desired for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == CRD}
+    missing_ns = missing_ns | _shipped_namespaces_missing(kube, desired)
     planned, errors = [], []
     unverified = 0
     for op in desired:
@@ -244,10 +294,25 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
+    # One stage at a time across all Operators: every CRD is established before any custom resource,
+    # whichever Operator ships it; within a stage, each Operator's objects keep their order.
+    planned.sort(key=lambda p: _ORDER.get((p.ref.group, p.ref.kind), 9))
     if unverified and dry_run:
         result.notes.append(f"{unverified} object(s) could not be checked by server-side dry-run because their "
                             f"namespace or CustomResourceDefinition does not exist yet")
     return planned
+
+
+def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> set[str]:
+    """Namespaces a bundle ships as objects (plain bundles do) that do not exist yet.
+
+    Objects in them cannot be dry-run before the Namespace is applied; they are
+    validated when they are applied, right after it.
+    """
+    shipped = {ObjectRef.of(o).name for op in desired for o in op.objects
+               if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == ("", "Namespace")}
+    info = kube.resource("v1", "Namespace") if shipped else None
+    return {ns for ns in shipped if info is not None and kube.get(info, "", ns) is None}
 
 
 def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:

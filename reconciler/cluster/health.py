@@ -233,7 +233,8 @@ def _pod(obj: Manifest) -> Health:
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in ("CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerError",
                                      "InvalidImageName"):
-            return _failed(waiting["reason"], f"container {cs.get('name')}: {waiting.get('message') or waiting['reason']}")
+            why = waiting.get("message") or waiting["reason"]
+            return _failed(waiting["reason"], f"container {cs.get('name')}: {why}")
     if _is(conds, "PodScheduled", "False"):
         return _progress(conds["PodScheduled"].get("reason") or "Unschedulable", _explain(conds["PodScheduled"]))
     if phase == "Running" and _is(conds, "Ready"):
@@ -286,6 +287,39 @@ _RULES: dict[tuple[str, str], Callable[[Manifest], Health]] = {
     ("", "PersistentVolumeClaim"): _pvc,
     ("", "Namespace"): _namespace,
 }
+
+
+def operand(obj: Manifest, conditions_path: str = "conditions") -> Health:
+    """The health of a custom resource an Operator manages (an operand).
+
+    Its conditions are read at ``status.<conditions_path>`` (the CSV's
+    conditions status descriptor says where). A ``Ready`` condition, else an
+    ``Available`` one, decides, provided it describes the current generation
+    (its ``observedGeneration``, else the status'). Without either, the
+    generic rules apply: Stalled fails it, Reconciling keeps it in progress,
+    otherwise it counts as ready once it exists.
+    """
+    status = obj.get("status") or {}
+    conds: dict[str, dict[str, Any]] = {}
+    value: Any = status
+    for part in conditions_path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    for cond in value if isinstance(value, list) else []:
+        if isinstance(cond, dict) and cond.get("type"):
+            conds[str(cond["type"])] = cond
+    generation = (obj.get("metadata") or {}).get("generation")
+    for type_ in ("Ready", "Available"):
+        cond = conds.get(type_)
+        if cond is None:
+            continue
+        observed = cond.get("observedGeneration", status.get("observedGeneration"))
+        if isinstance(generation, int) and isinstance(observed, int) and observed < generation:
+            return _progress("LatestGenerationNotObserved", f"{type_} describes generation {observed}, "
+                                                            f"not {generation}")
+        if str(cond.get("status")) == "True":
+            return _current(_explain(cond))
+        return _progress(cond.get("reason") or f"Not{type_}", _explain(cond))
+    return judge(obj)
 
 
 def worst(verdicts: Iterable[Health]) -> Status:

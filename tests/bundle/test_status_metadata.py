@@ -34,3 +34,14 @@ def test_a_plain_bundle_has_no_csv_metadata(tmp_path) -> None:
     (bundle / "manifests" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
     rendered = render_content(read_content(fetch("file://b", tmp_path)), InstallSettings(), "default")
     assert rendered.metadata == {}
+
+
+def test_operand_conditions_come_from_the_status_descriptors() -> None:
+    from reconciler.bundle.registry_v1 import Csv, operand_conditions
+
+    csv = Csv({"metadata": {"name": "x"}, "spec": {"customresourcedefinitions": {"owned": [
+        {"name": "as.example.com", "kind": "A", "version": "v1", "statusDescriptors": [
+            {"path": "phase", "x-descriptors": ["urn:alm:descriptor:io.kubernetes.phase"]},
+            {"path": "health.conditions", "x-descriptors": ["urn:alm:descriptor:io.kubernetes.conditions"]}]},
+        {"name": "bs.example.com", "kind": "B", "version": "v1"}]}}}, "csv.yaml")
+    assert operand_conditions(csv) == {"as.example.com": "health.conditions", "bs.example.com": "conditions"}

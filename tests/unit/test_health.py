@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cluster.health import Health, Status, judge, webhook_services, worst
+from reconciler.cluster.health import Health, Status, judge, operand, webhook_services, worst
 
 
 def cond(type_: str, status: str, reason: str = "", message: str = "") -> dict:
@@ -226,3 +226,33 @@ def test_services_called_by_webhooks_apiservices_and_conversion() -> None:
         service(),
     ]
     assert webhook_services(objects) == {("ns", "vhook"), ("ns", "api"), ("ns", "conv")}
+
+
+def cr(generation: int = 1, status: dict | None = None) -> dict:
+    return {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "generation": generation},
+            "status": status or {}}
+
+
+def test_operand_ready_by_its_ready_or_available_condition() -> None:
+    assert operand(cr(status={"conditions": [cond("Ready", "True", "Done")]})).healthy
+    assert operand(cr(status={"conditions": [cond("Available", "True")]})).healthy
+    waiting = operand(cr(status={"conditions": [cond("Ready", "False", "Provisioning", "creating volumes")]}))
+    assert (waiting.status, waiting.message) == (Status.IN_PROGRESS, "Ready=False: Provisioning: creating volumes")
+
+
+def test_operand_condition_for_an_older_generation_does_not_count() -> None:
+    stale = {"conditions": [{**cond("Ready", "True"), "observedGeneration": 1}]}
+    assert operand(cr(generation=2, status=stale)).reason == "LatestGenerationNotObserved"
+    assert operand(cr(generation=2, status={"observedGeneration": 1, "conditions": [cond("Ready", "True")]})
+                   ).status == Status.IN_PROGRESS
+
+
+def test_operand_conditions_at_the_path_the_csv_names() -> None:
+    thing = cr(status={"health": {"conds": [cond("Ready", "False", "Broken")]}, "conditions": [cond("Ready", "True")]})
+    assert operand(thing, "health.conds").reason == "Broken"
+    assert operand(thing).healthy
+
+
+def test_operand_without_ready_or_available_falls_back_to_the_generic_rules() -> None:
+    assert operand(cr()).healthy
+    assert operand(cr(status={"conditions": [cond("Stalled", "True", "Bad")]})).status == Status.FAILED
