@@ -242,3 +242,38 @@ def test_a_webhook_bundle_installs_without_locking_itself_out(repo, kc, k8s, uid
     assert conditions(k8s, name)["Ready"]["status"] == "True"
     again = reconcile(repo, kc, capsys=capsys)
     assert again.code == 0 and "Summary: 0 created, 0 configured" in again.out, again.out
+
+
+CORPUS_BUNDLE = "rabbitmq-messaging-topology-operator/1.19.3"
+
+
+def test_a_real_operator_reports_every_field_of_the_seed_status(repo, kc, k8s, uid, capsys):
+    """A community bundle (from the corpus, copied into the test's repository) with 13 CRDs and webhooks."""
+    import shutil
+
+    from bench import bundle_corpus as bc
+
+    source = bc.DEFAULT_CORPUS / CORPUS_BUNDLE
+    if not source.is_dir():
+        pytest.skip(f"no corpus at {bc.DEFAULT_CORPUS}")
+    shutil.copytree(source, repo / "bundles" / "rabbitmq")
+    name = f"rabbitmq-{uid}"
+    declare(repo, name, "file://bundles/rabbitmq", f"ns-{name}")
+
+    run = reconcile(repo, kc, capsys=capsys)
+
+    assert run.code == 0, run.out + run.err
+    status = get(k8s, OPERATOR, "Operator", name)["status"]
+    meta = status["metadata"]
+    assert meta["version"] == "1.19.3" and meta["displayName"] and meta["description"]
+    assert len(meta["apis"]["provides"]) == 13
+    assert meta["apis"]["requires"][0]["kind"] == "RabbitmqCluster"
+    assert status["components"]["matchLabels"] == {"reconciler.dev/operator": name}
+    refs = status["components"]["refs"]
+    assert len(refs) == len(status["inventory"])
+    assert all(r["uid"] and r["resourceVersion"] and r["apiVersion"] and r["kind"] and r["name"] for r in refs)
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert {"Ready", "Progressing", "Degraded", "UpdateAvailable", "ComponentsDiverge"} <= set(conds)
+    assert conds["Ready"]["status"] == "True"
+    assert all(c["lastTransitionTime"] and c["observedGeneration"] for c in conds.values())
+    assert {o["kind"] for o in status["components"]["operands"]} >= {"Queue", "Exchange", "User"}
