@@ -191,6 +191,12 @@ def test_the_example_repository_installs_and_becomes_healthy(tmp_path, kc, k8s, 
         (repo.path / "operators" / "plumbus.yaml").unlink()
         repo.write("reconciler.yaml", "allowEmpty: true\n")
         assert reconcile(repo, kc, capsys=capsys).code == 0
+        # Install namespaces are never pruned; remove it so that later tests meet a clean cluster.
+        k8s.delete(k8s.resource("v1", "Namespace"), "", "plumbus-system")
+        deadline = time.monotonic() + 120
+        while get(k8s, "v1", "Namespace", "plumbus-system") is not None:
+            assert time.monotonic() < deadline, "namespace plumbus-system was not deleted within 120s"
+            time.sleep(0.5)
 
 
 def test_drift_sets_components_diverge_and_is_corrected(repo, kc, k8s, uid, capsys):

@@ -52,6 +52,9 @@ def test_the_simulated_nodes_are_ready(kube: client.ApiClient) -> None:
     ready = [n.metadata.name for n in nodes if n.metadata.name.startswith(NODE_PREFIX)
              and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])]
     assert len(ready) == NODE_COUNT
+    # Their heartbeat is a Lease kwok renews; without one they would turn NotReady after the grace period.
+    leases = client.CoordinationV1Api(kube).list_namespaced_lease("kube-node-lease").items
+    assert sorted(lease.metadata.name for lease in leases if lease.spec.renew_time) == sorted(ready)
 
 
 def test_a_deployment_rolls_out_to_available(kube: client.ApiClient, namespace: str) -> None:

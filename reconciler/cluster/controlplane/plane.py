@@ -355,6 +355,9 @@ class ControlPlane:
             f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
             f"--cidr={CLUSTER_CIDR}",
             "--node-ip=127.0.0.1",
+            # The nodes' heartbeat is their Lease (the heartbeat stage only refreshes their status every
+            # 10 minutes): without it they turn NotReady after the grace period and their pods with them.
+            "--node-lease-duration-seconds=40",
         ]
 
     def _create_nodes(self) -> None:
