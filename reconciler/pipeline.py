@@ -10,7 +10,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from reconciler import progress
 from reconciler.bundle import RenderedBundle, render
@@ -382,7 +382,8 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
             conditions = (*conditions, approval_condition(decision))
         out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
                                    installer=decision.granted if decision is not None else None,
-                                   allow_unsafe_crds=_unsafe_crds_allowed(inst, decision, decl)))
+                                   allow_unsafe_crds=_unsafe_crds_allowed(inst, decision, decl),
+                                   metadata=inst.bundle.metadata))
     return out
 
 
@@ -477,24 +478,74 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     return Prepared(snapshot, installs, lockfile, resolution, held, approvals(snapshot, installs, kube))
 
 
-def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True) -> Outcome:
-    """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync."""
+def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,
+          wait: float = 0.0, on_progress: Callable[[str], object] | None = None) -> Outcome:
+    """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync.
+
+    After applying, every Operator's components are judged (``cluster/wait.py``),
+    waiting up to ``wait`` seconds for them to become healthy (0: judge once).
+    """
     snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
     written = write_lock(snapshot, lockfile) if write_lockfile else False
     progress.stage("comparing with the cluster (server-side dry run)" if dry_run and kube is not None else
                    "comparing with an empty cluster" if kube is None else "applying")
-    result = sync(kube, desired_state(installs, prepared.resolution, prepared.decisions), dry_run=dry_run,
-                  allow_empty=snapshot.settings.allow_empty,
+
+    def judge(desired: list[DesiredOperator]) -> dict:
+        from reconciler.cluster.wait import wait_healthy
+
+        assert kube is not None
+        paths = {i.selection.owner: i.bundle.operand_conditions for i in installs}
+        return wait_healthy(kube, {op.name: op.objects for op in desired}, timeout=wait, progress=on_progress,
+                            operands=paths)
+
+    desired = desired_state(installs, prepared.resolution, prepared.decisions)
+    softened: dict[str, tuple] = {}
+    if kube is not None and not dry_run:
+        desired, softened = _soften_webhooks(kube, desired)
+    result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,
                   pending=pending_state(installs, prepared.decisions),
-                  installer_namespace=snapshot.settings.installer_namespace)
+                  installer_namespace=snapshot.settings.installer_namespace, judge=judge)
+    by_name = {op.name: op for op in desired}
+    for name, (originals, refs) in sorted(softened.items()):
+        which = ", ".join(str(r) for r in refs)
+        health = result.health.get(name)
+        if health is not None and health.healthy:
+            from reconciler.cluster import installer
+            from reconciler.model.kube import FIELD_MANAGER
+
+            writer = kube.impersonating(installer.username(snapshot.settings.installer_namespace, name)) \
+                if by_name[name].installer is not None else kube
+            for obj in originals:
+                writer.apply(kube.require_resource(obj), obj, field_manager=FIELD_MANAGER, dry_run=False)
+            result.notes.append(f"{name}: {which} got its failure policy once its Service had a ready endpoint")
+        else:
+            result.notes.append(f"{name}: {which} applied with failurePolicy Ignore until its Service has a "
+                                f"ready endpoint; a later reconcile applies the bundle's policy")
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 
 
+def _soften_webhooks(kube: Kube, desired: list[DesiredOperator]) -> tuple[list[DesiredOperator], dict[str, tuple]]:
+    """Webhooks whose server is not ready yet are applied harmless (``wait.soften_webhooks``)."""
+    from reconciler.cluster.wait import soften_webhooks
+    from reconciler.model.kube import ObjectRef
+
+    out, softened = [], {}
+    for op in desired:
+        objects, refs = soften_webhooks(kube, op.objects)
+        if refs:
+            softened[op.name] = (tuple(o for o in op.objects if ObjectRef.of(o) in refs), refs)
+            op = dataclasses.replace(op, objects=objects)
+        out.append(op)
+    return out, softened
+
+
 def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,
-              locked: bool = False, write_lock: bool | None = None) -> Outcome:
+              locked: bool = False, write_lock: bool | None = None, wait: float = 0.0,
+              on_progress: Callable[[str], object] | None = None) -> Outcome:
     """Prepare and apply once. A dry run writes nothing, olm.lock included, unless ``write_lock``."""
     prepared = prepare(repo, resolver, kube=kube, locked=locked)
     if write_lock is None:
         write_lock = not dry_run
-    return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked)
+    return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked, wait=wait,
+                 on_progress=on_progress)

@@ -26,7 +26,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def control_plane(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver for the session, built first if the cache is cold."""
+    """The local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) for the session.
+
+    Built first if the cache is cold."""
     # Output capture would hide the progress of a build that takes minutes.
     with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
         binaries = ensure_binaries(log=print)

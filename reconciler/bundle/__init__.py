@@ -6,7 +6,7 @@ reconciler and ``reconciler bundle render`` both call it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.bundle import k8s_v1, plain_v0, registry_v1
@@ -34,6 +34,11 @@ class RenderedBundle:
     target_namespaces: tuple[str, ...]
     objects: tuple[Manifest, ...]
     warnings: tuple[str, ...] = ()    # what was repaired or is suspicious, each naming the bundle's file
+    # What the CSV says about the Operator (displayName, description, version, apis provided and
+    # required), in the shape of the Operator status' ``metadata``; empty for plain bundles.
+    metadata: dict = field(default_factory=dict)
+    # Owned CRD name -> where its custom resources keep their conditions (under status), for operand health.
+    operand_conditions: dict = field(default_factory=dict)
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
@@ -66,7 +71,8 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         reference=fetched.reference, digest=fetched.digest, mediatype=mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
         namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects),
-        warnings=tuple(warnings))
+        warnings=tuple(warnings), metadata=registry_v1.status_metadata(csv, objects),
+        operand_conditions=registry_v1.operand_conditions(csv))
 
 
 def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:

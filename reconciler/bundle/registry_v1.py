@@ -133,6 +133,67 @@ def find_csv(content: BundleContent) -> Csv:
     return Csv(obj, file)
 
 
+def status_metadata(csv: Csv, objects: list[Manifest] | tuple[Manifest, ...] = ()) -> dict[str, Any]:
+    """What an Operator's status says about it, from its CSV: names, version and the APIs it provides and requires.
+
+    Each API is group, version, kind, plural and singular; plural and singular
+    come from the bundle's own CRD when it ships one, else from the CRD name
+    (``plural.group``) and the kind.
+    """
+    crds = {}
+    for obj in objects:
+        if _group_kind(obj) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+            crds[(obj.get("metadata") or {}).get("name", "")] = (obj.get("spec") or {}).get("names") or {}
+
+    def crd_api(entry: dict[str, Any]) -> dict[str, str]:
+        name = str(entry.get("name") or "")
+        plural, _, group = name.partition(".")
+        names = crds.get(name, {})
+        kind = str(entry.get("kind") or names.get("kind") or "")
+        return {"group": group, "version": str(entry.get("version") or ""), "kind": kind,
+                "plural": str(names.get("plural") or plural), "singular": str(names.get("singular") or kind.lower())}
+
+    def apiservice_api(entry: dict[str, Any]) -> dict[str, str]:
+        kind = str(entry.get("kind") or "")
+        return {"group": str(entry.get("group") or ""), "version": str(entry.get("version") or ""), "kind": kind,
+                "plural": str(entry.get("name") or ""), "singular": kind.lower()}
+
+    def listed(section: str, which: str) -> list[dict[str, Any]]:
+        entries = (csv.spec.get(section) or {}).get(which) or []
+        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+    apis = {which: [crd_api(e) for e in listed("customresourcedefinitions", which)]
+            + [apiservice_api(e) for e in listed("apiservicedefinitions", which)]
+            for which in ("owned", "required")}
+    return {"displayName": str(csv.spec.get("displayName") or ""),
+            "description": str(csv.spec.get("description") or ""),
+            "version": csv.version,
+            "apis": {"provides": apis["owned"], "requires": apis["required"]}}
+
+
+CONDITIONS_DESCRIPTOR = "urn:alm:descriptor:io.kubernetes.conditions"
+
+
+def operand_conditions(csv: Csv) -> dict[str, str]:
+    """Where each owned CRD's custom resources keep their conditions: CRD name -> path under ``status``.
+
+    From the CSV's ``statusDescriptors`` carrying the conditions descriptor;
+    a CRD without one gets the conventional ``conditions``.
+    """
+    out = {}
+    owned = (csv.spec.get("customresourcedefinitions") or {}).get("owned") or []
+    for entry in owned if isinstance(owned, list) else []:
+        if not isinstance(entry, dict) or not entry.get("name"):
+            continue
+        path = "conditions"
+        for desc in entry.get("statusDescriptors") or []:
+            if isinstance(desc, dict) and CONDITIONS_DESCRIPTOR in (desc.get("x-descriptors") or []) and desc.get("path"):
+                path = str(desc["path"])
+                break
+        out[str(entry["name"])] = path
+    return out
+
+
 def plan_install(csv: Csv, namespace: str, requested: tuple[str, ...] | None) -> InstallPlan:
     """Choose target namespaces: the request, else AllNamespaces if supported, else OwnNamespace."""
     supported = csv.supported_modes

@@ -35,7 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from reconciler.approve.permissions import PermissionSet
 from reconciler.cluster import installer
@@ -48,6 +49,9 @@ from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
 
+if TYPE_CHECKING:
+    from reconciler.cluster.wait import OperatorHealth
+
 ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
 ANNOTATION_DIGEST = f"{API_GROUP}/applied-digest"   # sha256 of the configuration we last applied to the object
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
@@ -56,6 +60,10 @@ _ORDER = {
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): 3, ("", "ServiceAccount"): 4,
     ("rbac.authorization.k8s.io", "Role"): 5, ("rbac.authorization.k8s.io", "RoleBinding"): 6,
     ("", "Secret"): 7, ("", "ConfigMap"): 7, ("", "Service"): 8, ("apps", "Deployment"): 10,
+    # Last: they route API requests to the Deployments applied just before.
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): 11,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): 11,
+    ("apiregistration.k8s.io", "APIService"): 11,
 }
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
 
@@ -90,6 +98,7 @@ class DesiredOperator:
     conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
     installer: PermissionSet | None = None   # apply as its own installer bound to these; None: our own identity
     allow_unsafe_crds: str = ""   # the declaration's reconciler.dev/allow-unsafe-crd-upgrade: CRD names, or "*"
+    metadata: dict[str, Any] = field(default_factory=dict)  # the CSV's names, version and APIs, for the status
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ class PendingOperator:
 class SyncResult:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    health: dict[str, OperatorHealth] = field(default_factory=dict)   # per Operator, when judged after applying
 
     @property
     def changed(self) -> bool:
@@ -125,6 +135,7 @@ class _Planned:
     action: Action
     diff: tuple[str, ...] = ()
     writer: Kube | None = None   # the identity that writes it (the Operator's installer), else the caller's
+    drifted: bool = False        # live differs although it carries the digest of what we apply: someone changed it
     write: bool = True    # False when the live object already is what we would apply
 
 
@@ -134,12 +145,15 @@ def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
 
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
          revision: str | None, held: frozenset[str] = frozenset(), pending: tuple[PendingOperator, ...] = (),
-         installer_namespace: str = "reconciler-system") -> SyncResult:
+         installer_namespace: str = "reconciler-system",
+         judge: Callable[[list[DesiredOperator]], Mapping[str, OperatorHealth]] | None = None) -> SyncResult:
     """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
 
     ``pending`` Operators wait for approval: held likewise, with their status saying what waits. An
     Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
     (not in a dry run, which creates nothing: it plans with the caller's identity).
+    ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts become each
+    Operator's Ready, Progressing and Degraded conditions.
     """
     result = SyncResult()
     held = held | {p.name for p in pending}
@@ -165,7 +179,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if not dry_run:
         for op in desired:
             if op.installer is not None:
-                writers[op.name] = installer.ensure(kube, installer_namespace, op.name, op.installer)
+                writers[op.name] = installer.ensure(kube, installer_namespace, op.name, op.installer,
+                                                    shipped_namespaces=_shipped_namespaces(op))
     elif any(op.installer is not None for op in desired):
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")
@@ -192,6 +207,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         for op in desired:
             _mark_failed(kube, info, op, exc)
         raise
+    result.health = dict(judge(desired)) if judge is not None else {}
+    drift = _drift(planned, recorded, desired)
     current = status_objects.read_all(kube)
     for op in desired:
         kept = remaining.get(op.name, set())
@@ -200,7 +217,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
         inventory = {ObjectRef.of(o) for o in op.objects} | kept
         status_objects.write(kube, info, op.name, op.spec,
-                             _status(op, revision, inventory, True, "Applied", message), current.get(op.name))
+                             _status(op, revision, inventory, True, "Applied", message, result.health.get(op.name),
+                                     drift.get(op.name)),
+                             current.get(op.name))
     for name in sorted(set(recorded) - {op.name for op in desired}):
         rec = current.get(name)
         if rec is None:
@@ -218,11 +237,40 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     return result
 
 
+def _drift(planned: list[_Planned], recorded: dict[str, status_objects.Recorded],
+           desired: list[DesiredOperator]) -> dict[str, list[ObjectRef]]:
+    """Objects changed by someone else: the live copy carries the digest of exactly what we apply now, yet
+    differs from it (a changed declaration or bundle brings a new digest, and is not drift)."""
+    out: dict[str, list[ObjectRef]] = {op.name: [] for op in desired}
+    for p in planned:
+        if p.drifted and p.operator in out:
+            out[p.operator].append(p.ref)
+    return out
+
+
 def _status(op: DesiredOperator, revision: str | None, inventory: set[ObjectRef], ready: bool, reason: str,
-            message: str) -> dict[str, Any]:
-    return {"revision": revision, "bundle": op.bundle, "inventory": _inventory(inventory),
-            "components": {"matchLabels": {LABEL_OPERATOR: op.name}}, **op.report,
-            "conditions": [status_objects.condition("Ready", ready, reason, message), *map(dict, op.conditions)]}
+            message: str, health: OperatorHealth | None = None,
+            drifted: list[ObjectRef] | None = None) -> dict[str, Any]:
+    components: dict[str, Any] = {"matchLabels": {LABEL_OPERATOR: op.name}}
+    conditions = [status_objects.condition("Ready", ready, reason, message)]
+    if health is not None:
+        conditions = status_objects.health_conditions(health, message)
+        components["refs"] = [c.to_status() for c in health.components]
+    if health is not None and health.operands:
+        components["operands"] = [dict(o) for o in health.operands]
+    if drifted:
+        names = ", ".join(str(r) for r in drifted[:5]) + (f" and {len(drifted) - 5} more" if len(drifted) > 5 else "")
+        conditions.append(status_objects.condition(
+            "ComponentsDiverge", True, "DriftCorrected",
+            f"{len(drifted)} component(s) differed from what was applied and were re-applied: {names}"))
+    elif drifted is not None:
+        conditions.append(status_objects.condition("ComponentsDiverge", False, "NoDrift",
+                                                   "every component matched what was applied"))
+    out = {"revision": revision, "bundle": op.bundle, "inventory": _inventory(inventory),
+           "components": components, **op.report, "conditions": [*conditions, *map(dict, op.conditions)]}
+    if op.metadata:
+        out["metadata"] = op.metadata
+    return out
 
 
 def _check_unique(desired: list[DesiredOperator]) -> None:
@@ -279,6 +327,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
     by_name = {op.name: op for op in desired}
+    missing_ns = missing_ns | _shipped_namespaces_missing(kube, desired)
     planned: list[_Planned] = []
     errors: list[str] = []
     unverified = 0
@@ -328,6 +377,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
             p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
             # With no difference, write only to record a new digest (once), so the next run is a fast no-op.
             p.write = bool(p.diff) or _digest(current) != _digest(p.obj)
+            p.drifted = bool(p.diff) and _digest(current) == _digest(p.obj)
         return unsafe
 
     invalid: list[tuple[DesiredOperator, str]] = []
@@ -556,6 +606,21 @@ def _owned(fields: dict[str, Any], want: Any, live: Any) -> bool:
                 return False
         return True
     return True  # a scalar we own holds the value we applied
+
+
+def _shipped_namespaces(op: DesiredOperator) -> set[str]:
+    return {ObjectRef.of(o).name for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == ("", "Namespace")}
+
+
+def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> set[str]:
+    """Namespaces a bundle ships as objects (plain bundles do) that do not exist yet.
+
+    Objects in them cannot be dry-run before the Namespace is applied; they are
+    validated when they are applied, right after it.
+    """
+    shipped = set().union(*(_shipped_namespaces(op) for op in desired)) if desired else set()
+    info = kube.resource("v1", "Namespace") if shipped else None
+    return {ns for ns in shipped if info is not None and kube.get(info, "", ns) is None}
 
 
 def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:

@@ -18,7 +18,7 @@ import time
 from reconciler.approve.permissions import CLUSTER, PermissionSet
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
-from reconciler.model.kube import API_GROUP, FIELD_MANAGER, Manifest
+from reconciler.model.kube import API_GROUP, FIELD_MANAGER, Manifest, ownership_labels
 
 RBAC_V1 = "rbac.authorization.k8s.io/v1"
 LABEL_INSTALLER = f"{API_GROUP}/installer-for"
@@ -62,13 +62,20 @@ def installer_objects(namespace: str, operator: str, permissions: PermissionSet)
     return out
 
 
-def ensure(kube: Kube, namespace: str, operator: str, permissions: PermissionSet) -> Kube:
-    """Bind the Operator's installer to ``permissions`` (dropping what it no longer needs); a client acting as it."""
+def ensure(kube: Kube, namespace: str, operator: str, permissions: PermissionSet, *,
+           shipped_namespaces: set[str] = frozenset()) -> Kube:
+    """Bind the Operator's installer to ``permissions`` (dropping what it no longer needs); a client acting as it.
+
+    Its Roles need their namespaces first. One the bundle ships as an object is created here labelled as
+    the Operator's, so that the bundle's own Namespace object then applies to it as to its own.
+    """
     ns_info = kube.resource("v1", "Namespace")
-    # Its own namespace, and those of namespaced rules (a bundle may bring its namespace as an object).
     for ns in [namespace, *(s for s in permissions.scopes() if s != CLUSTER)]:
         if kube.get(ns_info, "", ns) is None:
-            kube.apply(ns_info, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            meta: dict = {"name": ns}
+            if ns in shipped_namespaces:
+                meta["labels"] = ownership_labels(operator)
+            kube.apply(ns_info, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
                        field_manager=FIELD_MANAGER, dry_run=False)
     wanted = installer_objects(namespace, operator, permissions)
     changed = False

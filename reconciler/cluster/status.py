@@ -15,11 +15,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import API_GROUP, API_VERSION, FIELD_MANAGER, Manifest, ObjectRef, ownership_labels
+
+if TYPE_CHECKING:
+    from reconciler.cluster.wait import OperatorHealth
 
 KIND = "Operator"
 PLURAL = "operators"
@@ -41,6 +44,8 @@ STATUS_CRD: Manifest = {
                 {"name": "Package", "type": "string", "jsonPath": ".status.bundle.package"},
                 {"name": "Version", "type": "string", "jsonPath": ".status.bundle.version"},
                 {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+                {"name": "Status", "type": "string",
+                 "jsonPath": ".status.conditions[?(@.type==\"Ready\")].message"},
                 {"name": "Revision", "type": "string", "jsonPath": ".status.revision", "priority": 1},
                 {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
             ],
@@ -65,6 +70,7 @@ class Recorded:
     inventory: tuple[ObjectRef, ...]
     spec: dict[str, Any]
     status: dict[str, Any]
+    generation: int = 0
 
 
 def resource(kube: Kube) -> ResourceInfo | None:
@@ -79,7 +85,8 @@ def read_all(kube: Kube) -> dict[str, Recorded]:
     for item in kube.list(info):
         status = item.get("status") or {}
         inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
-        out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status)
+        out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status,
+                                                 int(item["metadata"].get("generation") or 0))
     return out
 
 
@@ -113,25 +120,87 @@ def condition(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]
             "lastTransitionTime": now}
 
 
+def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, str]]:
+    """Ready, Progressing and Degraded from the health of an Operator's components.
+
+    Ready is True only when every component is healthy. While components are
+    still rolling out, Progressing is True; when one has failed, or they were
+    waited for and did not become healthy in time, Degraded is True and the
+    message names the component, its reason and how long it was waited for.
+    """
+    from reconciler.cluster.health import Status
+
+    if health.healthy:
+        return [condition("Ready", True, "Healthy", f"{applied}; {health.message}"),
+                condition("Progressing", False, "Complete", "every component is rolled out"),
+                condition("Degraded", False, "Healthy", "no component reports a problem")]
+    failed = health.status == Status.FAILED
+    if failed or health.timed_out:
+        reason = "ComponentFailed" if failed else "HealthTimeout"
+        message = f"{health.message} (not healthy after {health.elapsed:.0f}s)"
+        return [condition("Ready", False, reason, message),
+                condition("Progressing", not failed, "Failed" if failed else "StillProgressing", message),
+                condition("Degraded", True, reason, message)]
+    return [condition("Ready", False, "Progressing", health.message),
+            condition("Progressing", True, "RollingOut", health.message),
+            condition("Degraded", False, "Progressing", "no component has failed")]
+
+
 def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], status: dict[str, Any],
           previous: Recorded | None = None) -> None:
     """Apply the object's spec, then its status subresource; no write when both are unchanged.
 
-    Conditions keep their transition time while their status stays the same.
+    Conditions keep their transition time while their status stays the same,
+    carry the generation they describe (``observedGeneration``), and each
+    transition is announced by an Event.
     """
+    old_conditions = {c.get("type"): c for c in (previous.status if previous else {}).get("conditions", [])}
     for cond in status.get("conditions", []):
-        for old in (previous.status if previous else {}).get("conditions", []):
-            if old.get("type") == cond["type"] and old.get("status") == cond["status"]:
-                cond["lastTransitionTime"] = old.get("lastTransitionTime", cond["lastTransitionTime"])
+        old = old_conditions.get(cond["type"])
+        if old is not None and old.get("status") == cond["status"]:
+            cond["lastTransitionTime"] = old.get("lastTransitionTime", cond["lastTransitionTime"])
+    generation = previous.generation if previous is not None and previous.spec == spec else 0
+    if generation:
+        _observe(status, generation)
     if previous is not None and previous.spec == spec and previous.status == status:
         return
     body = {"apiVersion": API_VERSION, "kind": KIND,
             "metadata": {"name": name, "labels": ownership_labels(name)}, "spec": spec}
-    kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
+    applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
+    _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
     kube.request("PATCH", info.path("", name) + "/status",
                  query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
                  body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
                  content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+    for cond in status.get("conditions", []):
+        old = old_conditions.get(cond["type"])
+        if old is None:
+            changed = cond["type"] == "Ready" or (cond["type"] in ("Degraded", "ComponentsDiverge")
+                                                  and cond["status"] == "True")
+        else:
+            changed = old.get("status") != cond["status"] or (
+                cond["type"] in ("Ready", "Degraded") and old.get("reason") != cond.get("reason"))
+        if changed:
+            _announce(kube, name, cond)
+
+
+def _observe(status: dict[str, Any], generation: int) -> None:
+    if not generation:
+        return
+    status["observedGeneration"] = generation
+    for cond in status.get("conditions", []):
+        cond["observedGeneration"] = generation
+
+
+def _announce(kube: Kube, name: str, cond: dict[str, Any]) -> None:
+    """An Event for a condition's transition; best effort, an Event that cannot be written is no error."""
+    trouble = (cond["type"] == "Degraded") == (cond["status"] == "True")
+    try:
+        record_event(kube, name, type_="Warning" if trouble and cond["type"] in ("Ready", "Degraded") else "Normal",
+                     reason=str(cond.get("reason") or cond["type"]),
+                     message=f"{cond['type']}={cond['status']}: {cond.get('message', '')}")
+    except ClusterError:
+        pass
 
 
 def delete(kube: Kube, info: ResourceInfo, name: str) -> None:

@@ -27,7 +27,7 @@ exit codes: (they say whose move it is; see docs/hardening.md)
       traceback); please report it with the command that failed
 """
 
-COMMANDS = ("reconcile", "resolve", "approve", "watch", "cluster", "catalog", "bundle", "completion")
+COMMANDS = ("reconcile", "resolve", "approve", "status", "watch", "cluster", "catalog", "bundle", "completion")
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

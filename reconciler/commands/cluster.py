@@ -17,9 +17,11 @@ exit codes:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    cl = sub.add_parser("cluster", help="a local kube-apiserver and etcd for users without a cluster",
-                        description="Start, stop or locate a local Kubernetes control plane (kube-apiserver "
-                                    "and etcd on loopback, built once from pinned sources and cached).",
+    cl = sub.add_parser("cluster", help="a local Kubernetes cluster for users without one",
+                        description="Start, stop or locate a local Kubernetes cluster on loopback: etcd, "
+                                    "kube-apiserver, kube-controller-manager, kube-scheduler and kwok with three "
+                                    "simulated nodes (pods become Running and Ready; no container runs), built "
+                                    "once from pinned sources and cached.",
                         epilog=CLUSTER_EXIT)
     cl_sub = cl.add_subparsers(dest="action", required=True, metavar="ACTION")
     cl_sub.add_parser("up", help="build if needed, then start the control plane in the background",

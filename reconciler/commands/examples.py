@@ -30,6 +30,10 @@ EXAMPLES: dict[str, str] = {
   git add approvals/ && git commit -m "Approve plumbus.v1.1.0"
   reconciler approve . --all --offline        # everything that waits, without reading a cluster
   reconciler approve . fleeb --waive no-cluster-admin-binding   # a reviewed exception to a guardrail""",
+    "status": """\
+  reconciler status                           # every Operator in the cluster: bundle, health, approval
+  reconciler status .                         # also compare with the repository's olm.lock
+  reconciler status . -o json                 # for scripts""",
     "watch": """\
   # A working tree kept applied, with endpoints on :8080
   reconciler watch ./gitops --listen :8080

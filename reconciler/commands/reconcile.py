@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler import yamlio
 from reconciler.commands import EXIT_CODES, add_cluster_args
-from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL
+from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL, EXIT_UNHEALTHY
 
 if TYPE_CHECKING:
     from reconciler.pipeline import Outcome
@@ -35,12 +35,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--locked", action="store_true",
                      help="refuse to run when olm.lock is stale (the resolution differs from it, or a bundle's "
                           "content no longer matches its digest), like `npm ci`; never writes olm.lock")
+    rec.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                     help="after applying, wait until every Operator's components are healthy (Deployments "
+                          "available, CRDs established, ...; default); --no-wait judges them once and reports")
+    rec.add_argument("--timeout", type=duration, default=300.0, metavar="DURATION",
+                     help="how long --wait waits, e.g. 90s, 5m (default 5m); then exit 5 if an Operator is "
+                          "not healthy")
     add_cluster_args(rec)
     rec.add_argument("--show-unchanged", action="store_true", help="also list objects that need no change")
     rec.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
                      help="text for people; json or yaml for scripts: the change set as a ReconcileResult "
                           "document (schema in docs/output.md), including unchanged objects")
     rec.set_defaults(run=run)
+
+
+def duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``5m`` or ``1h``."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        if text and text[-1] in units:
+            value = float(text[:-1]) * units[text[-1]]
+        else:
+            value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 90s, 5m)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -57,18 +78,74 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
     outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
-                                 write_lock=args.write_lock or not args.dry_run)
+                                 write_lock=args.write_lock or not args.dry_run,
+                                 wait=args.timeout if args.wait else 0.0,
+                                 on_progress=None if getattr(args, "quiet", False) else _progress_line())
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                       show_unchanged=args.show_unchanged)
+        unhealthy = print_health(outcome, out, waited=args.wait)
     else:
         doc = as_document(outcome, dry_run=args.dry_run, server=kube.server if kube else None)
         out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
+        unhealthy = bool(_unhealthy(outcome, waited=args.wait))
     if any(d.violations for d in outcome.pending):
         return EXIT_ERROR
+    if unhealthy:
+        return EXIT_UNHEALTHY
     if outcome.pending:
         return EXIT_PENDING_APPROVAL
     return EXIT_CHANGES if outcome.sync.changed and (args.dry_run or args.exit_code) else EXIT_OK
+
+
+def _unhealthy(outcome: "Outcome", *, waited: bool) -> list[str]:
+    """Operators that failed, or were not healthy in time when waited for."""
+    from reconciler.cluster.health import Status
+
+    return [name for name, h in sorted(outcome.sync.health.items()) if not h.healthy
+            and (h.status == Status.FAILED or (waited and h.timed_out))]
+
+
+def _progress_line():
+    """A one-line progress display on a terminal (stderr); nothing when output is redirected."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+
+    def show(message: str) -> None:
+        width = 119
+        sys.stderr.write("\r\033[K" + message[:width])
+        sys.stderr.flush()
+
+    return show
+
+
+def print_health(outcome: "Outcome", out: TextIO, *, waited: bool) -> bool:
+    """Print each Operator's health; True when one is unhealthy (failed, or not healthy in time when waited for)."""
+    import sys
+
+    from reconciler.cluster.health import Status
+
+    health = outcome.sync.health
+    if not health:
+        return False
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    print("Health:", file=out)
+    unhealthy = False
+    for name, h in sorted(health.items()):
+        if h.healthy:
+            print(f"  {name}: healthy ({len(h.components)} components, {h.elapsed:.0f}s)", file=out)
+            continue
+        bad = h.status == Status.FAILED or (waited and h.timed_out)
+        unhealthy = unhealthy or bad
+        state = "failed" if h.status == Status.FAILED else (
+            f"not healthy after {h.elapsed:.0f}s" if h.timed_out else "in progress (not waited for)")
+        print(f"  {name}: {state}", file=out)
+        for c in h.unhealthy[:10]:
+            print(f"    {c.ref}: {c.health.status.value}: {c.health.message}", file=out)
+    return unhealthy
 
 
 RESULT_API_VERSION = "reconciler.dev/v1alpha1"
@@ -125,6 +202,10 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
         "approvals": [approval_document(d) for _, d in sorted(outcome.decisions.items())],
         "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
                          for d in (resolution.deprecations if resolution else ())],
+        "health": [{"operator": name, "healthy": h.healthy, "status": h.status.value,
+                    "unhealthy": [{"object": str(c.ref), "status": c.health.status.value, "message": c.health.message}
+                                  for c in h.unhealthy]}
+                   for name, h in sorted(outcome.sync.health.items())],
     }
 
 

@@ -40,6 +40,8 @@ __all__ = ["LeaderElector", "LocalSource", "Loop", "Metrics", "RemoteSource", "S
 
 log = logging.getLogger("reconciler.loop")
 UNVERSIONED = "an unversioned tree"
+# While an Operator is still rolling out, look again after 1 s, doubling up to 60 s.
+HEALTH_RECHECK = (1.0, 60.0)
 
 APPLIED, UNCHANGED, REJECTED, FAILED, CURRENT, ABORTED, STANDBY = (
     "applied", "unchanged", "rejected", "failed", "current", "aborted", "standby")
@@ -81,6 +83,7 @@ class Loop:
         self.steps = 0
         self.last: StepResult | None = None
         self.running = False
+        self._recheck = HEALTH_RECHECK[0]
 
     # -- control, from any thread ------------------------------------------------------------
 
@@ -150,6 +153,8 @@ class Loop:
                         retry_due = float("inf")
                         if drift or result.outcome in (APPLIED, UNCHANGED):
                             drift_due = now + self.interval
+                        if (recheck := self._health_recheck(result)) is not None:
+                            drift_due = min(drift_due, now + recheck)
                 timeout = max(0.0, min(drift_due, poll_due, retry_due) - time.monotonic())
                 if self._wake.wait(timeout):
                     self._wake.clear()
@@ -227,6 +232,19 @@ class Loop:
         if rejected is not None:  # the source is still bad: that stays the step's outcome
             result = dataclasses.replace(rejected, outcome_detail=outcome)
         return self._finish(result, started)
+
+    def _health_recheck(self, result: StepResult) -> float | None:
+        """Seconds until the next look when an Operator is still rolling out, backing off; None when all settled.
+
+        A step judges health once and never waits for a rollout, so it comes
+        back soon to record Ready when the rollout ends, instead of an interval later.
+        """
+        health = result.outcome_detail.sync.health if result.outcome_detail is not None else {}
+        if not any(h.status.value in ("InProgress", "NotFound") for h in health.values()):
+            self._recheck = HEALTH_RECHECK[0]
+            return None
+        delay, self._recheck = self._recheck, min(self._recheck * 2, HEALTH_RECHECK[1])
+        return delay
 
     # -- reporting ---------------------------------------------------------------------------
 

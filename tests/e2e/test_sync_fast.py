@@ -116,7 +116,10 @@ def test_a_field_changed_by_another_client_is_put_back(k8s):
     assert _configmap(kube, "config1", "fast-c-system")["data"] == {"value": "one"}
     assert _configmap(kube, "config2", "fast-c-system")["metadata"]["labels"]["app.kubernetes.io/managed-by"] \
         == "reconciler"
+    # The next run finds no drift: its status says so once (ComponentsDiverge turns False, an Event) ...
+    assert _actions(_sync(kube, op)) == {"unchanged": 9}
     kube.calls.clear()
+    # ... and the run after that reads and writes nothing.
     assert _actions(_sync(kube, op)) == {"unchanged": 9}
     assert set(kube.verbs()) == {"GET"}
 

@@ -3,11 +3,13 @@
 Design decisions:
 
 * Real binaries, not a fake: kube-apiserver and etcd, so validation, admission,
-  RBAC, server-side apply and conflicts behave as on a production cluster.
-  Only the apiserver runs; nothing reconciles the stored objects (see
-  ``plane``), which is what a tool that only writes manifests needs.
-* Built from source with Go (``build``), pinned by ``gomod/go.mod`` and
-  ``go.sum``, cached per user and per pin. No release download to verify.
+  RBAC, server-side apply and conflicts behave as on a production cluster;
+  kube-controller-manager and kube-scheduler, so workloads roll out,
+  namespaces finish deleting and owner references cascade; and kwok, which
+  plays the kubelet for a few simulated nodes (see ``plane``), so health
+  can be judged on real workload status without running containers.
+* Built from source with Go (``build``), pinned by ``gomod/`` and ``kwok/``
+  (go.mod and go.sum), cached per user and per pin. No release download to verify.
 * A fresh PKI per start (``pki``): a serving CA, a client CA whose
   certificates carry the user (CN) and groups (O), and a service-account
   signing key, so tests can use restricted identities as well as the admin.
@@ -17,13 +19,14 @@ Design decisions:
   state file so a later command finds it.
 """
 
-from .build import ETCD_VERSION, KUBERNETES_VERSION, Binaries, cache_dir, ensure_binaries
+from .build import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Binaries, cache_dir, ensure_binaries
 from .detached import cluster_down, cluster_kubeconfig, cluster_up, default_state_dir
 from .plane import ControlPlane
 
 __all__ = [
     "ETCD_VERSION",
     "KUBERNETES_VERSION",
+    "KWOK_VERSION",
     "Binaries",
     "ControlPlane",
     "cache_dir",

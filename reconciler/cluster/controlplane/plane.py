@@ -1,11 +1,14 @@
-"""Run etcd and kube-apiserver as local processes and hand out clients for them.
+"""Run a small Kubernetes cluster as local processes and hand out clients for it.
 
-Only the apiserver and its store run: no controller-manager, scheduler or
-kubelet. Objects are stored, validated, admitted and authorised exactly as in
-a real cluster, but nothing acts on them: pods never run, namespaces being
-deleted stay Terminating (no namespace controller), owner references do not
-cascade (no garbage collector) and no ``default`` ServiceAccount appears in
-new namespaces (no serviceaccounts controller).
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler run as in a
+real cluster; kwok plays the kubelet for a few simulated nodes. So objects are
+stored, validated, admitted and authorised exactly as in a real cluster, and
+workloads behave like workloads: Deployments are scheduled and their pods
+become Running and Ready (no container runs: kwok writes the pod status),
+ReplicaSets, EndpointSlices and ServiceAccounts are maintained, namespaces
+finish deleting and owner references cascade. A pod that cannot be scheduled
+(e.g. a nodeSelector no node matches) stays Pending, which is how tests
+exercise unhealthy workloads.
 
 Each process runs in its own session (process group) with stdout and stderr in
 a log file in the state directory; errors quote the tail of that log. Ports
@@ -53,18 +56,26 @@ ADMIN_USER = "reconciler-admin"
 # never leave the machine (10.0.0.0/24 would be routed off it).
 SERVICE_CLUSTER_IP_RANGE = "127.0.100.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
-# ServiceAccount admission rejects every Pod whose ServiceAccount does not
-# exist yet, and the controller that creates each namespace's "default"
-# ServiceAccount is not running here.
-DISABLED_ADMISSION_PLUGINS = ("ServiceAccount",)
+# Pod addresses kwok hands out. Only data: nothing dials a pod (webhooks and
+# APIServices are called through their Service's loopback cluster IP), and
+# loopback itself is refused in EndpointSlices, so an address range reserved
+# for benchmarking networks (RFC 2544) is used.
+CLUSTER_CIDR = "198.18.0.0/16"
+# The simulated nodes: enough for spreading and anti-affinity, cheap to keep alive.
+NODE_COUNT = 3
+NODE_PREFIX = "kwok-node-"
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
 _ETCD, _APISERVER = "etcd", "kube-apiserver"
+_CONTROLLER_MANAGER, _SCHEDULER, _KWOK = "kube-controller-manager", "kube-scheduler", "kwok"
+_PROCESSES = (_ETCD, _APISERVER, _CONTROLLER_MANAGER, _SCHEDULER, _KWOK)   # in start order
 _STATE_FILE = "state.json"
 _ADMIN_KUBECONFIG = "admin.kubeconfig"
+_KWOK_CONFIG = "kwok.yaml"
 # Everything start() creates in the state directory; reset() removes exactly these,
 # the state file first so that an interrupted reset leaves no record pointing at nothing.
-_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", f"{_ETCD}.log", f"{_APISERVER}.log",
-          _ADMIN_KUBECONFIG)
+_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", *(f"{name}.log" for name in _PROCESSES),
+          _ADMIN_KUBECONFIG, _KWOK_CONFIG)
 _PORT_ATTEMPTS = 3
 _POLL = 0.1
 _PR_SET_PDEATHSIG = 1
@@ -78,7 +89,7 @@ class _PortTaken(Exception):
 
 
 class ControlPlane:
-    """etcd plus kube-apiserver on loopback, with an admin kubeconfig.
+    """etcd, kube-apiserver, controller-manager, scheduler and kwok on loopback, with an admin kubeconfig.
 
     ``detached=False`` (tests) ties the processes to the calling thread: on
     Linux they get SIGKILL if it dies, so even a killed test run leaves
@@ -111,9 +122,12 @@ class ControlPlane:
         except ValueError as exc:
             raise ControlPlaneError(f"{state_dir / _STATE_FILE} is corrupt: {exc}",
                                     hint="run `reconciler cluster down` to clear it") from None
-        plane = cls(state_dir, Binaries(**{k: Path(v) if k != "version" else v
-                                           for k, v in state["binaries"].items()}),
-                    detached=True)
+        try:
+            binaries = Binaries(**{k: Path(v) if k != "version" else v for k, v in state["binaries"].items()})
+        except TypeError:
+            raise ControlPlaneError(f"{state_dir / _STATE_FILE} was written by another version of the reconciler",
+                                    hint="run `reconciler cluster down`, then `reconciler cluster up`") from None
+        plane = cls(state_dir, binaries, detached=True)
         plane.pids, plane.ports = state["pids"], state["ports"]
         return plane
 
@@ -137,8 +151,8 @@ class ControlPlane:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self, timeout: float = 60.0) -> ControlPlane:
-        """Start both processes on fresh state and wait until the API serves requests."""
+    def start(self, timeout: float = 90.0) -> ControlPlane:
+        """Start every process on fresh state; wait until the API serves and the nodes are Ready."""
         if self.pids:
             raise ControlPlaneError(f"the control plane in {self.state_dir} is already started")
         if self._binaries is None:
@@ -148,7 +162,8 @@ class ControlPlane:
             self.reset()
             self.state_dir.mkdir(parents=True, exist_ok=True)
             create_pki(self._pki.directory)
-            self.ports = dict(zip(("etcd-client", "etcd-peer", _APISERVER), _free_ports(3)))
+            self.ports = dict(zip(("etcd-client", "etcd-peer", _APISERVER, _CONTROLLER_MANAGER, _SCHEDULER),
+                                  _free_ports(5)))
             self.write_kubeconfig(self.kubeconfig_path, ADMIN_USER, ["system:masters"])
             try:
                 self._launch(_ETCD, self._etcd_args())
@@ -156,6 +171,13 @@ class ControlPlane:
                 self._launch(_APISERVER, self._apiserver_args())
                 self._wait(_APISERVER, self._apiserver_ready, deadline)
                 self._wait(_APISERVER, self._default_namespace_exists, deadline)
+                # The other three only talk to the API server: start them together.
+                self._launch(_CONTROLLER_MANAGER, self._controller_manager_args())
+                self._launch(_SCHEDULER, self._scheduler_args())
+                self._launch(_KWOK, self._kwok_args())
+                self._create_nodes()
+                self._wait(_KWOK, self._nodes_ready, deadline)
+                self._wait(_CONTROLLER_MANAGER, self._default_service_account_exists, deadline)
             except _PortTaken:
                 self._terminate_all()
                 if attempt == _PORT_ATTEMPTS:
@@ -185,11 +207,11 @@ class ControlPlane:
                 path.unlink(missing_ok=True)
 
     def running(self) -> bool:
-        """True if both recorded processes are alive (and are still the binaries started)."""
-        return bool(self.pids) and all(self._alive(name) for name in (_ETCD, _APISERVER))
+        """True if every recorded process is alive (and is still the binary started)."""
+        return bool(self.pids) and all(self._alive(name) for name in _PROCESSES)
 
     def healthy(self) -> bool:
-        """True if both processes are alive and the apiserver reports ready."""
+        """True if every process is alive and the apiserver reports ready."""
         return self.running() and self._apiserver_ready()
 
     def __enter__(self) -> ControlPlane:
@@ -226,8 +248,7 @@ class ControlPlane:
                                expiration_seconds: int = 3600) -> kubernetes.client.ApiClient:
         """A client using a TokenRequest token for ``namespace/name``, creating the SA if needed.
 
-        The namespace must exist. Tokens are signed by the apiserver itself, so
-        this works without a controller-manager.
+        The namespace must exist. Tokens are signed by the apiserver itself.
         """
         with self.admin_client() as admin:
             core = kubernetes.client.CoreV1Api(admin)
@@ -284,10 +305,74 @@ class ControlPlane:
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
             f"--service-account-key-file={pki.service_account_pub}",
             f"--service-account-signing-key-file={pki.service_account_key}",
-            f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
             # Operators routinely ship privileged pods; without this their specs are rejected.
             "--allow-privileged=true",
         ]
+
+    def _controller_manager_args(self) -> list[str]:
+        pki = self._pki
+        kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / f"{_CONTROLLER_MANAGER}.kubeconfig",
+                                           "system:kube-controller-manager")
+        return [
+            str(self._binaries.kube_controller_manager),
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports[_CONTROLLER_MANAGER]}",
+            f"--cert-dir={self._component_dir(_CONTROLLER_MANAGER)}",
+            # One instance: skipping the election saves its lease period at start-up.
+            "--leader-elect=false",
+            # Each controller acts as its own ServiceAccount, bound by the bootstrap RBAC roles.
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki.service_account_key}",
+            f"--root-ca-file={pki.ca_cert}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            f"--cluster-cidr={CLUSTER_CIDR}",
+            # kwok assigns pod addresses itself; nodes need no podCIDR.
+            "--allocate-node-cidrs=false",
+        ]
+
+    def _scheduler_args(self) -> list[str]:
+        kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / f"{_SCHEDULER}.kubeconfig",
+                                           "system:kube-scheduler")
+        return [
+            str(self._binaries.kube_scheduler),
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports[_SCHEDULER]}",
+            f"--cert-dir={self._component_dir(_SCHEDULER)}",
+            "--leader-elect=false",
+        ]
+
+    def _kwok_args(self) -> list[str]:
+        kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / f"{_KWOK}.kubeconfig",
+                                           "system:kwok", ["system:masters"])
+        stages = subprocess.run([str(self._binaries.kwok_stages)], check=True, capture_output=True).stdout
+        (self.state_dir / _KWOK_CONFIG).write_bytes(stages)
+        return [
+            str(self._binaries.kwok),
+            f"--kubeconfig={kubeconfig}",
+            f"--config={self.state_dir / _KWOK_CONFIG}",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+            f"--cidr={CLUSTER_CIDR}",
+            "--node-ip=127.0.0.1",
+            # The nodes' heartbeat is their Lease (the heartbeat stage only refreshes their status every
+            # 10 minutes): without it they turn NotReady after the grace period and their pods with them.
+            "--node-lease-duration-seconds=40",
+        ]
+
+    def _create_nodes(self) -> None:
+        """Register the simulated nodes, as a kubelet registers itself; kwok then keeps them Ready."""
+        for index in range(NODE_COUNT):
+            name = f"{NODE_PREFIX}{index}"
+            node = {
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+                             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                        "kubernetes.io/arch": "amd64", "type": "kwok"}},
+                "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                           "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+            }
+            _post(f"{self.server}/api/v1/nodes", node, self._admin_ssl_context())
 
     def _launch(self, name: str, args: list[str]) -> None:
         self._log(f"starting {name}")
@@ -322,8 +407,8 @@ class ControlPlane:
                                 f"the end of {log}:\n{tail(log)}")
 
     def _terminate_all(self, grace: float = 10.0) -> None:
-        # The apiserver first: stopping etcd under it only floods its log with errors.
-        for name in (_APISERVER, _ETCD):
+        # In reverse start order: stopping a process's server under it only floods its log with errors.
+        for name in reversed(_PROCESSES):
             if name in self.pids:
                 self._terminate(name, grace)
         self._procs.clear()
@@ -364,7 +449,7 @@ class ControlPlane:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (FileNotFoundError, ProcessLookupError):
             return False
-        binary = self._binaries.etcd if name == _ETCD else self._binaries.kube_apiserver
+        binary = getattr(self._binaries, name.replace("-", "_"))
         # A zombie has an empty command line, which rightly counts as not running.
         return cmdline.split(b"\0", 1)[0] == os.fsencode(binary)
 
@@ -382,6 +467,20 @@ class ControlPlane:
         url = f"{self.server}/api/v1/namespaces/default"
         return _get(url, self._admin_ssl_context()) is not None
 
+    def _nodes_ready(self) -> bool:
+        body = _get(f"{self.server}/api/v1/nodes", self._admin_ssl_context())
+        if body is None:
+            return False
+        ready = [n for n in json.loads(body).get("items", [])
+                 if any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (n.get("status") or {}).get("conditions") or [])]
+        return len(ready) >= NODE_COUNT
+
+    def _default_service_account_exists(self) -> bool:
+        """The serviceaccounts controller runs: pods in new namespaces will be admitted."""
+        url = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"
+        return _get(url, self._admin_ssl_context()) is not None
+
     def _admin_ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self._pki.ca_cert)
         context.load_cert_chain(self._pki.client_cert(ADMIN_USER), self._pki.client_key(ADMIN_USER))
@@ -391,6 +490,12 @@ class ControlPlane:
 
     def _kubeconfigs_dir(self) -> Path:
         directory = self.state_dir / "kubeconfigs"
+        directory.mkdir(exist_ok=True)
+        return directory
+
+    def _component_dir(self, name: str) -> Path:
+        """Where a component keeps the self-signed serving certificate it makes for itself."""
+        directory = self._pki.directory / name
         directory.mkdir(exist_ok=True)
         return directory
 
@@ -424,6 +529,21 @@ def _get(url: str, context: ssl.SSLContext | None) -> bytes | None:
             return response.read().strip()
     except (urllib.error.URLError, OSError, ValueError):
         return None
+
+
+def _post(url: str, body: dict, context: ssl.SSLContext) -> None:
+    """Create an object; one that already exists is fine."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                         urllib.request.HTTPSHandler(context=context))
+    try:
+        with opener.open(request, timeout=10) as response:
+            response.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:
+            raise ControlPlaneError(f"creating {body['kind']} {body['metadata']['name']} failed: "
+                                    f"HTTP {exc.code}: {exc.read()[:500]!r}") from None
 
 
 def _die_with_parent() -> None:

@@ -1,0 +1,98 @@
+"""How health becomes an Operator's conditions and components, and how `reconciler status` summarises them."""
+
+from __future__ import annotations
+
+from reconciler.cluster.health import Health, Status
+from reconciler.cluster.status import health_conditions
+from reconciler.cluster.wait import Component, OperatorHealth
+from reconciler.commands.status import summarize
+from reconciler.model.kube import ObjectRef
+
+DEPLOY = ObjectRef("apps", "Deployment", "ns", "web", "v1")
+CRD = ObjectRef("apiextensions.k8s.io", "CustomResourceDefinition", "", "things.example.com", "v1")
+OK = Health(Status.CURRENT, "fine", "Current")
+
+
+def by_type(conds: list[dict]) -> dict[str, dict]:
+    return {c["type"]: c for c in conds}
+
+
+def test_healthy_operator_is_ready_and_not_progressing() -> None:
+    health = OperatorHealth("op", Status.CURRENT, (Component(CRD, OK), Component(DEPLOY, OK)), 3.0)
+    conds = by_type(health_conditions(health, "op.v1 applied at abc"))
+    assert conds["Ready"]["status"] == "True"
+    assert conds["Ready"]["message"] == "op.v1 applied at abc; all 2 component(s) are healthy"
+    assert conds["Progressing"]["status"] == "False" and conds["Degraded"]["status"] == "False"
+
+
+def test_rolling_out_operator_is_progressing_not_degraded() -> None:
+    wip = Health(Status.IN_PROGRESS, "available replicas: 0/1", "AvailableReplicas")
+    conds = by_type(health_conditions(OperatorHealth("op", Status.IN_PROGRESS, (Component(DEPLOY, wip),)), "x"))
+    assert (conds["Ready"]["status"], conds["Ready"]["reason"]) == ("False", "Progressing")
+    assert conds["Ready"]["message"] == "Deployment.apps ns/web: available replicas: 0/1"
+    assert conds["Progressing"]["status"] == "True" and conds["Degraded"]["status"] == "False"
+
+
+def test_timed_out_operator_is_degraded_and_says_for_how_long() -> None:
+    wip = Health(Status.IN_PROGRESS, "available replicas: 0/1", "AvailableReplicas")
+    health = OperatorHealth("op", Status.IN_PROGRESS, (Component(DEPLOY, wip),), 30.4, timed_out=True)
+    conds = by_type(health_conditions(health, "x"))
+    assert conds["Ready"]["reason"] == "HealthTimeout"
+    assert conds["Ready"]["message"].endswith("available replicas: 0/1 (not healthy after 30s)")
+    assert conds["Degraded"]["status"] == "True"
+
+
+def test_failed_component_is_named_first() -> None:
+    wip = Health(Status.IN_PROGRESS, "ready replicas: 0/1", "ReadyReplicas")
+    bad = Health(Status.FAILED, "Progressing=False: ProgressDeadlineExceeded", "ProgressDeadlineExceeded")
+    other = ObjectRef("apps", "Deployment", "ns", "api", "v1")
+    health = OperatorHealth("op", Status.FAILED, (Component(DEPLOY, wip), Component(other, bad)), 5.0)
+    assert health.message.startswith("Deployment.apps ns/api: Progressing=False")
+    conds = by_type(health_conditions(health, "x"))
+    assert (conds["Ready"]["reason"], conds["Progressing"]["status"]) == ("ComponentFailed", "False")
+
+
+def test_component_refs_carry_identity_and_explain_abnormal_ones() -> None:
+    healthy = Component(CRD, OK, uid="u1", resource_version="42").to_status()
+    assert healthy == {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                       "name": "things.example.com", "uid": "u1", "resourceVersion": "42"}
+    unavailable = {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}
+    progressing = {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"}
+    wip = Health(Status.IN_PROGRESS, "available replicas: 0/1", "AvailableReplicas")
+    ref = Component(DEPLOY, wip, "u2", "7", (unavailable, progressing)).to_status()
+    assert ref["namespace"] == "ns" and ref["apiVersion"] == "apps/v1"
+    assert ref["conditions"] == [unavailable]
+    assert ref["health"] == {"status": "InProgress", "reason": "AvailableReplicas",
+                             "message": "available replicas: 0/1"}
+    derived = Component(DEPLOY, wip).to_status()["conditions"]
+    assert derived == [{"type": "Ready", "status": "False", "reason": "AvailableReplicas",
+                        "message": "available replicas: 0/1"}]
+
+
+def status(name: str, digest: str = "sha256:a", ready: str = "True", **extra) -> dict:
+    return {"bundle": {"package": "p", "name": name, "version": "1.0.0", "digest": digest}, "revision": "abc123",
+            "conditions": [{"type": "Ready", "status": ready, "reason": "Healthy", "message": "ok"}], **extra}
+
+
+def test_summary_compares_with_the_lock() -> None:
+    recorded = {
+        "same": status("p.v1"),
+        "old": status("p.v1"),
+        "extra": status("p.v1", updates=[{"options": ["p.v2"]}],
+                        conditions=[{"type": "InstallPendingApproval", "status": "True"}]),
+    }
+    locked = {"same": {"name": "p.v1", "version": "1.0.0", "digest": "sha256:a"},
+              "old": {"name": "p.v2", "version": "2.0.0", "digest": ""},
+              "new": {"name": "p.v1", "version": "1.0.0", "digest": ""}}
+    rows = {r["name"]: r for r in summarize(recorded, locked)}
+    assert rows["same"]["lock"] == "in sync"
+    assert rows["old"]["lock"] == "out of date (locked p.v2)"
+    assert rows["new"]["lock"] == "not installed"
+    assert rows["extra"]["lock"] == "not declared"
+    assert rows["extra"]["pendingApproval"] is True and rows["extra"]["updatesAvailable"] == ["p.v2"]
+    assert rows["same"]["ready"] == "True" and rows["same"]["revision"] == "abc123"
+
+
+def test_summary_without_a_repository_has_no_lock_column() -> None:
+    rows = summarize({"a": status("p.v1", ready="False")}, None)
+    assert "lock" not in rows[0] and rows[0]["ready"] == "False"
