@@ -19,10 +19,16 @@ import pytest
 
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import EXAMPLE, GitOpsRepo, get, managed
-from tests.e2e.test_reconcile import V100, V110, k8s, kc  # noqa: F401 - fixtures
+from tests.e2e.test_reconcile import V100 as _V100, V110 as _V110, k8s, kc  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
+# An install namespace of its own: namespaces are never pruned, and other tests expect to create plumbus-system.
+NAMESPACE = "crash-system"
+V100 = {s.replace("plumbus-system", NAMESPACE) for s in _V100}
+V110 = {s.replace("plumbus-system", NAMESPACE) for s in _V110}
+DECLARATION = (EXAMPLE / "operators/plumbus.yaml").read_text().replace("namespace: plumbus-system",
+                                                                        f"namespace: {NAMESPACE}")
 KINDS = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount",
          "Deployment"}
 
@@ -54,6 +60,7 @@ def test_killed_reconciles_converge_on_the_next_run(tmp_path, kc, k8s):
     print(f"crash campaign seed {seed}, {trials} trial(s) per phase")
     rng = random.Random(seed)
     repo = GitOpsRepo(tmp_path / "repo")
+    repo.write("operators/plumbus.yaml", DECLARATION)
     phases = [("install", "1.0.0", V100), ("upgrade", ">=1.0.0 <2.0.0", V110), ("removal", None, set())]
     try:
         for trial in range(trials):
@@ -63,7 +70,7 @@ def test_killed_reconciles_converge_on_the_next_run(tmp_path, kc, k8s):
                     repo.write("reconciler.yaml", "allowEmpty: true\n")
                 else:
                     if not (repo.path / "operators/plumbus.yaml").exists():
-                        repo.write("operators/plumbus.yaml", (EXAMPLE / "operators/plumbus.yaml").read_text())
+                        repo.write("operators/plumbus.yaml", DECLARATION)
                         repo.write("reconciler.yaml", (EXAMPLE / "reconciler.yaml").read_text())
                     repo.set_version(version)
                 delay = rng.uniform(0.3, 6.0)
