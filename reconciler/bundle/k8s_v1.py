@@ -63,7 +63,6 @@ def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
         raise BundleError(exc.message, path=OLM_YAML, obj=content.name) from None
     if not isinstance(doc, dict):
         raise BundleError("olm.yaml must be a mapping", path=OLM_YAML, obj=content.name)
-    check(doc, OLM_YAML_SHAPE, path=OLM_YAML, obj=content.name, error=BundleError)
     missing = [f for f in REQUIRED_FIELDS if not doc.get(f)]
     if missing:
         raise BundleError(f"olm.yaml lacks the required field(s) {', '.join(missing)}", path=OLM_YAML,
@@ -72,6 +71,7 @@ def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
     if not isinstance(modes, list) or not all(isinstance(m, dict) and m.get("type") for m in modes):
         raise BundleError("olm.yaml installModes must be a list of {type, supported}", path=OLM_YAML,
                           obj=content.name)
+    check(doc, OLM_YAML_SHAPE, path=OLM_YAML, obj=content.name, error=BundleError)
     return doc
 
 

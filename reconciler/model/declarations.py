@@ -22,6 +22,7 @@ from reconciler.model.provisioner import Identity
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
+from reconciler.model.shape import kind_of
 
 OPERATOR_API_VERSIONS = ("operators.coreos.com/v1", "operators.coreos.com/v2alpha1")
 INPUT_API_VERSIONS = ("deppy.io/v1", "depster.io/v1")
@@ -135,13 +136,16 @@ BUILTIN_INPUT_CLASSES = {
 CLASS_CONSTRAINT_TYPES = ("minKubeVersion", "minOCPVersion")
 
 
+_WORDS = {dict: "a mapping", list: "a list", str: "a string", int: "an integer", float: "a number",
+          bool: "true or false"}
+
+
 class _Reader:
     """Walks a mapping, recording which keys were read, so leftovers are reported."""
 
     def __init__(self, data: Any, where: str, obj: str, origin: Origin) -> None:
         if not isinstance(data, dict):
-            raise DeclarationError(f"{where} must be a mapping, not {type(data).__name__}",
-                                   path=str(origin), obj=obj)
+            raise DeclarationError(f"{where} must be a mapping, not {kind_of(data)}", path=str(origin), obj=obj)
         self.data, self.where, self.obj, self.origin = data, where, obj, origin
         self.seen: set[str] = set()
 
@@ -155,9 +159,10 @@ class _Reader:
                 raise self.fail(f"{self.where}.{key} is required")
             return None
         value = self.data[key]
-        if not isinstance(value, kind):
-            want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise self.fail(f"{self.where}.{key} must be a {want}, not {type(value).__name__}")
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            want = " or ".join(_WORDS.get(k, k.__name__) for k in kinds)
+            raise self.fail(f"{self.where}.{key} must be {want}, not {kind_of(value)}")
         return value
 
     def child(self, key: str, required: bool = False) -> _Reader | None:

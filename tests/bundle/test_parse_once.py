@@ -17,9 +17,9 @@ def parses(monkeypatch, tmp_path):
     seen: list[str] = []
     real = yamlio.load_all
 
-    def counting(text, source):
+    def counting(text, source, **options):
         seen.append(source)
-        return real(text, source)
+        return real(text, source, **options)
 
     monkeypatch.setattr(yamlio, "load_all", counting)
     return seen

@@ -19,10 +19,16 @@ import pytest
 
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import EXAMPLE, GitOpsRepo, get, managed
-from tests.e2e.test_reconcile import V100, V110
+from tests.e2e.test_reconcile import V100 as _V100, V110 as _V110
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
+# An install namespace of its own: namespaces are never pruned, and other tests expect to create plumbus-system.
+NAMESPACE = "crash-system"
+V100 = {s.replace("plumbus-system", NAMESPACE) for s in _V100}
+V110 = {s.replace("plumbus-system", NAMESPACE) for s in _V110}
+DECLARATION = (EXAMPLE / "operators/plumbus.yaml").read_text().replace("namespace: plumbus-system",
+                                                                        f"namespace: {NAMESPACE}")
 KINDS = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount",
          "Deployment"}
 
@@ -48,12 +54,25 @@ def converge(repo: GitOpsRepo, kubeconfig: Path) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def approve_namespace(repo: GitOpsRepo) -> None:
+    """Another install namespace is another set of permissions: approve both bundles for it, as a user would."""
+    import io
+
+    from reconciler.cli import main
+
+    for version in ("1.1.0", "1.0.0"):
+        repo.set_version(version)
+        assert main(["approve", str(repo.path), "plumbus", "--offline"], out=io.StringIO()) == 0
+
+
 def test_killed_reconciles_converge_on_the_next_run(tmp_path, kc, k8s):
     seed = int(os.environ.get("RECONCILER_CRASH_SEED") or random.randrange(1 << 30))
     trials = int(os.environ.get("RECONCILER_CRASH_TRIALS") or 2)
     print(f"crash campaign seed {seed}, {trials} trial(s) per phase")
     rng = random.Random(seed)
     repo = GitOpsRepo(tmp_path / "repo")
+    repo.write("operators/plumbus.yaml", DECLARATION)
+    approve_namespace(repo)
     phases = [("install", "1.0.0", V100), ("upgrade", ">=1.0.0 <2.0.0", V110), ("removal", None, set())]
     try:
         for trial in range(trials):
@@ -63,7 +82,7 @@ def test_killed_reconciles_converge_on_the_next_run(tmp_path, kc, k8s):
                     repo.write("reconciler.yaml", "allowEmpty: true\n")
                 else:
                     if not (repo.path / "operators/plumbus.yaml").exists():
-                        repo.write("operators/plumbus.yaml", (EXAMPLE / "operators/plumbus.yaml").read_text())
+                        repo.write("operators/plumbus.yaml", DECLARATION)
                         repo.write("reconciler.yaml", (EXAMPLE / "reconciler.yaml").read_text())
                     repo.set_version(version)
                 delay = rng.uniform(0.3, 6.0)

@@ -5,14 +5,27 @@ from __future__ import annotations
 
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import managed, reconcile
-from tests.e2e.test_reconcile import V100, V110, repo  # noqa: F401 - fixture
+from tests.e2e.test_crash_campaign import approve_namespace
+from tests.e2e.test_reconcile import V100 as _V100, V110 as _V110, repo  # noqa: F401 - fixture
 
+# An install namespace of its own: namespaces are never pruned, and other tests expect to create plumbus-system.
+NAMESPACE = "crdsafety-system"
+V100 = {s.replace("plumbus-system", NAMESPACE) for s in _V100}
+V110 = {s.replace("plumbus-system", NAMESPACE) for s in _V110}
 CRD_FILE = "bundles/plumbus/1.1.0/manifests/plumbai.how.theydoit.com.crd.yaml"
 CR = {"apiVersion": "how.theydoit.com/v1alpha1", "kind": "Plumbus",
       "metadata": {"name": "everyday", "namespace": "default"}, "spec": {"fleeb": "rubbed", "schleem": 3}}
 
 
+def own_namespace(repo) -> None:
+    decl = (repo.path / "operators/plumbus.yaml").read_text()
+    assert "namespace: plumbus-system" in decl
+    repo.write("operators/plumbus.yaml", decl.replace("namespace: plumbus-system", f"namespace: {NAMESPACE}"))
+    approve_namespace(repo)
+
+
 def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, kc, k8s: Kube, capsys):
+    own_namespace(repo)
     repo.set_version("1.0.0")
     assert reconcile(repo, kc, capsys=capsys).code == 0
     info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
@@ -43,6 +56,7 @@ def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, 
 
 
 def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(repo, kc, k8s: Kube, capsys):
+    own_namespace(repo)
     repo.set_version("1.0.0")
     assert reconcile(repo, kc, capsys=capsys).code == 0
     crd = (repo.path / CRD_FILE).read_text()
@@ -70,6 +84,7 @@ def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(r
 
 
 def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bundle(repo, kc, k8s: Kube, capsys):
+    own_namespace(repo)
     repo.set_version("1.0.0")
     assert reconcile(repo, kc, capsys=capsys).code == 0
     info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")

@@ -275,15 +275,15 @@ def test_catalog_needs_package():
 
 def test_wrong_type_is_named():
     err = error(v1({"catalog": "community"}))
-    assert err.message == "spec.catalog must be a dict, not str"
+    assert err.message == "spec.catalog must be a mapping, not a string"
     err = error(v1({"catalog": {**CATALOG, "channel": ["stable"]}}))
-    assert err.message == "spec.catalog.channel must be a str, not list"
+    assert err.message == "spec.catalog.channel must be a string, not a list"
 
 
 def test_spec_not_a_mapping():
     err = error({"apiVersion": "operators.coreos.com/v1", "kind": "Operator", "metadata": {"name": "x"},
                  "spec": ["catalog"]})
-    assert err.message == "spec must be a mapping, not list"
+    assert err.message == "spec must be a mapping, not a list"
 
 
 def test_bad_version_range():
