@@ -88,6 +88,12 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     for upd in resolution.updates if resolution else ():
         print(f"  update available for {upd.operator} outside its declaration: channel {upd.channel}: "
               f"{', '.join(upd.options)}", file=out)
+    if resolution is not None and not all(s.apply for s in resolution.selections):
+        from reconciler.review.nextminor import next_minor_checks
+
+        for check in next_minor_checks(snap, resolution):
+            for line in check.describe():
+                print(line, file=out)
     if outcome.lock_written:
         lock_state = "written"
     elif snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():

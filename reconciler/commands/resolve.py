@@ -56,8 +56,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     lockfile = pipeline.plan_lock(snapshot, resolution)
     written = False if args.no_write else pipeline.write_lock(snapshot, lockfile)
     decisions, not_evaluated = _approvals(snapshot, resolution, lockfile, kube)
+    from reconciler.review.nextminor import next_minor_checks
+
+    checks = next_minor_checks(snapshot, resolution)
     if args.output == "table":
         _table(resolution, out, explain=args.explain)
+        if checks:
+            print("", file=out)
+            for check in checks:
+                for line in check.describe():
+                    print(line.removeprefix("  "), file=out)
         if not_evaluated:
             print(f"\nApproval: not evaluated: {not_evaluated}", file=out)
         elif decisions:
@@ -71,6 +79,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     else:
         doc = as_document(resolution, lockfile, explain=args.explain)
         doc["approvals"] = [approval_document(d) for _, d in sorted(decisions.items())]
+        if checks:
+            doc["nextMinorChecks"] = [c.to_dict() for c in checks]
         if not_evaluated:
             doc["approvalsNotEvaluated"] = not_evaluated
         out.write(json.dumps(doc, indent=2, sort_keys=False) + "\n" if args.output == "json"
