@@ -22,7 +22,7 @@ exit codes:
   70  an internal error: a bug in the reconciler; please report it with the command that failed
 """
 
-COMMANDS = ("reconcile", "resolve", "diff", "approve", "watch", "cluster", "catalog", "bundle")
+COMMANDS = ("reconcile", "resolve", "diff", "update", "approve", "watch", "cluster", "catalog", "bundle")
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

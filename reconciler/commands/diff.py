@@ -65,8 +65,13 @@ def render(rev, output: str, colour: bool = False) -> str:  # noqa: ANN001 - a r
     return fmt.as_text(rev, colour=colour)
 
 
-def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, context: str | None = None):
-    """The review of ``root``'s working tree against ``base``; the cluster, if named, is read for its version."""
+def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, context: str | None = None,
+            *, pin_after: bool = False):
+    """The review of ``root``'s working tree against ``base``; the cluster, if named, is read for its version.
+
+    ``pin_after`` keeps the working tree's locked owners on their locked bundles (for a change that is
+    exactly a lock edit, as `update` makes), instead of what a resolution would move them to.
+    """
     from reconciler import pipeline
     from reconciler.review import Side, review
     from reconciler.review.collect import approvals_of, base_commit, checkout, open_git, resolve_side
@@ -81,7 +86,7 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     commit, label = base_commit(repo, rel, base)
     with checkout(repo, commit, rel) as base_root:
         before = resolve_side(base_root, f"base {label}", revision=commit)
-    after = resolve_side(root, "working tree", installed=before.lockfile if before else None)
+    after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after)
     assert after is not None
     empty = Side(f"base {label}", {})
     return review(before.side if before else empty, after.side, approvals=approvals_of(after),

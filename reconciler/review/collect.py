@@ -96,16 +96,21 @@ def checkout(repo: pygit2.Repository, commit: str | None, rel: str) -> Iterator[
 
 
 def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = None,
-                 revision: str | None = None, kube: object | None = None) -> Resolved | None:
-    """Read, resolve and convert one side. ``installed`` replaces the snapshot's own lock as what is installed."""
+                 revision: str | None = None, pin: bool = False) -> Resolved | None:
+    """Read, resolve and convert one side. ``installed`` replaces the snapshot's own lock as what is installed;
+    without it, or with ``pin``, every owner in the side's own lock stays on its locked bundle (the base:
+    what the cluster has; a commit that moves only part of the lock: what it moves)."""
     if root is None:
         return None
     snapshot = read_repository(root)
+    own_lock = snapshot.lock
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if installed is not None:
         snapshot = dataclasses.replace(snapshot, lock=installed)
     resolution = pipeline.resolve(snapshot, None)
+    if (installed is None or pin) and own_lock is not None:
+        resolution = pinned(resolution, own_lock)
     planned = pipeline.plan_lock(snapshot, resolution)
     installs = pipeline.convert(snapshot, resolution, planned, None)
     converted = {i.lock.operator: i.lock for i in installs}
@@ -122,6 +127,20 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
     catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     return Resolved(Side(label, owners, catalogs, semver), snapshot, lockfile, installs)
+
+
+def pinned(resolution, lock: Lockfile):  # noqa: ANN001, ANN201 - a resolve.Resolution
+    """The resolution with every locked owner on its locked bundle: the base side is what is installed,
+    as committed, even when a re-resolution of it would already move on."""
+    locked = {e.operator: e for e in lock.entries}
+    selections = []
+    for sel in resolution.selections:
+        e = locked.get(sel.owner)
+        if e is not None and sel.apply and (e.name, e.source) != (sel.bundle_name, sel.image):
+            sel = dataclasses.replace(sel, bundle_name=e.name, image=e.source, version=e.version,
+                                      package=e.package, catalog=e.catalog, channel=e.channel)
+        selections.append(sel)
+    return dataclasses.replace(resolution, selections=tuple(selections))
 
 
 def approvals_of(resolved: Resolved) -> dict[str, Approval]:
