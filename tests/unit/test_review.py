@@ -189,3 +189,38 @@ def test_catalog_deprecations(catalog):
     assert catalog_deprecations(catalog, "p", "stable", "p.v1.1.0") == [
         "bundle p.v1.1.0 is deprecated: p.v1.1.0 has a data-loss bug"]
     assert catalog_deprecations(catalog, "p", "stable", "p.v1.3.0") == []
+
+
+# Rendering -------------------------------------------------------------------------------------------
+
+def _side(owners):
+    from reconciler.review import Side
+    return Side("base", owners)
+
+
+def _owner(name, bundle, deps=(), objects=()):
+    from reconciler.review import BundleInfo, Owner
+    return Owner(name, "Operator", BundleInfo(bundle, bundle.rsplit(".v", 1)[-1], name, "c", "stable", "", ""),
+                 tuple(deps), tuple(objects))
+
+
+def test_markdown_draws_the_dependency_graph_only_when_dependencies_change():
+    from reconciler.review import review
+    from reconciler.review.render import as_document, as_markdown, as_text
+
+    cm = _obj("v1", "ConfigMap", "cm")
+    before = _side({"app": _owner("app", "app.v1.0.0", objects=[cm])})
+    after = _side({"app": _owner("app", "app.v1.1.0", deps=[("package lib", "lib.v2.0.0")], objects=[cm]),
+                   "lib": _owner("lib", "lib.v2.0.0")})
+    r = review(before, after, kube_version="1.30.2")
+    md = as_markdown(r)
+    mermaid = md.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert '["app"] --> n1("app.v1.1.0")' in mermaid and 'n1 --> n2("lib.v2.0.0")' in mermaid
+    assert "- added `lib.v2.0.0` (for package lib)" in md
+    doc = as_document(r)
+    assert doc["dependenciesChanged"] is True and doc["kubernetesVersion"] == "1.30"
+    assert doc["nextKubernetesVersion"] == "1.31"
+    assert [o["change"] for o in doc["operators"]] == ["upgraded", "added"]
+    assert "\033[" in as_text(r, colour=True) and "\033[" not in as_text(r)
+    same = review(after, after)
+    assert not same.changed and "```mermaid" not in as_markdown(same)
