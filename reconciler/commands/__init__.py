@@ -12,7 +12,7 @@ import argparse
 EXIT_CODES = """\
 exit codes:
   0   success: nothing to change, or every change was applied
-  1   changes were found by --dry-run (as kubectl diff), or applied with --exit-code
+  1   changes were found by --dry-run or `diff` (as kubectl diff), or applied with --exit-code
   2   an error in the repository, a catalog, resolution or a bundle: nothing was applied; or a guardrail
       policy violation: the Operator concerned was not applied, the others were
   3   the cluster could not be reached or refused a request
