@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
+    p.add_argument("--graph", action="store_true",
+                   help="print the resolution as a Mermaid graph (Operators, chosen bundles, dependencies with "
+                        "the constraint that linked them, the installed bundle each replaces) instead of a table")
     p.add_argument("--explain", action="store_true",
                    help="say why each bundle was chosen and why more preferred ones were not")
     p.add_argument("--no-write", action="store_true", help="do not write olm.lock")
@@ -59,7 +62,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.review.nextminor import next_minor_checks
 
     checks = next_minor_checks(snapshot, resolution)
-    if args.output == "table":
+    if args.graph:
+        from reconciler.review.render import resolution_mermaid
+
+        out.write(resolution_mermaid(resolution, {e.operator: e for e in snapshot.lock.entries}
+                                     if snapshot.lock else {}))
+    elif args.output == "table":
         _table(resolution, out, explain=args.explain)
         if checks:
             print("", file=out)

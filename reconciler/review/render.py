@@ -206,3 +206,48 @@ def as_markdown(r: Review) -> str:
             out.append("")
         out.append("</details>")
     return "\n".join(out).rstrip() + "\n"
+
+
+# The resolution as a picture ---------------------------------------------------------------------------
+
+def resolution_mermaid(resolution: Any, installed: dict[str, Any] | None = None) -> str:
+    """Operators -> chosen bundles -> dependencies (edges labelled with the constraint that linked them);
+    a bundle installed before and replaced by the choice is drawn dashed into it. Chosen bundles are
+    styled ``chosen``, installed ones ``installed``, report-only (dry-run) choices ``reportonly``."""
+    ids: dict[str, str] = {}
+
+    def node(key: str) -> str:
+        if key not in ids:
+            ids[key] = f"n{len(ids)}"
+        return ids[key]
+
+    def esc(text: str) -> str:
+        return text.replace('"', "#quot;")
+
+    lines = ["graph LR"]
+    classes: dict[str, list[str]] = {"chosen": [], "installed": [], "reportonly": [], "operator": []}
+    for s in resolution.selections:
+        o = node("op:" + s.owner) if s.kind != "Dependency" else ""
+        b = node("bundle:" + s.bundle_name)
+        where = ", ".join(x for x in (s.catalog, s.channel) if x)
+        label = esc(s.bundle_name + (f"<br/>{where}" if where else ""))
+        if o:
+            lines.append(f'  {o}["{esc(s.kind)} {esc(s.owner)}"] --> {b}("{label}")')
+            classes["operator"].append(o)
+        else:
+            lines.append(f'  {b}("{label}")')
+        (classes["chosen"] if s.apply else classes["reportonly"]).append(b)
+        for need, dep in s.dependencies:
+            lines.append(f'  {b} -->|"{esc(need)}"| {node("bundle:" + dep)}')
+        old = (installed or {}).get(s.owner)
+        if old is not None and old.name != s.bundle_name:
+            i = node("bundle:" + old.name)
+            lines.append(f'  {i}("{esc(old.name)}<br/>installed") -.->|upgrade| {b}')
+            classes["installed"].append(i)
+    lines += ["  classDef operator fill:#eef,stroke:#447", "  classDef chosen fill:#efe,stroke:#474",
+              "  classDef installed fill:#eee,stroke:#777,stroke-dasharray: 4 2",
+              "  classDef reportonly fill:#ffe,stroke:#aa4"]
+    for cls, members in classes.items():
+        if members:
+            lines.append(f"  class {','.join(dict.fromkeys(members))} {cls}")
+    return "\n".join(lines) + "\n"

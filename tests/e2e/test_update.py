@@ -139,3 +139,14 @@ def test_apply_refuses_a_dirty_tree_and_an_existing_branch(repo, capsys):
     git.references.create("refs/heads/reconciler/updates", git.head.target)
     run = cli("update", str(repo.path), "--apply", capsys=capsys)
     assert run.code == 64 and "already exists" in run.err
+
+
+def test_resolve_graph_draws_operators_bundles_and_the_installed_bundle_replaced(repo, capsys):
+    run = cli("resolve", str(repo.path), "--offline", "--no-write", "--graph", capsys=capsys)
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0] == "graph LR"
+    assert '  n0["Operator gadget"] --> n1("gadget.v1.0.0<br/>extra, stable")' in lines
+    assert '  n2["Operator plumbus"] --> n3("plumbus.v1.1.0<br/>community, stable")' in lines
+    assert '  n4("plumbus.v1.0.0<br/>installed") -.->|upgrade| n3' in lines
+    assert "  class n1,n3 chosen" in lines and "  class n4 installed" in lines
