@@ -86,7 +86,8 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     commit, label = base_commit(repo, rel, base)
     with checkout(repo, commit, rel) as base_root:
         before = resolve_side(base_root, f"base {label}", revision=commit)
-    after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after)
+    after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after,
+                         reuse=before.side if before else None)
     assert after is not None
     empty = Side(f"base {label}", {})
     return review(before.side if before else empty, after.side, approvals=approvals_of(after),

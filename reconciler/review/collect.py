@@ -95,8 +95,20 @@ def checkout(repo: pygit2.Repository, commit: str | None, rel: str) -> Iterator[
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def secrets_of(side: Side | None):  # noqa: ANN201 - a bundle.certs.Lookup
+    """A certificate lookup over a side's rendered Secrets: the other side reuses its webhook
+    certificates, so an unchanged webhook does not show as a changed caBundle."""
+    found = {}
+    for owner in (side.owners.values() if side else ()):
+        for obj in owner.objects:
+            meta = obj.get("metadata") or {}
+            if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+                found[(meta.get("namespace", ""), meta.get("name", ""))] = obj
+    return lambda namespace, name: found.get((namespace, name))
+
+
 def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = None,
-                 revision: str | None = None, pin: bool = False) -> Resolved | None:
+                 revision: str | None = None, pin: bool = False, reuse: Side | None = None) -> Resolved | None:
     """Read, resolve and convert one side. ``installed`` replaces the snapshot's own lock as what is installed;
     without it, or with ``pin``, every owner in the side's own lock stays on its locked bundle (the base:
     what the cluster has; a commit that moves only part of the lock: what it moves)."""
@@ -112,7 +124,10 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
     if (installed is None or pin) and own_lock is not None:
         resolution = pinned(resolution, own_lock)
     planned = pipeline.plan_lock(snapshot, resolution)
-    installs = pipeline.convert(snapshot, resolution, planned, None)
+    from reconciler.bundle.certs import SelfSignedProvider
+
+    installs = pipeline.convert(snapshot, resolution, planned, None,
+                                certificates=SelfSignedProvider(lookup=secrets_of(reuse)))
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     owners = {}

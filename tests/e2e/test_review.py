@@ -199,3 +199,26 @@ def test_dry_run_next_flags_an_api_the_next_minor_removes(tmp_path, capsys):
     repo.write("reconciler.yaml", 'kubernetesVersion: "1.20.0"\n')
     later = cli("resolve", str(repo.path), "--offline", "--no-write", capsys=capsys)
     assert "assuming Kubernetes 1.21" in later.out and "is deprecated in Kubernetes 1.21" in later.out
+
+
+def test_an_unchanged_webhook_bundle_is_not_a_change(tmp_path, capsys):
+    """Self-signed webhook certificates are generated per render; the working tree reuses the base's, so a
+    webhook Operator nobody touched does not show up as a changed caBundle."""
+    from tests.unit.helpers import csv_doc, write_bundle
+
+    repo = based(tmp_path, capsys)
+    csv = csv_doc("hooks.v0.1.0", webhookdefinitions=[{
+        "type": "ValidatingAdmissionWebhook", "generateName": "v.hooks.example.com",
+        "deploymentName": "demo-controller", "containerPort": 443, "targetPort": 9443,
+        "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}],
+        "webhookPath": "/validate"}])
+    ref = write_bundle(repo.path, "bundles/hooks", csv, package="hooks")
+    repo.write("operators/hooks.yaml", WIDGET.replace("widget.v0.1.0", "hooks.v0.1.0")
+               .replace("name: widget", "name: hooks").replace("file://bundles/widget", ref)
+               .replace("widget-system", "hooks-system"))
+    assert cli("resolve", str(repo.path), "--offline", capsys=capsys).code == 0
+    repo.commit("hooks")
+    add_widget(repo)
+    doc = json.loads(cli("diff", str(repo.path), "-o", "json", capsys=capsys).out)
+    assert [o["operator"] for o in doc["operators"]] == ["widget"]
