@@ -222,3 +222,19 @@ def test_an_unchanged_webhook_bundle_is_not_a_change(tmp_path, capsys):
     add_widget(repo)
     doc = json.loads(cli("diff", str(repo.path), "-o", "json", capsys=capsys).out)
     assert [o["operator"] for o in doc["operators"]] == ["widget"]
+
+
+@pytest.mark.cluster
+def test_the_cluster_named_gives_the_kubernetes_version(tmp_path, capsys, kc):
+    """Only /version is read: the cluster's minor (1.36) overrides reconciler.yaml's 1.24."""
+    repo = based(tmp_path, capsys)
+    repo.write("operators/widget.yaml", WIDGET)
+    repo.write("bundles/widget/manifests/objects.yaml",
+               "apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: FlowSchema\nmetadata: {name: widget}\n"
+               "spec: {priorityLevelConfiguration: {name: workload-low}}\n")
+    run = cli("diff", str(repo.path), "-o", "json", "--kubeconfig", str(kc), capsys=capsys)
+    assert run.code == 1, run.err
+    doc = json.loads(run.out)
+    assert (doc["kubernetesVersion"], doc["nextKubernetesVersion"]) == ("1.36", "1.37")
+    assert [(f["kind"], f["kubernetesVersion"], f["status"], f["replacement"]) for f in doc["apiRemovals"]] == [
+        ("FlowSchema", "1.36", "removed", "flowcontrol.apiserver.k8s.io/v1")]
