@@ -145,7 +145,7 @@ def rewrite_declaration(text: str, name: str, p: Proposal, current_catalog: str,
     parts = _DOC_SPLIT.split(text)
     seps = _DOC_SPLIT.findall(text)
     for i, doc in enumerate(parts):
-        if not re.search(rf"^\s+name:\s*['\"]?{re.escape(name)}['\"]?\s*$", doc, re.M):
+        if not re.search(rf"^\s+name:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", doc, re.M):
             continue
         for change in p.changes:
             what = change.split(" ", 1)[0]

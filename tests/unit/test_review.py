@@ -224,3 +224,35 @@ def test_markdown_draws_the_dependency_graph_only_when_dependencies_change():
     assert "\033[" in as_text(r, colour=True) and "\033[" not in as_text(r)
     same = review(after, after)
     assert not same.changed and "```mermaid" not in as_markdown(same)
+
+
+def test_rewrite_declaration_changes_only_the_lines_it_must():
+    from reconciler.review.updates import Proposal, rewrite_declaration, widened
+
+    text = """# keep me
+apiVersion: operators.coreos.com/v1
+kind: Operator
+metadata:
+  name: other
+spec:
+  catalog: {name: community, package: other}
+---
+apiVersion: operators.coreos.com/v1
+kind: Operator
+metadata:
+  name: app   # the app
+spec:
+  catalog:
+    name: community
+    package: app
+    channel: stable
+  version: ">=1.0.0 <2.0.0"
+"""
+    p = Proposal("app", "app", "app.v1.4.0", "1.4.0", "app.v2.1.0", "2.1.0", "mirror", "fast", "outside",
+                 "replaces app.v1.4.0 (channel fast)", "major",
+                 ("catalog community -> mirror", "channel stable -> fast", "version '>=1.0.0 <2.0.0' -> x"))
+    out = rewrite_declaration(text, "app", p, "community", "stable")
+    assert "    name: mirror\n    package: app\n    channel: fast\n" in out
+    assert 'version: ">=2.1.0 <3.0.0"' in out
+    assert out.split("---")[0] == text.split("---")[0]   # the other document is untouched
+    assert widened("0.3.1") == ">=0.3.1 <0.4.0"
