@@ -188,6 +188,12 @@ def as_markdown(r: Review) -> str:
             changed = [o for o in op.objects if o.action == "changed"]
             for o in changed:
                 out += ["", f"`{o.ref}`:", "", "```diff", *o.diff[2:], "```"]
+            created = [o for o in op.objects if o.action == "created"]
+            if created:
+                out += ["", f"<details><summary>{len(created)} created object(s)</summary>", ""]
+                for o in created:
+                    out += [f"`{o.ref}`:", "", "```diff", *o.diff[3:], "```", ""]
+                out.append("</details>")
             out.append("")
         if op.rbac_gained or op.rbac_lost:
             out += ["**Permissions** (RBAC the bundle grants):", "", "```diff"]
