@@ -211,15 +211,17 @@ def check_locked(snapshot: RepoSnapshot, planned: Lockfile) -> None:
 
 
 def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
-            kube: Kube | None = None) -> tuple[Installed, ...]:
+            kube: Kube | None = None, certificates=None) -> tuple[Installed, ...]:
     """Fetch and convert every bundle to apply; a locked digest must match the fetched content.
 
     With ``kube``, self-signed webhook certificates already in the cluster are
     reused until they near expiry, so a reconcile does not rotate them each time.
+    ``certificates`` replaces the provider (a review reuses the other side's).
     """
     from reconciler.bundle.certs import SelfSignedProvider, cluster_lookup
 
-    certificates = SelfSignedProvider(lookup=cluster_lookup(kube) if kube is not None else None)
+    if certificates is None:
+        certificates = SelfSignedProvider(lookup=cluster_lookup(kube) if kube is not None else None)
     planned = {e.operator: e for e in lock.entries}
     installs = []
     for sel in resolution.selections:

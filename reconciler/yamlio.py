@@ -338,3 +338,22 @@ class _NoAliasDumper(_Dumper):  # type: ignore[misc,valid-type]
 
 def dump_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+class _ReadableDumper(_NoAliasDumper):
+    """Multi-line strings as literal blocks, so a diff of them is a diff of their lines."""
+
+
+def _represent_str(dumper: yaml.BaseDumper, data: str) -> yaml.ScalarNode:
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_ReadableDumper.add_representer(str, _represent_str)
+
+
+def dump_readable(obj: Any) -> str:
+    """Like ``dump``, for people reading a diff: multi-line strings keep their lines."""
+    return yaml.dump(obj, Dumper=_ReadableDumper, sort_keys=True, default_flow_style=False,
+                     allow_unicode=True, width=100)

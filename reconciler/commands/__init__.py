@@ -12,7 +12,7 @@ import argparse
 EXIT_CODES = """\
 exit codes: (they say whose move it is; see docs/hardening.md)
   0   success: nothing to change, or every change was applied
-  1   changes were found by --dry-run (as kubectl diff), or applied with --exit-code
+  1   changes were found by --dry-run or `diff` (as kubectl diff), or applied with --exit-code
   2   the input is wrong and nothing was applied: a declaration, reconciler.yaml or olm.lock of the wrong
       shape or with a duplicate key; a catalog; resolution; a bundle (a field of the wrong type, or an
       object the API server refuses as invalid); a policy; a symbolic link out of the repository; a file
@@ -27,7 +27,8 @@ exit codes: (they say whose move it is; see docs/hardening.md)
       traceback); please report it with the command that failed
 """
 
-COMMANDS = ("reconcile", "resolve", "approve", "status", "watch", "cluster", "catalog", "bundle", "completion")
+COMMANDS = ("reconcile", "resolve", "diff", "update", "approve", "status", "watch", "cluster", "catalog", "bundle",
+            "completion")
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

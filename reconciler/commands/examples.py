@@ -30,6 +30,14 @@ EXAMPLES: dict[str, str] = {
   git add approvals/ && git commit -m "Approve plumbus.v1.1.0"
   reconciler approve . --all --offline        # everything that waits, without reading a cluster
   reconciler approve . fleeb --waive no-cluster-admin-binding   # a reviewed exception to a guardrail""",
+    "diff": """\
+  reconciler diff .                           # this commit against its parent (or uncommitted changes)
+  reconciler diff . --base origin/main -o markdown > report.md   # a pull request's review comment
+  reconciler diff . --base main -o json       # for scripts; exit 1 when something changes""",
+    "update": """\
+  reconciler update .                         # updates within each declaration's channel and range
+  reconciler update . --include-out-of-range  # and beyond: other channels, catalogs, ranges
+  reconciler update . --apply --allow minor   # one commit per Operator on branch reconciler/updates""",
     "status": """\
   reconciler status                           # every Operator in the cluster: bundle, health, approval
   reconciler status .                         # also compare with the repository's olm.lock

@@ -239,6 +239,12 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     for inst in outcome.installs:
         for warning in inst.bundle.warnings:
             print(f"  warning: {inst.selection.owner}: {warning}", file=out)
+    if resolution is not None and not all(s.apply for s in resolution.selections):
+        from reconciler.review.nextminor import next_minor_checks
+
+        for check in next_minor_checks(snap, resolution):
+            for line in check.describe():
+                print(line, file=out)
     lock_state = _lock_state(outcome)
     if lock_state == "stale":
         lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
+    p.add_argument("--graph", action="store_true",
+                   help="print the resolution as a Mermaid graph (Operators, chosen bundles, dependencies with "
+                        "the constraint that linked them, the installed bundle each replaces) instead of a table")
     p.add_argument("--explain", action="store_true",
                    help="say why each bundle was chosen and why more preferred ones were not")
     p.add_argument("--no-write", action="store_true", help="do not write olm.lock")
@@ -62,8 +65,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for note in repinned:
         print(f"note: {note}", file=sys.stderr)
     decisions, not_evaluated = _approvals(snapshot, resolution, lockfile, kube)
-    if args.output == "table":
+    from reconciler.review.nextminor import next_minor_checks
+
+    checks = next_minor_checks(snapshot, resolution)
+    if args.graph:
+        from reconciler.review.render import resolution_mermaid
+
+        out.write(resolution_mermaid(resolution, {e.operator: e for e in snapshot.lock.entries}
+                                     if snapshot.lock else {}))
+    elif args.output == "table":
         _table(resolution, out, explain=args.explain)
+        if checks:
+            print("", file=out)
+            for check in checks:
+                for line in check.describe():
+                    print(line.removeprefix("  "), file=out)
         if not_evaluated:
             print(f"\nApproval: not evaluated: {not_evaluated}", file=out)
         elif decisions:
@@ -77,6 +93,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     else:
         doc = as_document(resolution, lockfile, explain=args.explain)
         doc["approvals"] = [approval_document(d) for _, d in sorted(decisions.items())]
+        if checks:
+            doc["nextMinorChecks"] = [c.to_dict() for c in checks]
         if not_evaluated:
             doc["approvalsNotEvaluated"] = not_evaluated
         out.write(json.dumps(doc, indent=2, sort_keys=False) + "\n" if args.output == "json"

@@ -123,7 +123,7 @@ class SatResolver:
             _check_class(request.classes[d.input_class], d, current)
         now = [d for d in resolved if not request.classes[d.input_class].next_kube_minor]
         later = [d for d in resolved if request.classes[d.input_class].next_kube_minor]
-        selections = [_direct(d) for d in direct]
+        selections = [_direct(d, request.classes.get(d.input_class)) for d in direct]
         updates: list[Update] = []
         sel, upd = _solve(universe, request, resolved, current, keep=now)
         selections += sel
@@ -185,10 +185,12 @@ def _check_class(cls: InputClass, d: OperatorDecl, kube: semver.Version | None) 
                                       hint="choose another inputClass")
 
 
-def _direct(d: OperatorDecl) -> Selection:
+def _direct(d: OperatorDecl, cls: InputClass | None) -> Selection:
+    """A bundle named by the declaration; a dry-run class reports it without applying it."""
     assert d.bundle is not None
     return Selection(owner=d.name, kind=d.kind, origin=str(d.origin), bundle_name=d.bundle.name,
                      image=d.bundle.refs[0], install=d.install, declaration=d,
+                     apply=not (cls is not None and cls.dry_run),
                      reasons=("installed directly from spec.bundle, without a catalog",))
 
 

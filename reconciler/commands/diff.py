@@ -1,0 +1,94 @@
+"""`reconciler diff`: what a change to the repository does, Operator by Operator, without a cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from reconciler.commands import add_cluster_args
+from reconciler.errors import EXIT_CHANGES, EXIT_OK
+
+EXIT_CODES = """\
+exit codes: (as kubectl diff)
+  0   no Operator changes
+  1   Operators change (the report says how)
+  2   an error in the repository, a catalog, resolution or a bundle, on either side
+  3   the cluster (read only for its Kubernetes version) could not be reached
+  64  a usage error, e.g. a --base that names no commit
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diff", help="review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
+        description="Compare the repository at a base revision with the working tree. Both sides are resolved "
+                    "and converted offline (the working tree with the base's olm.lock as what is installed); "
+                    "for every Operator that changes the report gives the bundle before and after with the "
+                    "upgrade edge taken, dependencies added and dropped, the objects created, changed and "
+                    "deleted (Secret data masked), the RBAC gained and lost, CRD changes, catalog "
+                    "deprecations and whether approval will be needed; and, for every Operator, the objects "
+                    "whose apiVersion is deprecated or removed at the cluster's Kubernetes minor "
+                    "(kubernetesVersion in reconciler.yaml, or the cluster's) and the next one.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree (in a git checkout)")
+    p.add_argument("--base", metavar="REV",
+                   help="the revision to compare with (default: HEAD when the working tree has uncommitted "
+                        "changes, else HEAD's first parent)")
+    p.add_argument("-o", "--output", choices=("text", "json", "markdown"), default="text",
+                   help="text (coloured on a terminal), json (stable schema) or markdown (a PR comment)")
+    add_cluster_args(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context)
+    out.write(render(rev, args.output, colour=_tty(out)))
+    return EXIT_CHANGES if rev.changed else EXIT_OK
+
+
+def _tty(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def render(rev, output: str, colour: bool = False) -> str:  # noqa: ANN001 - a review.Review
+    from reconciler.review import render as fmt
+
+    if output == "json":
+        return json.dumps(fmt.as_document(rev), indent=2) + "\n"
+    if output == "markdown":
+        return fmt.as_markdown(rev)
+    return fmt.as_text(rev, colour=colour)
+
+
+def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, context: str | None = None,
+            *, pin_after: bool = False):
+    """The review of ``root``'s working tree against ``base``; the cluster, if named, is read for its version.
+
+    ``pin_after`` keeps the working tree's locked owners on their locked bundles (for a change that is
+    exactly a lock edit, as `update` makes), instead of what a resolution would move them to.
+    """
+    from reconciler import pipeline
+    from reconciler.review import Side, review
+    from reconciler.review.collect import approvals_of, base_commit, checkout, open_git, resolve_side
+
+    kube = None
+    if kubeconfig or context:
+        from reconciler.cluster.kube import Kube, load_api_client
+
+        api = load_api_client(kubeconfig, context)
+        kube = Kube(api) if api else None
+    repo, rel = open_git(root)
+    commit, label = base_commit(repo, rel, base)
+    with checkout(repo, commit, rel) as base_root:
+        before = resolve_side(base_root, f"base {label}", revision=commit)
+    after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after,
+                         reuse=before.side if before else None)
+    assert after is not None
+    empty = Side(f"base {label}", {})
+    return review(before.side if before else empty, after.side, approvals=approvals_of(after),
+                  kube_version=pipeline.kubernetes_version(after.snapshot, kube))
