@@ -252,11 +252,10 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews)."""
     subjects = [Subject(i.selection.owner, i.bundle.name or i.lock.name, i.lock.digest, i.bundle.objects,
                         i.selection.declaration) for i in installs]
-    lookup = None
-    if kube is not None:
-        def lookup(api_version: str, kind: str) -> tuple[str, bool] | None:
-            info = kube.resource(api_version, kind)
-            return (info.plural, info.namespaced) if info else None
+    def from_cluster(api_version: str, kind: str) -> tuple[str, bool] | None:
+        info = kube.resource(api_version, kind) if kube is not None else None
+        return (info.plural, info.namespaced) if info else None
+    lookup = from_cluster if kube is not None else None
     decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=snapshot.approvals,
                          default_class=snapshot.settings.provisioner_class,
                          check=access_check(kube) if kube is not None else None, cluster_lookup=lookup)

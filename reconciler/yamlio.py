@@ -24,7 +24,6 @@ import json
 import os
 import re
 import stat
-from pathlib import Path
 from typing import Any, Iterator
 
 import yaml

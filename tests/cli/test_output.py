@@ -5,29 +5,23 @@ from __future__ import annotations
 import io
 import json
 import logging
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from reconciler import logs
-from reconciler.cli import build_parser, main
-from tests.e2e.support import EXAMPLE, GitOpsRepo
+from reconciler.cli import build_parser
+from tests.e2e.support import GitOpsRepo, cli, example_copy
 
 
 def _cli(*args: str, capsys) -> tuple[int, str, str]:
-    capsys.readouterr()
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    return code, out.getvalue(), capsys.readouterr().err
+    return cli(*args, capsys=capsys)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
-    return path
+    return example_copy(tmp_path)
 
 
 @pytest.fixture

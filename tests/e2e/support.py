@@ -67,6 +67,21 @@ def reconcile(repo: GitOpsRepo | Path, kubeconfig: Path | None, *extra: str,
     return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
+def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """The CLI in this process: exit code, stdout, stderr."""
+    capsys.readouterr()
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+def example_copy(tmp_path: Path) -> Path:
+    """A plain copy of the example repository (not a git repository), without its lockfile."""
+    path = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
+    return path
+
+
 def approve(repo: GitOpsRepo, *operators: str, capsys: pytest.CaptureFixture[str]) -> Run:
     """`reconciler approve`, then commit the record: the approval."""
     capsys.readouterr()

@@ -22,16 +22,6 @@ OPERATOR = "reconciler.dev/v1alpha1"
 
 
 @pytest.fixture
-def kc(control_plane) -> Path:
-    return control_plane.kubeconfig_path
-
-
-@pytest.fixture
-def k8s(control_plane) -> Kube:
-    return Kube(control_plane.admin_client())
-
-
-@pytest.fixture
 def uid() -> str:
     return uuid.uuid4().hex[:6]
 

@@ -7,18 +7,15 @@ at a closed loopback port where a file must lose).
 from __future__ import annotations
 
 import base64
-import io
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
 import yaml
 
-from reconciler.cli import main
 from reconciler.cluster.kube import Kube, load_api_client
 from reconciler.cluster.kubeconfig import load_kubeconfig
-from tests.e2e.support import EXAMPLE
+from tests.e2e.support import cli, example_copy
 
 pytestmark = pytest.mark.cluster
 
@@ -60,17 +57,12 @@ def _split_admin(control_plane, directory: Path, context: str, *, current: str |
 
 
 def _cli(*args: str, capsys) -> tuple[int, str, str]:
-    capsys.readouterr()
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    return code, out.getvalue(), capsys.readouterr().err
+    return cli(*args, capsys=capsys)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
-    return path
+    return example_copy(tmp_path)
 
 
 def test_context_from_the_second_file_of_kubeconfig(control_plane, tmp_path, monkeypatch, repo, capsys):
