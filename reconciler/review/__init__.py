@@ -262,9 +262,12 @@ def _versions(crd: Manifest) -> dict[str, dict[str, Any]]:
 def crd_changes(old: Manifest | None, new: Manifest | None) -> list[str]:
     """What an upgrade does to one CRD, each line a verdict a reviewer can act on.
 
-    A deliberately simple check: versions added and removed (a removed
-    version that is stored or served strands existing objects), storage
-    version moves and a scope change (which Kubernetes refuses).
+    Versions added and removed, storage moves and served flags, and the
+    upgrade-safety verdict the reconciler itself applies before replacing a
+    CRD (``cluster/crdsafety.py``: removed fields, type changes, new required
+    fields, narrowed enums, tightened bounds, ...), each marked UNSAFE. Offline
+    the stored versions are taken to be the old storage version and no custom
+    resource is assumed to exist; the cluster check at apply time knows both.
     """
     if old is None and new is None:
         return []
@@ -293,6 +296,15 @@ def crd_changes(old: Manifest | None, new: Manifest | None) -> list[str]:
     new_storage = next((v for v, d in nv.items() if d.get("storage")), None)
     if old_storage and new_storage and old_storage != new_storage:
         out.append(f"CRD {name}: storage version moves from {old_storage} to {new_storage}")
+    from reconciler.cluster.crdsafety import check_crd_upgrade
+
+    said = {line.split("UNSAFE: ", 1)[-1] for line in out}
+    for finding in check_crd_upgrade(old, new, [old_storage] if old_storage else [], []):
+        if finding.rule in ("scope", "stored-version-removed") and any("UNSAFE" in line for line in out):
+            continue  # already said above in a reviewer's words
+        text = f"CRD {name}: UNSAFE: {str(finding).removeprefix(name).lstrip()}"
+        if text.split("UNSAFE: ", 1)[1] not in said:
+            out.append(text)
     return out
 
 

@@ -120,6 +120,21 @@ def test_crd_changes_verdicts():
     assert "no longer in the bundle" in crd_changes(_crd(["v1"]), None)[0]
 
 
+def test_crd_changes_carry_the_upgrade_safety_verdict_of_the_schema():
+    def schema(kind: str, required: list[str] | None = None) -> dict:
+        crd = _crd(["v1"])
+        body = {"type": "object", "properties": {"size": {"type": kind}}}
+        if required:
+            body["required"] = required
+        crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": {"type": "object",
+                                                                     "properties": {"spec": body}}}
+        return crd
+    retyped = crd_changes(schema("integer"), schema("string"))
+    assert any("UNSAFE" in line and ".spec.size" in line and "integer to string" in line for line in retyped), retyped
+    now_required = crd_changes(schema("integer"), schema("integer", ["size"]))
+    assert any("UNSAFE" in line and "required" in line for line in now_required), now_required
+
+
 # Catalog ---------------------------------------------------------------------------------------------
 
 def _bundle(name, version):
