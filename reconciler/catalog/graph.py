@@ -189,10 +189,12 @@ def _id(name: str, ids: dict[str, str]) -> str:
     return ids[name]
 
 
-def _label(n: Node, channel: str | None = None) -> list[str]:
+def _label(n: Node, channel: str | None = None, marks: dict[str, str] | None = None) -> list[str]:
     if n.collapsed:
         return [n.note]
     parts = [n.name]
+    if (marks or {}).get(n.name):
+        parts.append(marks[n.name])
     if n.head_of and (channel is None or channel in n.head_of):
         parts.append(f"head of {', '.join(n.head_of) if channel is None else channel}")
     if n.deprecated:
@@ -202,12 +204,14 @@ def _label(n: Node, channel: str | None = None) -> list[str]:
     return parts
 
 
-def to_mermaid(graph: UpgradeGraph, *, group: bool = False) -> str:
-    """Mermaid flowchart; with ``group``, one subgraph per channel."""
+def to_mermaid(graph: UpgradeGraph, *, group: bool = False, marks: dict[str, str] | None = None) -> str:
+    """Mermaid flowchart; with ``group``, one subgraph per channel. ``marks`` labels and highlights bundles
+    by name: ``installed`` (what a cluster runs) and ``target`` (what a resolution chose)."""
     ids: dict[str, str] = {}
     lines = ["graph LR", f"  %% upgrade graph of package {graph.package}, channels: {', '.join(graph.channels)}"]
     views = _by_channel(graph) if group else [(None, list(graph.nodes), list(graph.edges))]
-    classes: dict[str, list[str]] = {"head": [], "deprecated": [], "missing": [], "collapsed": []}
+    classes: dict[str, list[str]] = {"head": [], "deprecated": [], "missing": [], "collapsed": [], "installed": [],
+                                     "target": []}
     for channel, nodes, edges in views:
         indent = "  "
         if channel is not None:
@@ -219,10 +223,12 @@ def to_mermaid(graph: UpgradeGraph, *, group: bool = False) -> str:
 
         for n in nodes:
             nid = _id(key(n.name), ids)
-            text = "<br/>".join(_label(n, channel)).replace('"', "#quot;")
+            text = "<br/>".join(_label(n, channel, marks)).replace('"', "#quot;")
             lines.append(f'{indent}{nid}["{text}"]')
             for cls, on in (("head", n.head_of and (channel is None or channel in n.head_of)),
-                            ("deprecated", n.deprecated), ("missing", not n.present), ("collapsed", n.collapsed)):
+                            ("deprecated", n.deprecated), ("missing", not n.present), ("collapsed", n.collapsed),
+                            ("installed", (marks or {}).get(n.name) == "installed"),
+                            ("target", (marks or {}).get(n.name) == "target")):
                 if on:
                     classes[cls].append(nid)
         for e in edges:
@@ -231,7 +237,9 @@ def to_mermaid(graph: UpgradeGraph, *, group: bool = False) -> str:
         if channel is not None:
             lines.append("  end")
     lines += ["  classDef head stroke-width:3px,stroke:#2a7", "  classDef deprecated fill:#eee,stroke:#a33,color:#a33",
-              "  classDef missing stroke-dasharray:4 2,color:#888", "  classDef collapsed fill:#f4f4ff,stroke:#66a"]
+              "  classDef missing stroke-dasharray:4 2,color:#888", "  classDef collapsed fill:#f4f4ff,stroke:#66a",
+              "  classDef installed fill:#dde8ff,stroke:#24a,stroke-width:3px",
+              "  classDef target fill:#ddf5dd,stroke:#2a2,stroke-width:3px"]
     for cls, chosen in classes.items():
         if chosen:
             lines.append(f"  class {','.join(chosen)} {cls}")
@@ -242,8 +250,8 @@ def _dot_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(graph: UpgradeGraph, *, group: bool = False) -> str:
-    """Graphviz DOT; with ``group``, one cluster per channel."""
+def to_dot(graph: UpgradeGraph, *, group: bool = False, marks: dict[str, str] | None = None) -> str:
+    """Graphviz DOT; with ``group``, one cluster per channel; ``marks`` as for ``to_mermaid``."""
     lines = [f"digraph {_dot_str(graph.package)} {{", "  rankdir=LR;",
              '  node [shape=box, style="rounded", fontname="Helvetica"];', '  edge [fontname="Helvetica"];',
              f"  label={_dot_str(f'{graph.package}: ' + ', '.join(graph.channels))}; labelloc=t;"]
@@ -272,8 +280,13 @@ def to_dot(graph: UpgradeGraph, *, group: bool = False) -> str:
             if n.collapsed:
                 styles.append("filled")
                 attrs["fillcolor"] = "#f4f4ff"
-            attrs["style"] = ",".join(styles)
-            label = '"' + "\\n".join(_dot_str(p)[1:-1] for p in _label(n, channel)) + '"'
+            mark = (marks or {}).get(n.name)
+            if mark:
+                styles.append("filled")
+                attrs["fillcolor"] = "#dde8ff" if mark == "installed" else "#ddf5dd"
+                attrs["penwidth"] = "3"
+            attrs["style"] = ",".join(dict.fromkeys(styles))
+            label = '"' + "\\n".join(_dot_str(p)[1:-1] for p in _label(n, channel, marks)) + '"'
             body = ", ".join([f"label={label}"] + [f"{k}={_dot_str(v)}" for k, v in attrs.items()])
             lines.append(f"{indent}{_dot_str(key(n.name))} [{body}];")
         for e in edges:
@@ -290,13 +303,14 @@ class GraphvizMissing(ReconcilerError):
     """SVG output was asked for but Graphviz's ``dot`` is not installed."""
 
 
-def to_svg(graph: UpgradeGraph, dot: str | None = None, *, group: bool = False) -> str:
+def to_svg(graph: UpgradeGraph, dot: str | None = None, *, group: bool = False,
+           marks: dict[str, str] | None = None) -> str:
     exe = dot or shutil.which("dot")
     if exe is None:
         raise GraphvizMissing("SVG output needs Graphviz's `dot` program, which is not on PATH",
                               hint="install Graphviz (e.g. apt-get install graphviz), or use --format mermaid "
                                    "or --format dot")
-    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(graph, group=group), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([exe, "-Tsvg"], input=to_dot(graph, group=group, marks=marks), capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise ReconcilerError(f"`dot -Tsvg` failed: {proc.stderr.strip()[:500]}")
     return proc.stdout

@@ -62,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="collapse a bundle's skipRange fan of more than N edges into one node (default 4; 0 never)")
     g.add_argument("-f", "--format", choices=("mermaid", "dot", "svg"), default="mermaid",
                    help="svg needs Graphviz's dot on PATH")
+    g.add_argument("--installed", metavar="BUNDLE", help="highlight this bundle as the one installed")
+    g.add_argument("--target", metavar="BUNDLE", help="highlight this bundle as the one a resolution chose")
+    g.add_argument("--lock", metavar="FILE",
+                   help="highlight the package's bundle in this olm.lock as installed (e.g. the committed lock)")
     g.set_defaults(run=run_graph)
 
     r = csub.add_parser("render", help="render a bundle directory into an olm.bundle blob",
@@ -155,8 +159,19 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
     if args.fan > 0:
         g = graph.collapse_fans(g, args.fan)
     group = args.group_by == "channel" and len(g.channels) > 1
+    marks: dict[str, str] = {}
+    if args.lock:
+        from reconciler import yamlio
+        from reconciler.model.lock import Lockfile
+
+        lock = Lockfile.parse(yamlio.read_text(args.lock, args.lock), args.lock)
+        marks.update({e.name: "installed" for e in lock.entries if e.package == args.package})
+    if args.installed:
+        marks[args.installed] = "installed"
+    if args.target:
+        marks[args.target] = "target"
     render = {"mermaid": graph.to_mermaid, "dot": graph.to_dot, "svg": graph.to_svg}[args.format]
-    out.write(render(g, group=group))
+    out.write(render(g, group=group, marks=marks))
     return EXIT_OK
 
 

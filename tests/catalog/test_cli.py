@@ -117,6 +117,24 @@ def test_graph_mermaid(tmp_path):
     assert "  class n0_demo_v1_0_0 deprecated" in lines
 
 
+def test_graph_marks_the_installed_and_the_target_bundle(tmp_path):
+    catalog = str(demo_catalog(tmp_path))
+    (tmp_path / "olm.lock").write_text(
+        "apiVersion: reconciler.dev/v1alpha1\nkind: Lock\nbundles:\n- operator: demo\n  package: demo\n"
+        "  name: demo.v1.0.0\n  version: 1.0.0\n  catalog: c\n  channel: stable\n  source: file://x\n"
+        "  digest: ''\n")
+    code, out = run("catalog", "graph", "demo", "-c", catalog, "--channel", "stable",
+                    "--lock", str(tmp_path / "olm.lock"), "--target", "demo.v1.2.0")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert '  n0_demo_v1_0_0["demo.v1.0.0<br/>installed<br/>deprecated"]' in lines
+    assert '  n2_demo_v1_2_0["demo.v1.2.0<br/>target<br/>head of stable"]' in lines
+    assert "  class n0_demo_v1_0_0 installed" in lines and "  class n2_demo_v1_2_0 target" in lines
+    _, dot = run("catalog", "graph", "demo", "-c", catalog, "--channel", "stable", "-f", "dot",
+                 "--installed", "demo.v1.1.0")
+    assert '"demo.v1.1.0" [label="demo.v1.1.0\\ninstalled", fillcolor="#dde8ff"' in dot
+
+
 def test_graph_dot_and_unknown_names(tmp_path, capsys):
     demo_catalog(tmp_path)
     _, out = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot")
