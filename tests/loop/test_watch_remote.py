@@ -87,7 +87,8 @@ def test_watch_command_serves_metrics_takes_signed_hooks_and_stops_on_sigterm(gi
         wait_until(lambda: applied_at(k8s, first), "the branch head applied")
         assert _http(base + "/healthz") == (200, "ok\n")
         ready = json.loads(_http(base + "/readyz")[1])
-        assert ready["applied"] == first and ready["last"]["outcome"] == "applied"
+        # The step that applied it, or a later look while the Operator rolls out, which finds nothing to change.
+        assert ready["applied"] == first and ready["last"]["outcome"] in ("applied", "unchanged")
 
         def push() -> int:
             return _http(base + "/hook", payload, {"X-Hub-Signature-256": signature(b"hook-secret", payload),
