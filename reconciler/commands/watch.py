@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import signal
-import socket
 import time
 from pathlib import Path
 from typing import TextIO
@@ -150,6 +147,10 @@ def _lease_namespace(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    import logging  # imported here, as the rest: `reconciler --help` loads only the parsers
+    import signal
+    import socket
+
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.commands.reconcile import print_outcome
     from reconciler.errors import ClusterError
