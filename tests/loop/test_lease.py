@@ -99,7 +99,8 @@ def test_only_the_leading_loop_applies(control_plane, k8s, namespace, gitops, cl
         gitops.write("reconciler.yaml", "defaultInstallNamespace: operators\n")
         changed = gitops.commit("a commit the new leader applies")
         wait_until(lambda: applied_at(k8s, changed), "the new leader applying the next commit")
-        assert loops[follower].applied_revision == changed
+        # The status is written (and its transitions announced) just before the step records the revision.
+        wait_until(lambda: loops[follower].applied_revision == changed, "the new leader recording the commit")
     finally:
         for name, lp in loops.items():
             lp.stop()
