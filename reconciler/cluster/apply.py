@@ -177,10 +177,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     missing_ns = _namespaces(kube, desired, dry_run, result)
     writers: dict[str, Kube] = {}
     if not dry_run:
-        for op in desired:
-            if op.installer is not None:
-                writers[op.name] = installer.ensure(kube, installer_namespace, op.name, op.installer,
-                                                    shipped_namespaces=_shipped_namespaces(op))
+        writers = installer.ensure_all(kube, installer_namespace, {
+            op.name: (op.installer, _shipped_namespaces(op)) for op in desired if op.installer is not None})
     elif any(op.installer is not None for op in desired):
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")

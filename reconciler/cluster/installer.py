@@ -62,42 +62,53 @@ def installer_objects(namespace: str, operator: str, permissions: PermissionSet)
     return out
 
 
-def ensure(kube: Kube, namespace: str, operator: str, permissions: PermissionSet, *,
-           shipped_namespaces: set[str] = frozenset()) -> Kube:
-    """Bind the Operator's installer to ``permissions`` (dropping what it no longer needs); a client acting as it.
+def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]]) -> dict[str, Kube]:
+    """Bind each Operator's installer to its permissions; a client acting as each.
 
-    Its Roles need their namespaces first. One the bundle ships as an object is created here labelled as
-    the Operator's, so that the bundle's own Namespace object then applies to it as to its own.
+    ``wanted`` maps an Operator to its approved permissions and the namespaces its bundle ships as objects.
+    Roles need their namespaces first; one the bundle ships is created here labelled as the Operator's, so
+    that the bundle's own Namespace object then applies to it as to its own. What is in place is read with
+    one LIST per kind for all Operators (a no-op reconcile costs the same for one Operator or fifty); only
+    what differs is written, and RBAC that an Operator's installer no longer needs is deleted.
     """
+    if not wanted:
+        return {}
     ns_info = kube.resource("v1", "Namespace")
-    for ns in [namespace, *(s for s in permissions.scopes() if s != CLUSTER)]:
-        if kube.get(ns_info, "", ns) is None:
+    existing = {(o.get("metadata") or {}).get("name") for o in kube.list(ns_info, metadata_only=True)}
+    for operator, (permissions, shipped) in sorted(wanted.items()):
+        for ns in [namespace, *(s for s in permissions.scopes() if s != CLUSTER)]:
+            if ns in existing:
+                continue
             meta: dict = {"name": ns}
-            if ns in shipped_namespaces:
+            if ns in shipped:
                 meta["labels"] = ownership_labels(operator)
             kube.apply(ns_info, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
                        field_manager=FIELD_MANAGER, dry_run=False)
-    wanted = installer_objects(namespace, operator, permissions)
-    changed = False
-    for obj in wanted:
-        info = kube.require_resource(obj)
-        meta = obj["metadata"]
-        live = kube.get(info, meta.get("namespace", ""), meta["name"])
-        if live is None or _rbac_body(live) != _rbac_body(obj):
-            kube.apply(info, obj, field_manager=FIELD_MANAGER, dry_run=False)
-            changed = True
-    changed |= _drop_stale(kube, operator, {(o["kind"], o["metadata"].get("namespace", "")) for o in wanted})
-    user = username(namespace, operator)
-    if changed:
-        _wait_in_force(kube, user, permissions)
-    return kube.impersonating(user)
+            existing.add(ns)
+    live = _live(kube)
+    changed: set[str] = set()
+    for operator, (permissions, _) in sorted(wanted.items()):
+        objects = installer_objects(namespace, operator, permissions)
+        for obj in objects:
+            meta = obj["metadata"]
+            current = live.pop((obj["kind"], meta.get("namespace", ""), meta["name"]), None)
+            if current is None or _rbac_body(current) != _rbac_body(obj):
+                kube.apply(kube.require_resource(obj), obj, field_manager=FIELD_MANAGER, dry_run=False)
+                changed.add(operator)
+    for (kind, ns, name), item in sorted(live.items()):
+        operator = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTALLER)
+        if operator in wanted and kind != "ServiceAccount":  # a scope this installer no longer needs
+            kube.delete(kube.resource(item["apiVersion"], kind), ns, name)
+            changed.add(operator)
+    for operator in sorted(changed):
+        _wait_in_force(kube, username(namespace, operator), wanted[operator][0])
+    return {operator: kube.impersonating(username(namespace, operator)) for operator in wanted}
 
 
 def remove(kube: Kube, namespace: str, operator: str) -> None:
     """Delete an uninstalled Operator's installer and its RBAC."""
-    _drop_stale(kube, operator, set())
-    info = kube.resource("v1", "ServiceAccount")
-    kube.delete(info, namespace, account_name(operator))
+    for (kind, ns, name), item in sorted(_live(kube, operator).items()):
+        kube.delete(kube.resource(item["apiVersion"], kind), ns, name)
 
 
 def _rbac_body(obj: Manifest) -> tuple:
@@ -105,17 +116,16 @@ def _rbac_body(obj: Manifest) -> tuple:
             ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTALLER))
 
 
-def _drop_stale(kube: Kube, operator: str, keep: set[tuple[str, str]]) -> bool:
-    """Delete this installer's Roles/Bindings in scopes it no longer needs."""
-    dropped = False
-    for kind in ("RoleBinding", "Role", "ClusterRoleBinding", "ClusterRole"):
-        info = kube.resource(RBAC_V1, kind)
-        for item in kube.list(info, label_selector=f"{LABEL_INSTALLER}={operator}"):
+def _live(kube: Kube, operator: str | None = None) -> dict[tuple[str, str, str], Manifest]:
+    """Every installer object in the cluster (of one Operator, if given), by kind, namespace and name."""
+    selector = LABEL_INSTALLER if operator is None else f"{LABEL_INSTALLER}={operator}"
+    out = {}
+    for api_version, kind in (("v1", "ServiceAccount"), (RBAC_V1, "ClusterRole"), (RBAC_V1, "ClusterRoleBinding"),
+                              (RBAC_V1, "Role"), (RBAC_V1, "RoleBinding")):
+        for item in kube.list(kube.resource(api_version, kind), label_selector=selector):
             meta = item.get("metadata") or {}
-            if (kind, meta.get("namespace", "")) not in keep:
-                kube.delete(info, meta.get("namespace", ""), meta["name"])
-                dropped = True
-    return dropped
+            out[(kind, meta.get("namespace", ""), meta.get("name", ""))] = item
+    return out
 
 
 def _wait_in_force(kube: Kube, user: str, permissions: PermissionSet) -> None:
@@ -123,9 +133,8 @@ def _wait_in_force(kube: Kube, user: str, permissions: PermissionSet) -> None:
     from reconciler.approve import access_check
     from reconciler.model.provisioner import Identity
 
-    namespace = user.split(":")[2]
-    identity = Identity(user, ("system:serviceaccounts", f"system:serviceaccounts:{namespace}",
-                               "system:authenticated"))
+    _, _, namespace, name = user.split(":")
+    identity = Identity.service_account(namespace, name)
     probes = []
     for rules in permissions.scopes().values():
         probes.extend(next(iter(PermissionSet.of([r]).atoms()), None) for r in rules[:1])

@@ -42,14 +42,18 @@ class Identity:
             if set(raw) != {"serviceAccount"} or not isinstance(sa, dict) or set(sa) != {"namespace", "name"} \
                     or not all(isinstance(v, str) and v for v in sa.values()):
                 raise fail("serviceAccount must be exactly {namespace: NS, name: NAME}")
-            ns = sa["namespace"]
-            return Identity(f"system:serviceaccount:{ns}:{sa['name']}",
-                            ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"))
+            return Identity.service_account(sa["namespace"], sa["name"])
         user, groups = raw.get("user"), raw.get("groups", [])
         if set(raw) - {"user", "groups"} or not isinstance(user, str) or not user \
                 or not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
             raise fail("must name a user (and optionally groups) or a serviceAccount")
         return Identity(user, tuple(groups))
+
+    @staticmethod
+    def service_account(namespace: str, name: str) -> Identity:
+        """A ServiceAccount as the API server authenticates it: its user name and its groups."""
+        return Identity(f"system:serviceaccount:{namespace}:{name}",
+                        ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"))
 
     def describe(self) -> str:
         return self.user + (f" (groups {', '.join(self.groups)})" if self.groups and

@@ -114,6 +114,11 @@ def test_android_first_install_waits_then_upgrades_within_the_approval_and_escal
     assert _condition(_status(k8s, "plumbus"), "InstallPendingApproval")["status"] == "False"
     # Applied as the Operator's own installer, bound to exactly what was approved.
     assert get(k8s, "v1", "ServiceAccount", "install-plumbus", "reconciler-system") is not None
+    # Nothing changed: the installer's RBAC is read, not rewritten.
+    role = get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRole", installer.role_name("plumbus"))
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    again = get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRole", installer.role_name("plumbus"))
+    assert again["metadata"]["resourceVersion"] == role["metadata"]["resourceVersion"]
 
     # 1.1.0 needs nothing beyond 1.0.0's approval: applied without a new one.
     _declare(repo, "plumbus", "1.1.0")
