@@ -3,6 +3,8 @@ declaration allows it by name."""
 
 from __future__ import annotations
 
+import contextlib
+
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import managed, reconcile
 from tests.e2e.test_crash_campaign import approve_namespace
@@ -24,7 +26,9 @@ def own_namespace(repo) -> None:
     approve_namespace(repo)
 
 
-def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, kc, k8s: Kube, capsys):
+@contextlib.contextmanager
+def retyped_after_install(repo, kc, k8s: Kube, capsys):
+    """plumbus 1.0.0 installed with a custom resource, and 1.1.0's CRD retyping one of its fields declared."""
     own_namespace(repo)
     repo.set_version("1.0.0")
     assert reconcile(repo, kc, capsys=capsys).code == 0
@@ -37,6 +41,13 @@ def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, 
                                          "schleem:\n                  type: string"))
         repo.set_version(">=1.0.0 <2.0.0")
         repo.write("olm.lock", "")  # the edited bundle has a new digest: resolve afresh
+        yield
+    finally:
+        k8s.request("DELETE", info.path("default", "everyday"))
+
+
+def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, kc, k8s: Kube, capsys):
+    with retyped_after_install(repo, kc, k8s, capsys):
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 2, run.err
         assert ("plumbai.how.theydoit.com version v1alpha1 .spec.schleem: type changes from integer to string "
@@ -51,8 +62,6 @@ def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, 
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 0, run.err
         assert managed(k8s, "plumbus") == V110
-    finally:
-        k8s.request("DELETE", info.path("default", "everyday"))
 
 
 def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(repo, kc, k8s: Kube, capsys):
@@ -84,29 +93,17 @@ def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(r
 
 
 def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bundle(repo, kc, k8s: Kube, capsys):
-    own_namespace(repo)
-    repo.set_version("1.0.0")
-    assert reconcile(repo, kc, capsys=capsys).code == 0
-    info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
-    k8s.request("POST", info.path("default"), body=CR)
-    try:
-        crd = (repo.path / CRD_FILE).read_text()
-        repo.write(CRD_FILE, crd.replace("schleem:\n                  type: integer",
-                                         "schleem:\n                  type: string"))
-        repo.set_version(">=1.0.0 <2.0.0")
-        repo.write("olm.lock", "")
-        repo.commit("plumbus 1.1.0 retypes schleem")
+    from reconciler.cli import main
+
+    with retyped_after_install(repo, kc, k8s, capsys):
         # It needs no new permission (Android approves it), but the CRD check refuses it.
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 2 and "type changes from integer to string" in run.err, run.err
+        assert "--waive crd-upgrade-safety" in run.err
         assert managed(k8s, "plumbus") == V100
         capsys.readouterr()
-        from reconciler.cli import main
         assert main(["approve", str(repo.path), "plumbus", "--offline", "--waive", "crd-upgrade-safety"]) == 0
         assert "waivedPolicies: [crd-upgrade-safety]" in (repo.path / "approvals/plumbus.yaml").read_text()
-        repo.commit("Accept the retyped CRD for this bundle")
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 0, run.err
         assert managed(k8s, "plumbus") == V110
-    finally:
-        k8s.request("DELETE", info.path("default", "everyday"))
