@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from reconciler import progress
+from reconciler import progress, yamlio
 from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog
@@ -439,9 +439,7 @@ def write_lock(snapshot: RepoSnapshot, lockfile: Lockfile) -> bool:
     path: Path = snapshot.lock_path
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
-    tmp = path.with_suffix(".lock.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    yamlio.write_atomic(path, text)
     return True
 
 

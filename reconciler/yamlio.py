@@ -335,6 +335,15 @@ class _NoAliasDumper(_Dumper):  # type: ignore[misc,valid-type]
         return True
 
 
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write a repository file whole or not at all (a reader never sees half of it)."""
+    target = os.fspath(path)
+    tmp = f"{target}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, target)
+
+
 def dump_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 

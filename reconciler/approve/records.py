@@ -123,7 +123,5 @@ def add_approval(root: Path, existing: ApprovalRecord | None, operator: str, bun
     record = ApprovalRecord(operator, rel, kept + (bundle,))
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(render_record(record), encoding="utf-8")
-    tmp.replace(path)
+    yamlio.write_atomic(path, render_record(record))
     return path

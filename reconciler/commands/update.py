@@ -127,7 +127,7 @@ def apply(root: Path, snapshot, found, branch: str) -> list[tuple[str, str]]:  #
 
 def _write_update(root: Path, p) -> list[Path]:  # noqa: ANN001 - a review.updates.Proposal
     """Point the declaration at the update (when it must change) and lock it; the files written."""
-    from reconciler import pipeline
+    from reconciler import pipeline, yamlio
     from reconciler.model.lock import Lockfile
     from reconciler.repo import read_repository
     from reconciler.review.updates import rewrite_declaration
@@ -138,8 +138,8 @@ def _write_update(root: Path, p) -> list[Path]:  # noqa: ANN001 - a review.updat
     if p.changes:
         path = snapshot.root / decl.origin.path
         text = path.read_text(encoding="utf-8")
-        path.write_text(rewrite_declaration(text, p.operator, p, decl.catalog.name, decl.catalog.channel),
-                        encoding="utf-8")
+        yamlio.write_atomic(path, rewrite_declaration(text, p.operator, p, decl.catalog.name,
+                                                      decl.catalog.channel))
         written.append(path)
         snapshot = read_repository(root)
     resolution = pipeline.resolve(snapshot, None)
