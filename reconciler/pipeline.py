@@ -298,7 +298,7 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
 def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list, lookup=None) -> tuple:
     """Every guardrail policy the bundle's objects or its resolution violate."""
     from reconciler.approve import guardrails
-    from reconciler.approve.required import resource_lookup
+    from reconciler.approve.required import guess_plural, resource_lookup
 
     if not policies:
         return ()
@@ -309,7 +309,7 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
 
     def resource_of(api_version: str, kind: str) -> str:
         found = find(api_version, kind)
-        return found[0] if found else kind.lower() + "s"
+        return found[0] if found else guess_plural(kind)
     resolution = {"operator": sel.owner, "kind": sel.kind, "package": sel.package or inst.lock.package,
                   "bundle": sel.bundle_name, "version": sel.version or inst.lock.version, "catalog": sel.catalog,
                   "channel": sel.channel, "source": sel.image,
@@ -330,10 +330,8 @@ def _unsafe_crds_allowed(inst: Installed, decision: Decision | None, decl) -> st
 
 
 def approval_condition(decision: Decision) -> dict[str, str]:
-    if decision.approved:
-        return status_objects.condition("InstallPendingApproval", False, decision.reason, decision.message)
-    return status_objects.condition("InstallPendingApproval", True, "PrivilegeEscalationRequired"
-                                    if decision.reason == "PrivilegeEscalationRequired" else decision.reason,
+    """Seed 001's InstallPendingApproval; its reason says why it waits, or how it was approved."""
+    return status_objects.condition("InstallPendingApproval", not decision.approved, decision.reason,
                                     decision.message)
 
 

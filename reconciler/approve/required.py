@@ -95,7 +95,8 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
-def _guess_plural(kind: str) -> str:
+def guess_plural(kind: str) -> str:
+    """A kind's resource name when neither the bundle nor the cluster says (as kubectl's fallback guesses)."""
     low = kind.lower()
     if low.endswith("y") and low[-2:-1] not in "aeiou":
         return low[:-1] + "ies"
@@ -113,7 +114,7 @@ def resource_lookup(objects: Iterable[Manifest], cluster: ResourceLookup | None 
             names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
             if isinstance(spec.get("group"), str) and isinstance(names.get("kind"), str):
                 from_crds[(spec["group"], names["kind"])] = (
-                    str(names.get("plural") or _guess_plural(names["kind"])), spec.get("scope") != "Cluster")
+                    str(names.get("plural") or guess_plural(names["kind"])), spec.get("scope") != "Cluster")
 
     def lookup(api_version: str, kind: str) -> tuple[str, bool] | None:
         key = (_group(api_version), kind)
@@ -138,7 +139,7 @@ def required_permissions(objects: Iterable[Manifest], lookup: ResourceLookup | N
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         namespace = meta.get("namespace") or ""
         found = lookup(api_version, kind)
-        plural, namespaced = found if found else (_guess_plural(kind), bool(namespace))
+        plural, namespaced = found if found else (guess_plural(kind), bool(namespace))
         scope = namespace if namespaced and namespace else CLUSTER
         manages.append(Rule.make(scope, verbs=MANAGE_VERBS, api_groups=[_group(api_version)], resources=[plural]))
         group = _group(api_version)
