@@ -235,6 +235,36 @@ def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
                                manifests=manifests), inferred
 
 
+def required_apis(inferred: InferredAPIs, kinds: Any) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:
+    """The inferred required APIs as ``olm.gvk.required`` values, and the (group, resource)s with no known kind.
+
+    RBAC names a group and a resource (a plural) but no kind and no version;
+    ``kinds`` (``reconciler.catalog.render.APIKinds``: the bundle's own CRDs and
+    the providers in the catalogs at hand) maps the plural to the kind. The
+    version is the provider's highest by Kubernetes' version priority (RBAC
+    grants every version; a required GVK names one). Built-in groups are never
+    required (the inference leaves them out: the cluster serves them).
+    """
+    from reconciler.catalog.render import kube_version_key
+
+    gvks: list[dict[str, str]] = []
+    unmapped: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for api in inferred.required:
+        resource, _, group = api.partition(".")
+        resource = resource.partition("/")[0]          # a subresource needs its resource
+        if (group, resource) in seen:
+            continue
+        seen.add((group, resource))
+        found = kinds.lookup(group, resource)
+        if found is None or not found[1]:
+            unmapped.append((group, resource))
+            continue
+        kind, versions = found
+        gvks.append({"group": group, "kind": kind, "version": max(versions, key=kube_version_key)})
+    return gvks, unmapped
+
+
 def export_registry_v1(content: BundleContent, dest: Path) -> Path:
     """Write the synthesized registry+v1 bundle (manifests/ and metadata/annotations.yaml) under ``dest``."""
     converted, _ = synthesize(content)

@@ -9,25 +9,40 @@ registry+v1 follows what ``opm render`` derives from a bundle:
 * ``olm.package.required``: ``olm.package`` entries of ``dependencies.yaml`` (their ``version`` is a range);
 * other dependencies (``olm.constraint``, ``olm.label``, ...) and every entry of
   ``metadata/properties.yaml`` and of the CSV's ``operatorframework.io/properties`` annotation, verbatim;
-* ``olm.csv.metadata``: the CSV's display fields (the form opm's migration leaves in catalogs);
+* ``olm.bundle.object``: every manifest (the first document of each file, the first CSV) as base64
+  of its JSON as Go writes it, after the other properties, ordered by that text as opm sorts them; or, with ``migrate``, one
+  ``olm.csv.metadata`` with the CSV's display fields instead (what opm's
+  ``bundle-object-to-csv-metadata`` migration leaves in catalogs);
 * ``relatedImages``: the CSV's ``spec.relatedImages``, then the bundle image, then the images of the
-  install strategy's containers and init containers, without duplicates, sorted by image.
+  install strategy's containers and init containers, without duplicates, sorted by image; every
+  entry has a ``name`` (empty when the CSV gives none), as opm writes it.
 
-Properties are sorted by type, then by their compact JSON value, as opm sorts them. A k8s+v1
-bundle carries no CSV: the bundle layer synthesizes one from ``metadata/olm.yaml`` and the
+Properties are sorted by type, then by their JSON value as Go writes it, as opm sorts them.
+``dependencies`` and ``properties`` are read from the first file of ``metadata/`` that has them,
+whatever its name, as opm reads them; the CSV's ``olm.properties`` annotation adds properties.
+Among the ``olm.package`` properties the last one read wins (``properties`` of ``metadata/``, the
+one derived from the annotations and CSV, those of the annotation), as in opm.
+
+A k8s+v1 bundle carries no CSV: the bundle layer synthesizes one from ``metadata/olm.yaml`` and the
 manifests (refusing wildcard RBAC bound to the operator), and the bundle renders through it, as
-the design asks when such a bundle is added to a catalog. plain+v0 bundles carry no metadata: the
-package and version must be given. Every rendered bundle carries an ``olm.bundle.mediatype``
-property, so one catalog can mix formats.
+the design asks when such a bundle is added to a catalog; the APIs it requires (inferred from its
+RBAC) become ``olm.gvk.required`` properties (see ``reconciler.bundle.k8s_v1.required_gvks``).
+plain+v0 bundles carry no metadata: the package and version must be given. k8s+v1 and plain+v0
+bundles carry an ``olm.bundle.mediatype`` property, so one catalog can mix formats; a registry+v1
+bundle has none, as in opm's output (its absence means registry+v1).
 
 The bundle is read once by the bundle layer (``reconciler.bundle.content``, the same reader the
-reconciler converts with, cached by content digest); only ``metadata/dependencies.yaml`` and
-``metadata/properties.yaml`` are read here. Nothing in a bundle is executed.
+reconciler converts with, cached by content digest); only the files of ``metadata/`` are read
+here. Nothing in a bundle is executed.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +50,10 @@ from reconciler import yamlio
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.model.catalog import (
-    PROP_BUNDLE_MEDIATYPE, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+    PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
 )
 
-CSV_PROPERTIES_ANNOTATION = "operatorframework.io/properties"
+CSV_PROPERTIES_ANNOTATION = "olm.properties"   # operator-registry's key for extra bundle properties
 CSV_METADATA_FIELDS = (("annotations", "metadata"), ("apiServiceDefinitions", "spec"),
                        ("crdDescriptions", "spec"), ("description", "spec"), ("displayName", "spec"),
                        ("installModes", "spec"), ("keywords", "spec"), ("labels", "metadata"), ("links", "spec"),
@@ -46,14 +61,138 @@ CSV_METADATA_FIELDS = (("annotations", "metadata"), ("apiServiceDefinitions", "s
                        ("nativeAPIs", "spec"), ("provider", "spec"))
 
 
+@dataclass(frozen=True)
+class APIKinds:
+    """Which kind a resource name of an API group stands for, and the versions it is served in.
+
+    RBAC names resources (plurals); ``olm.gvk.required`` names kinds. The
+    mapping comes from CustomResourceDefinitions (a bundle's own, or those of
+    the bundles in a catalog, kept as ``olm.bundle.object``), the owned
+    ``crdDescriptions`` of ``olm.csv.metadata`` (named ``<plural>.<group>``),
+    and, for a kind no such source names, the kind's guessed plural.
+    """
+
+    kinds: Mapping[tuple[str, str], Mapping[str, frozenset[str]]]   # (group, plural) -> kind -> versions
+
+    def merged(self, other: APIKinds) -> APIKinds:
+        out: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
+        for source in (self.kinds, other.kinds):
+            for key, kinds in source.items():
+                for kind, versions in kinds.items():
+                    mine = out.setdefault(key, {})
+                    mine[kind] = mine.get(kind, frozenset()) | versions
+        return APIKinds(out)
+
+    def lookup(self, group: str, resource: str) -> tuple[str, frozenset[str]] | None:
+        """The one kind ``resource`` of ``group`` names, with its versions; None when unknown or ambiguous."""
+        kinds = self.kinds.get((group, resource)) or {}
+        return next(iter(kinds.items())) if len(kinds) == 1 else None
+
+
+def _collect(exact: dict, guessed: dict, group: str, plural: str | None, kind: str, version: str) -> None:
+    if not group or not kind:
+        return
+    target = exact if plural else guessed
+    key = (group, plural or "")
+    target.setdefault(key, {}).setdefault(kind, set()).update({version} if version else set())
+
+
+def _finish(exact: dict, guessed: dict) -> APIKinds:
+    """Exact plurals, then guesses for the (group, kind)s no exact source named."""
+    from reconciler.approve.required import guess_plural
+
+    named = {(g, k) for (g, _), kinds in exact.items() for k in kinds}
+    out = {key: dict(kinds) for key, kinds in exact.items()}
+    for (group, _), kinds in guessed.items():
+        for kind, versions in kinds.items():
+            if (group, kind) in named:
+                versions_known = [v for (g, _), ks in exact.items() if g == group for k, v in ks.items() if k == kind]
+                for v in versions_known:
+                    v.update(versions)
+                continue
+            out.setdefault((group, guess_plural(kind)), {}).setdefault(kind, set()).update(versions)
+    return APIKinds({key: {k: frozenset(v) for k, v in kinds.items()} for key, kinds in out.items()})
+
+
+def _crd_names(exact: dict, obj: Any) -> None:
+    if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
+        return
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
+    if not (isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str)):
+        return
+    versions = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict)]
+    versions += [spec.get("version")] if spec.get("version") else []
+    for v in versions or [""]:
+        _collect(exact, {}, group, plural, kind, str(v or ""))
+
+
+def api_kinds_of_objects(objects: Iterable[Any]) -> APIKinds:
+    """The plural -> kind mapping the CRDs among ``objects`` give."""
+    exact: dict = {}
+    for obj in objects:
+        _crd_names(exact, obj)
+    return _finish(exact, {})
+
+
+def api_kinds(catalogs: Iterable[Any]) -> APIKinds:
+    """The plural -> kind mapping of every API the bundles of ``catalogs`` (``model.catalog.Catalog``) provide."""
+    exact: dict = {}
+    guessed: dict = {}
+    for cat in catalogs:
+        for bundle in cat.bundles.values():
+            for p in bundle.properties:
+                if p.type == PROP_BUNDLE_OBJECT and isinstance(p.value, dict) and p.value.get("data"):
+                    try:
+                        _crd_names(exact, json.loads(base64.b64decode(str(p.value["data"]))))
+                    except ValueError:
+                        continue   # a catalog finding, not ours to report here
+                elif p.type == PROP_CSV_METADATA and isinstance(p.value, dict):
+                    owned = (p.value.get("crdDescriptions") or {}).get("owned") if isinstance(
+                        p.value.get("crdDescriptions"), dict) else None
+                    for d in owned or []:
+                        if isinstance(d, dict) and "." in str(d.get("name") or ""):
+                            plural, _, group = str(d["name"]).partition(".")
+                            _collect(exact, guessed, group, plural, str(d.get("kind") or ""),
+                                     str(d.get("version") or ""))
+                elif p.type == PROP_GVK and isinstance(p.value, dict):
+                    _collect(exact, guessed, str(p.value.get("group") or ""), None, str(p.value.get("kind") or ""),
+                             str(p.value.get("version") or ""))
+    return _finish(exact, guessed)
+
+
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def kube_version_key(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes' version priority: GA over beta over alpha, then by number; other names last, by name."""
+    m = _KUBE_VERSION.match(version)
+    if not m:
+        return (0, 0, 0, version)
+    return ({None: 3, "beta": 2, "alpha": 1}[m.group(2)], int(m.group(1)), int(m.group(3) or 0), "")
+
+
+def group_constraint(group: str, resource: str) -> dict[str, Any]:
+    """The ``olm.constraint`` for a required resource whose kind nobody names: some bundle providing its group."""
+    return {"failureMessage": f"requires {resource}.{group} (named by the operator's RBAC): no bundle provides an "
+                              f"API of group {group}",
+            "cel": {"rule": f"properties.exists(p, p.type == 'olm.gvk' && p.value.group == {json.dumps(group)})"}}
+
+
 def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None, version: str | None = None,
-                      display: str | None = None) -> dict[str, Any]:
+                      display: str | None = None, migrate: bool = False,
+                      providers: APIKinds | None = None, warn: Callable[[str], object] | None = None
+                      ) -> dict[str, Any]:
     """The ``olm.bundle`` blob for the bundle directory at ``path``.
 
     The bundle is read once, by the same code the reconciler converts it with
     (``reconciler.bundle.content``); a k8s+v1 bundle is rendered through the
     CSV the bundle layer synthesizes for it, as the design asks when such a
-    bundle is added to a catalog.
+    bundle is added to a catalog. ``migrate`` gives ``olm.csv.metadata`` in
+    place of ``olm.bundle.object`` properties. ``providers`` maps the
+    resources a k8s+v1 bundle's RBAC names to kinds (see ``api_kinds``);
+    ``warn`` hears what could not be mapped.
     """
     from reconciler.bundle.content import read_content
     from reconciler.bundle.source import FetchedBundle, directory_digest
@@ -64,38 +203,91 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
     content = read_content(FetchedBundle(name, path, directory_digest(path, name)))
     mediatype = content.mediatype
     if mediatype == "registry+v1":
-        blob = _registry_v1(content, path, name, image)
-    elif mediatype == "k8s+v1":
-        from reconciler.bundle.k8s_v1 import synthesize
+        return _registry_v1(content, path, name, image, migrate)
+    if mediatype == "k8s+v1":
+        from reconciler.bundle.k8s_v1 import required_apis, synthesize
 
-        blob = _registry_v1(synthesize(content)[0], path, name, image)
-    elif mediatype == "plain+v0":
+        synthesized, inferred = synthesize(content)
+        own = api_kinds_of_objects([m.obj for m in content.manifests])
+        required, unmapped = required_apis(inferred, own.merged(providers) if providers else own)
+        for group, resource in unmapped:
+            if warn is not None:
+                warn(f"{name}: the operator's RBAC names {resource}.{group}, which no bundle it or the given "
+                     f"catalogs hold defines: required as any API of group {group} (an olm.constraint); "
+                     f"pass the provider's catalog (--catalog) to require its kind")
+        extra = [{"type": PROP_GVK_REQUIRED, "value": g} for g in required]
+        extra += [{"type": PROP_CONSTRAINT, "value": group_constraint(group, resource)}
+                  for group, resource in unmapped]
+        extra.append({"type": PROP_BUNDLE_MEDIATYPE, "value": mediatype})
+        return _registry_v1(synthesized, path, name, image, migrate, extra)
+    if mediatype == "plain+v0":
         blob = _plain_v0(content, name, image, package or content.annotations.get(ANNOTATION_PACKAGE), version)
-    else:
-        raise UnsupportedBundleError(f"bundle mediatype {mediatype or '(none)'!r} cannot be rendered",
-                                     path=f"{name}/metadata/annotations.yaml",
-                                     hint="supported: registry+v1, k8s+v1, plain+v0")
-    blob["properties"] = sorted(blob["properties"] + [{"type": PROP_BUNDLE_MEDIATYPE, "value": mediatype}],
-                                key=_prop_key)
-    return blob
+        blob["properties"] = _sorted(blob["properties"] + [{"type": PROP_BUNDLE_MEDIATYPE, "value": mediatype}])
+        return blob
+    raise UnsupportedBundleError(f"bundle mediatype {mediatype or '(none)'!r} cannot be rendered",
+                                 path=f"{name}/metadata/annotations.yaml",
+                                 hint="supported: registry+v1, k8s+v1, plain+v0")
+
+
+def go_json(value: Any, *, sort_keys: bool = True) -> str:
+    """Compact JSON as Go's encoding/json writes it (HTML characters escaped, integral floats as integers)."""
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer() and abs(v) < 1e21:
+            return int(v)
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+    text = json.dumps(norm(value), separators=(",", ":"), sort_keys=sort_keys, ensure_ascii=False)
+    for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                     ("\u2029", "\\u2029")):
+        text = text.replace(raw, esc)
+    return text
 
 
 def _prop_key(p: dict[str, Any]) -> tuple[str, str]:
-    return p["type"], json.dumps(p["value"], separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return p["type"], p.get("_raw") or go_json(p["value"])
 
 
-def _metadata_list(root: Path, name: str, file: str, key: str) -> list[dict[str, Any]]:
-    f = root / "metadata" / file
-    if not f.is_file():
-        return []
-    display = f"{name}/metadata/{file}"
-    doc = yamlio.load_one(yamlio.read_text(f, display), display)
-    items = doc.get(key) if isinstance(doc, dict) else None
-    if items is None:
-        return []
-    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("type"), str) for i in items):
-        raise BundleError(f"{key} must be a list of {{type, value}} entries", path=display)
-    return items
+def _sorted(props: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """opm's order: by type, then by the value's JSON text."""
+    return [{"type": p["type"], "value": p["value"]} for p in sorted(props, key=_prop_key)]
+
+
+def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(dependencies, properties): from the first file of ``metadata/`` that has each, as opm reads them.
+
+    opm skips a file it cannot parse; here a file named ``dependencies.yaml`` or
+    ``properties.yaml`` that does not parse is an error (its entries would be
+    lost silently), and any other file that does not parse is passed over.
+    """
+    found: dict[str, list[dict[str, Any]]] = {}
+    meta = root / "metadata"
+    for f in sorted(meta.iterdir()) if meta.is_dir() else []:
+        if not f.is_file() or f.is_symlink():
+            continue
+        display = f"{name}/metadata/{f.name}"
+        try:
+            docs = yamlio.read_all(f, display)
+        except InputError as exc:
+            if f.name in ("dependencies.yaml", "properties.yaml"):
+                raise BundleError(exc.message, path=exc.path,
+                                  hint=f"fix the file: opm would drop it and the bundle's {f.name[:-5]} with it"
+                                  ) from None
+            continue
+        doc = docs[0] if docs else None
+        if not isinstance(doc, dict):
+            continue
+        for key in ("dependencies", "properties"):
+            items = doc.get(key)
+            if key in found or not items:
+                continue
+            if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("type"), str)
+                                                      for i in items):
+                raise BundleError(f"{key} must be a list of {{type, value}} entries", path=display)
+            found[key] = items
+    return found.get("dependencies", []), found.get("properties", [])
 
 
 def _crd_gvks(objs: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -106,8 +298,8 @@ def _crd_gvks(objs: list[dict[str, Any]]) -> list[dict[str, str]]:
         spec = o.get("spec") or {}
         group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
         versions = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict)]
-        if spec.get("version"):
-            versions.append(spec["version"])
+        if spec.get("version") and str(o.get("apiVersion", "")).endswith("/v1beta1"):
+            versions.append(spec["version"])   # only v1beta1 has spec.version (opm reads it there only)
         out.extend({"group": group, "kind": kind, "version": v} for v in versions if v)
     return out
 
@@ -122,10 +314,32 @@ def _dedupe(props: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _registry_v1(content: BundleContent, root: Path, name: str, image: str) -> dict[str, Any]:
+def _gvk(value: Any) -> dict[str, str]:
+    value = value if isinstance(value, dict) else {}
+    return {k: str(value.get(k) or "") for k in ("group", "kind", "version")}
+
+
+def _registry_v1(content: BundleContent, root: Path, name: str, image: str, migrate: bool,
+                 extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     package = content.annotations.get(ANNOTATION_PACKAGE)
     if not package:
         raise BundleError(f"metadata/annotations.yaml has no {ANNOTATION_PACKAGE}", path=name)
+    # opm keeps the first document of each manifest file, and the first CSV
+    # opm keeps the first document of each manifest file, and the first CSV, as written: a file whose
+    # reading repaired something (a key's case, a CSV's group) is read again for its original text
+    repaired = {w.partition(": ")[0] for w in content.warnings}
+    firsts: list[dict[str, Any]] = []
+    files: set[str] = set()
+    for m in content.manifests:
+        if m.file not in files:
+            files.add(m.file)
+            if m.obj.get("kind") != "ClusterServiceVersion" or not any(
+                    o.get("kind") == "ClusterServiceVersion" for o in firsts):
+                obj = m.obj
+                if m.file in repaired:
+                    docs = [d for d in yamlio.read_all(root / m.file, f"{name}/{m.file}") if isinstance(d, dict)]
+                    obj = docs[0] if docs else obj
+                firsts.append(obj)
     objs = [m.obj for m in content.manifests]
     csvs = [o for o in objs if o.get("kind") == "ClusterServiceVersion"
             and str(o.get("apiVersion", "")).startswith("operators.coreos.com/")]
@@ -137,78 +351,98 @@ def _registry_v1(content: BundleContent, root: Path, name: str, image: str) -> d
     csv_name, version = meta.get("name"), spec.get("version")
     if not csv_name or not version:
         raise BundleError("the ClusterServiceVersion needs metadata.name and spec.version", path=name)
-    props: list[dict[str, Any]] = [{"type": PROP_PACKAGE, "value": {"packageName": package, "version": str(version)}}]
-    provided = _crd_gvks(objs)
-    required = []
-    api = spec.get("apiservicedefinitions") or {}
-    provided += [{"group": a.get("group", ""), "kind": a.get("kind", ""), "version": a.get("version", "")}
-                 for a in api.get("owned") or [] if isinstance(a, dict)]
-    crds = spec.get("customresourcedefinitions") or {}
-    for r in crds.get("required") or []:
-        if isinstance(r, dict):
-            group = str(r.get("name", "")).partition(".")[2]
-            required.append({"group": group, "kind": r.get("kind", ""), "version": r.get("version", "")})
-    required += [{"group": a.get("group", ""), "kind": a.get("kind", ""), "version": a.get("version", "")}
-                 for a in api.get("required") or [] if isinstance(a, dict)]
-    others: list[dict[str, Any]] = []
-    for dep in _metadata_list(root, name, "dependencies.yaml", "dependencies"):
-        value = dep.get("value")
-        if dep["type"] == PROP_GVK and isinstance(value, dict):
-            required.append({k: str(value.get(k, "")) for k in ("group", "kind", "version")})
-        elif dep["type"] == PROP_PACKAGE and isinstance(value, dict):
-            others.append({"type": PROP_PACKAGE_REQUIRED, "value": {"packageName": str(value.get("packageName", "")),
-                                                                    "versionRange": str(value.get("version", ""))}})
-        else:
-            others.append({"type": dep["type"], "value": value})
-    declared = _metadata_list(root, name, "properties.yaml", "properties")
+    dependencies, declared = _metadata_lists(root, name)
+    # the order opm reads properties in: metadata/ properties, the derived package, the CSV's annotation
+    read: list[dict[str, Any]] = [{"type": p["type"], "value": p.get("value")} for p in declared]
+    read.append({"type": PROP_PACKAGE, "value": {"packageName": package, "version": str(version)}})
     raw = (meta.get("annotations") or {}).get(CSV_PROPERTIES_ANNOTATION)
     if raw:
         try:
             parsed = json.loads(raw)
         except ValueError:
-            raise BundleError(f"CSV annotation {CSV_PROPERTIES_ANNOTATION} is not valid JSON", path=name) from None
-        declared += [p for p in (parsed.get("properties") if isinstance(parsed, dict) else None) or []
-                     if isinstance(p, dict) and isinstance(p.get("type"), str)]
-    for p in declared:
+            parsed = None   # opm logs and ignores an annotation it cannot parse
+        read += [{"type": p["type"], "value": p.get("value"), "_raw": go_json(p.get("value"), sort_keys=False)}
+                 for p in (parsed if isinstance(parsed, list) else []) if isinstance(p, dict)
+                 and isinstance(p.get("type"), str)]
+    package_prop: dict[str, Any] | None = None
+    provided: list[dict[str, str]] = []
+    others: list[dict[str, Any]] = []
+    for p in read:
         if p["type"] == PROP_PACKAGE:
-            props[0] = {"type": PROP_PACKAGE, "value": p.get("value")}  # an explicit olm.package wins, as in opm
-        elif p["type"] == PROP_GVK and isinstance(p.get("value"), dict):
-            provided.append({k: str(p["value"].get(k, "")) for k in ("group", "kind", "version")})
+            v = p["value"] if isinstance(p["value"], dict) else {}
+            package_prop = {"type": PROP_PACKAGE, "value": {"packageName": str(v.get("packageName") or ""),
+                                                            "version": str(v.get("version") or "")}}
+        elif p["type"] == PROP_GVK:
+            provided.append(_gvk(p["value"]))
         else:
-            others.append({"type": p["type"], "value": p.get("value")})
-    props += [{"type": PROP_GVK, "value": g} for g in provided]
-    props += [{"type": PROP_GVK_REQUIRED, "value": g} for g in required]
-    metadata = {}
+            others.append(p)
+    required: list[dict[str, str]] = []
+    package_required: list[dict[str, Any]] = []
+    for dep in dependencies:
+        value = dep.get("value")
+        if dep["type"] == PROP_GVK:
+            required.append(_gvk(value))
+        elif dep["type"] == PROP_PACKAGE:
+            value = value if isinstance(value, dict) else {}
+            package_required.append({"type": PROP_PACKAGE_REQUIRED, "value": {
+                "packageName": str(value.get("packageName") or ""), "versionRange": str(value.get("version") or "")}})
+        else:
+            others.append({"type": dep["type"], "value": value})
+    provided += _crd_gvks(firsts)
+    api = spec.get("apiservicedefinitions") or {}
+    provided += [_gvk(a) for a in api.get("owned") or [] if isinstance(a, dict)]
+    crds = spec.get("customresourcedefinitions") or {}
+    for r in crds.get("required") or []:
+        if isinstance(r, dict):
+            group = str(r.get("name", "")).partition(".")[2]
+            required.append({"group": group, "kind": str(r.get("kind") or ""), "version": str(r.get("version") or "")})
+    required += [_gvk(a) for a in api.get("required") or [] if isinstance(a, dict)]
+    props: list[dict[str, Any]] = [package_prop] if package_prop else []
+    props += _dedupe([{"type": PROP_GVK, "value": g} for g in provided])
+    props += _dedupe([{"type": PROP_GVK_REQUIRED, "value": g} for g in required])
+    props += package_required + others + list(extra or ())
+    props = _sorted(props)
+    if migrate and image:
+        props.append({"type": PROP_CSV_METADATA, "value": csv_metadata(csv)})
+    else:
+        # sorted with the other properties by opm (by their base64 text), then moved after them
+        props += [{"type": PROP_BUNDLE_OBJECT, "value": {"data": data}}
+                  for data in sorted(base64.b64encode(go_json(o).encode()).decode() for o in firsts)]
+    return {"schema": "olm.bundle", "name": csv_name, "package": package, "image": image,
+            "properties": props, "relatedImages": _related_images(spec, image)}
+
+
+def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
+    """The ``olm.csv.metadata`` value: the CSV fields a catalog keeps for display and resolution."""
+    meta, spec = csv.get("metadata") or {}, csv.get("spec") or {}
+    out = {}
     for field, where in CSV_METADATA_FIELDS:
         src = meta if where == "metadata" else spec
         key = {"apiServiceDefinitions": "apiservicedefinitions", "crdDescriptions": "customresourcedefinitions"
                }.get(field, field)
         if src.get(key) not in (None, "", [], {}):
-            metadata[field] = src[key]
-    props += others
-    props.append({"type": PROP_CSV_METADATA, "value": metadata})
-    return {"schema": "olm.bundle", "name": csv_name, "package": package, "image": image,
-            "properties": _dedupe(props), "relatedImages": _related_images(spec, image)}
+            out[field] = src[key]
+    return out
 
 
 def _related_images(spec: dict[str, Any], image: str) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     seen: set[str] = set()
     for r in spec.get("relatedImages") or []:
-        if isinstance(r, dict) and r.get("image"):
-            out.append({k: str(r[k]) for k in ("name", "image") if r.get(k)})
-            seen.add(str(r["image"]))
+        if isinstance(r, dict):
+            out.append({"name": str(r.get("name") or ""), "image": str(r.get("image") or "")})
+            seen.add(str(r.get("image") or ""))
     extra = [image] if image else []
     strategy = (spec.get("install") or {})
     if strategy.get("strategy") == "deployment":
         for d in (strategy.get("spec") or {}).get("deployments") or []:
             pod = (((d or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-            extra += [c.get("image", "") for c in (pod.get("containers") or []) + (pod.get("initContainers") or [])
+            extra += [str(c.get("image") or "") for c in (pod.get("containers") or []) + (pod.get("initContainers") or [])
                       if isinstance(c, dict)]
     for img in extra:
         if img not in seen:
             seen.add(img)
-            out.append({"image": img})
+            out.append({"name": "", "image": img})
     return sorted(out, key=lambda r: r["image"])
 
 

@@ -40,11 +40,11 @@ def bundle_renderer(base: Path) -> BundleRenderer:
         local = ref[len("file://"):] if ref.startswith("file://") else ref
         path = (base / local) if not Path(local).is_absolute() else Path(local)
         if path.is_dir():
-            return render_bundle_dir(path, ref, display=ref)
+            return render_bundle_dir(path, ref, display=ref, migrate=True)
         from reconciler import oci
 
         image = oci.pull(ref)   # the read-only, digest-keyed cache entry: rendering only reads it
-        return render_bundle_dir(image.root, ref, display=ref)
+        return render_bundle_dir(image.root, ref, display=ref, migrate=True)
     return render
 
 

@@ -75,6 +75,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--package", help="package name (plain+v0 bundles only)")
     r.add_argument("--version", help="version (plain+v0 bundles only)")
     r.add_argument("-o", "--output", choices=("json", "yaml"), default="json")
+    r.add_argument("--migrate", action="store_true",
+                   help="with --image: one olm.csv.metadata property instead of an olm.bundle.object per manifest "
+                        "(opm's bundle-object-to-csv-metadata migration; opm renders a directory without it)")
+    r.add_argument("--catalog", action="append", default=[], metavar="DIR",
+                   help="a file-based catalog whose bundles may provide the APIs a k8s+v1 bundle's RBAC names: "
+                        "their CRDs map each resource to the kind required (repeatable)")
     r.set_defaults(run=run_render)
     _register_template(csub)
 
@@ -182,7 +188,14 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
     if not path.is_dir():
         raise CatalogError(f"{args.bundle} is not a bundle directory",
                            hint="give a directory with manifests/ and metadata/ (bundle images: not yet)")
-    blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle)
+    providers = None
+    if args.catalog:
+        from reconciler.catalog import load_catalog
+        from reconciler.catalog.render import api_kinds
+        providers = api_kinds(load_catalog(d, Path(d)) for d in args.catalog)
+    blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle,
+                             migrate=args.migrate, providers=providers,
+                             warn=lambda text: print(f"warning: {text}", file=sys.stderr))
     out.write(json.dumps(blob, indent=2, ensure_ascii=False) + "\n" if args.output == "json"
               else yamlio.dump(blob))
     return EXIT_OK

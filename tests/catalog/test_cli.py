@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import shutil
@@ -203,11 +204,18 @@ def test_render_registry_v1_bundle_from_corpus():
     assert (blob["schema"], blob["name"], blob["package"]) == ("olm.bundle", "ecr-secret-operator.v0.6.0",
                                                                "ecr-secret-operator")
     types = [p["type"] for p in blob["properties"]]
-    assert types == sorted(types)
+    objects = types.index("olm.bundle.object")   # opm: sorted, then the manifests after the other properties
+    assert types[:objects] == sorted(types[:objects]) and set(types[objects:]) == {"olm.bundle.object"}
     props = {p["type"]: p["value"] for p in blob["properties"]}
     assert props["olm.package"] == {"packageName": "ecr-secret-operator", "version": "0.6.0"}
-    assert props["olm.bundle.mediatype"] == "registry+v1"
-    assert props["olm.csv.metadata"]["displayName"] == "ECR Secret Operator"
+    assert "olm.bundle.mediatype" not in props and "olm.csv.metadata" not in props   # as opm writes it
+    kinds = {json.loads(base64.b64decode(p["value"]["data"]))["kind"] for p in blob["properties"]
+             if p["type"] == "olm.bundle.object"}
+    assert {"ClusterServiceVersion", "CustomResourceDefinition"} <= kinds
+    code, out = run("catalog", "render", str(bundle_dir), "--image", "quay.io/x/ecr-bundle:v0.6.0", "--migrate")
+    migrated = {p["type"]: p["value"] for p in json.loads(out)["properties"]}
+    assert migrated["olm.csv.metadata"]["displayName"] == "ECR Secret Operator"
+    assert "olm.bundle.object" not in migrated
     gvks = [p["value"] for p in blob["properties"] if p["type"] == "olm.gvk"]
     assert {"group": "ecr.mobb.redhat.com", "kind": "Secret", "version": "v1alpha1"} in gvks
     images = [r["image"] for r in blob["relatedImages"]]
@@ -240,7 +248,7 @@ def test_render_dependencies_and_properties(tmp_path):
         metadata:
           name: demo.v1.0.0
           annotations:
-            operatorframework.io/properties: '{"properties":[{"type":"example.com/x","value":1}]}'
+            olm.properties: '[{"type":"example.com/x","value":1}]'
         spec:
           version: 1.0.0
           displayName: Demo
@@ -266,9 +274,8 @@ def test_render_dependencies_and_properties(tmp_path):
     code, out = run("catalog", "render", str(tmp_path), "-o", "yaml")
     assert code == 0
     blob = yamlio.load_one(out, "out")
-    assert [(p["type"], p["value"]) for p in blob["properties"] if p["type"] != "olm.csv.metadata"] == [
+    assert [(p["type"], p["value"]) for p in blob["properties"] if p["type"] != "olm.bundle.object"] == [
         ("example.com/x", 1),
-        ("olm.bundle.mediatype", "registry+v1"),
         ("olm.constraint", {"cel": {"rule": "true"}, "failureMessage": "needs x"}),
         ("olm.gvk", {"group": "demo.io", "kind": "Widget", "version": "v1"}),
         ("olm.gvk", {"group": "demo.io", "kind": "Widget", "version": "v2"}),
@@ -278,7 +285,7 @@ def test_render_dependencies_and_properties(tmp_path):
         ("olm.package", {"packageName": "demo", "version": "1.0.0"}),
         ("olm.package.required", {"packageName": "etcd", "versionRange": ">=0.9.0"}),
     ]
-    assert blob["relatedImages"] == [{"image": "quay.io/demo/op:1"}]
+    assert blob["relatedImages"] == [{"name": "", "image": "quay.io/demo/op:1"}]
 
 
 def test_render_plain_v0_needs_package_and_version(tmp_path, capsys):
