@@ -82,4 +82,5 @@ def _render_plain(content: BundleContent, install: InstallSettings, default_name
     return RenderedBundle(
         reference=fetched.reference, digest=fetched.digest, mediatype=content.mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=name, version="",
-        namespace=install.namespace or default_namespace, target_namespaces=(), objects=tuple(objects))
+        namespace=install.namespace or default_namespace, target_namespaces=(), objects=tuple(objects),
+        warnings=(*content.warnings, *plain_v0.notes(content)))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
+from reconciler.bundle import keyed
 from reconciler.bundle.content import (ANNOTATION_MANIFESTS, ANNOTATION_MEDIATYPE, ANNOTATION_PACKAGE,
                                        BundleContent, ParsedManifest)
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
@@ -96,7 +97,14 @@ def _bound_roles(content: BundleContent, accounts: set[str]) -> dict[tuple[str, 
 def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
     """A registry+v1 ``BundleContent`` (synthesized CSV + remaining manifests) and the inferred APIs."""
     meta = read_olm_yaml(content)
-    deployments = [m for m in content.manifests if _gk(m.obj) == ("apps", "Deployment")]
+    # duplicate keyed-list entries are resolved here, so that the notes name the Deployment's own file
+    repairs: list[str] = []
+    deployments = []
+    for m in content.manifests:
+        if _gk(m.obj) == ("apps", "Deployment"):
+            obj, notes = keyed.normalise(m.obj, m.file, content.name)
+            repairs += notes
+            deployments.append(ParsedManifest(m.file, obj) if notes else m)
     if not deployments:
         raise BundleError("a k8s+v1 bundle needs a Deployment for the operator", obj=content.name)
     accounts = _deployment_accounts(deployments)
@@ -225,14 +233,15 @@ def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
                      "spec": csv_spec}
     if not csv["metadata"]["labels"]:
         del csv["metadata"]["labels"]
-    for d in deployments:
-        consumed.add(id(d))
+    for m in content.manifests:
+        if _gk(m.obj) == ("apps", "Deployment"):
+            consumed.add(id(m))
     rest = [m for m in content.manifests if id(m) not in consumed]
     manifests = (ParsedManifest(f"manifests/{meta['name']}.clusterserviceversion.yaml", csv), *rest)
     annotations = {**content.annotations, ANNOTATION_MEDIATYPE: "registry+v1"}
     annotations.setdefault(ANNOTATION_PACKAGE, str(meta.get("package") or str(meta["name"]).split(".v")[0]))
-    return dataclasses.replace(content, mediatype="registry+v1", annotations=annotations,
-                               manifests=manifests), inferred
+    return dataclasses.replace(content, mediatype="registry+v1", annotations=annotations, manifests=manifests,
+                               warnings=(*content.warnings, *repairs)), inferred
 
 
 def required_apis(inferred: InferredAPIs, kinds: Any) -> tuple[list[dict[str, str]], list[tuple[str, str]]]:

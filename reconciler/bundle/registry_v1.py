@@ -23,7 +23,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from reconciler.bundle import crds, shapes
+from reconciler.bundle import crds, keyed, shapes
 from reconciler.bundle.certs import CertificateProvider, SelfSignedProvider, ServiceCert
 from reconciler.bundle.content import BundleContent, ParsedManifest
 from reconciler.errors import UnsupportedBundleError
@@ -273,7 +273,20 @@ def notes(content: BundleContent) -> tuple[str, ...]:
     for m in content.manifests:
         if _group_kind(m.obj) == CRD_GROUP_KIND and m.obj.get("apiVersion") in (crds.V1, crds.V1BETA1):
             found += crds.normalise(m.obj, m.file, content.name)[1]
+        elif _group_kind(m.obj) != CSV_GROUP_KIND:
+            found += keyed.normalise(m.obj, m.file, content.name)[1]
+    csv = find_csv(content)
+    for i, d in enumerate(csv.install_spec.get("deployments") or []):
+        if isinstance(d, dict):
+            found += _deployment_pod(csv, i, d, copy.deepcopy(((d.get("spec") or {}).get("template") or {})
+                                                              .get("spec")), content.name)
     return tuple(found)
+
+
+def _deployment_pod(csv: Csv, i: int, d: dict[str, Any], pod: Any, bundle: str) -> tuple[str, ...]:
+    """Duplicate keyed-list entries in a CSV deployment's pod spec, normalised in place (``keyed``)."""
+    return keyed.pod_spec(pod, f"spec.install.spec.deployments[{i}].spec.template.spec", csv.file, bundle,
+                          f"{_where(csv)} deployment {d.get('name')}")
 
 
 def _where(csv: Csv) -> str:
@@ -526,13 +539,14 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
     served = {s.deployment: s for s in conv.services}
     api_deployments = {a["deploymentName"] for a in (csv.spec.get("apiservicedefinitions") or {}).get("owned")
                        or []}
-    for d in csv.install_spec.get("deployments") or []:
+    for i, d in enumerate(csv.install_spec.get("deployments") or []):
         name = d.get("name")
         if not name:
             raise UnsupportedBundleError("a deployment in the install strategy has no name",
                                          path=csv.file, obj=_where(csv))
         spec = copy.deepcopy(d.get("spec") or {})
         template = spec.setdefault("template", {})
+        _deployment_pod(csv, i, d, template.get("spec"), conv.content.name)
         tmeta = template.setdefault("metadata", {})
         annotations = tmeta.setdefault("annotations", {})
         annotations["olm.targetNamespaces"] = ",".join(plan.target_namespaces)
@@ -587,7 +601,7 @@ def _optional_objects(conv: Conversion) -> Iterator[Manifest]:
                      + ", ".join(sorted(k for _, k in OPTIONAL_KINDS)))
         if (gk[0], gk[1], (m.obj.get("metadata") or {}).get("name")) in generated:
             continue  # OLM replaces a shipped webhook Service or certificate Secret with its own
-        obj = copy.deepcopy(m.obj)
+        obj = copy.deepcopy(keyed.normalise(m.obj, m.file, conv.content.name)[0])
         if obj["apiVersion"] in _RETIRED_VERSIONS:
             obj["apiVersion"] = _RETIRED_VERSIONS[obj["apiVersion"]]
         if OPTIONAL_KINDS[gk]:
