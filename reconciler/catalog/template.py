@@ -26,7 +26,7 @@ from typing import Any
 
 import semver
 
-from reconciler.catalog.render import render_bundle_dir
+from reconciler.catalog.render import APIKinds, render_bundle_dir
 from reconciler.errors import CatalogError
 from reconciler.model.semver_range import parse_version
 
@@ -34,17 +34,23 @@ BundleRenderer = Callable[[str], dict[str, Any]]
 SEMVER_TYPES = ("Candidate", "Fast", "Stable")   # increasing stability
 
 
-def bundle_renderer(base: Path) -> BundleRenderer:
-    """Render a template's bundle reference: a directory near the template, or an OCI image."""
+def bundle_renderer(base: Path, providers: APIKinds | None = None,
+                    warn: Callable[[str], object] | None = None) -> BundleRenderer:
+    """Render a template's bundle reference: a directory near the template, or an OCI image.
+
+    Bundles are rendered with ``olm.csv.metadata`` (opm's ``--migrate-level
+    bundle-object-to-csv-metadata``), which resolution reads; ``providers``
+    maps the resources a k8s+v1 bundle's RBAC requires to kinds.
+    """
     def render(ref: str) -> dict[str, Any]:
         local = ref[len("file://"):] if ref.startswith("file://") else ref
         path = (base / local) if not Path(local).is_absolute() else Path(local)
         if path.is_dir():
-            return render_bundle_dir(path, ref, display=ref, migrate=True)
+            return render_bundle_dir(path, ref, display=ref, migrate=True, providers=providers, warn=warn)
         from reconciler import oci
 
         image = oci.pull(ref)   # the read-only, digest-keyed cache entry: rendering only reads it
-        return render_bundle_dir(image.root, ref, display=ref, migrate=True)
+        return render_bundle_dir(image.root, ref, display=ref, migrate=True, providers=providers, warn=warn)
     return render
 
 

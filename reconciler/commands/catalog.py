@@ -94,19 +94,24 @@ def _register_template(csub: argparse._SubParsersAction) -> None:
     t.add_argument("kind", choices=("basic", "semver"))
     t.add_argument("file", metavar="FILE", help="the template file ('-' for standard input)")
     t.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    t.add_argument("--catalog", action="append", default=[], metavar="DIR",
+                   help="a file-based catalog whose bundles may provide the APIs a k8s+v1 bundle's RBAC names "
+                        "(repeatable; see catalog render --catalog)")
     t.set_defaults(run=run_template)
 
 
 def run_template(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import yamlio
-    from reconciler.catalog.template import render_template
+    from reconciler.catalog.template import bundle_renderer, render_template
 
     if args.file == "-":
         text, base, source = sys.stdin.read(), Path.cwd(), "<stdin>"
     else:
         path = Path(args.file)
         text, base, source = yamlio.read_text(path, args.file), path.parent, args.file
-    blobs = render_template(args.kind, yamlio.load_one(text, source), base, source)
+    renderer = bundle_renderer(base, _providers(args.catalog),
+                               warn=lambda text: print(f"warning: {text}", file=sys.stderr))
+    blobs = render_template(args.kind, yamlio.load_one(text, source), base, source, renderer)
     if args.output == "json":
         out.write("".join(json.dumps(b, indent=2, ensure_ascii=False) + "\n" for b in blobs))
     else:
@@ -181,6 +186,15 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _providers(catalogs: list[str]):
+    """The plural -> kind mapping of the APIs the bundles of ``--catalog`` directories provide (None without)."""
+    if not catalogs:
+        return None
+    from reconciler.catalog import load_catalog
+    from reconciler.catalog.render import api_kinds
+    return api_kinds(load_catalog(d, Path(d)) for d in catalogs)
+
+
 def run_render(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import yamlio
     from reconciler.catalog.render import render_bundle_dir
@@ -188,13 +202,8 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
     if not path.is_dir():
         raise CatalogError(f"{args.bundle} is not a bundle directory",
                            hint="give a directory with manifests/ and metadata/ (bundle images: not yet)")
-    providers = None
-    if args.catalog:
-        from reconciler.catalog import load_catalog
-        from reconciler.catalog.render import api_kinds
-        providers = api_kinds(load_catalog(d, Path(d)) for d in args.catalog)
     blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle,
-                             migrate=args.migrate, providers=providers,
+                             migrate=args.migrate, providers=_providers(args.catalog),
                              warn=lambda text: print(f"warning: {text}", file=sys.stderr))
     out.write(json.dumps(blob, indent=2, ensure_ascii=False) + "\n" if args.output == "json"
               else yamlio.dump(blob))

@@ -95,6 +95,11 @@ def test_without_the_providers_catalog_the_group_is_required_with_a_warning(tmp_
     assert len(constraints) == 1 and "monitoring.coreos.com" in constraints[0]["cel"]["rule"]
     assert not [p for p in gizmo["properties"] if p["type"] == "olm.gvk.required"]
     assert _resolve_gizmo(tmp_path, providers, gizmo) == {"gizmo": "gizmo.v1.0.0", "prom": "prom.v0.70.0"}
+    (providers / "catalog.yaml").write_text("")   # nothing provides the group: resolution says which
+    from reconciler.errors import ResolutionError
+    with pytest.raises(ResolutionError) as err:
+        _resolve_gizmo(tmp_path / "again", providers, gizmo)
+    assert "servicemonitors.monitoring.coreos.com" in err.value.render()
 
 
 def test_an_unprovided_required_api_makes_resolution_fail_naming_it(tmp_path):
@@ -134,3 +139,21 @@ def test_plural_to_kind_from_crds_csv_metadata_and_guesses():
     assert kinds.lookup("farm.io", "geese") == ("Goose", frozenset({"v2"}))
     assert kinds.lookup("zoo.io", "policies") == ("Policy", frozenset({"v1beta1"}))
     assert APIKinds({}).lookup("zoo.io", "policies") is None
+
+
+def test_a_template_maps_required_apis_through_its_catalog_option(tmp_path):
+    providers = _provider_catalog(tmp_path)
+    _bundle(tmp_path)
+    write_docs(tmp_path, "template.yaml", {"schema": "olm.template.basic", "entries": [
+        {"schema": "olm.package", "name": "gizmo", "defaultChannel": "stable"},
+        {"schema": "olm.channel", "package": "gizmo", "name": "stable", "entries": [{"name": "gizmo.v1.0.0"}]},
+        {"schema": "olm.bundle", "image": "gizmo"}]})
+    out = io.StringIO()
+    assert main(["catalog", "template", "basic", str(tmp_path / "template.yaml"), "-o", "json",
+                 "--catalog", str(providers)], out) == 0
+    blobs = [json.loads(b) for b in out.getvalue().replace("}\n{", "}\x00{").split("\x00")]
+    gizmo = next(b for b in blobs if b["schema"] == "olm.bundle")
+    types = {p["type"] for p in gizmo["properties"]}
+    assert {"type": "olm.gvk.required", "value": {"group": "monitoring.coreos.com", "kind": "ServiceMonitor",
+                                                  "version": "v1"}} in gizmo["properties"]
+    assert "olm.csv.metadata" in types and "olm.bundle.object" not in types
