@@ -8,10 +8,10 @@ registry+v1 follows what ``opm render`` derives from a bundle:
   ``metadata/dependencies.yaml``;
 * ``olm.package.required``: ``olm.package`` entries of ``dependencies.yaml`` (their ``version`` is a range);
 * other dependencies (``olm.constraint``, ``olm.label``, ...) and every entry of
-  ``metadata/properties.yaml`` and of the CSV's ``operatorframework.io/properties`` annotation, verbatim;
+  ``metadata/properties.yaml`` and of the CSV's ``olm.properties`` annotation, verbatim;
 * ``olm.bundle.object``: every manifest (the first document of each file, the first CSV) as base64
-  of its JSON as Go writes it, after the other properties, ordered by that text as opm sorts them; or, with ``migrate``, one
-  ``olm.csv.metadata`` with the CSV's display fields instead (what opm's
+  of its JSON as Go writes it, after the other properties, ordered by that text as opm sorts
+  them; or, with ``migrate``, one ``olm.csv.metadata`` with the CSV's display fields instead (what opm's
   ``bundle-object-to-csv-metadata`` migration leaves in catalogs);
 * ``relatedImages``: the CSV's ``spec.relatedImages``, then the bundle image, then the images of the
   install strategy's containers and init containers, without duplicates, sorted by image; every
@@ -26,14 +26,15 @@ one derived from the annotations and CSV, those of the annotation), as in opm.
 A k8s+v1 bundle carries no CSV: the bundle layer synthesizes one from ``metadata/olm.yaml`` and the
 manifests (refusing wildcard RBAC bound to the operator), and the bundle renders through it, as
 the design asks when such a bundle is added to a catalog; the APIs it requires (inferred from its
-RBAC) become ``olm.gvk.required`` properties (see ``reconciler.bundle.k8s_v1.required_gvks``).
+RBAC) become ``olm.gvk.required`` properties (see ``reconciler.bundle.k8s_v1.required_apis`` and ``APIKinds``).
 plain+v0 bundles carry no metadata: the package and version must be given. k8s+v1 and plain+v0
 bundles carry an ``olm.bundle.mediatype`` property, so one catalog can mix formats; a registry+v1
 bundle has none, as in opm's output (its absence means registry+v1).
 
 The bundle is read once by the bundle layer (``reconciler.bundle.content``, the same reader the
 reconciler converts with, cached by content digest); only the files of ``metadata/`` are read
-here. Nothing in a bundle is executed.
+here, and a manifest file again when reading it repaired something (its object is kept as
+written). Nothing in a bundle is executed.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ from reconciler import yamlio
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.model.catalog import (
-    PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+    PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED,
+    PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
 )
 
 CSV_PROPERTIES_ANNOTATION = "olm.properties"   # operator-registry's key for extra bundle properties
@@ -367,7 +369,7 @@ def _registry_v1(content: BundleContent, root: Path, name: str, image: str, migr
     package_prop: dict[str, Any] | None = None
     provided: list[dict[str, str]] = []
     others: list[dict[str, Any]] = []
-    for p in read:
+    for p in _dedupe(read):   # opm keeps one of each (type, value)
         if p["type"] == PROP_PACKAGE:
             v = p["value"] if isinstance(p["value"], dict) else {}
             package_prop = {"type": PROP_PACKAGE, "value": {"packageName": str(v.get("packageName") or ""),
@@ -437,8 +439,8 @@ def _related_images(spec: dict[str, Any], image: str) -> list[dict[str, str]]:
     if strategy.get("strategy") == "deployment":
         for d in (strategy.get("spec") or {}).get("deployments") or []:
             pod = (((d or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-            extra += [str(c.get("image") or "") for c in (pod.get("containers") or []) + (pod.get("initContainers") or [])
-                      if isinstance(c, dict)]
+            containers = (pod.get("containers") or []) + (pod.get("initContainers") or [])
+            extra += [str(c.get("image") or "") for c in containers if isinstance(c, dict)]
     for img in extra:
         if img not in seen:
             seen.add(img)

@@ -202,6 +202,9 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
     if not path.is_dir():
         raise CatalogError(f"{args.bundle} is not a bundle directory",
                            hint="give a directory with manifests/ and metadata/ (bundle images: not yet)")
+    if args.migrate and not args.image:
+        print("warning: --migrate without --image keeps the olm.bundle.object properties, as opm does for a "
+              "bundle without an image", file=sys.stderr)
     blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle,
                              migrate=args.migrate, providers=_providers(args.catalog),
                              warn=lambda text: print(f"warning: {text}", file=sys.stderr))

@@ -20,7 +20,7 @@ from reconciler.catalog.render import APIKinds, api_kinds, api_kinds_of_objects,
 from reconciler.cli import main
 from reconciler.model.catalog import Bundle, Property
 from reconciler.repo import read_repository
-from tests.bundle.test_k8s_v1 import _bundle, _docs
+from tests.bundle.test_k8s_v1 import _bundle
 from tests.unit.helpers import crd_doc, csv_doc, write_bundle, write_docs
 
 DECLARATION = {"apiVersion": "operators.coreos.com/v1", "kind": "Operator", "metadata": {"name": "gizmo"},
