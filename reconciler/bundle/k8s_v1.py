@@ -274,9 +274,19 @@ def required_apis(inferred: InferredAPIs, kinds: Any) -> tuple[list[dict[str, st
     return gvks, unmapped
 
 
-def export_registry_v1(content: BundleContent, dest: Path) -> Path:
-    """Write the synthesized registry+v1 bundle (manifests/ and metadata/annotations.yaml) under ``dest``."""
-    converted, _ = synthesize(content)
+def export_registry_v1(content: BundleContent, dest: Path, providers: Any = None,
+                       warn: Any = None) -> Path:
+    """Write the synthesized registry+v1 bundle (manifests/ and metadata/annotations.yaml) under ``dest``.
+
+    The required APIs go to ``metadata/dependencies.yaml`` (an ``olm.gvk``, or
+    an ``olm.constraint`` on the group; see ``catalog.render.required_properties``),
+    so that opm renders the written bundle with the requirements ``catalog
+    render`` gives the k8s+v1 one.
+    """
+    from reconciler.catalog.render import required_properties
+
+    converted, inferred = synthesize(content)
+    required = required_properties(content, inferred, providers, content.name, warn)
     if dest.exists() and any(dest.iterdir()):
         raise BundleError(f"{dest} is not empty", hint="choose a new output directory")
     (dest / "manifests").mkdir(parents=True)
@@ -288,4 +298,8 @@ def export_registry_v1(content: BundleContent, dest: Path) -> Path:
     annotations[ANNOTATION_MANIFESTS] = "manifests/"
     annotations["operators.operatorframework.io.bundle.metadata.v1"] = "metadata/"
     (dest / "metadata" / "annotations.yaml").write_text(yamlio.dump({"annotations": annotations}))
+    if required:
+        deps = [{"type": "olm.gvk" if p["type"] == "olm.gvk.required" else p["type"], "value": p["value"]}
+                for p in required]
+        (dest / "metadata" / "dependencies.yaml").write_text(yamlio.dump({"dependencies": deps}))
     return dest

@@ -164,6 +164,14 @@ def api_kinds(catalogs: Iterable[Any]) -> APIKinds:
     return _finish(exact, guessed)
 
 
+def api_kinds_of_catalogs(directories: Iterable[str]) -> APIKinds | None:
+    """``api_kinds`` of the file-based catalogs in ``directories`` (each loaded and validated); None for none."""
+    from reconciler.catalog import load_catalog
+
+    dirs = list(directories)
+    return api_kinds(load_catalog(d, Path(d)) for d in dirs) if dirs else None
+
+
 _KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 
@@ -207,19 +215,10 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
     if mediatype == "registry+v1":
         return _registry_v1(content, path, name, image, migrate)
     if mediatype == "k8s+v1":
-        from reconciler.bundle.k8s_v1 import required_apis, synthesize
+        from reconciler.bundle.k8s_v1 import synthesize
 
         synthesized, inferred = synthesize(content)
-        own = api_kinds_of_objects([m.obj for m in content.manifests])
-        required, unmapped = required_apis(inferred, own.merged(providers) if providers else own)
-        for group, resource in unmapped:
-            if warn is not None:
-                warn(f"{name}: the operator's RBAC names {resource}.{group}, which no bundle it or the given "
-                     f"catalogs hold defines: required as any API of group {group} (an olm.constraint); "
-                     f"pass the provider's catalog (--catalog) to require its kind")
-        extra = [{"type": PROP_GVK_REQUIRED, "value": g} for g in required]
-        extra += [{"type": PROP_CONSTRAINT, "value": group_constraint(group, resource)}
-                  for group, resource in unmapped]
+        extra = required_properties(content, inferred, providers, name, warn)
         extra.append({"type": PROP_BUNDLE_MEDIATYPE, "value": mediatype})
         return _registry_v1(synthesized, path, name, image, migrate, extra)
     if mediatype == "plain+v0":
@@ -229,6 +228,26 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
     raise UnsupportedBundleError(f"bundle mediatype {mediatype or '(none)'!r} cannot be rendered",
                                  path=f"{name}/metadata/annotations.yaml",
                                  hint="supported: registry+v1, k8s+v1, plain+v0")
+
+
+def required_properties(content: BundleContent, inferred: Any, providers: APIKinds | None, name: str,
+                        warn: Callable[[str], object] | None) -> list[dict[str, Any]]:
+    """A k8s+v1 bundle's required APIs as properties: ``olm.gvk.required``, or an ``olm.constraint`` on the group.
+
+    The kinds come from the bundle's own CRDs and ``providers``; a resource
+    neither defines is required by its group, and ``warn`` hears of it.
+    """
+    from reconciler.bundle.k8s_v1 import required_apis
+
+    own = api_kinds_of_objects([m.obj for m in content.manifests])
+    required, unmapped = required_apis(inferred, own.merged(providers) if providers else own)
+    for group, resource in unmapped:
+        if warn is not None:
+            warn(f"{name}: the operator's RBAC names {resource}.{group}, which neither the bundle nor the given "
+                 f"catalogs define: required as any API of group {group} (an olm.constraint); "
+                 f"pass the provider's catalog (--catalog) to require its kind")
+    return [{"type": PROP_GVK_REQUIRED, "value": g} for g in required] + [
+        {"type": PROP_CONSTRAINT, "value": group_constraint(group, resource)} for group, resource in unmapped]
 
 
 def go_json(value: Any, *, sort_keys: bool = True) -> str:

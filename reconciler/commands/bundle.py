@@ -64,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     cv.add_argument("source", metavar="DIR", help="the k8s+v1 bundle directory")
     cv.add_argument("--to", choices=("registry+v1",), default="registry+v1", help="the format to write")
     cv.add_argument("--output", "-o", type=Path, required=True, metavar="DIR", help="an empty or new directory")
+    cv.add_argument("--catalog", action="append", default=[], metavar="DIR",
+                    help="a file-based catalog whose bundles may provide the APIs the bundle's RBAC requires: "
+                         "their CRDs name the kinds written to metadata/dependencies.yaml (repeatable)")
     cv.set_defaults(run=run_convert)
 
 
@@ -160,7 +163,10 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_convert(args: argparse.Namespace, out: TextIO) -> int:
+    import sys
+
     from reconciler.bundle import fetch, k8s_v1, read_content
+    from reconciler.catalog.render import api_kinds_of_catalogs
 
     src = Path(args.source).resolve()
     try:
@@ -168,7 +174,8 @@ def run_convert(args: argparse.Namespace, out: TextIO) -> int:
         if content.mediatype != k8s_v1.MEDIATYPE:
             raise BundleError(f"{args.source} is a {content.mediatype} bundle; only k8s+v1 bundles are converted",
                               hint="registry+v1 bundles need no conversion")
-        dest = k8s_v1.export_registry_v1(content, args.output)
+        dest = k8s_v1.export_registry_v1(content, args.output, api_kinds_of_catalogs(args.catalog),
+                                         warn=lambda text: print(f"warning: {text}", file=sys.stderr))
         _render(str(dest), None, None)  # the written bundle must itself convert
     except ReconcilerError as exc:
         return _one_line(exc, out)

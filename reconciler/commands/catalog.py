@@ -102,6 +102,7 @@ def _register_template(csub: argparse._SubParsersAction) -> None:
 
 def run_template(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import yamlio
+    from reconciler.catalog.render import api_kinds_of_catalogs
     from reconciler.catalog.template import bundle_renderer, render_template
 
     if args.file == "-":
@@ -109,7 +110,7 @@ def run_template(args: argparse.Namespace, out: TextIO) -> int:
     else:
         path = Path(args.file)
         text, base, source = yamlio.read_text(path, args.file), path.parent, args.file
-    renderer = bundle_renderer(base, _providers(args.catalog),
+    renderer = bundle_renderer(base, api_kinds_of_catalogs(args.catalog),
                                warn=lambda text: print(f"warning: {text}", file=sys.stderr))
     blobs = render_template(args.kind, yamlio.load_one(text, source), base, source, renderer)
     if args.output == "json":
@@ -186,18 +187,9 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _providers(catalogs: list[str]):
-    """The plural -> kind mapping of the APIs the bundles of ``--catalog`` directories provide (None without)."""
-    if not catalogs:
-        return None
-    from reconciler.catalog import load_catalog
-    from reconciler.catalog.render import api_kinds
-    return api_kinds(load_catalog(d, Path(d)) for d in catalogs)
-
-
 def run_render(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import yamlio
-    from reconciler.catalog.render import render_bundle_dir
+    from reconciler.catalog.render import api_kinds_of_catalogs, render_bundle_dir
     path = Path(args.bundle)
     if not path.is_dir():
         raise CatalogError(f"{args.bundle} is not a bundle directory",
@@ -206,7 +198,7 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
         print("warning: --migrate without --image keeps the olm.bundle.object properties, as opm does for a "
               "bundle without an image", file=sys.stderr)
     blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle,
-                             migrate=args.migrate, providers=_providers(args.catalog),
+                             migrate=args.migrate, providers=api_kinds_of_catalogs(args.catalog),
                              warn=lambda text: print(f"warning: {text}", file=sys.stderr))
     out.write(json.dumps(blob, indent=2, ensure_ascii=False) + "\n" if args.output == "json"
               else yamlio.dump(blob))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from reconciler.cli import main
 from reconciler.model.catalog import Bundle, Property
 from reconciler.repo import read_repository
 from tests.bundle.test_k8s_v1 import _bundle
+from tests.catalog.test_corpus import opm   # at import, as there: opm is found before the tests' cache moves
 from tests.unit.helpers import crd_doc, csv_doc, write_bundle, write_docs
 
 DECLARATION = {"apiVersion": "operators.coreos.com/v1", "kind": "Operator", "metadata": {"name": "gizmo"},
@@ -157,3 +159,32 @@ def test_a_template_maps_required_apis_through_its_catalog_option(tmp_path):
     assert {"type": "olm.gvk.required", "value": {"group": "monitoring.coreos.com", "kind": "ServiceMonitor",
                                                   "version": "v1"}} in gizmo["properties"]
     assert "olm.csv.metadata" in types and "olm.bundle.object" not in types
+
+
+def test_the_exported_registry_v1_bundle_carries_the_same_requirements_through_opm(tmp_path):
+    """bundle convert writes them to metadata/dependencies.yaml, which opm turns into the same properties."""
+    providers = _provider_catalog(tmp_path)
+    docs = _bundle(tmp_path)
+    # a second required resource nobody defines: required by its group
+    cr = yamlio.load_all((docs / "manifests" / "all.yaml").read_text(), "all.yaml")
+    role = next(d for d in cr if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "gizmo")
+    role["rules"].append({"apiGroups": ["acme.io"], "resources": ["anvils"], "verbs": ["get"]})
+    write_docs(docs, "manifests/all.yaml", *cr)
+    assert main(["bundle", "convert", str(docs), "-o", str(tmp_path / "out"), "--catalog", str(providers)],
+                io.StringIO()) == 0
+    ours = render_bundle_dir(docs, providers=api_kinds([_load(providers)]))
+    wanted = {"olm.gvk.required", "olm.constraint"}
+    required = [p for p in ours["properties"] if p["type"] in wanted]
+    assert [p["type"] for p in required] == ["olm.constraint", "olm.gvk.required"]
+    exe = opm()
+    if exe is None:
+        pytest.skip("opm is not built (run `python -m bench.catalog_bench` once) and not on PATH")
+    done = subprocess.run([exe, "render", str(tmp_path / "out"), "-o", "json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [p for p in json.loads(done.stdout)["properties"] if p["type"] in wanted] == required
+
+
+def _load(directory: Path):
+    from reconciler.catalog import load_catalog
+    return load_catalog("providers", directory)
