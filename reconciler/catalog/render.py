@@ -220,7 +220,7 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
         synthesized, inferred = synthesize(content)
         extra = required_properties(content, inferred, providers, name, warn)
         extra.append({"type": PROP_BUNDLE_MEDIATYPE, "value": mediatype})
-        return _registry_v1(synthesized, path, name, image, migrate, extra)
+        return _registry_v1(synthesized, path, name, image, migrate, extra, synthesized=True)
     if mediatype == "plain+v0":
         blob = _plain_v0(content, name, image, package or content.annotations.get(ANNOTATION_PACKAGE), version)
         blob["properties"] = _sorted(blob["properties"] + [{"type": PROP_BUNDLE_MEDIATYPE, "value": mediatype}])
@@ -341,17 +341,17 @@ def _gvk(value: Any) -> dict[str, str]:
 
 
 def _registry_v1(content: BundleContent, root: Path, name: str, image: str, migrate: bool,
-                 extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 extra: list[dict[str, Any]] | None = None, *, synthesized: bool = False) -> dict[str, Any]:
     package = content.annotations.get(ANNOTATION_PACKAGE)
     if not package:
         raise BundleError(f"metadata/annotations.yaml has no {ANNOTATION_PACKAGE}", path=name)
-    # opm keeps the first document of each manifest file, and the first CSV
     # opm keeps the first document of each manifest file, and the first CSV, as written: a file whose
-    # reading repaired something (a key's case, a CSV's group) is read again for its original text
+    # reading repaired something (a key's case, a CSV's group) is read again for its original text.
+    # A synthesized (k8s+v1) bundle has no opm reading to follow: all its objects, as synthesized.
     repaired = {w.partition(": ")[0] for w in content.warnings}
-    firsts: list[dict[str, Any]] = []
+    firsts: list[dict[str, Any]] = [m.obj for m in content.manifests] if synthesized else []
     files: set[str] = set()
-    for m in content.manifests:
+    for m in content.manifests if not synthesized else ():
         if m.file not in files:
             files.add(m.file)
             if m.obj.get("kind") != "ClusterServiceVersion" or not any(

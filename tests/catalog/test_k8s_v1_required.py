@@ -83,6 +83,9 @@ def test_required_api_becomes_olm_gvk_required_and_pulls_in_its_provider(tmp_pat
     assert [v for t, v in props if t == "olm.gvk.required"] == [
         {"group": "monitoring.coreos.com", "kind": "ServiceMonitor", "version": "v1"}]
     assert ("olm.bundle.mediatype", "k8s+v1") in props
+    # its objects: the synthesized CSV (which took in the Deployment and the RBAC) and what remains
+    kinds = sorted(json.loads(base64.b64decode(v["data"]))["kind"] for t, v in props if t == "olm.bundle.object")
+    assert kinds == ["ClusterServiceVersion", "CustomResourceDefinition", "ServiceAccount"]
     assert _resolve_gizmo(tmp_path, providers, gizmo) == {"gizmo": "gizmo.v1.0.0", "prom": "prom.v0.70.0"}
 
 
