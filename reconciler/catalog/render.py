@@ -91,48 +91,44 @@ class APIKinds:
         return next(iter(kinds.items())) if len(kinds) == 1 else None
 
 
-def _collect(exact: dict, guessed: dict, group: str, plural: str | None, kind: str, version: str) -> None:
-    if not group or not kind:
-        return
-    target = exact if plural else guessed
-    key = (group, plural or "")
-    target.setdefault(key, {}).setdefault(kind, set()).update({version} if version else set())
+Table = dict[tuple[str, str], dict[str, set[str]]]   # (group, plural or "") -> kind -> versions
 
 
-def _finish(exact: dict, guessed: dict) -> APIKinds:
-    """Exact plurals, then guesses for the (group, kind)s no exact source named."""
+def _collect(table: Table, group: str, plural: str, kind: str, version: str) -> None:
+    if group and kind:
+        table.setdefault((group, plural), {}).setdefault(kind, set()).update({version} if version else set())
+
+
+def _finish(exact: Table, guessed: Table) -> APIKinds:
+    """Exact plurals, then the kinds only ``olm.gvk`` names, under the plural a CRD gives them or a guess."""
     from reconciler.approve.required import guess_plural
 
-    named = {(g, k) for (g, _), kinds in exact.items() for k in kinds}
-    out = {key: dict(kinds) for key, kinds in exact.items()}
+    out: Table = {key: {k: set(v) for k, v in kinds.items()} for key, kinds in exact.items()}
+    plural_of = {(key[0], kind): key for key, kinds in exact.items() for kind in kinds}
     for (group, _), kinds in guessed.items():
         for kind, versions in kinds.items():
-            if (group, kind) in named:
-                versions_known = [v for (g, _), ks in exact.items() if g == group for k, v in ks.items() if k == kind]
-                for v in versions_known:
-                    v.update(versions)
-                continue
-            out.setdefault((group, guess_plural(kind)), {}).setdefault(kind, set()).update(versions)
+            key = plural_of.get((group, kind)) or (group, guess_plural(kind))
+            out.setdefault(key, {}).setdefault(kind, set()).update(versions)
     return APIKinds({key: {k: frozenset(v) for k, v in kinds.items()} for key, kinds in out.items()})
 
 
-def _crd_names(exact: dict, obj: Any) -> None:
+def _crd_names(exact: Table, obj: Any) -> None:
     if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
         return
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
     group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
-    if not (isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str)):
+    if not (isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str) and plural):
         return
     versions = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict)]
     versions += [spec.get("version")] if spec.get("version") else []
     for v in versions or [""]:
-        _collect(exact, {}, group, plural, kind, str(v or ""))
+        _collect(exact, group, plural, kind, str(v or ""))
 
 
 def api_kinds_of_objects(objects: Iterable[Any]) -> APIKinds:
     """The plural -> kind mapping the CRDs among ``objects`` give."""
-    exact: dict = {}
+    exact: Table = {}
     for obj in objects:
         _crd_names(exact, obj)
     return _finish(exact, {})
@@ -140,27 +136,25 @@ def api_kinds_of_objects(objects: Iterable[Any]) -> APIKinds:
 
 def api_kinds(catalogs: Iterable[Any]) -> APIKinds:
     """The plural -> kind mapping of every API the bundles of ``catalogs`` (``model.catalog.Catalog``) provide."""
-    exact: dict = {}
-    guessed: dict = {}
+    exact: Table = {}
+    guessed: Table = {}
     for cat in catalogs:
         for bundle in cat.bundles.values():
             for p in bundle.properties:
-                if p.type == PROP_BUNDLE_OBJECT and isinstance(p.value, dict) and p.value.get("data"):
+                value = p.value if isinstance(p.value, dict) else {}
+                if p.type == PROP_BUNDLE_OBJECT and value.get("data"):
                     try:
-                        _crd_names(exact, json.loads(base64.b64decode(str(p.value["data"]))))
+                        _crd_names(exact, json.loads(base64.b64decode(str(value["data"]))))
                     except ValueError:
                         continue   # a catalog finding, not ours to report here
-                elif p.type == PROP_CSV_METADATA and isinstance(p.value, dict):
-                    owned = (p.value.get("crdDescriptions") or {}).get("owned") if isinstance(
-                        p.value.get("crdDescriptions"), dict) else None
-                    for d in owned or []:
+                elif p.type == PROP_CSV_METADATA and isinstance(value.get("crdDescriptions"), dict):
+                    for d in value["crdDescriptions"].get("owned") or []:
                         if isinstance(d, dict) and "." in str(d.get("name") or ""):
                             plural, _, group = str(d["name"]).partition(".")
-                            _collect(exact, guessed, group, plural, str(d.get("kind") or ""),
-                                     str(d.get("version") or ""))
-                elif p.type == PROP_GVK and isinstance(p.value, dict):
-                    _collect(exact, guessed, str(p.value.get("group") or ""), None, str(p.value.get("kind") or ""),
-                             str(p.value.get("version") or ""))
+                            _collect(exact, group, plural, str(d.get("kind") or ""), str(d.get("version") or ""))
+                elif p.type == PROP_GVK:
+                    _collect(guessed, str(value.get("group") or ""), "", str(value.get("kind") or ""),
+                             str(value.get("version") or ""))
     return _finish(exact, guessed)
 
 
