@@ -293,6 +293,9 @@ def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[d
             continue
         doc = docs[0] if docs else None
         if not isinstance(doc, dict):
+            if doc is not None and f.name in ("dependencies.yaml", "properties.yaml"):
+                raise BundleError(f"the file must be a mapping with a '{f.name[:-5]}' list, not a "
+                                  f"{type(doc).__name__}", path=display)
             continue
         for key in ("dependencies", "properties"):
             items = doc.get(key)

@@ -216,3 +216,19 @@ def test_dependencies_are_read_from_whichever_metadata_file_has_them(tmp_path):
     assert {"type": "olm.package.required", "value": {"packageName": "etcd", "versionRange": ">=0.9.0 <0.10.0"}} \
         in ours["properties"]
     assert ours == _opm_render(tmp_path)
+
+
+@pytest.mark.parametrize("text,message", [("dependencies: [\n", "invalid YAML"),
+                                          ("- a\n", "must be a mapping with a 'dependencies' list, not a list")])
+def test_a_broken_dependencies_file_is_refused_not_dropped(tmp_path, text, message):
+    """A deliberate difference: opm drops a file it cannot decode, and the bundle's dependencies with it."""
+    write(tmp_path, "metadata/annotations.yaml", """
+        annotations:
+          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
+          operators.operatorframework.io.bundle.package.v1: parity
+        """)
+    write(tmp_path, "manifests/parity.clusterserviceversion.yaml", CSV)
+    write(tmp_path, "metadata/dependencies.yaml", text)
+    with pytest.raises(BundleError, match=message) as err:
+        render_bundle_dir(tmp_path)
+    assert err.value.path.endswith("metadata/dependencies.yaml")
