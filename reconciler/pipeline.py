@@ -89,7 +89,7 @@ def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, Lock
     if kube is None:
         return {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
     installed = {}
-    for name, rec in status_objects.read_all(kube).items():
+    for name, rec in status_objects.read_all(kube, snapshot.settings.instance).items():
         b = rec.status.get("bundle") or {}
         if b.get("name"):
             installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
@@ -358,12 +358,17 @@ def _spec(inst: Installed) -> dict:
         spec["version"] = str(decl.version)
     if sel.required_by:
         spec["requiredBy"] = list(sel.required_by)
+    if decl is not None and decl.delete_custom_resources:
+        spec["deleteCustomResources"] = True   # recorded, so it still holds once the declaration is removed
     return spec
 
 
 def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None,
-                  decisions: Mapping[str, Decision] | None = None) -> list[DesiredOperator]:
-    """What to apply: every approved bundle (all of them when no decisions are given)."""
+                  decisions: Mapping[str, Decision] | None = None, *, part_of: str = "") -> list[DesiredOperator]:
+    """What to apply: every approved bundle (all of them when no decisions are given).
+
+    Objects are labelled with their Operator and, with ``part_of``, their instance's ApplySet id.
+    """
     out = []
     for inst in installs:
         decision = (decisions or {}).get(inst.selection.owner)
@@ -371,7 +376,7 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
             continue
         sel = inst.selection
         decl = sel.declaration
-        objects = tuple(_stamp(obj, sel.owner) for obj in inst.bundle.objects)
+        objects = tuple(_stamp(obj, sel.owner, part_of) for obj in inst.bundle.objects)
         spec = _spec(inst)
         bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
                                                      "source", "digest")}
@@ -424,10 +429,10 @@ def _deprecation_conditions(sel: Selection, resolution: Resolution | None) -> tu
     return tuple(out)
 
 
-def _stamp(obj: Manifest, operator: str) -> Manifest:
+def _stamp(obj: Manifest, operator: str, part_of: str = "") -> Manifest:
     out = copy.deepcopy(obj)
     meta = out.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(operator)}
+    meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(operator, part_of)}
     return out
 
 
@@ -495,14 +500,17 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
         return wait_healthy(kube, {op.name: op.objects for op in desired}, timeout=wait, progress=on_progress,
                             operands=paths)
 
-    desired = desired_state(installs, prepared.resolution, prepared.decisions)
+    from reconciler.cluster.applyset import Instance
+
+    instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace)
+    desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id)
     softened: dict[str, tuple] = {}
     if kube is not None and not dry_run:
         desired, softened = _soften_webhooks(kube, desired)
     result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,
                   pending=pending_state(installs, prepared.decisions),
-                  installer_namespace=snapshot.settings.installer_namespace, judge=judge)
+                  installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
     by_name = {op.name: op for op in desired}
     for name, (originals, refs) in sorted(softened.items()):
         which = ", ".join(str(r) for r in refs)
