@@ -109,6 +109,57 @@ def lock_pins(snapshot: RepoSnapshot, installed: Mapping[str, LockEntry]) -> dic
     return {owner: e for owner, e in locked.items() if owner not in installed}
 
 
+def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
+                       pins: Mapping[str, LockEntry]) -> None:
+    """Refuse a lockfile that was edited to point elsewhere, rather than silently rewriting it.
+
+    Every entry's source must stay inside the repository when it is a path
+    (``file://``, ``git+file://``). An entry about to be installed as a pin
+    (a declared owner, or a dependency of one, with nothing installed yet)
+    must name a bundle its catalog has, with the source that catalog gives it.
+    """
+    if snapshot.lock is None:
+        return
+    where = snapshot.lock_path.name
+    hint = ("olm.lock is written by the reconciler; restore it from git, or delete it and run `reconciler "
+            "resolve` to write a fresh one, and review the diff")
+    for e in snapshot.lock.entries:
+        if _outside(e.source, snapshot.root):
+            raise LockfileError(f"entry {e.operator}: source {e.source!r} lies outside the repository",
+                                path=where, obj=f"bundle {e.name}", hint=hint)
+    declared = {op.name for op in snapshot.operators}
+    for owner, e in sorted(pins.items()):
+        needed_by = {r for r in e.required_by.split(",") if r}
+        if not e.catalog or (owner not in declared and not needed_by & declared):
+            continue
+        catalog = catalogs.get(e.catalog)
+        bundle = catalog.bundle(e.package, e.name) if catalog is not None else None
+        if catalog is None:
+            problem = f"names catalog {e.catalog!r}, which the repository does not have"
+        elif bundle is None:
+            problem = f"names bundle {e.name} (package {e.package}), which catalog {e.catalog!r} does not have"
+        elif bundle.image != e.source:
+            problem = f"gives bundle {e.name} the source {e.source!r}, but catalog {e.catalog!r} gives {bundle.image!r}"
+        else:
+            continue
+        raise LockfileError(f"entry {owner} {problem}", path=where, obj=f"bundle {e.name}", hint=hint)
+
+
+def _outside(source: str, root: Path) -> bool:
+    """Whether a path source (``file://`` directory, ``git+file://`` repository) leaves the repository."""
+    top = root.resolve()
+    if source.startswith(bundle_source.FILE_SCHEME):
+        path = (top / source[len(bundle_source.FILE_SCHEME):].strip("/")).resolve()
+    elif source.startswith(bundle_source.GIT_PREFIX + bundle_source.FILE_SCHEME):
+        url = source[len(bundle_source.GIT_PREFIX):].partition("#")[0].rpartition("@")[0] or \
+            source[len(bundle_source.GIT_PREFIX):].partition("#")[0]
+        raw = url[len(bundle_source.FILE_SCHEME):]
+        path = (Path(raw) if raw.startswith("/") else top / raw).resolve()
+    else:
+        return False
+    return path != top and top not in path.parents
+
+
 def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
     if kube is not None:
         return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
@@ -121,9 +172,10 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
+    pins = lock_pins(snapshot, installed) if kube is not None else {}
+    check_lock_entries(snapshot, catalogs, pins)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
-                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver,
-                                pins=lock_pins(snapshot, installed) if kube is not None else {})
+                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins)
     return (resolver or SatResolver()).resolve(request)
 
 
