@@ -125,8 +125,8 @@ def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
             "resolve` to write a fresh one, and review the diff")
     for e in snapshot.lock.entries:
         if _outside(e.source, snapshot.root):
-            raise LockfileError(f"entry {e.operator}: source {e.source!r} lies outside the repository",
-                                path=where, obj=f"bundle {e.name}", hint=hint)
+            raise LockfileError(f"source {e.source!r} of bundle {e.name} lies outside the repository",
+                                path=where, obj=f"entry {e.operator}", hint=hint)
     declared = {op.name for op in snapshot.operators}
     for owner, e in sorted(pins.items()):
         needed_by = {r for r in e.required_by.split(",") if r}
@@ -142,7 +142,7 @@ def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
             problem = f"gives bundle {e.name} the source {e.source!r}, but catalog {e.catalog!r} gives {bundle.image!r}"
         else:
             continue
-        raise LockfileError(f"entry {owner} {problem}", path=where, obj=f"bundle {e.name}", hint=hint)
+        raise LockfileError(problem, path=where, obj=f"entry {owner}", hint=hint)
 
 
 def _outside(source: str, root: Path) -> bool:

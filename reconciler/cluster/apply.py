@@ -236,7 +236,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 **stamp)
     try:
         result.changes.extend(_execute_all(kube, planned))
-        remaining = _prune(kube, desired, recorded, dry_run=False, result=result, writers=writers)
+        remaining = _prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
+                           installer_namespace=installer_namespace)
     except ClusterError as exc:
         for op in desired:
             _mark_failed(kube, info, op, exc, instance)
@@ -797,7 +798,8 @@ def _execute(kube: Kube, p: _Planned) -> Change:
 
 
 def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded], *,
-           dry_run: bool, result: SyncResult, writers: Mapping[str, Kube] | None = None) -> dict[str, set[ObjectRef]]:
+           dry_run: bool, result: SyncResult, writers: Mapping[str, Kube] | None = None,
+           installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
     """Delete recorded objects that left the desired state; return those that must stay recorded.
 
     An object another desired Operator now claims (a renamed declaration took it over) is not pruned.
@@ -811,7 +813,9 @@ def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, statu
         stale = [r for r in rec.inventory if r.key not in keep and r.key not in claimed]
         delete_crs = bool(specs.get(name, rec.spec).get("deleteCustomResources"))
         for ref in sorted(stale, key=order_key, reverse=True):
-            action, detail = _prune_one(kube, name, ref, dry_run, delete_crs, (writers or {}).get(name))
+            writer = (writers or {}).get(name) or (  # a removed Operator's installer lives until after pruning
+                kube.impersonating(installer.username(installer_namespace, name)) if installer_namespace else None)
+            action, detail = _prune_one(kube, name, ref, dry_run, delete_crs, writer)
             if action is None:
                 continue
             if action == Action.SKIPPED and detail.startswith("kept:"):

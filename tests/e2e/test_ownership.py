@@ -254,11 +254,11 @@ def test_a_tampered_lock_is_refused_not_rewritten(repo, kc, k8s, capsys):
     good = lock.read_text()
     for tampered, message in [
         (good.replace("name: plumbus.v1.1.0", "name: plumbus.v9.9.9"),
-         "entry plumbus names bundle plumbus.v9.9.9 (package plumbus), which catalog 'community' does not have"),
+         "entry plumbus: names bundle plumbus.v9.9.9 (package plumbus), which catalog 'community' does not have"),
         (good.replace("source: file://bundles/plumbus/1.1.0", "source: file://bundles/plumbus/1.0.0"),
-         "entry plumbus gives bundle plumbus.v1.1.0 the source 'file://bundles/plumbus/1.0.0'"),
+         "entry plumbus: gives bundle plumbus.v1.1.0 the source 'file://bundles/plumbus/1.0.0'"),
         (good.replace("source: file://bundles/plumbus/1.1.0", "source: file://../../elsewhere"),
-         "entry plumbus: source 'file://../../elsewhere' lies outside the repository"),
+         "entry plumbus: source 'file://../../elsewhere' of bundle plumbus.v1.1.0 lies outside the repository"),
         (good.replace("source: file://bundles/plumbus/1.1.0", "source: git+file:///srv/git/b.git@"
                       + "0" * 40 + "#bundle"),
          "lies outside the repository"),
@@ -318,3 +318,26 @@ def test_the_delete_opt_in_must_be_true_or_false(repo, kc, k8s, capsys):
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 2
     assert "operators/plumbus.yaml" in run.err and "reconciler.dev/delete-custom-resources must be" in run.err
+
+
+def test_kubectl_recognises_the_instance_as_an_applyset_of_another_tool(repo, kc, k8s, capsys, tmp_path):
+    """kubectl checks the parent's id against the one it derives from the parent, then refuses to touch a
+    set another tool manages: reaching the tooling check proves the id is the one kubectl computes."""
+    import os
+    import subprocess
+
+    try:
+        from bench.peers.kubectl import kubectl_binary
+        binary = kubectl_binary(lambda _: None)
+    except Exception as exc:  # noqa: BLE001 - no Go toolchain or module cache: nothing to compare with
+        pytest.skip(f"kubectl is not available: {exc}")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe, namespace: reconciler-system}\n")
+    env = {**os.environ, "KUBECTL_APPLYSET": "true", "KUBECONFIG": str(kc), "HOME": str(tmp_path)}
+    run = subprocess.run([str(binary), "apply", "--server-side", "--prune", "--dry-run=server",
+                          "--applyset=configmaps/reconciler-instance-default", "-n", "reconciler-system",
+                          "-f", str(manifest)], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "reconciler/v" in run.stderr and "does not match" not in run.stderr, run.stderr
+    assert get(k8s, "v1", "ConfigMap", "probe", "reconciler-system") is None
