@@ -205,7 +205,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     elif any(op.installer is not None for op in desired):
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")
-    owned = {name: {r.key for r in rec.inventory} for name, rec in recorded.items()}
+    owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
     planned = _plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
                     instance=instance.name)
     for new, old in sorted(moves.items()):
@@ -220,8 +220,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
 
     info = status_objects.ensure_crd(kube)
     # The ApplySet parent lists the kinds and namespaces of the members; written only when they change.
-    members = _members(recorded, desired)
-    if members != _members(recorded, []) or not all(rec.labelled for rec in recorded.values()):
+    members = _members(mine, desired)
+    if members != _members(mine, []) or not all(rec.labelled for rec in mine.values()):
         write_parent(kube, instance, members)
     stamp = {"instance": instance.name, "part_of": instance.id}
     for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
@@ -230,7 +230,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         if op.name in moves:  # the objects of the old name are this one's from now on
             before |= set(recorded[moves[op.name]].inventory)
         inventory = before | {ObjectRef.of(o) for o in op.objects}
-        if inventory != before or (previous is None and before) or (previous is not None and not previous.labelled):
+        if inventory != before or (previous is None and before):
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
                 **stamp)
@@ -273,7 +273,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 **stamp)
         else:
             status_objects.delete(kube, info, name)
-    after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(*final.values())
+    after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(*final.values()) \
+        | _members({k: v for k, v in mine.items() if k in held}, [])
     if after != members:
         write_parent(kube, instance, after)
     return result

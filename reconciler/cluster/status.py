@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import (
-    API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, Manifest, ObjectRef, ownership_labels,
+    API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF, Manifest, ObjectRef, ownership_labels,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ class Recorded:
     generation: int = 0
     instance: str = "default"   # the reconciler instance it belongs to
     labelled: bool = True       # False for a status object written before instances (no instance label yet)
+    part_of: str = ""           # its applyset.kubernetes.io/part-of label
 
 
 def resource(kube: Kube) -> ResourceInfo | None:
@@ -103,7 +104,8 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
         inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
         out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status,
                                                  int(item["metadata"].get("generation") or 0), owner,
-                                                 LABEL_INSTANCE in (item["metadata"].get("labels") or {}))
+                                                 LABEL_INSTANCE in (item["metadata"].get("labels") or {}),
+                                                 (item["metadata"].get("labels") or {}).get(LABEL_PART_OF, ""))
     return out
 
 
@@ -180,7 +182,7 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
     if generation:
         _observe(status, generation)
     if previous is not None and previous.spec == spec and previous.status == status \
-            and previous.instance == instance and previous.labelled:
+            and previous.instance == instance and previous.labelled and previous.part_of == part_of:
         return
     body = {"apiVersion": API_VERSION, "kind": KIND,
             "metadata": {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}},

@@ -341,3 +341,22 @@ def test_kubectl_recognises_the_instance_as_an_applyset_of_another_tool(repo, kc
     assert run.returncode != 0
     assert "reconciler/v" in run.stderr and "does not match" not in run.stderr, run.stderr
     assert get(k8s, "v1", "ConfigMap", "probe", "reconciler-system") is None
+
+
+def test_operators_move_to_a_named_instance_by_relabelling_their_status_objects(repo, kc, k8s, capsys):
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    uids = _uids(k8s, "plumbus")
+    repo.write("reconciler.yaml", "instance: team-a\n")
+    repo.commit("this repository is team-a's")
+    refused = reconcile(repo, kc, capsys=capsys)
+    assert refused.code == 2 and "belongs to reconciler instance 'default'" in refused.err
+    info = k8s.resource(*OPERATOR)
+    k8s.request("PATCH", info.path("", "plumbus"), content_type="application/merge-patch+json",
+                body={"metadata": {"labels": {LABEL_INSTANCE: "team-a"}}})
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert _uids(k8s, "plumbus") == uids
+    team_a = applyset_id("reconciler-instance-team-a", "reconciler-system", "ConfigMap")
+    assert get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")["metadata"]["labels"][
+        LABEL_PART_OF] == team_a
+    assert get(k8s, *OPERATOR, "plumbus")["metadata"]["labels"][LABEL_PART_OF] == team_a
