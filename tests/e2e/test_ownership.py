@@ -339,8 +339,30 @@ def test_kubectl_recognises_the_instance_as_an_applyset_of_another_tool(repo, kc
                           "--applyset=configmaps/reconciler-instance-default", "-n", "reconciler-system",
                           "-f", str(manifest)], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
-    assert "reconciler/v" in run.stderr and "does not match" not in run.stderr, run.stderr
+    assert 'managed by tooling "reconciler" instead of "kubectl"' in run.stderr, run.stderr
     assert get(k8s, "v1", "ConfigMap", "probe", "reconciler-system") is None
+    # Posing as kubectl's own set, it lists the members by their part-of label (a server-side dry run
+    # prunes them on paper); with an id that is not the parent's, kubectl refuses the set.
+    cm = k8s.resource("v1", "ConfigMap")
+    path = cm.path("reconciler-system", "reconciler-instance-default")
+    live = get(k8s, "v1", "ConfigMap", "reconciler-instance-default", "reconciler-system")["metadata"]
+    real, tooling = live["labels"]["applyset.kubernetes.io/id"], live["annotations"]["applyset.kubernetes.io/tooling"]
+
+    def pose(id_: str, tool: str) -> subprocess.CompletedProcess:
+        k8s.request("PATCH", path, content_type="application/merge-patch+json",
+                    body={"metadata": {"labels": {"applyset.kubernetes.io/id": id_},
+                                       "annotations": {"applyset.kubernetes.io/tooling": tool}}})
+        return subprocess.run(run.args, env=env, capture_output=True, text=True, timeout=120)
+    try:
+        as_kubectl = pose(real, "kubectl/v1.36.3")
+        assert as_kubectl.returncode == 0, as_kubectl.stderr
+        assert "deployment.apps/plumbus-controller-manager pruned (server dry run)" in as_kubectl.stdout
+        assert "operator.reconciler.dev/plumbus pruned (server dry run)" in as_kubectl.stdout
+        wrong = pose(applyset_id("elsewhere", "reconciler-system", "ConfigMap"), "kubectl/v1.36.3")
+        assert wrong.returncode != 0 and "pruned" not in wrong.stdout, wrong.stdout
+    finally:
+        pose(real, tooling)
+    assert len(managed(k8s, "plumbus")) == 7
 
 
 def test_operators_move_to_a_named_instance_by_relabelling_their_status_objects(repo, kc, k8s, capsys):
