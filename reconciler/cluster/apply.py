@@ -813,7 +813,10 @@ def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, statu
         keep = wanted.get(name, set())
         stale = [r for r in rec.inventory if r.key not in keep and r.key not in claimed]
         delete_crs = bool(specs.get(name, rec.spec).get("deleteCustomResources"))
-        for ref in sorted(stale, key=order_key, reverse=True):
+        order = sorted(stale, key=order_key, reverse=True)
+        if delete_crs:  # CRDs first, while the operator still runs to finalize their custom resources
+            order = sorted(order, key=lambda r: (r.group, r.kind) != CRD)
+        for ref in order:
             writer = (writers or {}).get(name) or (  # a removed Operator's installer lives until after pruning
                 kube.impersonating(installer.username(installer_namespace, name)) if installer_namespace else None)
             action, detail = _prune_one(kube, name, ref, dry_run, delete_crs, writer)

@@ -306,6 +306,8 @@ def test_crds_with_custom_resources_are_kept_with_an_exact_count_unless_opted_in
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
     assert "plumbai.how.theydoit.com  deleted  [plumbus]: with its 3 custom resource(s)" in run.out
+    assert run.out.index("plumbai.how.theydoit.com  deleted") < \
+        run.out.index("plumbus-system/plumbus-controller-manager  deleted")   # while the operator could finalize
     assert get(k8s, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "plumbai.how.theydoit.com") is None
     assert get(k8s, *OPERATOR, "plumbus") is None
 
