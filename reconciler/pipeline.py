@@ -89,7 +89,7 @@ def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, Lock
     if kube is None:
         return {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
     installed = {}
-    for name, rec in status_objects.read_all(kube).items():
+    for name, rec in status_objects.read_all(kube, snapshot.settings.instance).items():
         b = rec.status.get("bundle") or {}
         if b.get("name"):
             installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
@@ -109,6 +109,57 @@ def lock_pins(snapshot: RepoSnapshot, installed: Mapping[str, LockEntry]) -> dic
     return {owner: e for owner, e in locked.items() if owner not in installed}
 
 
+def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
+                       pins: Mapping[str, LockEntry]) -> None:
+    """Refuse a lockfile that was edited to point elsewhere, rather than silently rewriting it.
+
+    Every entry's source must stay inside the repository when it is a path
+    (``file://``, ``git+file://``). An entry about to be installed as a pin
+    (a declared owner, or a dependency of one, with nothing installed yet)
+    must name a bundle its catalog has, with the source that catalog gives it.
+    """
+    if snapshot.lock is None:
+        return
+    where = snapshot.lock_path.name
+    hint = ("olm.lock is written by the reconciler; restore it from git, or delete it and run `reconciler "
+            "resolve` to write a fresh one, and review the diff")
+    for e in snapshot.lock.entries:
+        if _outside(e.source, snapshot.root):
+            raise LockfileError(f"source {e.source!r} of bundle {e.name} lies outside the repository",
+                                path=where, obj=f"entry {e.operator}", hint=hint)
+    declared = {op.name for op in snapshot.operators}
+    for owner, e in sorted(pins.items()):
+        needed_by = {r for r in e.required_by.split(",") if r}
+        if not e.catalog or (owner not in declared and not needed_by & declared):
+            continue
+        catalog = catalogs.get(e.catalog)
+        bundle = catalog.bundle(e.package, e.name) if catalog is not None else None
+        if catalog is None:
+            problem = f"names catalog {e.catalog!r}, which the repository does not have"
+        elif bundle is None:
+            problem = f"names bundle {e.name} (package {e.package}), which catalog {e.catalog!r} does not have"
+        elif bundle.image != e.source:
+            problem = f"gives bundle {e.name} the source {e.source!r}, but catalog {e.catalog!r} gives {bundle.image!r}"
+        else:
+            continue
+        raise LockfileError(problem, path=where, obj=f"entry {owner}", hint=hint)
+
+
+def _outside(source: str, root: Path) -> bool:
+    """Whether a path source (``file://`` directory, ``git+file://`` repository) leaves the repository."""
+    top = root.resolve()
+    if source.startswith(bundle_source.FILE_SCHEME):
+        path = (top / source[len(bundle_source.FILE_SCHEME):].strip("/")).resolve()
+    elif source.startswith(bundle_source.GIT_PREFIX + bundle_source.FILE_SCHEME):
+        url = source[len(bundle_source.GIT_PREFIX):].partition("#")[0].rpartition("@")[0] or \
+            source[len(bundle_source.GIT_PREFIX):].partition("#")[0]
+        raw = url[len(bundle_source.FILE_SCHEME):]
+        path = (Path(raw) if raw.startswith("/") else top / raw).resolve()
+    else:
+        return False
+    return path != top and top not in path.parents
+
+
 def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
     if kube is not None:
         return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
@@ -121,9 +172,10 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
+    pins = lock_pins(snapshot, installed) if kube is not None else {}
+    check_lock_entries(snapshot, catalogs, pins)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
-                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver,
-                                pins=lock_pins(snapshot, installed) if kube is not None else {})
+                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins)
     return (resolver or SatResolver()).resolve(request)
 
 
@@ -358,12 +410,17 @@ def _spec(inst: Installed) -> dict:
         spec["version"] = str(decl.version)
     if sel.required_by:
         spec["requiredBy"] = list(sel.required_by)
+    if decl is not None and decl.delete_custom_resources:
+        spec["deleteCustomResources"] = True   # recorded, so it still holds once the declaration is removed
     return spec
 
 
 def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None,
-                  decisions: Mapping[str, Decision] | None = None) -> list[DesiredOperator]:
-    """What to apply: every approved bundle (all of them when no decisions are given)."""
+                  decisions: Mapping[str, Decision] | None = None, *, part_of: str = "") -> list[DesiredOperator]:
+    """What to apply: every approved bundle (all of them when no decisions are given).
+
+    Objects are labelled with their Operator and, with ``part_of``, their instance's ApplySet id.
+    """
     out = []
     for inst in installs:
         decision = (decisions or {}).get(inst.selection.owner)
@@ -371,7 +428,7 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
             continue
         sel = inst.selection
         decl = sel.declaration
-        objects = tuple(_stamp(obj, sel.owner) for obj in inst.bundle.objects)
+        objects = tuple(_stamp(obj, sel.owner, part_of) for obj in inst.bundle.objects)
         spec = _spec(inst)
         bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
                                                      "source", "digest")}
@@ -424,10 +481,10 @@ def _deprecation_conditions(sel: Selection, resolution: Resolution | None) -> tu
     return tuple(out)
 
 
-def _stamp(obj: Manifest, operator: str) -> Manifest:
+def _stamp(obj: Manifest, operator: str, part_of: str = "") -> Manifest:
     out = copy.deepcopy(obj)
     meta = out.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(operator)}
+    meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(operator, part_of)}
     return out
 
 
@@ -495,14 +552,17 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
         return wait_healthy(kube, {op.name: op.objects for op in desired}, timeout=wait, progress=on_progress,
                             operands=paths)
 
-    desired = desired_state(installs, prepared.resolution, prepared.decisions)
+    from reconciler.cluster.applyset import Instance
+
+    instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace)
+    desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id)
     softened: dict[str, tuple] = {}
     if kube is not None and not dry_run:
         desired, softened = _soften_webhooks(kube, desired)
     result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,
                   pending=pending_state(installs, prepared.decisions),
-                  installer_namespace=snapshot.settings.installer_namespace, judge=judge)
+                  installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
     by_name = {op.name: op for op in desired}
     for name, (originals, refs) in sorted(softened.items()):
         which = ", ".join(str(r) for r in refs)

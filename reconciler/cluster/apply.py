@@ -18,12 +18,24 @@ server moves a field to whoever changes it), the object is what we would
 apply and is skipped. Anything else is dry-run, and the difference is
 described by a bounded, linear walk of both objects.
 
-Pruning is conservative. Only objects in an Operator's recorded inventory
-that still carry its owner label are deleted; an object annotated
-``reconciler.dev/prune: disabled`` is kept; a CRD that still has custom
-resources is kept (deleting it would delete them) and stays in the inventory
-until it can go. An object that exists but was not created by the reconciler
-is never taken over unless annotated ``reconciler.dev/adopt: "true"``.
+Ownership is proven by provenance, never by labels (anyone can write a
+label): an existing object is applied over, or pruned, only when its
+Operator's recorded inventory lists it and our field manager applied it
+(an Apply entry of ``reconciler`` in managedFields). Anything else is
+foreign and never taken over unless annotated ``reconciler.dev/adopt:
+"true"``, even when it carries our labels. Inventories belong to one
+reconciler instance (``applyset.py``): an instance never reads, applies over
+or prunes another's.
+
+Pruning is conservative. Only objects that are provably ours and still
+carry the owner's label are deleted; an object annotated
+``reconciler.dev/prune: disabled`` is kept and released (our labels are
+removed, so a later install does not silently re-adopt it); a CRD that still
+has custom resources is kept (deleting it would delete them) and stays in
+the inventory until it can go, unless the declaration opted in with
+``reconciler.dev/delete-custom-resources: "true"``. A declaration renamed
+with its bundle unchanged is a move: the new name takes over the old one's
+objects in place.
 """
 
 from __future__ import annotations
@@ -43,10 +55,13 @@ from reconciler.cluster import installer
 from reconciler.cluster import crdsafety
 from reconciler import progress
 from reconciler.cluster import status as status_objects
+from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.kube import WORKERS, ApiError, Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
 from reconciler.model.kube import (
-    ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
+    ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_OPERATOR, LABEL_PART_OF, MANAGED_BY,
+    Manifest, ObjectRef,
 )
 
 if TYPE_CHECKING:
@@ -146,15 +161,18 @@ def order_key(ref: ObjectRef) -> tuple[int, str, str, str, str]:
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
          revision: str | None, held: frozenset[str] = frozenset(), pending: tuple[PendingOperator, ...] = (),
          installer_namespace: str = "reconciler-system",
-         judge: Callable[[list[DesiredOperator]], Mapping[str, OperatorHealth]] | None = None) -> SyncResult:
+         judge: Callable[[list[DesiredOperator]], Mapping[str, OperatorHealth]] | None = None,
+         instance: Instance | None = None) -> SyncResult:
     """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
 
     ``pending`` Operators wait for approval: held likewise, with their status saying what waits. An
     Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
     (not in a dry run, which creates nothing: it plans with the caller's identity).
     ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts become each
-    Operator's Ready, Progressing and Degraded conditions.
+    Operator's Ready, Progressing and Degraded conditions. Only ``instance``'s status objects are read,
+    written and pruned; a declaration named like another instance's Operator is refused.
     """
+    instance = instance or Instance(namespace=installer_namespace)
     result = SyncResult()
     held = held | {p.name for p in pending}
     _check_unique(desired)
@@ -168,7 +186,12 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 result.changes.append(Change(op.name, ObjectRef.of(obj), Action.CREATED))
         return result
 
-    recorded = {k: v for k, v in status_objects.read_all(kube).items() if k not in held}
+    everyone = status_objects.read_all(kube)
+    _check_instances(everyone, [op.name for op in desired] + [p.name for p in pending], instance)
+    mine = {k: v for k, v in everyone.items() if v.instance == instance.name}
+    held = held | _held_renames(mine, pending, {op.name for op in desired})
+    recorded = {k: v for k, v in mine.items() if k not in held}
+    moves = _moves(desired, recorded)
     if not desired and recorded and not allow_empty:
         raise PolicyError(f"the repository declares no Operators, but {len(recorded)} are installed "
                           f"({', '.join(sorted(recorded))}); refusing to uninstall everything",
@@ -182,42 +205,58 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     elif any(op.installer is not None for op in desired):
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")
-    planned = _plan(kube, desired, missing_ns, dry_run, result, writers)
+    owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
+    planned = _plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
+                    instance=instance.name)
+    for new, old in sorted(moves.items()):
+        result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
+                            f"in place (relabelled, not recreated)")
     if pending and not dry_run:
-        _record_pending(kube, pending, recorded_all=status_objects.read_all(kube))
+        _record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
     if dry_run:
         result.changes.extend(Change(p.operator, p.ref, p.action, diff=p.diff) for p in planned)
         _prune(kube, desired, recorded, dry_run=True, result=result)
         return result
 
     info = status_objects.ensure_crd(kube)
+    # The ApplySet parent lists the kinds and namespaces of the members; written only when they change.
+    members = _members(mine, desired)
+    if members != _members(mine, []) or not all(rec.labelled for rec in mine.values()):
+        write_parent(kube, instance, members)
+    stamp = {"instance": instance.name, "part_of": instance.id}
     for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
         previous = recorded.get(op.name)
         before = set(previous.inventory if previous else ())
+        if op.name in moves:  # the objects of the old name are this one's from now on
+            before |= set(recorded[moves[op.name]].inventory)
         inventory = before | {ObjectRef.of(o) for o in op.objects}
-        if inventory != before:
+        if inventory != before or (previous is None and before):
             status_objects.write(kube, info, op.name, op.spec, _status(
-                op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous)
+                op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
+                **stamp)
     try:
         result.changes.extend(_execute_all(kube, planned))
-        remaining = _prune(kube, desired, recorded, dry_run=False, result=result)
+        remaining = _prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
+                           installer_namespace=installer_namespace)
     except ClusterError as exc:
         for op in desired:
-            _mark_failed(kube, info, op, exc)
+            _mark_failed(kube, info, op, exc, instance)
         raise
     result.health = dict(judge(desired)) if judge is not None else {}
     drift = _drift(planned, recorded, desired)
-    current = status_objects.read_all(kube)
+    current = status_objects.read_all(kube, instance.name)
+    final: dict[str, set[ObjectRef]] = {}
     for op in desired:
         kept = remaining.get(op.name, set())
         message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
         if kept:
             message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
         inventory = {ObjectRef.of(o) for o in op.objects} | kept
+        final[op.name] = inventory
         status_objects.write(kube, info, op.name, op.spec,
                              _status(op, revision, inventory, True, "Applied", message, result.health.get(op.name),
                                      drift.get(op.name)),
-                             current.get(op.name))
+                             current.get(op.name), **stamp)
     for name in sorted(set(recorded) - {op.name for op in desired}):
         rec = current.get(name)
         if rec is None:
@@ -225,14 +264,77 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         if not remaining.get(name):
             installer.remove(kube, installer_namespace, name)
         if remaining.get(name):
+            final[name] = remaining[name]
             status_objects.write(kube, info, name, rec.spec, {
                 **rec.status, "inventory": _inventory(remaining[name]),
                 "conditions": [status_objects.condition(
                     "Ready", False, "Uninstalling",
-                    f"declaration removed; {len(remaining[name])} object(s) could not be removed yet")]}, rec)
+                    f"declaration removed; {len(remaining[name])} object(s) could not be removed yet")]}, rec,
+                **stamp)
         else:
             status_objects.delete(kube, info, name)
+    after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(*final.values()) \
+        | _members({k: v for k, v in mine.items() if k in held}, [])
+    if after != members:
+        write_parent(kube, instance, after)
     return result
+
+
+def _check_instances(everyone: dict[str, status_objects.Recorded], names: list[str], instance: Instance) -> None:
+    """Refuse a declaration whose name another reconciler instance already uses for an Operator."""
+    for name in sorted(set(names)):
+        rec = everyone.get(name)
+        if rec is not None and rec.instance != instance.name:
+            raise PolicyError(f"Operator {name} is declared by reconciler instance {instance.name!r}, but Operator "
+                              f"{name} in this cluster belongs to reconciler instance {rec.instance!r}; refusing "
+                              f"to take it over", obj=f"Operator {name}",
+                              hint=f"rename the declaration, or remove it from the repository of instance "
+                                   f"{rec.instance!r} first (each repository reconciled into one cluster needs its "
+                                   f"own 'instance' in reconciler.yaml)")
+
+
+def _same_bundle(bundle: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    return bool(bundle.get("name")) and (bundle.get("package"), bundle.get("name")) == \
+        (other.get("package"), other.get("name"))
+
+
+def _moves(desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded]) -> dict[str, str]:
+    """Renamed declarations: new name -> old name, when the old one is gone and the new one installs the
+    same bundle (package and bundle name) it had. Each old name moves to at most one new name."""
+    names = {op.name for op in desired}
+    gone = {name: rec for name, rec in recorded.items() if name not in names}
+    out: dict[str, str] = {}
+    for op in desired:
+        if op.name in recorded:
+            continue
+        for name, rec in sorted(gone.items()):
+            if name not in out.values() and _same_bundle(op.bundle, rec.status.get("bundle") or {}):
+                out[op.name] = name
+                break
+    return out
+
+
+def _held_renames(mine: dict[str, status_objects.Recorded], pending: tuple[PendingOperator, ...],
+                  declared: set[str]) -> set[str]:
+    """An old name whose renamed declaration waits for approval keeps what it has until the new one may move in."""
+    out = set()
+    for p in pending:
+        if p.name in mine:
+            continue
+        out |= {name for name, rec in mine.items()
+                if name not in declared and _same_bundle(p.bundle, rec.status.get("bundle") or {})}
+    return out
+
+
+def _members(recorded: Mapping[str, status_objects.Recorded], desired: list[DesiredOperator]) -> set[ObjectRef]:
+    """Everything an instance manages: its status objects and every inventory entry, recorded or desired."""
+    out = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in recorded}
+    out |= {ObjectRef(API_GROUP, status_objects.KIND, "", op.name) for op in desired}
+    for rec in recorded.values():
+        out |= set(rec.inventory)
+    for op in desired:
+        out |= {ObjectRef.of(o) for o in op.objects}
+    return out
 
 
 def _drift(planned: list[_Planned], recorded: dict[str, status_objects.Recorded],
@@ -311,7 +413,9 @@ def _namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, resul
 
 
 def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
-          result: SyncResult, writers: dict[str, Kube] | None = None) -> list[_Planned]:
+          result: SyncResult, writers: dict[str, Kube] | None = None, *,
+          owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
+          moves: Mapping[str, str] | None = None, instance: str = "default") -> list[_Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -346,7 +450,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
             continue
         current = live.get(p.ref.key)
         if current is not None:
-            _check_owner(p.operator, p.ref, current)
+            _check_owner(p.operator, p.ref, current, owned or {}, moves or {}, instance)
             if is_current(p.obj, current):
                 p.action, p.write = Action.UNCHANGED, False
                 continue
@@ -621,16 +725,41 @@ def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> s
     return {ns for ns in shipped if info is not None and kube.get(info, "", ns) is None}
 
 
-def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:
+def applied_by_us(live: Manifest) -> bool:
+    """Whether our field manager applied the object: an Apply entry of ``reconciler`` in its managedFields."""
+    return any(m.get("manager") == FIELD_MANAGER and m.get("operation") == "Apply"
+               for m in (live.get("metadata") or {}).get("managedFields") or [])
+
+
+def _check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[str, set[tuple[str, str, str, str]]],
+                 moves: Mapping[str, str], instance: str = "default") -> None:
+    """Refuse to apply over an object that is not provably ``operator``'s.
+
+    Provenance, not labels: the object is ours when an inventory of this
+    instance lists it and our field manager applied it. It is then
+    ``operator``'s own, or the Operator it was renamed from, or another
+    Operator's (refused). Anything else is foreign, whatever its labels say,
+    and is taken over only when annotated for adoption.
+    """
     meta = live.get("metadata") or {}
-    owner = (meta.get("labels") or {}).get(LABEL_OPERATOR)
-    if owner == operator:
+    holders = sorted(name for name, keys in owned.items() if ref.key in keys)
+    ours = applied_by_us(live)
+    if ours and (operator in holders or moves.get(operator) in holders):
         return
-    if owner:
-        raise PolicyError(f"{ref} already exists and belongs to Operator {owner}",
+    if ours and holders:
+        raise PolicyError(f"{ref} already exists and belongs to Operator {holders[0]}",
                           hint="two Operators cannot own the same object")
     if (meta.get("annotations") or {}).get(ANNOTATION_ADOPT) == "true":
         return
+    label = (meta.get("labels") or {}).get(LABEL_OPERATOR)
+    if label:
+        why = (f"no Operator of reconciler instance {instance!r} recorded it in its inventory" if not holders else
+               f"field manager {FIELD_MANAGER!r} did not apply it (it was replaced since)")
+        raise PolicyError(f"{ref} already exists and carries the label {LABEL_OPERATOR}={label}, but {why}; "
+                          f"labels do not make an object the reconciler's, refusing to take it over",
+                          obj=str(ref),
+                          hint=f"delete it, or annotate it with {ANNOTATION_ADOPT}=true to let Operator {operator} "
+                               f"adopt it (it will then be pruned with the Operator)")
     raise PolicyError(f"{ref} already exists and was not created by the reconciler; refusing to take it over",
                       hint=f"delete it, or annotate it with {ANNOTATION_ADOPT}=true to let Operator "
                            f"{operator} adopt it (it will then be pruned with the Operator)")
@@ -670,15 +799,27 @@ def _execute(kube: Kube, p: _Planned) -> Change:
 
 
 def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded], *,
-           dry_run: bool, result: SyncResult) -> dict[str, set[ObjectRef]]:
-    """Delete recorded objects that left the desired state; return those that must stay recorded."""
+           dry_run: bool, result: SyncResult, writers: Mapping[str, Kube] | None = None,
+           installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
+    """Delete recorded objects that left the desired state; return those that must stay recorded.
+
+    An object another desired Operator now claims (a renamed declaration took it over) is not pruned.
+    """
     wanted = {op.name: {ObjectRef.of(o).key for o in op.objects} for op in desired}
+    claimed = set().union(*wanted.values()) if wanted else set()
+    specs = {op.name: op.spec for op in desired}
     remaining: dict[str, set[ObjectRef]] = {}
     for name, rec in sorted(recorded.items()):
         keep = wanted.get(name, set())
-        stale = [r for r in rec.inventory if r.key not in keep]
-        for ref in sorted(stale, key=order_key, reverse=True):
-            action, detail = _prune_one(kube, name, ref, dry_run)
+        stale = [r for r in rec.inventory if r.key not in keep and r.key not in claimed]
+        delete_crs = bool(specs.get(name, rec.spec).get("deleteCustomResources"))
+        order = sorted(stale, key=order_key, reverse=True)
+        if delete_crs:  # CRDs first, while the operator still runs to finalize their custom resources
+            order = sorted(order, key=lambda r: (r.group, r.kind) != CRD)
+        for ref in order:
+            writer = (writers or {}).get(name) or (  # a removed Operator's installer lives until after pruning
+                kube.impersonating(installer.username(installer_namespace, name)) if installer_namespace else None)
+            action, detail = _prune_one(kube, name, ref, dry_run, delete_crs, writer)
             if action is None:
                 continue
             if action == Action.SKIPPED and detail.startswith("kept:"):
@@ -689,7 +830,8 @@ def _prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, statu
     return remaining
 
 
-def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool) -> tuple[Action | None, str]:
+def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_crs: bool = False,
+               writer: Kube | None = None) -> tuple[Action | None, str]:
     info = kube.resource(ref.api_version, ref.kind)
     live = kube.get(info, ref.namespace, ref.name) if info else None
     if info is None or live is None:
@@ -697,18 +839,56 @@ def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool) -> tupl
     meta = live.get("metadata") or {}
     if (meta.get("labels") or {}).get(LABEL_OPERATOR) != operator:
         return Action.SKIPPED, f"no longer labelled {LABEL_OPERATOR}={operator}; left in place"
+    if not applied_by_us(live):
+        return Action.SKIPPED, (f"not applied by field manager {FIELD_MANAGER!r} (replaced by someone else); "
+                                f"left in place")
     if (meta.get("annotations") or {}).get(ANNOTATION_PRUNE) == "disabled":
-        return Action.SKIPPED, f"annotated {ANNOTATION_PRUNE}=disabled; left in place"
+        released = "" if dry_run else _release(kube, info, ref, live, writer)
+        return Action.SKIPPED, f"annotated {ANNOTATION_PRUNE}=disabled; left in place{released}"
+    detail = ""
     if (ref.group, ref.kind) == CRD:
         count = _custom_resource_count(kube, live)
+        if count and not delete_crs:
+            return Action.SKIPPED, (f"kept: {count} custom resource(s) of it still exist; delete them and the "
+                                    f"next reconcile removes the CRD, or opt in to deleting them with the "
+                                    f"annotation {ANNOTATION_DELETE_CUSTOM_RESOURCES}: \"true\" on the declaration")
         if count:
-            return Action.SKIPPED, (f"kept: {count}+ custom resource(s) of it still exist; delete them and the "
-                                    f"next reconcile removes the CRD")
+            detail = f"with its {count} custom resource(s) ({ANNOTATION_DELETE_CUSTOM_RESOURCES})"
     kube.delete(info, ref.namespace, ref.name, dry_run=dry_run)
     if (ref.group, ref.kind) == CRD and not dry_run:
         # The API server finalizes a CRD asynchronously; a reinstall must not meet it half-deleted.
         _wait_gone(kube, info, ref)
-    return Action.DELETED, ""
+    return Action.DELETED, detail
+
+
+RELEASE_MANAGER = f"{FIELD_MANAGER}-release"
+
+
+def _release(kube: Kube, info: ResourceInfo, ref: ObjectRef, live: Manifest, writer: Kube | None) -> str:
+    """Strip our ownership labels and digest from an object left behind, so nothing re-adopts it silently.
+
+    Returns a note for the change list. Written as the Operator's installer when the reconciler's own
+    identity may not (in-cluster it may only read and delete bundle objects).
+    """
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    patch_labels: dict[str, None] = {LABEL_OPERATOR: None, LABEL_PART_OF: None}
+    if labels.get(LABEL_MANAGED_BY) == MANAGED_BY:
+        patch_labels[LABEL_MANAGED_BY] = None
+    body = {"metadata": {"labels": patch_labels, "annotations": {ANNOTATION_DIGEST: None}}}
+    for client in (kube, writer):
+        if client is None:
+            continue
+        try:
+            client.request("PATCH", info.path(ref.namespace, ref.name), body=body,
+                           content_type="application/merge-patch+json", query=[("fieldManager", RELEASE_MANAGER)],
+                           obj=str(ref))
+            return " without the reconciler's labels"
+        except ApiError as exc:
+            if exc.status == 404:
+                return ""
+            if exc.status not in (401, 403):
+                raise
+    return f" (its {LABEL_OPERATOR} label could not be removed: not allowed to patch it)"
 
 
 def _wait_gone(kube: Kube, info: ResourceInfo, ref: ObjectRef, timeout: float = 60.0) -> None:
@@ -721,12 +901,23 @@ def _wait_gone(kube: Kube, info: ResourceInfo, ref: ObjectRef, timeout: float = 
 
 
 def _custom_resource_count(kube: Kube, crd: Manifest) -> int:
+    """How many custom resources of the CRD exist: one metadata LIST of one item, plus the count the API
+    server reports for the rest (``remainingItemCount``), so exact without listing them all."""
     spec = crd.get("spec") or {}
     served = [v["name"] for v in spec.get("versions") or [] if v.get("served")]
     if not served:
         return 0
     info = kube.resource(f"{spec['group']}/{served[0]}", spec["names"]["kind"])
-    return len(kube.list(info, limit=1)) if info else 0
+    if info is None:
+        return 0
+    from reconciler.cluster.kube import _METADATA_LIST
+
+    page = kube.request("GET", info.path(""), query=[("limit", "1")], accept=f"{_METADATA_LIST},application/json")
+    items = len(page.get("items") or [])
+    rest = (page.get("metadata") or {}).get("remainingItemCount")
+    if items and rest is None and (page.get("metadata") or {}).get("continue"):
+        return len(kube.list(info, metadata_only=True))   # the server did not count: list them all
+    return items + int(rest or 0)
 
 
 def wait_established(kube: Kube, name: str, timeout: float = 60.0) -> None:
@@ -747,7 +938,7 @@ def wait_established(kube: Kube, name: str, timeout: float = 60.0) -> None:
 
 
 def _record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
-                    recorded_all: dict[str, status_objects.Recorded]) -> None:
+                    recorded_all: dict[str, status_objects.Recorded], instance: Instance) -> None:
     """Say on each waiting Operator's status object what waits; what it has installed stays as it is."""
     info = status_objects.ensure_crd(kube)
     for p in pending:
@@ -760,15 +951,15 @@ def _record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
             ready = status_objects.condition("Ready", False, "PendingApproval",
                                              f"{p.bundle.get('name')} waits for approval; nothing is installed yet")
         st["conditions"] = [ready, p.condition, *others]
-        status_objects.write(kube, info, p.name, p.spec, st, rec)
+        status_objects.write(kube, info, p.name, p.spec, st, rec, instance=instance.name, part_of=instance.id)
 
 
-def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ClusterError) -> None:
+def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ClusterError, instance: Instance) -> None:
     try:
-        rec = status_objects.read_all(kube).get(op.name)
+        rec = status_objects.read_all(kube, instance.name).get(op.name)
         st = dict(rec.status) if rec else {}
         st["conditions"] = [status_objects.condition("Ready", False, "ApplyFailed", exc.message[:1000])]
-        status_objects.write(kube, info, op.name, op.spec, st, rec)
+        status_objects.write(kube, info, op.name, op.spec, st, rec, instance=instance.name, part_of=instance.id)
     except ClusterError:
         pass  # the original error is what the user needs; the status is best-effort here
 

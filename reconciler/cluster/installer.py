@@ -80,8 +80,9 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
             if ns in existing:
                 continue
             meta: dict = {"name": ns}
-            if ns in shipped:
+            if ns in shipped:  # the bundle's own Namespace object then applies to it as its own
                 meta["labels"] = ownership_labels(operator)
+                meta["annotations"] = {f"{API_GROUP}/adopt": "true"}
             kube.apply(ns_info, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
                        field_manager=FIELD_MANAGER, dry_run=False)
             existing.add(ns)

@@ -2,9 +2,12 @@
 
 One cluster-scoped ``Operator`` object per declaration reports status where
 users look (``kubectl get operators.reconciler.dev``) and holds the inventory:
-the sorted list of objects the reconciler created for it. Pruning deletes
-only inventory entries that still carry the owner's label, so an object the
-reconciler did not create is never deleted.
+the sorted list of objects the reconciler created for it. The inventory is
+the proof of ownership: an object is adopted, applied over or pruned only
+when its Operator's inventory lists it and our field manager applied it;
+labels alone prove nothing. Each status object belongs to one reconciler
+instance (``reconciler.dev/instance``, see ``applyset.py``); an instance
+reads only its own.
 
 The group is our own so it cannot collide with OLM's ``operators.coreos.com``
 CRDs on a cluster that runs both.
@@ -19,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
-from reconciler.model.kube import API_GROUP, API_VERSION, FIELD_MANAGER, Manifest, ObjectRef, ownership_labels
+from reconciler.model.kube import (
+    API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF, Manifest, ObjectRef, ownership_labels,
+)
 
 if TYPE_CHECKING:
     from reconciler.cluster.wait import OperatorHealth
@@ -71,22 +76,36 @@ class Recorded:
     spec: dict[str, Any]
     status: dict[str, Any]
     generation: int = 0
+    instance: str = "default"   # the reconciler instance it belongs to
+    labelled: bool = True       # False for a status object written before instances (no instance label yet)
+    part_of: str = ""           # its applyset.kubernetes.io/part-of label
 
 
 def resource(kube: Kube) -> ResourceInfo | None:
     return kube.resource(API_VERSION, KIND)
 
 
-def read_all(kube: Kube) -> dict[str, Recorded]:
+def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
+    """The status objects of one reconciler instance (every instance's when ``instance`` is None).
+
+    Objects without an instance label (written before instances existed) are the ``default`` instance's.
+    """
+    from reconciler.cluster.applyset import owner_of
+
     info = resource(kube)
     if info is None:
         return {}
     out = {}
     for item in kube.list(info):
+        owner = owner_of(item["metadata"].get("labels"))
+        if instance is not None and owner != instance:
+            continue
         status = item.get("status") or {}
         inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
         out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status,
-                                                 int(item["metadata"].get("generation") or 0))
+                                                 int(item["metadata"].get("generation") or 0), owner,
+                                                 LABEL_INSTANCE in (item["metadata"].get("labels") or {}),
+                                                 (item["metadata"].get("labels") or {}).get(LABEL_PART_OF, ""))
     return out
 
 
@@ -147,7 +166,7 @@ def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, st
 
 
 def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], status: dict[str, Any],
-          previous: Recorded | None = None) -> None:
+          previous: Recorded | None = None, *, instance: str = "default", part_of: str = "") -> None:
     """Apply the object's spec, then its status subresource; no write when both are unchanged.
 
     Conditions keep their transition time while their status stays the same,
@@ -162,10 +181,12 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
     generation = previous.generation if previous is not None and previous.spec == spec else 0
     if generation:
         _observe(status, generation)
-    if previous is not None and previous.spec == spec and previous.status == status:
+    if previous is not None and previous.spec == spec and previous.status == status \
+            and previous.instance == instance and previous.labelled and previous.part_of == part_of:
         return
     body = {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": name, "labels": ownership_labels(name)}, "spec": spec}
+            "metadata": {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}},
+            "spec": spec}
     applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
     _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
     kube.request("PATCH", info.path("", name) + "/status",

@@ -21,7 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Resolve the repository's Operator declarations against its catalogs, write olm.lock, "
                     "convert each bundle, then diff against the cluster and apply with server-side apply "
                     "(field manager 'reconciler'), pruning objects of earlier versions or removed "
-                    "declarations that the reconciler created.",
+                    "declarations that the reconciler created. An existing object is applied over or pruned "
+                    "only when the Operator's inventory lists it and field manager 'reconciler' applied it "
+                    "(labels alone prove nothing; annotate reconciler.dev/adopt=true to take one over). "
+                    "Inventories belong to this repository's reconciler instance ('instance:' in "
+                    "reconciler.yaml, default 'default'): another instance's Operators are never pruned, "
+                    "and a declaration named like one of them is refused (exit 2).",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     rec.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     rec.add_argument("--dry-run", action="store_true",

@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "whether updates are available and the revision last applied. With REPO, also compare each "
                     "with the repository's olm.lock: in sync, out of date, not installed or not declared.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("repo", metavar="REPO", nargs="?", help="a GitOps repository working tree to compare with")
+    p.add_argument("repo", metavar="REPO", nargs="?",
+                   help="a GitOps repository working tree to compare with (then only the Operators of its "
+                        "reconciler instance are listed)")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
     add_cluster_args(p)
     p.set_defaults(run=run)
@@ -43,14 +45,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if api is None:
         raise ClusterError("no cluster is configured",
                            hint="pass --kubeconfig, set $KUBECONFIG, or run `reconciler cluster up`")
-    recorded = {name: rec.status for name, rec in status_objects.read_all(Kube(api)).items()}
     locked = None
+    instance = None
     if args.repo is not None:
         from reconciler.repo import read_repository
 
         snapshot = read_repository(args.repo)
+        instance = snapshot.settings.instance   # only the Operators of the repository's own instance
         locked = {e.operator: {"name": e.name, "version": e.version, "digest": e.digest}
                   for e in (snapshot.lock.entries if snapshot.lock else ())}
+    recorded = {name: rec.status for name, rec in status_objects.read_all(Kube(api), instance).items()}
     rows = summarize(recorded, locked)
     if args.output == "table":
         print_table(rows, out, with_lock=locked is not None)

@@ -340,7 +340,9 @@ class Loop:
         if self.kube is None or self.dry_run:
             return []
         try:
-            return sorted(status_objects.read_all(self.kube))
+            # The last good revision's instance (a rejected revision's settings are not to be trusted).
+            instance = self._good.snapshot.settings.instance if self._good is not None else None
+            return sorted(status_objects.read_all(self.kube, instance))
         except ClusterError:
             return []
 

@@ -95,6 +95,7 @@ class OperatorDecl:
     approver: Identity | None = None          # spec.approver: whom UserPermission checks
     manual_approval: bool = False             # v2alpha1 approval: Manual, i.e. DenyAll
     allow_unsafe_crds: str = ""   # metadata.annotations[reconciler.dev/allow-unsafe-crd-upgrade]
+    delete_custom_resources: bool = False   # metadata.annotations[reconciler.dev/delete-custom-resources]
 
     @property
     def package(self) -> str | None:
@@ -193,7 +194,8 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
         decl = _parse_v1(spec, name, origin)
     decl = dataclasses.replace(decl, **_approval_fields(spec, origin))
     spec.done()
-    decl = dataclasses.replace(decl, allow_unsafe_crds=_allow_unsafe_crds(meta, origin, obj))
+    decl = dataclasses.replace(decl, allow_unsafe_crds=_allow_unsafe_crds(meta, origin, obj),
+                               delete_custom_resources=_delete_custom_resources(meta, origin, obj))
     if decl.catalog is None and decl.bundle is None:
         raise spec.fail("spec must name a catalog package (spec.catalog) or a bundle (spec.bundle)")
     if decl.catalog is not None and decl.bundle is not None:
@@ -214,6 +216,23 @@ def _allow_unsafe_crds(meta: dict[str, Any], origin: Origin, obj: str) -> str:
         raise DeclarationError(f"metadata.annotations.{ANNOTATION_ALLOW_UNSAFE_CRDS} must be a string of CRD "
                                f"names separated by commas, or \"*\"", path=str(origin), obj=obj)
     return value
+
+
+ANNOTATION_DELETE_CUSTOM_RESOURCES = "reconciler.dev/delete-custom-resources"
+
+
+def _delete_custom_resources(meta: dict[str, Any], origin: Origin, obj: str) -> bool:
+    """The opt-in to delete this Operator's CRDs although custom resources of them exist (which deletes those).
+
+    Recorded on the Operator's status object when applied, so it still holds once the declaration is removed.
+    """
+    value = (meta.get("annotations") or {}).get(ANNOTATION_DELETE_CUSTOM_RESOURCES)
+    if value is None:
+        return False
+    if value not in ("true", "false"):
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_DELETE_CUSTOM_RESOURCES} must be \"true\" or "
+                               f"\"false\", not {value!r}", path=str(origin), obj=obj)
+    return value == "true"
 
 
 def _parse_v1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:

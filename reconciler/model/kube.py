@@ -20,6 +20,16 @@ LABEL_OPERATOR = f"{API_GROUP}/operator"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "reconciler"
 ANNOTATION_PRUNE = f"{API_GROUP}/prune"
+LABEL_INSTANCE = f"{API_GROUP}/instance"   # on status objects: the reconciler instance that owns them
+DEFAULT_INSTANCE = "default"
+
+# ApplySet (KEP-3659, as kubectl implements it): a parent object labelled with the set's id, members labelled
+# part-of it, so `kubectl get -l applyset.kubernetes.io/part-of=<id>` lists everything one instance manages.
+LABEL_APPLYSET_ID = "applyset.kubernetes.io/id"
+LABEL_PART_OF = "applyset.kubernetes.io/part-of"
+ANNOTATION_TOOLING = "applyset.kubernetes.io/tooling"
+ANNOTATION_GROUP_KINDS = "applyset.kubernetes.io/contains-group-kinds"
+ANNOTATION_NAMESPACES = "applyset.kubernetes.io/additional-namespaces"
 
 
 class Metadata(TypedDict, total=False):
@@ -109,5 +119,36 @@ def bounded_name(*parts: str, limit: int = 63) -> str:
     return f"{name[: limit - 9].rstrip('-.')}-{digest}"
 
 
-def ownership_labels(operator: str) -> dict[str, str]:
-    return {LABEL_OPERATOR: operator, LABEL_MANAGED_BY: MANAGED_BY}
+def ownership_labels(operator: str, part_of: str = "") -> dict[str, str]:
+    """The labels that name an object's Operator (and, with ``part_of``, its instance's ApplySet).
+
+    Labels say where an object belongs; they prove nothing, since anyone can
+    write them. Ownership is proven by provenance: the Operator's recorded
+    inventory lists the object and our field manager applied it.
+    """
+    labels = {LABEL_OPERATOR: operator, LABEL_MANAGED_BY: MANAGED_BY}
+    if part_of:
+        labels[LABEL_PART_OF] = part_of
+    return labels
+
+
+def applyset_parent(instance: str) -> tuple[str, str]:
+    """The kind and name of an instance's ApplySet parent: a ConfigMap in the installer namespace."""
+    return "ConfigMap", bounded_name("reconciler-instance", instance)
+
+
+def applyset_id(name: str, namespace: str, kind: str, group: str = "") -> str:
+    """KEP-3659's id of the ApplySet whose parent is ``kind.group namespace/name``.
+
+    ``applyset-<base64url(sha256("<name>.<namespace>.<kind>.<group>"))>-v1``, unpadded, as kubectl
+    computes it, so kubectl recognises the set and cannot be pointed at an id that is not its parent's.
+    """
+    import base64
+
+    digest = hashlib.sha256(".".join((name, namespace, kind, group)).encode()).digest()
+    return f"applyset-{base64.urlsafe_b64encode(digest).decode().rstrip('=')}-v1"
+
+
+def instance_applyset_id(instance: str, namespace: str) -> str:
+    kind, name = applyset_parent(instance)
+    return applyset_id(name, namespace, kind)

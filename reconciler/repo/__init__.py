@@ -36,7 +36,7 @@ from reconciler.model.declarations import (
     parse_input, parse_input_class, parse_operator,
 )
 from reconciler.model.semver_range import parse_version
-from reconciler.model.kube import is_dns1123_label
+from reconciler.model.kube import DEFAULT_INSTANCE, is_dns1123_label
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
 from reconciler.model.provisioner import (
     API_VERSIONS as PROVISIONER_API_VERSIONS, BUILTIN_CLASSES, DEFAULT_CLASS, ProvisionerClass,
@@ -88,6 +88,7 @@ class Settings:
     catalogs: dict[str, CatalogSettings] = field(default_factory=dict)
     provisioner_class: str = DEFAULT_CLASS    # the approval policy of Operators that name none
     installer_namespace: str = "reconciler-system"   # where each Operator's installer ServiceAccount lives
+    instance: str = DEFAULT_INSTANCE   # which reconciler instance owns what this repository installs
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def _read_settings(top: Path) -> Settings:
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
-             "provisionerClassName", "installerNamespace"}
+             "provisionerClassName", "installerNamespace", "instance"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -183,9 +184,15 @@ def _read_settings(top: Path) -> Settings:
     installer_ns = doc.get("installerNamespace", "reconciler-system")
     if not isinstance(installer_ns, str) or not is_dns1123_label(installer_ns):
         raise InputError("installerNamespace must be a namespace name", path=SETTINGS_FILE)
+    instance = doc.get("instance", DEFAULT_INSTANCE)
+    if not isinstance(instance, str) or not is_dns1123_label(instance) or len(instance) > 40:
+        raise InputError(f"instance {instance!r} must be a name of lowercase letters, digits and '-' "
+                         f"(at most 40 characters)", path=SETTINGS_FILE,
+                         hint="each repository reconciled into one cluster needs its own instance name, "
+                              "e.g. instance: team-a")
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
                     catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
-                    provisioner_class=provisioner_class, installer_namespace=installer_ns)
+                    provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance)
 
 
 def _catalog_dirs(top: Path) -> dict[str, Path]:

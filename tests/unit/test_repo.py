@@ -268,7 +268,24 @@ def test_unknown_setting_hint_lists_known(tmp_path):
     repo = copy_example(tmp_path)
     write(repo, "reconciler.yaml", "ignored: []\n")
     assert read_error(repo).hint == ("known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore, "
-                                     "installerNamespace, kubernetesVersion, provisionerClassName")
+                                     "installerNamespace, instance, kubernetesVersion, provisionerClassName")
+
+
+@pytest.mark.parametrize("value", ["Team_A", "", 7, "x" * 41])
+def test_instance_must_be_a_short_name(tmp_path, value):
+    repo = copy_example(tmp_path)
+    write(repo, "reconciler.yaml", f"instance: {value!r}\n" if isinstance(value, str) else f"instance: {value}\n")
+    err = read_error(repo)
+    assert err.path == "reconciler.yaml" and "instance" in err.message and "instance:" in err.hint
+
+
+def test_instance_defaults_to_default(tmp_path):
+    from reconciler.repo import read_repository
+
+    repo = copy_example(tmp_path)
+    assert read_repository(repo).settings.instance == "default"
+    write(repo, "reconciler.yaml", "instance: team-a\n")
+    assert read_repository(repo).settings.instance == "team-a"
 
 
 @pytest.mark.parametrize("text", [
