@@ -93,6 +93,9 @@ def test_an_unschedulable_pod_stays_pending_and_the_deployment_in_progress(
         return bool(pods) and any(c.type == "PodScheduled" and c.reason == "Unschedulable"
                                   for c in pods[0].status.conditions or [])
     until(unschedulable, "the scheduler's verdict")
+    # The deployment controller reports the new ReplicaSet's pod in its own time; judge once it has.
+    until(lambda: (live_deployment(kube, namespace, "stuck").get("status") or {}).get("updatedReplicas") == 1,
+          "the deployment controller's status")
     health = judge(live_deployment(kube, namespace, "stuck"))
     assert health.status == Status.IN_PROGRESS
     assert health.message.startswith("available replicas: 0/1")
