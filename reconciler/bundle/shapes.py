@@ -15,7 +15,7 @@ from typing import Any
 
 from reconciler.errors import BundleError
 from reconciler.model.shape import (
-    ANY, BOOL, INT, INT_OR_STR, SCALAR, STR, ListOf, MapOf, Obj, Shape, check,
+    ANY, BOOL, INT, INT_OR_STR, SCALAR, STR, ListOf, MapOf, Mismatch, Obj, Scalar, Shape, check,
 )
 
 METADATA = Obj({"name": STR, "namespace": STR, "labels": MapOf(STR), "annotations": MapOf(ANY)},
@@ -62,7 +62,26 @@ KINDS: dict[tuple[str, str], Shape] = {
                                                                 "service": _SERVICE_REF})}),
 }
 
-_PERMISSION = Obj({"serviceAccountName": STR, "rules": ListOf(_RULE)})
+_PERMISSION = Obj({"serviceAccountName": STR, "rules": ListOf(_RULE)})  # without a name, OLM binds "default"
+_SELECTOR = Obj({"matchLabels": MapOf(STR), "matchExpressions": ListOf(Obj({
+    "key": STR, "operator": STR, "values": ListOf(STR)}))})
+_WEBHOOK_RULE = Obj({"operations": ListOf(STR), "apiGroups": ListOf(STR), "apiVersions": ListOf(STR),
+                     "resources": ListOf(STR), "scope": STR})
+# The descriptions of owned and required APIs: read for the status object and rendered into catalogs.
+_API_DESCRIPTION = Obj({"name": STR, "version": STR, "kind": STR, "group": STR, "displayName": STR,
+                        "description": STR, "specDescriptors": ListOf(Obj({"path": STR})),
+                        "statusDescriptors": ListOf(Obj({"path": STR, "x-descriptors": ListOf(STR)}))})
+_DESCRIPTION_FIELDS = dict(_API_DESCRIPTION.fields)
+
+
+class _Port(Scalar):
+    def check(self, value: Any, where: str) -> None:
+        super().check(value, where)
+        if not 1 <= value <= 65535:
+            raise Mismatch(where, f"must be a port number (1-65535), not {value}")
+
+
+_PORT = _Port((int,), "an integer")
 CSV = Obj({
     "metadata": Obj({"annotations": Obj({"operatorframework.io/suggested-namespace": STR})}),
     "spec": Obj({
@@ -74,14 +93,25 @@ CSV = Obj({
             "clusterPermissions": ListOf(_PERMISSION),
         })}),
         "webhookdefinitions": ListOf(Obj({
-            "type": STR, "generateName": STR, "deploymentName": STR, "containerPort": INT,
+            "type": STR, "generateName": STR, "deploymentName": STR, "containerPort": _PORT,
             "targetPort": INT_OR_STR, "webhookPath": STR, "conversionCRDs": ListOf(STR),
             "admissionReviewVersions": ListOf(STR), "reinvocationPolicy": STR,
-        })),
-        "apiservicedefinitions": Obj({"owned": ListOf(Obj({
-            "group": STR, "version": STR, "deploymentName": STR, "containerPort": INT,
-        }))}),
-        "customresourcedefinitions": Obj({"owned": ListOf(Obj()), "required": ListOf(Obj())}),
+            "rules": ListOf(_WEBHOOK_RULE), "failurePolicy": STR, "sideEffects": STR, "matchPolicy": STR,
+            "timeoutSeconds": INT, "objectSelector": _SELECTOR, "namespaceSelector": _SELECTOR,
+        }, required=("type", "generateName"), nonempty=("generateName",))),
+        "apiservicedefinitions": Obj({"owned": ListOf(Obj({**_DESCRIPTION_FIELDS, "deploymentName": STR,
+                                                           "containerPort": _PORT})),
+            "required": ListOf(_API_DESCRIPTION)}),
+        "customresourcedefinitions": Obj({"owned": ListOf(_API_DESCRIPTION), "required": ListOf(_API_DESCRIPTION)}),
+        # Read into catalogs (render), the upgrade graph and the status object.
+        "minKubeVersion": STR, "replaces": STR, "skips": ListOf(STR),
+        "relatedImages": ListOf(Obj({"name": STR, "image": STR})),
+        "displayName": STR, "description": STR, "maturity": STR, "keywords": ListOf(STR),
+        "maintainers": ListOf(Obj({"name": STR, "email": STR})), "provider": Obj({"name": STR, "url": STR}),
+        "links": ListOf(Obj({"name": STR, "url": STR})),
+        "icon": ListOf(Obj({"base64data": STR, "mediatype": STR})),
+        "nativeAPIs": ListOf(Obj({"group": STR, "version": STR, "kind": STR})),
+        "labels": MapOf(STR), "selector": _SELECTOR,
     }),
 })
 
@@ -111,6 +141,17 @@ def check_manifest(obj: Any, file: str, bundle: str) -> None:
 
 def check_csv(obj: Any, file: str, bundle: str) -> None:
     check(obj, CSV, path=file, obj=f"{bundle}: {describe(obj)}", error=BundleError)
+    from reconciler.errors import InputError
+    from reconciler.model.semver_range import parse_version
+
+    for key in ("version", "minKubeVersion"):
+        value = obj["spec"].get(key) if isinstance(obj.get("spec"), dict) else None
+        if isinstance(value, str) and value.strip():
+            try:
+                parse_version(value)
+            except InputError as exc:
+                raise BundleError(f"spec.{key}: {exc.message}", path=file, obj=f"{bundle}: {describe(obj)}",
+                                  hint=exc.hint) from None
 
 
 __all__ = ["CSV", "CRD", "KINDS", "MANIFEST", "OLM_YAML", "check_csv", "check_manifest", "describe"]
