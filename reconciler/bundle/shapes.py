@@ -15,7 +15,7 @@ from typing import Any
 
 from reconciler.errors import BundleError
 from reconciler.model.shape import (
-    ANY, BOOL, INT, INT_OR_STR, SCALAR, STR, ListOf, MapOf, Mismatch, Obj, Scalar, Shape, check,
+    ANY, BOOL, INT, INT_OR_STR, SCALAR, STR, ListOf, MapOf, Mismatch, Obj, Scalar, Shape, check, kind_of,
 )
 
 METADATA = Obj({"name": STR, "namespace": STR, "labels": MapOf(STR), "annotations": MapOf(ANY)},
@@ -23,13 +23,43 @@ METADATA = Obj({"name": STR, "namespace": STR, "labels": MapOf(STR), "annotation
 MANIFEST = Obj({"apiVersion": STR, "kind": STR, "metadata": METADATA},
                required=("apiVersion", "kind", "metadata"), nonempty=("apiVersion", "kind"))
 
-_SCHEMA = Obj({"openAPIV3Schema": Obj()})
+class _OpenAPISchema(Shape):
+    """A structural schema, recursively: the parts the CRD conversion and the upgrade-safety check walk."""
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise Mismatch(where, f"must be a mapping, not {kind_of(value)}")
+        for key, shape in _SCHEMA_FIELDS.items():
+            if value.get(key) is not None:
+                shape.check(value[key], f"{where}.{key}")
+        extra = value.get("additionalProperties")
+        if extra is not None and not isinstance(extra, bool):
+            self.check(extra, f"{where}.additionalProperties")
+        items = value.get("items")
+        if isinstance(items, list):
+            ListOf(self).check(items, f"{where}.items")
+        elif items is not None:
+            self.check(items, f"{where}.items")
+
+    @property
+    def want(self) -> str:
+        return "a schema"
+
+
+_OPENAPI = _OpenAPISchema()
+_SCHEMA_FIELDS: dict[str, Shape] = {
+    "type": STR, "format": STR, "required": ListOf(STR), "enum": ListOf(ANY), "properties": MapOf(_OPENAPI),
+    "allOf": ListOf(_OPENAPI), "anyOf": ListOf(_OPENAPI), "oneOf": ListOf(_OPENAPI), "not": _OPENAPI,
+    "x-kubernetes-preserve-unknown-fields": BOOL,
+}
+_SCHEMA = Obj({"openAPIV3Schema": _OPENAPI})
 _CRD_VERSION = Obj({"name": STR, "served": BOOL, "storage": BOOL, "schema": _SCHEMA, "subresources": Obj(),
                     "additionalPrinterColumns": ListOf(Obj())}, required=("name",), nonempty=("name",))
 CRD = Obj({
     "spec": Obj({
         "group": STR, "scope": STR, "version": STR, "validation": _SCHEMA, "conversion": Obj(),
-        "names": Obj({"kind": STR, "plural": STR, "singular": STR, "listKind": STR},
+        "names": Obj({"kind": STR, "plural": STR, "singular": STR, "listKind": STR, "shortNames": ListOf(STR),
+                      "categories": ListOf(STR)},
                      required=("kind", "plural"), nonempty=("kind", "plural")),
         "versions": ListOf(_CRD_VERSION),
     }, required=("group", "names"), nonempty=("group",)),
