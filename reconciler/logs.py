@@ -85,3 +85,7 @@ def setup(level: str | int = "warning", fmt: str = "text", stream: TextIO | None
     handler._reconciler = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    # urllib3 warns about each connection attempt it repeats inside one request; the reconciler's own retry
+    # layer reports the outcome (one error line when the server stays unreachable), so show those at debug only.
+    logging.getLogger("urllib3.connectionpool").setLevel(
+        logging.NOTSET if root.getEffectiveLevel() <= logging.DEBUG else logging.ERROR)

@@ -55,6 +55,45 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+MAX_INT_DIGITS = 1000  # Kubernetes integers fit in 19 digits; Python refuses to convert more than 4300
+
+
+class _LongNumber(Exception):
+    def __init__(self, digits: int, line: int | None) -> None:
+        super().__init__(digits, line)
+        self.digits, self.line = digits, line
+
+
+def _construct_int(loader: Any, node: Any) -> int:
+    text = loader.construct_scalar(node)
+    if len(text) > MAX_INT_DIGITS:
+        raise _LongNumber(len(text), node.start_mark.line + 1)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+def _json_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _LongNumber(len(text), None)
+    return int(text)
+
+
+def _json_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _long_number_error(exc: _LongNumber, source: str) -> InputError:
+    where = f" (line {exc.line})" if exc.line else ""
+    return InputError(f"a number of {exc.digits} digits{where}; at most {MAX_INT_DIGITS} are read", path=source,
+                      hint="write the number as a string if it is meant as text")
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
 class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
     """The loader that refuses a key written twice in one mapping, naming it and its line."""
 
@@ -100,6 +139,11 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
             raise _too_deep(source, None) from None
         except _DuplicateKey as exc:
             raise _duplicate_error(exc, source) from None
+        except _LongNumber as exc:
+            raise _long_number_error(exc, source) from None
+        except _NotJson as exc:
+            raise InputError(f"invalid JSON: {exc}", path=source,
+                             hint="JSON has no NaN or Infinity; write the value as a string") from None
         except ValueError:
             pass  # not a JSON stream; YAML is a superset, try that
         else:
@@ -111,6 +155,8 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
         docs = [d for d in yaml.load_all(text, Loader=_StrictLoader if strict else _Loader) if d is not None]
     except _DuplicateKey as exc:
         raise _duplicate_error(exc, source) from None
+    except _LongNumber as exc:
+        raise _long_number_error(exc, source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -308,7 +354,8 @@ def _json_pairs_strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _json_stream(text: str, strict: bool = False) -> Iterator[Any]:
-    decoder = json.JSONDecoder(object_pairs_hook=_json_pairs_strict if strict else None)
+    decoder = json.JSONDecoder(object_pairs_hook=_json_pairs_strict if strict else None, parse_int=_json_int,
+                               parse_constant=_json_constant)
     idx, end = 0, len(text)
     while True:
         while idx < end and text[idx].isspace():

@@ -212,9 +212,17 @@ class _EvalError(Exception):
     pass
 
 
+class _TooCostly(Exception):
+    pass
+
+
 def _run(program: Callable[[dict], Any], activation: dict) -> Any:
+    from reconciler.model import celbudget
+
     try:
-        result = program(activation)
+        result = celbudget.evaluate(program, activation)
+    except celbudget.BudgetExceeded:
+        raise _TooCostly() from None
     except Exception as exc:  # cel-python raises its own evaluation error types
         raise _EvalError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
     if isinstance(result, Exception):  # cel-python returns some errors as values
@@ -229,24 +237,35 @@ def _as_bool(value: Any) -> Any:
 
 
 def _check(policy: Policy, activation: dict, subject: str) -> list[Violation]:
+    expression = ""
     try:
         for cond in policy.conditions:
+            expression = cond.expression
             if _as_bool(_run(cond.program, activation)) is not True:
                 return []
         out = []
         for v in policy.validations:
+            expression = v.expression
             result = _as_bool(_run(v.program, activation))
             if not isinstance(result, bool):
                 raise _EvalError(f"expression {v.expression!r} returned {type(result).__name__}, not a boolean")
             if result is False:
                 message = v.message or f"failed expression: {v.expression}"
                 if v.message_program is not None:
+                    expression = v.message_expression
                     try:
                         message = str(_run(v.message_program, activation))
                     except _EvalError:
                         pass
                 out.append(Violation(policy.name, policy.path, subject, message))
         return out
+    except _TooCostly:
+        from reconciler.model.celbudget import BUDGET
+
+        raise InputError(f"CEL expression {expression!r} exceeded the evaluation budget ({BUDGET} steps) on "
+                         f"{subject}", path=policy.path, obj=f"ValidatingAdmissionPolicy {policy.name}",
+                         hint="nest fewer comprehensions (all, exists, map, filter) or iterate over "
+                              "smaller lists") from None
     except _EvalError as exc:
         if not policy.fail_closed:
             return []

@@ -15,7 +15,7 @@ from typing import Any
 
 from reconciler.errors import BundleError
 from reconciler.model.shape import (
-    ANY, BOOL, INT, INT_OR_STR, SCALAR, STR, ListOf, MapOf, Obj, Shape, check,
+    ANY, BOOL, INT, INT_OR_STR, SCALAR, STR, ListOf, MapOf, Mismatch, Obj, Scalar, Shape, check, kind_of,
 )
 
 METADATA = Obj({"name": STR, "namespace": STR, "labels": MapOf(STR), "annotations": MapOf(ANY)},
@@ -23,13 +23,43 @@ METADATA = Obj({"name": STR, "namespace": STR, "labels": MapOf(STR), "annotation
 MANIFEST = Obj({"apiVersion": STR, "kind": STR, "metadata": METADATA},
                required=("apiVersion", "kind", "metadata"), nonempty=("apiVersion", "kind"))
 
-_SCHEMA = Obj({"openAPIV3Schema": Obj()})
+class _OpenAPISchema(Shape):
+    """A structural schema, recursively: the parts the CRD conversion and the upgrade-safety check walk."""
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise Mismatch(where, f"must be a mapping, not {kind_of(value)}")
+        for key, shape in _SCHEMA_FIELDS.items():
+            if value.get(key) is not None:
+                shape.check(value[key], f"{where}.{key}")
+        extra = value.get("additionalProperties")
+        if extra is not None and not isinstance(extra, bool):
+            self.check(extra, f"{where}.additionalProperties")
+        items = value.get("items")
+        if isinstance(items, list):
+            ListOf(self).check(items, f"{where}.items")
+        elif items is not None:
+            self.check(items, f"{where}.items")
+
+    @property
+    def want(self) -> str:
+        return "a schema"
+
+
+_OPENAPI = _OpenAPISchema()
+_SCHEMA_FIELDS: dict[str, Shape] = {
+    "type": STR, "format": STR, "required": ListOf(STR), "enum": ListOf(ANY), "properties": MapOf(_OPENAPI),
+    "allOf": ListOf(_OPENAPI), "anyOf": ListOf(_OPENAPI), "oneOf": ListOf(_OPENAPI), "not": _OPENAPI,
+    "x-kubernetes-preserve-unknown-fields": BOOL,
+}
+_SCHEMA = Obj({"openAPIV3Schema": _OPENAPI})
 _CRD_VERSION = Obj({"name": STR, "served": BOOL, "storage": BOOL, "schema": _SCHEMA, "subresources": Obj(),
                     "additionalPrinterColumns": ListOf(Obj())}, required=("name",), nonempty=("name",))
 CRD = Obj({
     "spec": Obj({
         "group": STR, "scope": STR, "version": STR, "validation": _SCHEMA, "conversion": Obj(),
-        "names": Obj({"kind": STR, "plural": STR, "singular": STR, "listKind": STR},
+        "names": Obj({"kind": STR, "plural": STR, "singular": STR, "listKind": STR, "shortNames": ListOf(STR),
+                      "categories": ListOf(STR)},
                      required=("kind", "plural"), nonempty=("kind", "plural")),
         "versions": ListOf(_CRD_VERSION),
     }, required=("group", "names"), nonempty=("group",)),
@@ -62,7 +92,26 @@ KINDS: dict[tuple[str, str], Shape] = {
                                                                 "service": _SERVICE_REF})}),
 }
 
-_PERMISSION = Obj({"serviceAccountName": STR, "rules": ListOf(_RULE)})
+_PERMISSION = Obj({"serviceAccountName": STR, "rules": ListOf(_RULE)})  # without a name, OLM binds "default"
+_SELECTOR = Obj({"matchLabels": MapOf(STR), "matchExpressions": ListOf(Obj({
+    "key": STR, "operator": STR, "values": ListOf(STR)}))})
+_WEBHOOK_RULE = Obj({"operations": ListOf(STR), "apiGroups": ListOf(STR), "apiVersions": ListOf(STR),
+                     "resources": ListOf(STR), "scope": STR})
+# The descriptions of owned and required APIs: read for the status object and rendered into catalogs.
+_API_DESCRIPTION = Obj({"name": STR, "version": STR, "kind": STR, "group": STR, "displayName": STR,
+                        "description": STR, "specDescriptors": ListOf(Obj({"path": STR})),
+                        "statusDescriptors": ListOf(Obj({"path": STR, "x-descriptors": ListOf(STR)}))})
+_DESCRIPTION_FIELDS = dict(_API_DESCRIPTION.fields)
+
+
+class _Port(Scalar):
+    def check(self, value: Any, where: str) -> None:
+        super().check(value, where)
+        if not 1 <= value <= 65535:
+            raise Mismatch(where, f"must be a port number (1-65535), not {value}")
+
+
+_PORT = _Port((int,), "an integer")
 CSV = Obj({
     "metadata": Obj({"annotations": Obj({"operatorframework.io/suggested-namespace": STR})}),
     "spec": Obj({
@@ -74,14 +123,25 @@ CSV = Obj({
             "clusterPermissions": ListOf(_PERMISSION),
         })}),
         "webhookdefinitions": ListOf(Obj({
-            "type": STR, "generateName": STR, "deploymentName": STR, "containerPort": INT,
+            "type": STR, "generateName": STR, "deploymentName": STR, "containerPort": _PORT,
             "targetPort": INT_OR_STR, "webhookPath": STR, "conversionCRDs": ListOf(STR),
             "admissionReviewVersions": ListOf(STR), "reinvocationPolicy": STR,
-        })),
-        "apiservicedefinitions": Obj({"owned": ListOf(Obj({
-            "group": STR, "version": STR, "deploymentName": STR, "containerPort": INT,
-        }))}),
-        "customresourcedefinitions": Obj({"owned": ListOf(Obj()), "required": ListOf(Obj())}),
+            "rules": ListOf(_WEBHOOK_RULE), "failurePolicy": STR, "sideEffects": STR, "matchPolicy": STR,
+            "timeoutSeconds": INT, "objectSelector": _SELECTOR, "namespaceSelector": _SELECTOR,
+        }, required=("type", "generateName"), nonempty=("generateName",))),
+        "apiservicedefinitions": Obj({"owned": ListOf(Obj({**_DESCRIPTION_FIELDS, "deploymentName": STR,
+                                                           "containerPort": _PORT})),
+            "required": ListOf(_API_DESCRIPTION)}),
+        "customresourcedefinitions": Obj({"owned": ListOf(_API_DESCRIPTION), "required": ListOf(_API_DESCRIPTION)}),
+        # Read into catalogs (render), the upgrade graph and the status object.
+        "minKubeVersion": STR, "replaces": STR, "skips": ListOf(STR),
+        "relatedImages": ListOf(Obj({"name": STR, "image": STR})),
+        "displayName": STR, "description": STR, "maturity": STR, "keywords": ListOf(STR),
+        "maintainers": ListOf(Obj({"name": STR, "email": STR})), "provider": Obj({"name": STR, "url": STR}),
+        "links": ListOf(Obj({"name": STR, "url": STR})),
+        "icon": ListOf(Obj({"base64data": STR, "mediatype": STR})),
+        "nativeAPIs": ListOf(Obj({"group": STR, "version": STR, "kind": STR})),
+        "labels": MapOf(STR), "selector": _SELECTOR,
     }),
 })
 
@@ -111,6 +171,17 @@ def check_manifest(obj: Any, file: str, bundle: str) -> None:
 
 def check_csv(obj: Any, file: str, bundle: str) -> None:
     check(obj, CSV, path=file, obj=f"{bundle}: {describe(obj)}", error=BundleError)
+    from reconciler.errors import InputError
+    from reconciler.model.semver_range import parse_version
+
+    for key in ("version", "minKubeVersion"):
+        value = obj["spec"].get(key) if isinstance(obj.get("spec"), dict) else None
+        if isinstance(value, str) and value.strip():
+            try:
+                parse_version(value)
+            except InputError as exc:
+                raise BundleError(f"spec.{key}: {exc.message}", path=file, obj=f"{bundle}: {describe(obj)}",
+                                  hint=exc.hint) from None
 
 
 __all__ = ["CSV", "CRD", "KINDS", "MANIFEST", "OLM_YAML", "check_csv", "check_manifest", "describe"]

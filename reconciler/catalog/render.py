@@ -50,6 +50,7 @@ from typing import Any
 from reconciler import yamlio
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
+from reconciler.model.shape import kind_of
 from reconciler.model.catalog import (
     PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED,
     PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
@@ -294,8 +295,8 @@ def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[d
         doc = docs[0] if docs else None
         if not isinstance(doc, dict):
             if doc is not None and f.name in ("dependencies.yaml", "properties.yaml"):
-                raise BundleError(f"the file must be a mapping with a '{f.name[:-5]}' list, not a "
-                                  f"{type(doc).__name__}", path=display)
+                raise BundleError(f"the file must be a mapping with a '{f.name[:-5]}' list, not "
+                                  f"{kind_of(doc)}", path=display)
             continue
         for key in ("dependencies", "properties"):
             items = doc.get(key)
@@ -304,8 +305,31 @@ def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[d
             if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("type"), str)
                                                       for i in items):
                 raise BundleError(f"{key} must be a list of {{type, value}} entries", path=display)
+            for i, item in enumerate(items):
+                if problem := _entry_problem(item["type"], item.get("value"), dependency=key == "dependencies"):
+                    raise BundleError(f"{key}[{i}] ({item['type']}): {problem}", path=display)
             found[key] = items
     return found.get("dependencies", []), found.get("properties", [])
+
+
+def _entry_problem(type_: str, value: Any, *, dependency: bool) -> str | None:
+    """What is wrong with one entry of dependencies.yaml or properties.yaml, as the catalog would see it."""
+    from reconciler.catalog.validate import property_problem
+    from reconciler.model.constraints import parse_olm_constraint
+
+    if dependency and type_ in (PROP_PACKAGE, PROP_GVK):
+        keys = ("packageName", "version") if type_ == PROP_PACKAGE else ("group", "version", "kind")
+        if not isinstance(value, dict):
+            return f"value must be a mapping with {', '.join(keys)}"
+        bad = [k for k in keys if not isinstance(value.get(k), str)]
+        return f"value.{bad[0]} must be a string" if bad else None
+    if type_ == PROP_CONSTRAINT:
+        try:
+            parse_olm_constraint(value)
+        except InputError as exc:
+            return exc.message
+        return None
+    return property_problem(type_, value)
 
 
 def _crd_gvks(objs: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -161,9 +161,16 @@ class Cel:
     def matches(self, bundle: Bundle, context: MatchContext) -> bool:
         import celpy
 
+        from reconciler.model import celbudget
+
         props = [{"type": p.type, "value": p.value} for p in bundle.properties]
         try:
-            result = self.program({"properties": celpy.json_to_cel(props)})
+            result = celbudget.evaluate(self.program, {"properties": celpy.json_to_cel(props)})
+        except celbudget.BudgetExceeded:
+            raise InputError(f"CEL rule {self.rule!r} exceeded the evaluation budget ({celbudget.BUDGET} steps) "
+                             f"on bundle {bundle.name}",
+                             hint="nest fewer comprehensions (all, exists, map, filter) or iterate over "
+                                  "smaller lists") from None
         except Exception:  # a rule that errors on a bundle does not match it (as in OLM)
             return False
         return bool(result)
@@ -184,6 +191,26 @@ class Labelled:
 
     def describe(self) -> str:
         return f"{self.inner.describe()} ({self.message})"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A declaration's constraint, so that an error while matching it names the file and the Operator."""
+
+    inner: Predicate
+    path: str
+    obj: str
+
+    def matches(self, bundle: Bundle, context: MatchContext) -> bool:
+        try:
+            return self.inner.matches(bundle, context)
+        except InputError as exc:
+            if exc.path is not None:
+                raise
+            raise type(exc)(exc.message, path=self.path, obj=self.obj, hint=exc.hint) from None
+
+    def describe(self) -> str:
+        return self.inner.describe()
 
 
 def gvk_text(group: str, version: str, kind: str) -> str:

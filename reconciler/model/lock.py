@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 from reconciler import yamlio
 from reconciler.errors import LockfileError
+from reconciler.model.shape import kind_of
 
 LOCK_FILENAME = "olm.lock"
 LOCK_API_VERSION = "reconciler.dev/v1alpha1"
@@ -67,6 +68,10 @@ class Lockfile:
         for i, raw in enumerate(bundles):
             if not isinstance(raw, dict):
                 raise LockfileError(f"bundles[{i}] is malformed: not a mapping", path=source,
+                                    hint="delete it; the next reconcile writes a new one")
+            wrong = next((k for k, v in raw.items() if isinstance(v, (list, dict))), None)
+            if wrong is not None:
+                raise LockfileError(f"bundles[{i}].{wrong} must be a scalar, not {kind_of(raw[wrong])}", path=source,
                                     hint="delete it; the next reconcile writes a new one")
             try:
                 entries.append(LockEntry(**{k: str(v) for k, v in raw.items()}))

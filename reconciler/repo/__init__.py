@@ -312,15 +312,28 @@ def check_links(top: Path) -> None:
             if here == top and e.name == ".git":
                 continue
             if e.is_symlink():
-                target = Path(e.path).resolve()
                 rel = _rel(top, Path(e.path))
+                try:
+                    target = Path(e.path).resolve(strict=False)
+                except (RuntimeError, OSError):  # a loop of links: Python 3.12 raises RuntimeError, 3.13 OSError
+                    raise InputError(f"symbolic link is part of a loop of links: {os.readlink(e.path)}", path=rel,
+                                     hint="replace the link with the file it should point to") from None
                 if target != top and top not in target.parents:
                     raise InputError(f"symbolic link points outside the repository: {os.readlink(e.path)}",
                                      path=rel, hint="replace the link with the file it points to; the "
                                                     "reconciler reads nothing outside the repository")
-                if not target.exists():
+                try:
+                    exists = target.exists()
+                except OSError:  # ELOOP
+                    exists = False
+                if not exists:
                     raise InputError(f"symbolic link points to nothing: {os.readlink(e.path)}", path=rel,
                                      hint="remove the link or restore what it points to")
+                if target.is_dir() and (target == Path(here).resolve() or target in Path(e.path).parents
+                                        or target in Path(here).resolve().parents):
+                    raise InputError(f"symbolic link points to a directory that contains it: {os.readlink(e.path)}",
+                                     path=rel, hint="a link to its own directory makes the tree endless; "
+                                                    "remove it or link a sibling directory instead")
             elif e.is_dir(follow_symlinks=False):
                 pending.append(Path(e.path))
 

@@ -18,7 +18,7 @@ import semver
 from reconciler.errors import InputError, ResolutionError
 from reconciler.model.catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Catalog
 from reconciler.model.constraints import (
-    AllOf, CatalogIs, ChannelIs, NameIs, PackageIs, Predicate, VersionIn, parse_constraint,
+    AllOf, CatalogIs, ChannelIs, Located, NameIs, PackageIs, Predicate, VersionIn, parse_constraint,
 )
 from reconciler.model.declarations import (
     BUILTIN_INPUT_CLASSES, InputClass, InstallSettings, OperatorDecl, class_range,
@@ -223,7 +223,7 @@ def _predicate(d: OperatorDecl, catalogs: Mapping[str, Catalog], installed: Lock
         parts.append(NameIs(d.entrypoint))
     for i, c in enumerate(d.constraints):
         try:
-            parts.append(parse_constraint(c.type, c.value, f"spec.constraints[{i}]"))
+            parts.append(Located(parse_constraint(c.type, c.value, f"spec.constraints[{i}]"), where, obj))
         except InputError as exc:
             raise ResolutionError(exc.message, path=where, obj=obj, hint=exc.hint) from None
     return AllOf(tuple(parts))

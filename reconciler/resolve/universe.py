@@ -27,7 +27,7 @@ import semver
 from reconciler.errors import InputError
 from reconciler.model.catalog import Bundle, Catalog, Channel
 from reconciler.model.constraints import (
-    AllOf, AnyOf, Labelled, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
+    AllOf, AnyOf, Labelled, Located, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
 )
 from reconciler.model.semver_range import VersionRange
 
@@ -168,7 +168,7 @@ class Universe:
             return self.by_api.get((pred.group, pred.version, pred.kind), [])
         if isinstance(pred, NameIs):
             return self.by_name.get(pred.name, [])
-        if isinstance(pred, Labelled):
+        if isinstance(pred, (Labelled, Located)):
             return self._pool(pred.inner)
         if isinstance(pred, AllOf):
             pools = [p for p in map(self._pool, pred.parts) if p is not None]

@@ -16,6 +16,7 @@ import socket
 import ssl
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -47,6 +48,8 @@ class FaultProxy:
         target = urlsplit(cluster["server"])
         self.upstream = (target.hostname, target.port)
         self.faults: list[Fault] = []
+        self._outage: tuple[Callable[[str, str], bool], Callable[[], None]] | None = None
+        self.down = threading.Event()
         self.log: list[tuple[str, str, str]] = []  # (method, path, what the proxy did)
         self.lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"proxy": self})
@@ -62,6 +65,24 @@ class FaultProxy:
         with self.lock:
             self.faults.extend(faults)
             self.log.clear()
+
+    def outage_after(self, trigger: Callable[[str, str], bool], action: Callable[[], None]) -> None:
+        """After forwarding the first request ``trigger(method, path)`` accepts, run ``action`` (e.g. stop the
+        API server), answer that request, and stop listening: later connections are refused, as by a server
+        that is gone. The client's request waits meanwhile, so the outage falls at that exact point."""
+        with self.lock:
+            self._outage = (trigger, action)
+
+    def _outage_now(self, method: str, path: str) -> Callable[[], None] | None:
+        with self.lock:
+            if self._outage is None or self.down.is_set() or not self._outage[0](method, path):
+                return None
+            self.down.set()
+            return self._outage[1]
+
+    def _stop_listening(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
     def seen(self, method: str, path: str) -> list[str]:
         """What happened to each matching request, in order."""
@@ -113,22 +134,35 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "drop-before":
             self._drop()
             return
+        if proxy.down.is_set() and proxy._outage is not None:
+            self._drop()  # a connection kept alive from before the outage
+            return
         conn = http.client.HTTPSConnection(*proxy.upstream, context=proxy.context, timeout=30)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
             conn.request(self.command, self.path, body=body or None, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
+        except OSError:
+            self._drop()  # the upstream is gone
+            return
         finally:
             conn.close()
         if kind == "drop-after":
             self._drop()
             return
+        outage = proxy._outage_now(self.command, self.path)
+        if outage is not None:
+            outage()
+            self.close_connection = True
+            threading.Thread(target=proxy._stop_listening, daemon=True).start()
         self.send_response(resp.status)
         for k, v in resp.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
+        if outage is not None:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

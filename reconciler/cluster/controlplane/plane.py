@@ -197,6 +197,17 @@ class ControlPlane:
         if self._owns_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
+    def stop_apiserver(self, grace: float = 10.0) -> None:
+        """Stop kube-apiserver alone, as an outage or an upgrade of the API server would; etcd keeps the state."""
+        self._terminate(_APISERVER, grace)
+
+    def start_apiserver(self, timeout: float = 90.0) -> None:
+        """Start kube-apiserver again on its port and state, after ``stop_apiserver``; wait until it is ready."""
+        if self._alive(_APISERVER):
+            raise ControlPlaneError("kube-apiserver is already running")
+        self._launch(_APISERVER, self._apiserver_args())
+        self._wait(_APISERVER, self._apiserver_ready, time.monotonic() + timeout)
+
     def reset(self) -> None:
         """Remove everything start() writes to the state directory, and nothing else."""
         for name in _OWNED:
