@@ -5,7 +5,11 @@ Skipped. Everything is planned before anything is written: live objects are
 read with one labelled LIST per kind, every object that may change is
 server-side dry-run applied and compared with the live object, and ownership
 conflicts are detected, so an invalid object or a conflict stops the run with
-nothing applied. Then objects are applied with server-side apply under one
+nothing applied. The exception is an Operator's first install (nothing
+recorded, nothing running to protect): its new objects are created directly,
+one request each, after its inventory is recorded, so an object refused
+midway leaves a recorded, reported partial install the next run completes or
+prunes. Then objects are applied with server-side apply under one
 field manager, stage by stage (namespaces, CRDs — waited for until
 Established —, RBAC, ..., deployments), concurrently within a stage, and
 finally objects that left the desired state are pruned.
@@ -44,7 +48,7 @@ from reconciler.cluster import crdsafety
 from reconciler import progress
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import WORKERS, ApiError, Kube, ResourceInfo
-from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
@@ -182,7 +186,13 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     elif any(op.installer is not None for op in desired):
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")
-    planned = _plan(kube, desired, missing_ns, dry_run, result, writers)
+    # A first install (nothing recorded, so nothing running to protect) creates its new objects directly, one
+    # request each, without a dry-run pass first: its inventory is recorded before the first write, so a refusal
+    # midway leaves a recorded, reported partial install that the next run completes or prunes. An Operator that
+    # is installed keeps validate-everything-before-writing: what already runs is not touched by a bad bundle.
+    first = frozenset() if dry_run else frozenset(
+        op.name for op in desired if op.name not in recorded or not recorded[op.name].inventory)
+    planned = _plan(kube, desired, missing_ns, dry_run, result, writers, first_install=first)
     if pending and not dry_run:
         _record_pending(kube, pending, recorded_all=status_objects.read_all(kube))
     if dry_run:
@@ -199,9 +209,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous)
     try:
-        result.changes.extend(_execute_all(kube, planned))
+        result.changes.extend(_execute_all(kube, planned, {op.name: op for op in desired}))
         remaining = _prune(kube, desired, recorded, dry_run=False, result=result)
-    except ClusterError as exc:
+    except (ClusterError, BundleError) as exc:
         for op in desired:
             _mark_failed(kube, info, op, exc)
         raise
@@ -311,7 +321,8 @@ def _namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, resul
 
 
 def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
-          result: SyncResult, writers: dict[str, Kube] | None = None) -> list[_Planned]:
+          result: SyncResult, writers: dict[str, Kube] | None = None,
+          first_install: frozenset[str] = frozenset()) -> list[_Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -320,7 +331,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     own are intact is unchanged without further requests; every other object
     is validated by a server-side dry-run (concurrently, as the Operator's
     installer when it has one) and compared. A CRD that would be replaced is
-    checked for changes that break its custom resources.
+    checked for changes that break its custom resources. A new object of an
+    Operator in ``first_install`` is not dry-run: its create is its validation.
     """
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
@@ -350,6 +362,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
             if is_current(p.obj, current):
                 p.action, p.write = Action.UNCHANGED, False
                 continue
+        elif p.operator in first_install:
+            continue  # nothing live to protect: created directly, validated by the API server as it is written
         checks.append((p, current))
 
     def check(item: tuple[_Planned, Manifest | None]) -> list[tuple[str, str]]:
@@ -367,9 +381,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
         except ApiError as exc:
             if is_invalid_object(exc):
                 return [("invalid", f"{p.ref}: {exc.message}")]
-            return [("error", f"{p.ref}: {exc.message}" + (
-                f" (applied as {writer.impersonated}, bound to the permissions approved for Operator "
-                f"{p.operator})" if exc.status == 403 and writer.impersonated else ""))]
+            return [("error", f"{p.ref}: {exc.message}{_as_installer(p, writer, exc)}")]
         if current is not None:
             p.diff = describe_diff(current, dry)
             p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
@@ -415,12 +427,12 @@ def is_invalid_object(exc: ApiError) -> bool:
                                               in exc.message)
 
 
-def invalid_objects(invalid: list[tuple[DesiredOperator, str]]) -> BundleError:
+def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "nothing was applied") -> BundleError:
     """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
     sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
     lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
     return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
-                       f"nothing was applied:\n  {lines}", path=sources[0],
+                       f"{state}:\n  {lines}", path=sources[0],
                        hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
                             "another version")
 
@@ -636,11 +648,13 @@ def _check_owner(operator: str, ref: ObjectRef, live: Manifest) -> None:
                            f"{operator} adopt it (it will then be pruned with the Operator)")
 
 
-def _execute_all(kube: Kube, planned: list[_Planned]) -> list[Change]:
+def _execute_all(kube: Kube, planned: list[_Planned], by_name: Mapping[str, DesiredOperator]) -> list[Change]:
     """Write in order of stage (namespaces, CRDs, RBAC, ...); within a stage, objects are applied concurrently.
 
     A stage holds objects that do not depend on each other; CRDs are all
     applied, then each is waited for until Established, before the next stage.
+    An object the API server refuses stops the run after its stage, with an
+    error naming every refused object (the others of the stage are written).
     """
     stages: dict[int, list[_Planned]] = {}
     done: dict[int, Change] = {}
@@ -649,15 +663,48 @@ def _execute_all(kube: Kube, planned: list[_Planned]) -> list[Change]:
             stages.setdefault(order_key(p.ref)[0], []).append(p)
         else:
             done[id(p)] = Change(p.operator, p.ref, p.action)
+    written = 0
     for rank in sorted(stages):
         group = stages[rank]
-        done.update(zip(map(id, group), _concurrently(lambda p: _execute(kube, p), group)))
+        outcomes = _concurrently(lambda p: _attempt(kube, p), group)
+        refused = [(p, out) for p, out in zip(group, outcomes) if isinstance(out, ApiError)]
+        written += len(group) - len(refused)
+        if refused:
+            raise _refused_on_write(refused, written, by_name)
+        done.update(zip(map(id, group), outcomes))
         crds = [p for p in group if (p.ref.group, p.ref.kind) == CRD and p.write]
         for p in crds:
             wait_established(kube, p.ref.name)
         if crds:
             kube.forget_discovery()
     return [done[id(p)] for p in planned]
+
+
+def _attempt(kube: Kube, p: _Planned) -> Change | ApiError:
+    try:
+        return _execute(kube, p)
+    except ApiError as exc:
+        return exc
+
+
+def _refused_on_write(refused: list[tuple[_Planned, ApiError]], written: int,
+                      by_name: Mapping[str, DesiredOperator]) -> ReconcilerError:
+    """The objects refused while writing, and what was written before them (recorded in the inventory)."""
+    invalid = [(by_name[p.operator], f"{p.ref}: {exc.message}") for p, exc in refused if is_invalid_object(exc)]
+    owners = ", ".join(sorted({p.operator for p, _ in refused}))
+    state = (f"{written} object(s) were written before and are recorded in the inventory of Operator {owners}; "
+             f"the next reconcile applies the rest and removes what is no longer wanted")
+    if len(invalid) == len(refused):
+        return invalid_objects(invalid, state)
+    lines = "\n  ".join(f"{p.ref}: {exc.message}{_as_installer(p, p.writer, exc)}" for p, exc in refused)
+    return ClusterError(f"{len(refused)} object(s) were refused by the API server; {state}:\n  {lines}")
+
+
+def _as_installer(p: _Planned, writer: Kube | None, exc: ApiError) -> str:
+    """Why a 403 is no surprise when the object was written as the Operator's installer."""
+    if exc.status != 403 or writer is None or not writer.impersonated:
+        return ""
+    return f" (applied as {writer.impersonated}, bound to the permissions approved for Operator {p.operator})"
 
 
 def _execute(kube: Kube, p: _Planned) -> Change:
@@ -763,7 +810,7 @@ def _record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
         status_objects.write(kube, info, p.name, p.spec, st, rec)
 
 
-def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ClusterError) -> None:
+def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ReconcilerError) -> None:
     try:
         rec = status_objects.read_all(kube).get(op.name)
         st = dict(rec.status) if rec else {}
