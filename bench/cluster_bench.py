@@ -1,6 +1,6 @@
 """The cluster stage: a no-op sync, and apply throughput beside ``kubectl apply --server-side``.
 
-  python -m bench.cluster_bench [--operators 50] [--repeat 5] [--apply-sizes 100 1000 5000] [--apply-repeat 3]
+  python -m bench.cluster_bench [--operators 10 50] [--repeat 5] [--apply-sizes 100 1000 5000] [--apply-repeat 3]
                                 [--corpus ../shared/corpus/operators] [--no-kubectl]
 
 Against a control plane started here (kube-apiserver and etcd at the pinned
@@ -266,7 +266,7 @@ def kubectl_apply(kubectl: Path, kubeconfig: Path, path: Path) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--operators", type=int, default=50)
+    ap.add_argument("--operators", type=int, nargs="*", default=[10, 50], help="sizes of the synthetic no-op rows")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--apply-sizes", type=int, nargs="*", default=[100, 1000, 5000])
     ap.add_argument("--apply-repeat", type=int, default=3, help="alternating runs of each apply, median")
@@ -282,8 +282,8 @@ def main() -> None:
     try:
         kubeconfig = Path(plane.kubeconfig_path)
         tmp = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
-        scenarios = [(f"no-op, {args.operators} Operators x 40 objects",
-                      [synthetic(i) for i in range(args.operators)])]
+        scenarios = [(f"no-op, {n} Operators x 40 objects", [synthetic(i) for i in range(n)])
+                     for n in args.operators]
         if args.corpus.is_dir():
             real = largest_real(args.corpus, Kube(plane.admin_client()))
             scenarios.append((f"no-op, {len(real)} large real operators ({', '.join(op.name for op in real)})",

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -201,11 +202,13 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         return result
 
     info = status_objects.ensure_crd(kube)
+    intents = 0
     for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
         previous = recorded.get(op.name)
         before = set(previous.inventory if previous else ())
         inventory = before | {ObjectRef.of(o) for o in op.objects}
         if inventory != before:
+            intents += 1
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous)
     try:
@@ -217,7 +220,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         raise
     result.health = dict(judge(desired)) if judge is not None else {}
     drift = _drift(planned, recorded, desired)
-    current = status_objects.read_all(kube)
+    # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
+    current = status_objects.read_all(kube) if intents or result.changed else recorded
     for op in desired:
         kept = remaining.get(op.name, set())
         message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
@@ -521,12 +525,25 @@ def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[
     return live, partial
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_POOL_PREFIX = "reconciler-requests"
+
+
 def _concurrently(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    """``fn`` over ``items`` with up to ``WORKERS`` requests in flight; results in the order of ``items``."""
-    if len(items) <= 1:
+    """``fn`` over ``items`` with up to ``WORKERS`` requests in flight; results in the order of ``items``.
+
+    The worker threads live as long as the process (a loop reconciles every few minutes; starting eight
+    threads several times per run costs more than the run's own work on a busy machine). A call made from a
+    worker runs in that worker, so nesting cannot wait for itself.
+    """
+    global _POOL
+    if len(items) <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         return [fn(i) for i in items]
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
-        return list(pool.map(fn, items))
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=_POOL_PREFIX)
+    return list(_POOL.map(fn, items))
 
 
 def with_digest(obj: Manifest) -> Manifest:
@@ -619,7 +636,8 @@ def _owned(fields: dict[str, Any], want: Any, live: Any) -> bool:
 
 
 def _shipped_namespaces(op: DesiredOperator) -> set[str]:
-    return {ObjectRef.of(o).name for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == ("", "Namespace")}
+    return {ObjectRef.of(o).name for o in op.objects
+            if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"}
 
 
 def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> set[str]:
