@@ -455,6 +455,7 @@ def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Man
 
 _Key = tuple[str, str, str, str]
 _LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
+_SELECTOR_NAMES = 100  # Operators named in one label selector; beyond, every labelled object is listed
 
 
 def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[dict[_Key, Manifest], set[_Key]]:
@@ -467,10 +468,17 @@ def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[
     # Metadata decides "unchanged"; only a Secret written through stringData is checked by its stored data.
     full = {p.info for p in planned if p.ref.kind == "Secret" and p.ref.group == "" and "stringData" in p.obj}
     kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
+    owners: dict[ResourceInfo, set[str]] = {}
+    for p in planned:
+        owners.setdefault(p.info, set()).add(p.operator)  # type: ignore[arg-type]
 
     def listed(info: ResourceInfo) -> list[Manifest]:
+        # Only the planned Operators' objects: the server encodes (and we decode) nothing of the others'. An
+        # object another Operator owns is not returned here; it is read below and refused as a conflict.
+        names = sorted(owners.get(info, ()))
+        selector = f"{LABEL_OPERATOR} in ({','.join(names)})" if 0 < len(names) <= _SELECTOR_NAMES else LABEL_OPERATOR
         try:
-            items = kube.list(info, label_selector=LABEL_OPERATOR, metadata_only=info not in full)
+            items = kube.list(info, label_selector=selector, metadata_only=info not in full)
         except ApiError as exc:
             if exc.status not in (401, 403, 404, 405, 406):
                 raise

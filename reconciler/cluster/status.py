@@ -164,14 +164,27 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
         _observe(status, generation)
     if previous is not None and previous.spec == spec and previous.status == status:
         return
-    body = {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": name, "labels": ownership_labels(name)}, "spec": spec}
-    applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
-    _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
-    kube.request("PATCH", info.path("", name) + "/status",
-                 query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                 body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
-                 content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+    def apply_spec() -> None:
+        body = {"apiVersion": API_VERSION, "kind": KIND,
+                "metadata": {"name": name, "labels": ownership_labels(name)}, "spec": spec}
+        applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
+        _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
+
+    def apply_status() -> None:
+        kube.request("PATCH", info.path("", name) + "/status",
+                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                     body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
+                     content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+
+    if not generation:  # a new object, or a new spec; an unchanged spec is not sent again
+        apply_spec()
+    try:
+        apply_status()
+    except ApiError as exc:
+        if exc.status != 404 or not generation:
+            raise
+        apply_spec()  # deleted since it was read: created again
+        apply_status()
     for cond in status.get("conditions", []):
         old = old_conditions.get(cond["type"])
         if old is None:
