@@ -7,10 +7,14 @@ runtime start-up count on both sides:
 * ours warm:  a child process timing ``reconciler.catalog.load(DIR)`` on a primed cache, and its peak RSS
 * opm:        ``opm validate DIR`` and ``opm render DIR -o json`` (output discarded)
 
-Scenarios: the corpus catalogs (../shared/corpus/catalogs, all of them, run one after another), and
-synthetic catalogs from ``bench.gen_catalog`` (300 packages / 3,000 bundles, 2,000 / 30,000).
+Scenarios: each version index the corpus samples (../shared/corpus/catalogs/v4.*, one catalog of
+its packages, as an index image holds them), the corpus catalogs one process each, and synthetic
+catalogs from ``bench.gen_catalog`` (300 packages / 3,000 bundles, 2,000 / 30,000).
 
-    python -m bench.catalog_bench [--skip-large] [--repeat N]
+The reconciler runs as installed (``bench.startup_bench.installed``: its own virtual environment,
+bytecode compiled), not from the checkout.
+
+    python -m bench.catalog_bench [--skip-large] [--skip-synthetic] [--repeat N]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from bench.gen_catalog import generate
 from bench.peers.opm import opm_binary
+from bench.startup_bench import installed
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "catalogs"
@@ -54,6 +59,16 @@ def _best(n: int, fn) -> float:
     return min(fn() for _ in range(n))
 
 
+def index_row(index: Path, opm: Path, env: dict[str, str], repeat: int) -> dict:
+    """One version index, cold: ``catalog validate --no-cache`` beside ``opm validate``, best of ``repeat``."""
+    ours = _best(repeat, lambda: _timed([PY, "-m", "reconciler", "catalog", "validate", "--no-cache", str(index)],
+                                        env))
+    theirs = _best(repeat, lambda: _timed([str(opm), "validate", str(index)], env))
+    size = sum(f.stat().st_size for f in index.rglob("*") if f.is_file())
+    packages = sum(1 for d in index.iterdir() if d.is_dir())
+    return {"index": index.name, "packages": packages, "mb": size / 1e6, "ours": ours, "opm": theirs}
+
+
 def scenario(name: str, dirs: list[Path], opm: Path, env: dict[str, str], repeat: int) -> dict:
     ours_cold = _best(repeat, lambda: sum(_timed([PY, "-m", "reconciler", "catalog", "validate", "--no-cache",
                                                   str(d)], env) for d in dirs))
@@ -74,16 +89,21 @@ def scenario(name: str, dirs: list[Path], opm: Path, env: dict[str, str], repeat
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-large", action="store_true", help="skip the 30,000-bundle catalog")
+    ap.add_argument("--skip-synthetic", action="store_true", help="only the corpus rows")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept (default 3)")
     args = ap.parse_args()
+    global PY
     opm = opm_binary(log=lambda m: print(m, file=sys.stderr))
     work = Path(tempfile.mkdtemp(prefix="catalog-bench-"))
-    env = {**os.environ, "RECONCILER_CACHE_DIR": str(work / "cache"), "PYTHONPATH": str(ROOT)}
+    PY, env = installed(work)
+    env["RECONCILER_CACHE_DIR"] = str(work / "cache")
     rows = []
+    indexes = []
     if CORPUS.is_dir():
+        indexes = [index_row(d, opm, env, args.repeat) for d in sorted(CORPUS.glob("v4.*")) if d.is_dir()]
         dirs = sorted(p.parent for p in CORPUS.glob("v4.*/*/catalog.yaml"))
         rows.append(scenario(f"corpus ({len(dirs)} catalogs)", dirs, opm, env, args.repeat))
-    sizes = [(300, 3000)] + ([] if args.skip_large else [(2000, 30000)])
+    sizes = [] if args.skip_synthetic else [(300, 3000)] + ([] if args.skip_large else [(2000, 30000)])
     for packages, bundles in sizes:
         d = generate(work / f"synthetic-{bundles}", packages, bundles)
         rows.append(scenario(f"synthetic {packages} pkgs / {bundles} bundles", [d], opm, env,
@@ -98,6 +118,14 @@ def main() -> None:
               f"| {r['ours_cold'] / r['opm_render']:5.2f} | {r['ours_warm']:8.3f}s | {r['warm_rss_mb']:5.0f} MB |")
     print("ratio = ours / opm (below 1: faster than opm). warm = load() from the cache, import time excluded "
           "(import: %.2fs).\n" % rows[-1]["warm_import"])
+    if indexes:
+        print(f"each version index of the corpus as one catalog, cold, best of {args.repeat}\n")
+        print("| index | packages | MB | ours cold+validate s | opm validate s | ratio |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for r in indexes:
+            print(f"| {r['index']} | {r['packages']} | {r['mb']:.1f} | {r['ours']:.2f} | {r['opm']:.2f} | "
+                  f"{r['ours'] / r['opm']:.2f} |")
+        print("\nratio = ours / opm (at most 1: as fast as opm or faster).")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,16 @@ metadata:
   name: {name}
 spec:
   catalog: {{name: community, package: {name}, channel: stable}}
+  provisionerClassName: bench-allow-all
+""")
+    # Approved as a class: the benchmarks measure reconciling, not waiting for an approval.
+    (path / "operators" / "provisioner-class.yaml").write_text("""apiVersion: rukpak.io/v1
+kind: ProvisionerClass
+metadata:
+  name: bench-allow-all
+provisioner: operators.coreos.com/operators
+parameters:
+  approval: AllowAll
 """)
     (path / "catalogs" / "community").mkdir(parents=True)
     (path / "catalogs" / "community" / "catalog.yaml").write_text("".join(catalog))

@@ -6,7 +6,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from typing import NoReturn, Sequence, TextIO
 
 from reconciler import __version__, logs, progress
@@ -98,5 +97,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
               f"  hint: this is a bug in the reconciler; rerun with RECONCILER_TRACEBACK=1 and report the "
               f"traceback", file=sys.stderr)
         if os.environ.get("RECONCILER_TRACEBACK"):
+            import traceback
+
             traceback.print_exc()
         return EXIT_INTERNAL

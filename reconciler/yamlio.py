@@ -149,6 +149,17 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
         else:
             _check_depth(docs, text, source)
             return docs
+    if not strict:
+        try:
+            built, aliased = _build(text, source)
+        except _Unusual:
+            pass  # the composer and constructor below build it, or say what is wrong with it
+        else:
+            docs = [d for d in built if d is not None]
+            if aliased:  # a cycle or an alias bomb first, then the depth that aliases can add
+                _check_expansion(docs, len(text) + MAX_ALIAS_EXPANSION, source)
+                _walk_depth(docs, source)
+            return docs
     if _depth_bound(text) > _SAFE_COMPOSE_DEPTH:
         _check_event_depth(text, source)
     try:
@@ -215,6 +226,10 @@ def _check_depth(docs: list[Any], text: str, source: str) -> None:
     """Refuse parsed documents nested deeper than ``MAX_DEPTH`` (skipped when the text cannot be that deep)."""
     if _depth_bound(text) <= MAX_DEPTH:
         return
+    _walk_depth(docs, source)
+
+
+def _walk_depth(docs: list[Any], source: str) -> None:
     for root in docs:
         stack = [(root, 1)]
         seen: dict[int, int] = {}  # a shared (aliased) node is walked again only when met deeper
@@ -276,6 +291,105 @@ def _check_expansion(docs: list[Any], limit: int, source: str) -> None:
                                      hint="write the repeated content out, or repeat it fewer times")
                 if stack:
                     stack[-1][2] += frame[2]
+
+
+class _Unusual(Exception):
+    """Content the event builder leaves to PyYAML's composer and constructor (and their error messages)."""
+
+
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _build(text: str, source: str) -> tuple[list[Any], bool]:
+    """Documents built straight from the C parser's event stream; and whether any alias was met.
+
+    The same values as PyYAML's safe composer and constructor (with the
+    resolvers of ``_Loader``), in one iterative pass: about three times
+    faster on large catalogs, and nesting is counted as it is read, so
+    ``MAX_DEPTH`` stops a deep document before anything recursive sees it.
+    Anything uncommon (merge keys, explicit collection tags, a collection as
+    a key, duplicate or unknown anchors, a syntax error) raises ``_Unusual``
+    and is left to the general path, which builds it or reports it.
+    """
+    loader = _Loader(text)
+    resolvers = _Loader.yaml_implicit_resolvers
+    wildcard = resolvers.get(None, [])
+    constructors = _Loader.yaml_constructors
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    docs: list[Any] = []
+    anchors: dict[str, Any] = {}
+    stack: list[list[Any]] = []   # per open collection: [container, is a mapping, pending key, key pending]
+    root: Any = None
+    aliased = False
+    try:
+        while (event := loader.get_event()) is not None:
+            kind = type(event)
+            opened = False
+            if kind is scalar_event:
+                tag, obj = event.tag, event.value
+                if tag is None or tag == "!":
+                    tag = _STR
+                    if event.implicit[0]:  # plain: the implicit resolvers decide (null, bool, int, float)
+                        for rtag, rx in [*resolvers.get(obj[0] if obj else "", ()), *wildcard]:
+                            if rx.match(obj):
+                                tag = rtag
+                                break
+                if tag != _STR:
+                    make = constructors.get(tag)
+                    if tag == _MERGE or make is None:
+                        raise _Unusual
+                    obj = make(loader, yaml.ScalarNode(tag, obj, event.start_mark, event.end_mark, event.style))
+            elif kind is map_start or kind is seq_start:
+                if event.tag not in (None, "!", _MAP if kind is map_start else _SEQ):
+                    raise _Unusual
+                obj, opened = ({} if kind is map_start else []), True
+            elif kind in ends:
+                stack.pop()
+                continue
+            elif kind is alias_event:
+                if event.anchor not in anchors:
+                    raise _Unusual
+                obj, aliased = anchors[event.anchor], True
+            elif kind is yaml.DocumentStartEvent:
+                anchors = {}
+                continue
+            elif kind is yaml.DocumentEndEvent:
+                docs.append(root)
+                root = None
+                continue
+            else:  # the stream's start and end
+                continue
+            if kind is not alias_event and event.anchor is not None:
+                if event.anchor in anchors:
+                    raise _Unusual
+                anchors[event.anchor] = obj
+            if not stack:
+                root = obj
+            elif not stack[-1][1]:
+                stack[-1][0].append(obj)
+            elif stack[-1][3]:
+                stack[-1][0][stack[-1][2]] = obj
+                stack[-1][3] = False
+            else:
+                if isinstance(obj, (dict, list)):
+                    raise _Unusual
+                try:
+                    hash(obj)
+                except TypeError:
+                    raise _Unusual from None
+                stack[-1][2], stack[-1][3] = obj, True
+            if opened:
+                stack.append([obj, kind is map_start, None, False])
+                if len(stack) > MAX_DEPTH:
+                    raise _too_deep(source, event.start_mark.line + 1)
+    except yaml.YAMLError:
+        raise _Unusual from None
+    finally:
+        loader.dispose()
+    return docs, aliased
 
 
 def _children(obj: Any) -> list[Any] | None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler import yamlio
-from reconciler.catalog import cache as _cache
 from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
 from reconciler.catalog.load import Builder, CatalogFile, iter_blobs, skipped_findings, walk
 from reconciler.catalog.validate import validate
@@ -54,6 +53,8 @@ def load(root: str | Path, name: str | None = None, display_root: str | None = N
     walked = walk(root, display_root)
     extra = tuple(skipped_findings(walked))
     stats = [(f.rel, f.stat or f.path.stat()) for f in walked.files]
+    if use_cache:  # hashlib, pickle and tempfile: not imported by a load that does not use the cache
+        from reconciler.catalog import cache as _cache
     skey = _cache.stat_key(stats, display_root) if use_cache else None
     if skey and (ckey := _cache.lookup_stat(skey)) and (entry := _cache.get(ckey)):
         return _loaded(entry, name, priority, extra, cached=True)

@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reconciler.gobuild import cache_dir
 
 # The key includes a digest of the code that produces a cached result, so changing the loader, the
 # validation rules, the YAML reader or the model can never serve a result the current code would not give.
@@ -45,6 +44,8 @@ KEEP_ENTRIES = 64     # newest entries kept; older ones are pruned when writing
 
 
 def directory() -> Path:
+    from reconciler.gobuild import cache_dir  # with subprocess and signal, which a load never needs
+
     return cache_dir() / "catalogs"
 
 

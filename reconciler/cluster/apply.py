@@ -5,7 +5,11 @@ Skipped. Everything is planned before anything is written: live objects are
 read with one labelled LIST per kind, every object that may change is
 server-side dry-run applied and compared with the live object, and ownership
 conflicts are detected, so an invalid object or a conflict stops the run with
-nothing applied. Then objects are applied with server-side apply under one
+nothing applied. The exception is an Operator's first install (nothing
+recorded, nothing running to protect): its new objects are created directly,
+one request each, after its inventory is recorded, so an object refused
+midway leaves a recorded, reported partial install the next run completes or
+prunes. Then objects are applied with server-side apply under one
 field manager, stage by stage (namespaces, CRDs — waited for until
 Established —, RBAC, ..., deployments), concurrently within a stage, and
 finally objects that left the desired state are pruned.
@@ -43,6 +47,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,7 +62,7 @@ from reconciler import progress
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.kube import WORKERS, ApiError, Kube, ResourceInfo
-from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
 from reconciler.model.kube import (
     ANNOTATION_PRUNE, API_GROUP, FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_OPERATOR, LABEL_PART_OF, MANAGED_BY,
@@ -206,8 +211,15 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")
     owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
+    # A first install (nothing recorded, so nothing running to protect) creates its new objects directly, one
+    # request each, without a dry-run pass first: its inventory is recorded before the first write, so a refusal
+    # midway leaves a recorded, reported partial install that the next run completes or prunes. An Operator that
+    # is installed (or renamed: its objects run) keeps validate-everything-before-writing.
+    first = frozenset() if dry_run else frozenset(
+        op.name for op in desired
+        if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
     planned = _plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
-                    instance=instance.name)
+                    instance=instance.name, first_install=first)
     for new, old in sorted(moves.items()):
         result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
                             f"in place (relabelled, not recreated)")
@@ -224,6 +236,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if members != _members(mine, []) or not all(rec.labelled for rec in mine.values()):
         write_parent(kube, instance, members)
     stamp = {"instance": instance.name, "part_of": instance.id}
+    intents = 0
     for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
         previous = recorded.get(op.name)
         before = set(previous.inventory if previous else ())
@@ -231,20 +244,22 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             before |= set(recorded[moves[op.name]].inventory)
         inventory = before | {ObjectRef.of(o) for o in op.objects}
         if inventory != before or (previous is None and before):
+            intents += 1
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
                 **stamp)
     try:
-        result.changes.extend(_execute_all(kube, planned))
+        result.changes.extend(_execute_all(kube, planned, {op.name: op for op in desired}))
         remaining = _prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
                            installer_namespace=installer_namespace)
-    except ClusterError as exc:
+    except (ClusterError, BundleError) as exc:
         for op in desired:
             _mark_failed(kube, info, op, exc, instance)
         raise
     result.health = dict(judge(desired)) if judge is not None else {}
     drift = _drift(planned, recorded, desired)
-    current = status_objects.read_all(kube, instance.name)
+    # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
+    current = status_objects.read_all(kube, instance.name) if intents or result.changed else mine
     final: dict[str, set[ObjectRef]] = {}
     for op in desired:
         kept = remaining.get(op.name, set())
@@ -415,7 +430,8 @@ def _namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, resul
 def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
           result: SyncResult, writers: dict[str, Kube] | None = None, *,
           owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
-          moves: Mapping[str, str] | None = None, instance: str = "default") -> list[_Planned]:
+          moves: Mapping[str, str] | None = None, instance: str = "default",
+          first_install: frozenset[str] = frozenset()) -> list[_Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -424,7 +440,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
     own are intact is unchanged without further requests; every other object
     is validated by a server-side dry-run (concurrently, as the Operator's
     installer when it has one) and compared. A CRD that would be replaced is
-    checked for changes that break its custom resources.
+    checked for changes that break its custom resources. A new object of an
+    Operator in ``first_install`` is not dry-run: its create is its validation.
     """
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
@@ -454,6 +471,8 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
             if is_current(p.obj, current):
                 p.action, p.write = Action.UNCHANGED, False
                 continue
+        elif p.operator in first_install:
+            continue  # nothing live to protect: created directly, validated by the API server as it is written
         checks.append((p, current))
 
     def check(item: tuple[_Planned, Manifest | None]) -> list[tuple[str, str]]:
@@ -471,9 +490,7 @@ def _plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_
         except ApiError as exc:
             if is_invalid_object(exc):
                 return [("invalid", f"{p.ref}: {exc.message}")]
-            return [("error", f"{p.ref}: {exc.message}" + (
-                f" (applied as {writer.impersonated}, bound to the permissions approved for Operator "
-                f"{p.operator})" if exc.status == 403 and writer.impersonated else ""))]
+            return [("error", f"{p.ref}: {exc.message}{_as_installer(p, writer, exc)}")]
         if current is not None:
             p.diff = describe_diff(current, dry)
             p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
@@ -519,12 +536,12 @@ def is_invalid_object(exc: ApiError) -> bool:
                                               in exc.message)
 
 
-def invalid_objects(invalid: list[tuple[DesiredOperator, str]]) -> BundleError:
+def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "nothing was applied") -> BundleError:
     """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
     sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
     lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
     return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
-                       f"nothing was applied:\n  {lines}", path=sources[0],
+                       f"{state}:\n  {lines}", path=sources[0],
                        hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
                             "another version")
 
@@ -543,6 +560,7 @@ def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Man
 
 _Key = tuple[str, str, str, str]
 _LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
+_SELECTOR_NAMES = 100  # Operators named in one label selector; beyond, every labelled object is listed
 
 
 def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[dict[_Key, Manifest], set[_Key]]:
@@ -555,10 +573,17 @@ def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[
     # Metadata decides "unchanged"; only a Secret written through stringData is checked by its stored data.
     full = {p.info for p in planned if p.ref.kind == "Secret" and p.ref.group == "" and "stringData" in p.obj}
     kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
+    owners: dict[ResourceInfo, set[str]] = {}
+    for p in planned:
+        owners.setdefault(p.info, set()).add(p.operator)  # type: ignore[arg-type]
 
     def listed(info: ResourceInfo) -> list[Manifest]:
+        # Only the planned Operators' objects: the server encodes (and we decode) nothing of the others'. An
+        # object another Operator owns is not returned here; it is read below and refused as a conflict.
+        names = sorted(owners.get(info, ()))
+        selector = f"{LABEL_OPERATOR} in ({','.join(names)})" if 0 < len(names) <= _SELECTOR_NAMES else LABEL_OPERATOR
         try:
-            items = kube.list(info, label_selector=LABEL_OPERATOR, metadata_only=info not in full)
+            items = kube.list(info, label_selector=selector, metadata_only=info not in full)
         except ApiError as exc:
             if exc.status not in (401, 403, 404, 405, 406):
                 raise
@@ -613,12 +638,25 @@ def _read_live(kube: Kube, planned: list[_Planned], errors: list[str]) -> tuple[
     return live, partial
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_POOL_PREFIX = "reconciler-requests"
+
+
 def _concurrently(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    """``fn`` over ``items`` with up to ``WORKERS`` requests in flight; results in the order of ``items``."""
-    if len(items) <= 1:
+    """``fn`` over ``items`` with up to ``WORKERS`` requests in flight; results in the order of ``items``.
+
+    The worker threads live as long as the process (a loop reconciles every few minutes; starting eight
+    threads several times per run costs more than the run's own work on a busy machine). A call made from a
+    worker runs in that worker, so nesting cannot wait for itself.
+    """
+    global _POOL
+    if len(items) <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         return [fn(i) for i in items]
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items))) as pool:
-        return list(pool.map(fn, items))
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=_POOL_PREFIX)
+    return list(_POOL.map(fn, items))
 
 
 def with_digest(obj: Manifest) -> Manifest:
@@ -711,7 +749,8 @@ def _owned(fields: dict[str, Any], want: Any, live: Any) -> bool:
 
 
 def _shipped_namespaces(op: DesiredOperator) -> set[str]:
-    return {ObjectRef.of(o).name for o in op.objects if (ObjectRef.of(o).group, ObjectRef.of(o).kind) == ("", "Namespace")}
+    return {ObjectRef.of(o).name for o in op.objects
+            if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"}
 
 
 def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> set[str]:
@@ -765,11 +804,13 @@ def _check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[s
                            f"{operator} adopt it (it will then be pruned with the Operator)")
 
 
-def _execute_all(kube: Kube, planned: list[_Planned]) -> list[Change]:
+def _execute_all(kube: Kube, planned: list[_Planned], by_name: Mapping[str, DesiredOperator]) -> list[Change]:
     """Write in order of stage (namespaces, CRDs, RBAC, ...); within a stage, objects are applied concurrently.
 
     A stage holds objects that do not depend on each other; CRDs are all
     applied, then each is waited for until Established, before the next stage.
+    An object the API server refuses stops the run after its stage, with an
+    error naming every refused object (the others of the stage are written).
     """
     stages: dict[int, list[_Planned]] = {}
     done: dict[int, Change] = {}
@@ -778,15 +819,48 @@ def _execute_all(kube: Kube, planned: list[_Planned]) -> list[Change]:
             stages.setdefault(order_key(p.ref)[0], []).append(p)
         else:
             done[id(p)] = Change(p.operator, p.ref, p.action)
+    written = 0
     for rank in sorted(stages):
         group = stages[rank]
-        done.update(zip(map(id, group), _concurrently(lambda p: _execute(kube, p), group)))
+        outcomes = _concurrently(lambda p: _attempt(kube, p), group)
+        refused = [(p, out) for p, out in zip(group, outcomes) if isinstance(out, ApiError)]
+        written += len(group) - len(refused)
+        if refused:
+            raise _refused_on_write(refused, written, by_name)
+        done.update(zip(map(id, group), outcomes))
         crds = [p for p in group if (p.ref.group, p.ref.kind) == CRD and p.write]
         for p in crds:
             wait_established(kube, p.ref.name)
         if crds:
             kube.forget_discovery()
     return [done[id(p)] for p in planned]
+
+
+def _attempt(kube: Kube, p: _Planned) -> Change | ApiError:
+    try:
+        return _execute(kube, p)
+    except ApiError as exc:
+        return exc
+
+
+def _refused_on_write(refused: list[tuple[_Planned, ApiError]], written: int,
+                      by_name: Mapping[str, DesiredOperator]) -> ReconcilerError:
+    """The objects refused while writing, and what was written before them (recorded in the inventory)."""
+    invalid = [(by_name[p.operator], f"{p.ref}: {exc.message}") for p, exc in refused if is_invalid_object(exc)]
+    owners = ", ".join(sorted({p.operator for p, _ in refused}))
+    state = (f"{written} object(s) were written before and are recorded in the inventory of Operator {owners}; "
+             f"the next reconcile applies the rest and removes what is no longer wanted")
+    if len(invalid) == len(refused):
+        return invalid_objects(invalid, state)
+    lines = "\n  ".join(f"{p.ref}: {exc.message}{_as_installer(p, p.writer, exc)}" for p, exc in refused)
+    return ClusterError(f"{len(refused)} object(s) were refused by the API server; {state}:\n  {lines}")
+
+
+def _as_installer(p: _Planned, writer: Kube | None, exc: ApiError) -> str:
+    """Why a 403 is no surprise when the object was written as the Operator's installer."""
+    if exc.status != 403 or writer is None or not writer.impersonated:
+        return ""
+    return f" (applied as {writer.impersonated}, bound to the permissions approved for Operator {p.operator})"
 
 
 def _execute(kube: Kube, p: _Planned) -> Change:
@@ -954,7 +1028,8 @@ def _record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
         status_objects.write(kube, info, p.name, p.spec, st, rec, instance=instance.name, part_of=instance.id)
 
 
-def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ClusterError, instance: Instance) -> None:
+def _mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ReconcilerError,
+                 instance: Instance) -> None:
     try:
         rec = status_objects.read_all(kube, instance.name).get(op.name)
         st = dict(rec.status) if rec else {}

@@ -184,15 +184,31 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
     if previous is not None and previous.spec == spec and previous.status == status \
             and previous.instance == instance and previous.labelled and previous.part_of == part_of:
         return
-    body = {"apiVersion": API_VERSION, "kind": KIND,
-            "metadata": {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}},
-            "spec": spec}
-    applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
-    _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
-    kube.request("PATCH", info.path("", name) + "/status",
-                 query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                 body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
-                 content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+
+    def apply_spec() -> None:
+        body = {"apiVersion": API_VERSION, "kind": KIND,
+                "metadata": {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}},
+                "spec": spec}
+        applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
+        _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
+
+    def apply_status() -> None:
+        kube.request("PATCH", info.path("", name) + "/status",
+                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                     body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
+                     content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+
+    relabel = previous is None or previous.instance != instance or not previous.labelled \
+        or previous.part_of != part_of
+    if not generation or relabel:  # a new object, a new spec or new labels; otherwise the spec is not sent again
+        apply_spec()
+    try:
+        apply_status()
+    except ApiError as exc:
+        if exc.status != 404 or not generation:
+            raise
+        apply_spec()  # deleted since it was read: created again
+        apply_status()
     for cond in status.get("conditions", []):
         old = old_conditions.get(cond["type"])
         if old is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from reconciler.cluster.health import NOT_FOUND, Health, Status, conditions, judge, operand, webhook_services, worst
 from reconciler.cluster.kube import ApiError, Kube
-from reconciler.model.kube import Manifest, ObjectRef
+from reconciler.model.kube import LABEL_OPERATOR, Manifest, ObjectRef
 
 POLL_INTERVAL = 1.0
 DEFAULT_TIMEOUT = 300.0
@@ -91,8 +91,12 @@ class OperatorHealth:
 
 
 def check(kube: Kube, name: str, objects: Iterable[Manifest],
-          known: Mapping[ObjectRef, Component] | None = None) -> OperatorHealth:
-    """Judge every object of one Operator once; components in ``known`` that were Current are not fetched again."""
+          known: Mapping[ObjectRef, Component] | None = None,
+          listed: Mapping[tuple[str, str, str, str], Manifest] | None = None) -> OperatorHealth:
+    """Judge every object of one Operator once; components in ``known`` that were Current are not fetched again.
+
+    ``listed`` holds live objects already read (``read_listed``); the others are read one by one.
+    """
     objects = list(objects)
     callers = webhook_services(objects)
     components = []
@@ -103,14 +107,43 @@ def check(kube: Kube, name: str, objects: Iterable[Manifest],
             components.append(previous)
             continue
         components.append(_component(kube, ref, (ref.namespace, ref.name) in callers and ref.kind == "Service"
-                                     and ref.group == ""))
+                                     and ref.group == "", (listed or {}).get(ref.key)))
     return OperatorHealth(name, worst(c.health for c in components), tuple(components))
 
 
-def _component(kube: Kube, ref: ObjectRef, needs_endpoints: bool) -> Component:
+_SELECTOR_NAMES = 100  # Operators named in one label selector; beyond, every labelled object is listed
+
+
+def read_listed(kube: Kube, operators: Mapping[str, Iterable[Manifest]]) -> dict[tuple[str, str, str, str], Manifest]:
+    """The live objects of ``operators`` that carry their owner label, with one LIST per kind.
+
+    Judging each component with a GET of its own cost a request per object
+    on every reconcile. An object the lists do not return (its label was
+    removed, or listing is not allowed) is read on its own by ``check``.
+    """
+    kinds: dict[tuple[str, str], set[str]] = {}
+    for name, objs in operators.items():
+        for obj in objs:
+            kinds.setdefault((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), set()).add(name)
+    out: dict[tuple[str, str, str, str], Manifest] = {}
+    for (api_version, kind), names in sorted(kinds.items()):
+        selector = (f"{LABEL_OPERATOR} in ({','.join(sorted(names))})" if len(names) <= _SELECTOR_NAMES
+                    else LABEL_OPERATOR)
+        try:
+            info = kube.resource(api_version, kind)
+            items = kube.list(info, label_selector=selector) if info is not None else []
+        except ApiError:
+            continue  # read one by one, as before
+        for item in items:
+            out[ObjectRef.of(item).key] = item
+    return out
+
+
+def _component(kube: Kube, ref: ObjectRef, needs_endpoints: bool, live: Manifest | None = None) -> Component:
     try:
-        info = kube.resource(ref.api_version, ref.kind)
-        live = kube.get(info, ref.namespace, ref.name) if info is not None else None
+        if live is None:
+            info = kube.resource(ref.api_version, ref.kind)
+            live = kube.get(info, ref.namespace, ref.name) if info is not None else None
     except ApiError as exc:  # e.g. forbidden: the health is unknown, not a reason to abandon the others
         return Component(ref, Health(Status.IN_PROGRESS, f"could not be read: {exc.message}", "Unreadable"))
     if live is None:
@@ -176,8 +209,10 @@ def wait_healthy(kube: Kube, operators: Mapping[str, Iterable[Manifest]], *, tim
     known: dict[str, dict[ObjectRef, Component]] = {name: {} for name in objects}
     pending = sorted(objects)
     while True:
+        listed = read_listed(kube, {name: [o for o in objects[name] if not (
+            (c := known[name].get(ObjectRef.of(o))) is not None and c.health.healthy)] for name in pending})
         for name in pending:
-            health = check(kube, name, objects[name], known[name])
+            health = check(kube, name, objects[name], known[name], listed)
             known[name] = {c.ref: c for c in health.components}
             results[name] = OperatorHealth(name, health.status, health.components, time.monotonic() - started)
         pending = [n for n in pending if results[n].status in (Status.IN_PROGRESS, Status.NOT_FOUND)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from pathlib import Path
 from typing import TextIO
 
@@ -151,6 +150,8 @@ def run_build(args: argparse.Namespace, out: TextIO) -> int:
         labels = {k: content.annotations[k] for k in BUNDLE_LABELS if k in content.annotations}
         labels.setdefault(BUNDLE_LABELS[0], content.mediatype)
         include = tuple(p for p in ("manifests", "metadata") if (src / p).is_dir())
+        import tempfile
+
         with tempfile.TemporaryDirectory() as tmp:
             layout = oci.build_layout(src, args.layout or Path(tmp) / "layout", labels, include=include)
             if not args.no_push:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler import yamlio
 from reconciler.commands import EXIT_CODES, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL, EXIT_UNHEALTHY
 
@@ -92,6 +91,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         unhealthy = print_health(outcome, out, waited=args.wait)
     else:
         doc = as_document(outcome, dry_run=args.dry_run, server=kube.server if kube else None)
+        from reconciler import yamlio
+
         out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
         unhealthy = bool(_unhealthy(outcome, waited=args.wait))
     if any(d.violations for d in outcome.pending):

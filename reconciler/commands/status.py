@@ -6,7 +6,6 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from reconciler import yamlio
 from reconciler.commands import add_cluster_args
 from reconciler.errors import EXIT_OK
 
@@ -61,6 +60,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     elif args.output == "json":
         out.write(json.dumps({"operators": rows}, indent=2) + "\n")
     else:
+        from reconciler import yamlio
+
         out.write(yamlio.dump({"operators": rows}))
     return EXIT_OK
 

@@ -157,3 +157,23 @@ def test_an_object_applied_without_a_digest_is_recorded_once_then_skipped(k8s):
     kube.calls.clear()
     _sync(kube, op)
     assert set(kube.verbs()) == {"GET"}
+
+
+def test_judging_health_lists_each_kind_once_instead_of_reading_each_object(k8s):
+    from reconciler.cluster.wait import wait_healthy
+
+    kube, names = k8s
+    names += ["fast-h1", "fast-h2"]
+    ops = [_operator("fast-h1"), _operator("fast-h2")]
+    _sync(kube, *ops)
+    kube.calls.clear()
+    health = wait_healthy(kube, {op.name: op.objects for op in ops}, timeout=0)
+    kinds = "configmaps|deployments|services|serviceaccounts|clusterroles"
+    assert [p for _, p, _ in kube.calls if re.search(rf"/({kinds})/[^/]+$", p)] == []  # no object read alone
+    lists = [p for _, p, _ in kube.calls if re.search(rf"/({kinds})$", p)]
+    assert len(lists) == len(set(lists)) == 5
+    for op in ops:
+        components = health[op.name].components
+        assert len(components) == 9 and all(c.uid for c in components)  # every one was found and judged
+        configmaps = [c for c in components if c.ref.kind == "ConfigMap"]
+        assert configmaps and all(c.health.healthy for c in configmaps)

@@ -12,9 +12,11 @@ Operator ``hostile`` from ``bundles/hostile``), ``ops`` (below), ``args``
 (default ``--dry-run``; ``{case}`` is the case folder), ``command`` (the
 whole command line instead of ``reconcile {repo}`` and ``args``, e.g.
 ``[resolve, "{repo}", --offline]`` or ``[bundle, render, "{repo}/bundles/hostile"]``), ``cluster`` (run
-against the test control plane; nothing of Operator ``hostile`` may exist
-afterwards), ``exit`` and ``message`` (in the one ``error:`` line; for exit 0 or
-1, input that only looks hostile, in the output).
+against the test control plane; a first install creates directly, so what of
+Operator ``hostile`` exists afterwards must all be in its recorded inventory,
+and removing the Operator must leave nothing), ``exit`` and ``message`` (in
+the one ``error:`` line; for exit 0 or 1, input that only looks hostile, in
+the output).
 
 Operations: ``write`` (a file with ``text``), ``remove``, ``set``/``delete``
 (a field, by dotted path, of the documents of ``kind`` in the files matching
@@ -213,6 +215,15 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     assert len(errors) == 1, result.stderr
     assert case["message"] in result.stderr, result.stderr
     if kube is not None:
+        from reconciler.cluster import status as status_objects
+        from reconciler.cluster.apply import sync
         from tests.e2e.support import managed
 
-        assert managed(kube, "hostile") == set(), "an object of the hostile bundle was applied"
+        left = managed(kube, "hostile")
+        recorded = status_objects.read_all(kube).get("hostile")
+        inventory = {f"{r.kind} {r.namespace}/{r.name}".replace(" /", " ")
+                     for r in (recorded.inventory if recorded else ())}
+        assert left <= inventory, f"written but not recorded: {sorted(left - inventory)}"
+        others = frozenset(status_objects.read_all(kube)) - {"hostile"}
+        sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
+        assert managed(kube, "hostile") == set(), "removing the Operator left objects of the hostile bundle"

@@ -174,3 +174,64 @@ def test_a_plain_equals_sign_is_text():
     # YAML 1.1 reads a bare "=" as its "value" type, which the safe loader cannot construct.
     [doc] = yamlio.load_all("operator: =\nargs: [--level, =, x]\n", "csv.yaml")
     assert doc == {"operator": "=", "args": ["--level", "=", "x"]}
+
+
+_GENERAL_CASES = [
+    "i: 3\nhex: 0x1f\noct: 0o17\nsexa: 1:30\nneg: -4_000\nf: 1.5e3\ninf: .inf\nnan_key: ~\nb: [yes, No, on, OFF]\n",
+    "quoted: ['3', \"true\", 'null']\nempty: ''\nplain-empty:\nexplicit: !!str 12\nint: !!int '7'\nbin: !!binary aGk=\n",
+    "created: 2019-09-16T22:26:29Z\nwhen: !!timestamp 2024-01-31\neq: =\n",
+    "a: &x {k: [1, 2]}\nb: *x\nc: [*x, *x]\n1: one\n2.5: two-and-a-half\nnull: n\ntrue: t\n",
+    "---\n- a\n- - b\n  - {c: d, e: [f, {g: h}]}\n...\n---\n---\nlast: |\n  block\n  text\nfolded: >-\n  a\n  b\n",
+    "k: v\nk: w\nnested: {x: 1, x: 2}\n",
+]
+
+
+@pytest.mark.parametrize("text", _GENERAL_CASES)
+def test_the_event_builder_builds_what_the_composer_and_constructor_build(text):
+    import yaml
+
+    built, _ = yamlio._build(text, "t.yaml")
+    assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=yamlio._Loader)
+                                                   if d is not None]
+
+
+@pytest.mark.parametrize("text", [
+    "base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n",   # merge key
+    "s: !!set {a, b}\n",                                     # an explicit collection tag
+    "? [a, b]\n: c\n",                                       # a list as a key
+    "a: &x 1\nb: &x 2\n",                                    # the same anchor twice
+])
+def test_unusual_content_takes_the_general_path(text):
+    import yaml
+
+    with pytest.raises(yamlio._Unusual):
+        yamlio._build(text, "t.yaml")
+    try:
+        expected = [d for d in yaml.load_all(text, Loader=yamlio._Loader) if d is not None]
+    except yaml.YAMLError:
+        with pytest.raises(InputError):
+            yamlio.load_all(text, "t.yaml")
+    else:
+        assert yamlio.load_all(text, "t.yaml") == expected
+
+
+def test_the_event_builder_stops_at_the_depth_limit_with_the_line():
+    text = "a: 1\nb:\n  c: " + "[" * 200 + "]" * 200 + "\n"
+    with pytest.raises(InputError, match=r"nested more than 128 levels deep \(line 3\)"):
+        yamlio._build(text, "deep.yaml")
+
+
+def test_the_event_builder_matches_the_constructor_on_real_catalogs():
+    from pathlib import Path
+
+    import yaml
+
+    corpus = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "catalogs"
+    files = sorted(corpus.glob("v4.*/*/catalog.yaml"))[:8]
+    if not files:
+        pytest.skip("the shared corpus is absent")
+    for path in files:
+        text = path.read_text()
+        built, _ = yamlio._build(text, str(path))
+        assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=yamlio._Loader)
+                                                       if d is not None], path

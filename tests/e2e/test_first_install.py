@@ -1,0 +1,153 @@
+"""A first install creates directly; an installed Operator is still validated in full before anything is written.
+
+A first install has nothing running to protect, so its new objects are
+created with one request each (no dry-run pass), after its inventory is
+recorded: an object refused midway leaves a recorded, reported partial
+install, which the next run completes and prunes. A change to an installed
+Operator is dry-run first, and an invalid object stops it with nothing written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.apply import Action, DesiredOperator, SyncResult, sync
+from reconciler.cluster.kube import Kube
+from reconciler.errors import BundleError
+from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
+
+pytestmark = pytest.mark.cluster
+
+
+class RecordingKube(Kube):
+    """The real client, with each request's method and dry-run flag written down."""
+
+    def __init__(self, api: Any) -> None:
+        super().__init__(api)
+        self.calls: list[tuple[str, str, bool]] = []
+
+    def request(self, method: str, path: str, *, query=None, **kw):
+        self.calls.append((method, path, any(k == "dryRun" for k, _ in (query or []))))
+        return super().request(method, path, query=query, **kw)
+
+    def verbs(self) -> Counter[str]:
+        return Counter(m + (" dry-run" if dry else "") for m, _, dry in self.calls)
+
+
+def _operator(name: str, *, data: str = "one", container: str = "manager", configmaps: int = 5) -> DesiredOperator:
+    """Objects over several stages: RBAC and a ServiceAccount, ConfigMaps, a Service, then the Deployment."""
+    ns = f"{name}-system"
+    objs: list[dict] = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"{name}-reader"},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "controller", "namespace": ns}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics", "namespace": ns},
+         "spec": {"selector": {"app": name}, "ports": [{"port": 8443, "targetPort": 8443}]}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "controller", "namespace": ns},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                  "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                      "serviceAccountName": "controller",
+                      "containers": [{"name": container, "image": "example.invalid/manager:1"}]}}}},
+    ]
+    objs += [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config{i}", "namespace": ns},
+              "data": {"value": data}} for i in range(configmaps)]
+    for o in objs:
+        o["metadata"]["labels"] = {**o["metadata"].get("labels", {}), **ownership_labels(name)}
+    return DesiredOperator(name, tuple(objs), (ns,), {"package": name}, {"name": f"{name}.v1"})
+
+
+def _sync(kube: Kube, *ops: DesiredOperator) -> SyncResult:
+    others = frozenset(status_objects.read_all(kube)) - {op.name for op in ops}
+    return sync(kube, list(ops), dry_run=False, allow_empty=True, revision="r1", held=others)
+
+
+def _labelled(kube: Kube, name: str) -> set[ObjectRef]:
+    """Every object of the kinds ``_operator`` makes that carries ``name``'s owner label."""
+    found = set()
+    for api_version, kind in [("rbac.authorization.k8s.io/v1", "ClusterRole"), ("v1", "ServiceAccount"),
+                              ("v1", "Service"), ("apps/v1", "Deployment"), ("v1", "ConfigMap")]:
+        info = kube.resource(api_version, kind)
+        assert info is not None
+        found |= {ObjectRef.of(o) for o in kube.list(info, label_selector=f"{LABEL_OPERATOR}={name}")}
+    return found
+
+
+def _keys(refs) -> set[tuple[str, str, str, str]]:
+    return {r.key for r in refs}
+
+
+@pytest.fixture
+def k8s(control_plane):
+    kube = RecordingKube(control_plane.admin_client())
+    names: list[str] = []
+    yield kube, names
+    others = frozenset(status_objects.read_all(kube)) - set(names)
+    sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
+
+
+def test_a_first_install_creates_each_object_with_one_request_and_no_dry_run(k8s):
+    kube, names = k8s
+    names.append("first-a")
+    result = _sync(kube, _operator("first-a"))
+    assert Counter(c.action.value for c in result.changes) == {"created": 10}  # the namespace and 9 objects
+    verbs = kube.verbs()
+    assert "PATCH dry-run" not in verbs, verbs
+    writes = [p for m, p, dry in kube.calls if m == "PATCH" and not dry and "reconciler.dev" not in p]  # status CRD/object aside
+    assert len(writes) == 10 and len(set(writes)) == 10  # one apply per object, none sent twice
+    assert _keys(_labelled(kube, "first-a")) == _keys(ObjectRef.of(o) for o in _operator("first-a").objects)
+
+
+def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(k8s):
+    kube, names = k8s
+    names.append("first-b")
+    _sync(kube, _operator("first-b"))
+    before = status_objects.read_all(kube)["first-b"]
+    kube.calls.clear()
+    with pytest.raises(BundleError) as caught:
+        _sync(kube, _operator("first-b", data="two", container="Not_A_DNS_Label"))
+    assert "Deployment.apps first-b-system/controller" in caught.value.message
+    assert "nothing was applied" in caught.value.message
+    assert [p for m, p, dry in kube.calls if m == "PATCH" and not dry] == []  # validated first, nothing written
+    assert ("PATCH", "/apis/apps/v1/namespaces/first-b-system/deployments/controller", True) in kube.calls
+    info = kube.resource("v1", "ConfigMap")
+    assert kube.get(info, "first-b-system", "config0")["data"] == {"value": "one"}
+    assert status_objects.read_all(kube)["first-b"].inventory == before.inventory
+
+
+def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_the_next_run(k8s):
+    kube, names = k8s
+    names.append("first-c")
+    broken = _operator("first-c", container="Not_A_DNS_Label")
+    with pytest.raises(BundleError) as caught:
+        _sync(kube, broken)
+    message = caught.value.message
+    assert "refused by the API server as invalid" in message
+    assert "Deployment.apps first-c-system/controller" in message
+    assert "recorded in the inventory of Operator first-c" in message
+    # The stages before the Deployment were written, and everything written is in the recorded inventory.
+    written = _labelled(kube, "first-c")
+    assert ("ConfigMap", "config4") in {(r.kind, r.name) for r in written}
+    assert ("Deployment", "controller") not in {(r.kind, r.name) for r in written}
+    rec = status_objects.read_all(kube)["first-c"]
+    assert _keys(written) <= _keys(rec.inventory)
+    ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ApplyFailed")
+    assert "controller" in ready["message"]
+
+    # The corrected bundle no longer has two ConfigMaps the partial install wrote: they are pruned, not orphaned.
+    fixed = _operator("first-c", configmaps=3)
+    result = _sync(kube, fixed)
+    actions = {(c.ref.kind, c.ref.name): c.action for c in result.changes}
+    assert actions[("Deployment", "controller")] == Action.CREATED
+    assert actions[("ConfigMap", "config4")] == Action.DELETED
+    assert actions[("ConfigMap", "config0")] == Action.UNCHANGED
+    want = _keys(ObjectRef.of(o) for o in fixed.objects)
+    assert _keys(_labelled(kube, "first-c")) == want
+    rec = status_objects.read_all(kube)["first-c"]
+    assert _keys(rec.inventory) == want
+    ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] != "ApplyFailed"
