@@ -145,7 +145,7 @@ def embedded_csv(objects: list[Any]) -> dict[str, Any] | None:
     first = [d for d in datas if _CSV_KIND.search(_b64(d[:_GLANCE]))]
     for data in first + [d for d in datas if d not in first]:
         raw = _b64(data)
-        if not _CSV_KIND.search(raw):
+        if data not in first and not _CSV_KIND.search(raw):
             continue
         try:
             obj = json.loads(raw)

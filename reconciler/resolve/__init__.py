@@ -10,6 +10,7 @@ take only by changing its declaration.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Protocol
 
@@ -260,12 +261,20 @@ def _min_kube_check(kube: semver.Version | None) -> Callable[[Candidate], str | 
         mkv = cand.bundle.csv_fields.get("minKubeVersion")
         if not mkv:
             return None
-        try:
-            ok = VersionRange.parse(f">={str(mkv).strip().lstrip('v')}").contains(kube)
-        except InputError:
-            return None   # an unparsable minKubeVersion is a catalog finding, not a reason to exclude
-        return None if ok else f"needs Kubernetes {mkv} or newer (minKubeVersion), but the cluster runs {kube}"
+        wanted = _at_least(str(mkv))
+        if wanted is None or wanted.contains(kube):   # unparsable: a catalog finding, not a reason to exclude
+            return None
+        return f"needs Kubernetes {mkv} or newer (minKubeVersion), but the cluster runs {kube}"
     return check
+
+
+@functools.lru_cache(maxsize=256)
+def _at_least(mkv: str) -> VersionRange | None:
+    """``>= mkv``, parsed once per distinct minKubeVersion (catalogs repeat a handful of them)."""
+    try:
+        return VersionRange.parse(f">={mkv.strip().lstrip('v')}")
+    except InputError:
+        return None
 
 
 def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorDecl],
