@@ -116,6 +116,9 @@ CSV_METADATA_FIELDS = (("annotations", "metadata"), ("apiServiceDefinitions", "s
                        ("nativeAPIs", "spec"), ("provider", "spec"))
 
 
+_CSV_METADATA_STRUCTS = ("apiServiceDefinitions", "crdDescriptions", "provider")   # opm writes them even when empty
+
+
 def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
     """The ``olm.csv.metadata`` value: the CSV fields a catalog keeps for display and resolution."""
     meta, spec = csv.get("metadata") or {}, csv.get("spec") or {}
@@ -127,6 +130,8 @@ def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
                }.get(name, name)
         if src.get(key) not in (None, "", [], {}):
             out[name] = src[key]
+        elif name in _CSV_METADATA_STRUCTS:
+            out[name] = {}
     return out
 
 

@@ -45,7 +45,7 @@ def bundle(*props: Property, package: str = "gizmo", version: str = "1.0.0") -> 
 
 def test_fields_of_the_embedded_csv_are_those_olm_csv_metadata_would_hold():
     fields = bundle(obj(CRD, sort_keys=True), obj(CSV, sort_keys=True)).csv_fields
-    assert fields == {"annotations": {"capabilities": "Basic Install"},
+    assert fields == {"annotations": {"capabilities": "Basic Install"}, "apiServiceDefinitions": {},
                       "labels": {"operatorframework.io/arch.amd64": "supported"},
                       "displayName": "Gizmo", "description": "Makes gizmos.", "minKubeVersion": "1.29.0",
                       "maturity": "stable", "provider": {"name": "Acme"},
