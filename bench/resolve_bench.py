@@ -2,6 +2,9 @@
 
   python -m bench.resolve_bench            # all scenarios
   python -m bench.resolve_bench --quick    # smaller sizes, for a smoke run
+  python -m bench.resolve_bench --kube 1.28.0   # with a cluster version: minKubeVersion is checked
+  python -m bench.resolve_bench --quick --kube 1.28.0 --objects   # (a) bundles as olm.bundle.object
+                                          # manifests (20 kB each: 600 MB at 30,000 bundles without --quick)
 
 (a) 50 Operators against synthetic catalogs of 3,000 / 10,000 / 30,000 bundles
     (10 versions per package, replaces chains, every fifth package requiring
@@ -20,6 +23,8 @@ part is building the candidate universe, encoding and solving.
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import random
 import statistics
 import time
@@ -40,8 +45,26 @@ def _bundle(pkg: str, version: str, props: list[Property]) -> Bundle:
                   (Property("olm.package", {"packageName": pkg, "version": version}), *props), "synthetic")
 
 
-def synthetic_catalog(bundles: int, versions: int = 10, seed: int = 1) -> Catalog:
-    """``bundles / versions`` packages; package i provides API Kind<i>; every fifth requires Kind<i+1>."""
+def _objects(pkg: str, version: str, kind: str) -> list[Property]:
+    """A CSV (about 20 kB, as community CSVs are) and a CRD, as ``olm.bundle.object`` properties."""
+    csv = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+           "metadata": {"name": f"{pkg}.v{version}", "annotations": {"alm-examples": "[]", "capabilities": "Basic"}},
+           "spec": {"description": "An operator. " * 1500, "displayName": pkg, "version": version,
+                    "minKubeVersion": "1.20.0", "installModes": [{"type": "AllNamespaces", "supported": True}],
+                    "install": {"strategy": "deployment", "spec": {"deployments": [{"name": pkg, "spec": {}}]}}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"{kind.lower()}s.bench.example.com"},
+           "spec": {"group": "bench.example.com", "names": {"kind": kind, "plural": f"{kind.lower()}s"},
+                    "scope": "Namespaced", "versions": [{"name": "v1", "served": True, "storage": True}]}}
+    return [Property("olm.bundle.object", {"data": base64.b64encode(json.dumps(o, sort_keys=True).encode()).decode()})
+            for o in (crd, csv)]
+
+
+def synthetic_catalog(bundles: int, versions: int = 10, seed: int = 1, objects: bool = False) -> Catalog:
+    """``bundles / versions`` packages; package i provides API Kind<i>; every fifth requires Kind<i+1>.
+
+    With ``objects``, each bundle also carries its manifests as ``olm.bundle.object`` properties.
+    """
     rng = random.Random(seed)
     packages, channels, out = {}, {}, {}
     count = bundles // versions
@@ -55,7 +78,7 @@ def synthetic_catalog(bundles: int, versions: int = 10, seed: int = 1) -> Catalo
             if i % 5 == 0 and i + 1 < count and rng.random() < 0.9:
                 props.append(Property("olm.gvk.required",
                                       {"group": "bench.example.com", "version": "v1", "kind": f"Kind{i + 1}"}))
-            b = _bundle(pkg, version, props)
+            b = _bundle(pkg, version, props + (_objects(pkg, version, f"Kind{i}") if objects else []))
             out[(pkg, b.name)] = b
             entries.append(ChannelEntry(b.name, f"{pkg}.v1.{v - 1}.0" if v else None))
         channels[(pkg, "stable")] = Channel(pkg, "stable", tuple(entries), "synthetic")
@@ -111,13 +134,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=6)
+    parser.add_argument("--kube", metavar="VERSION", help="the cluster's Kubernetes version (checks minKubeVersion)")
+    parser.add_argument("--objects", action="store_true",
+                        help="(a) bundles carry their CSV and CRD as olm.bundle.object, not olm.csv.metadata")
     args = parser.parse_args()
     rows = []
     sizes = (1_000, 3_000) if args.quick else (3_000, 10_000, 30_000)
     for size in sizes:
-        catalog = synthetic_catalog(size)
+        catalog = synthetic_catalog(size, objects=args.objects)
         decls = operators(50, catalog)
-        request = ResolutionRequest(decls, {"synthetic": catalog})
+        request = ResolutionRequest(decls, {"synthetic": catalog}, kube_version=args.kube)
         seconds, result, first = timed(lambda: SatResolver().resolve(request), args.repeat)
         chosen = len(result.selections) if hasattr(result, "selections") else "unsat"
         rows.append((f"(a) 50 Operators, {size:,} bundles", f"{seconds * 1000:.0f} ms",
@@ -129,7 +155,8 @@ def main() -> None:
             for pkg in sorted(cat.packages):
                 decl = OperatorDecl(name="op", origin=Origin("bench.yaml"), catalog=CatalogSelector(cat.name, pkg))
                 seconds, result, _ = timed(
-                    lambda: SatResolver().resolve(ResolutionRequest((decl,), {cat.name: cat})), 1)
+                    lambda: SatResolver().resolve(
+                        ResolutionRequest((decl,), {cat.name: cat}, kube_version=args.kube)), 1)
                 total += seconds
                 count += 1
                 ok += hasattr(result, "selections")
@@ -139,7 +166,7 @@ def main() -> None:
     else:
         rows.append(("(b) corpus", "skipped", f"{CORPUS} is absent"))
     catalog, decls = deppy_shaped()
-    request = ResolutionRequest(decls, {"random": catalog})
+    request = ResolutionRequest(decls, {"random": catalog}, kube_version=args.kube)
     seconds, result, _ = timed(lambda: SatResolver().resolve(request), args.repeat)
     outcome = f"{len(result.selections)} chosen" if hasattr(result, "selections") else "unsatisfiable, explained"
     rows.append(("(c) deppy-shaped random, 256 variables", f"{seconds * 1000:.1f} ms", outcome))

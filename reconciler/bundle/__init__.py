@@ -51,8 +51,9 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
     if content.mediatype == plain_v0.MEDIATYPE:
         return _render_plain(content, install, default_namespace)
     mediatype = content.mediatype
+    inferred = None
     if mediatype == k8s_v1.MEDIATYPE:
-        content, _ = k8s_v1.synthesize(content)
+        content, inferred = k8s_v1.synthesize(content)
     if content.mediatype != "registry+v1":
         raise UnsupportedBundleError(f"bundle mediatype {content.mediatype!r} is not supported "
                                      f"(supported: registry+v1, k8s+v1, plain+v0)", obj=content.name)
@@ -67,11 +68,16 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         # OLM installs such a CSV and reports it Succeeded; nothing is wrong, but nothing runs either
         warnings.append(f"{csv.file}: ClusterServiceVersion {csv.name} has no deployments and the bundle "
                         f"{fetched.reference} yields no other object: it installs nothing")
+    metadata = registry_v1.status_metadata(csv, objects)
+    if inferred is not None:   # what its RBAC needs from other Operators; the synthesized CSV lists none
+        listed = {(a["group"], a["plural"]) for a in metadata["apis"]["requires"]}
+        metadata["apis"]["requires"] += [a for a in k8s_v1.status_requires(inferred)
+                                         if (a["group"], a["plural"]) not in listed]
     return RenderedBundle(
         reference=fetched.reference, digest=fetched.digest, mediatype=mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
         namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects),
-        warnings=tuple(warnings), metadata=registry_v1.status_metadata(csv, objects),
+        warnings=tuple(warnings), metadata=metadata,
         operand_conditions=registry_v1.operand_conditions(csv))
 
 

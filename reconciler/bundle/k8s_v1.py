@@ -274,6 +274,24 @@ def required_apis(inferred: InferredAPIs, kinds: Any) -> tuple[list[dict[str, st
     return gvks, unmapped
 
 
+def status_requires(inferred: InferredAPIs) -> list[dict[str, str]]:
+    """The inferred required APIs in the shape of the Operator status' ``apis.requires``.
+
+    RBAC names a group and a resource, not a kind or version (another
+    Operator's CRD would say, and the bundle does not ship it), so those stay
+    empty: the status still says which group and resource the Operator needs.
+    """
+    out: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for api in inferred.required:
+        resource, _, group = api.partition(".")
+        resource = resource.partition("/")[0]          # a subresource needs its resource
+        if (group, resource) not in seen:
+            seen.add((group, resource))
+            out.append({"group": group, "version": "", "kind": "", "plural": resource, "singular": ""})
+    return out
+
+
 def export_registry_v1(content: BundleContent, dest: Path, providers: Any = None,
                        warn: Any = None) -> Path:
     """Write the synthesized registry+v1 bundle (manifests/ and metadata/annotations.yaml) under ``dest``.

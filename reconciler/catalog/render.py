@@ -53,15 +53,10 @@ from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.model.shape import kind_of
 from reconciler.model.catalog import (
     PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED,
-    PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+    PROP_PACKAGE, PROP_PACKAGE_REQUIRED, csv_metadata,
 )
 
 CSV_PROPERTIES_ANNOTATION = "olm.properties"   # operator-registry's key for extra bundle properties
-CSV_METADATA_FIELDS = (("annotations", "metadata"), ("apiServiceDefinitions", "spec"),
-                       ("crdDescriptions", "spec"), ("description", "spec"), ("displayName", "spec"),
-                       ("installModes", "spec"), ("keywords", "spec"), ("labels", "metadata"), ("links", "spec"),
-                       ("maintainers", "spec"), ("maturity", "spec"), ("minKubeVersion", "spec"),
-                       ("nativeAPIs", "spec"), ("provider", "spec"))
 
 
 @dataclass(frozen=True)
@@ -452,19 +447,6 @@ def _registry_v1(content: BundleContent, root: Path, name: str, image: str, migr
                   for data in sorted(base64.b64encode(go_json(o).encode()).decode() for o in firsts)]
     return {"schema": "olm.bundle", "name": csv_name, "package": package, "image": image,
             "properties": props, "relatedImages": _related_images(spec, image)}
-
-
-def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
-    """The ``olm.csv.metadata`` value: the CSV fields a catalog keeps for display and resolution."""
-    meta, spec = csv.get("metadata") or {}, csv.get("spec") or {}
-    out = {}
-    for field, where in CSV_METADATA_FIELDS:
-        src = meta if where == "metadata" else spec
-        key = {"apiServiceDefinitions": "apiservicedefinitions", "crdDescriptions": "customresourcedefinitions"
-               }.get(field, field)
-        if src.get(key) not in (None, "", [], {}):
-            out[field] = src[key]
-    return out
 
 
 def _related_images(spec: dict[str, Any], image: str) -> list[dict[str, str]]:

@@ -13,7 +13,11 @@ on demand so that loading a catalog never pays for views nobody reads.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import marshal
+import re
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
@@ -102,6 +106,69 @@ class CSVMetadata:
     @property
     def annotations(self) -> dict[str, Any]:
         return self.fields.get("annotations") or {}
+
+
+# The CSV fields ``olm.csv.metadata`` keeps (operator-registry's set), and where in the CSV each lives.
+CSV_METADATA_FIELDS = (("annotations", "metadata"), ("apiServiceDefinitions", "spec"),
+                       ("crdDescriptions", "spec"), ("description", "spec"), ("displayName", "spec"),
+                       ("installModes", "spec"), ("keywords", "spec"), ("labels", "metadata"), ("links", "spec"),
+                       ("maintainers", "spec"), ("maturity", "spec"), ("minKubeVersion", "spec"),
+                       ("nativeAPIs", "spec"), ("provider", "spec"))
+
+
+_CSV_METADATA_STRUCTS = ("apiServiceDefinitions", "crdDescriptions", "provider")   # opm writes them even when empty
+
+
+def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
+    """The ``olm.csv.metadata`` value: the CSV fields a catalog keeps for display and resolution."""
+    meta, spec = csv.get("metadata") or {}, csv.get("spec") or {}
+    meta, spec = (meta if isinstance(meta, dict) else {}), (spec if isinstance(spec, dict) else {})
+    out = {}
+    for name, where in CSV_METADATA_FIELDS:
+        src = meta if where == "metadata" else spec
+        key = {"apiServiceDefinitions": "apiservicedefinitions", "crdDescriptions": "customresourcedefinitions"
+               }.get(name, name)
+        if src.get(key) not in (None, "", [], {}):
+            out[name] = src[key]
+        elif name in _CSV_METADATA_STRUCTS:
+            out[name] = {}
+    return out
+
+
+_CSV_KIND = re.compile(rb'"kind"\s*:\s*"ClusterServiceVersion"')
+
+
+def embedded_csv(objects: list[Any]) -> dict[str, Any] | None:
+    """The ClusterServiceVersion among ``olm.bundle.object`` values, or None.
+
+    Only the object that is the CSV is decoded in full: opm writes objects as
+    JSON with sorted keys, so ``kind`` is in the first bytes, and a glance at
+    those finds the CSV. Objects written otherwise are then decoded whole,
+    and only one that names the CSV kind is parsed.
+    """
+    datas = [v["data"] for v in objects if isinstance(v, dict) and isinstance(v.get("data"), str)]
+    first = [d for d in datas if _CSV_KIND.search(_b64(d[:_GLANCE]))]
+    for data in first + [d for d in datas if d not in first]:
+        raw = _b64(data)
+        if data not in first and not _CSV_KIND.search(raw):
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue   # a catalog finding (validate), not a reason to fail here
+        if isinstance(obj, dict) and obj.get("kind") == "ClusterServiceVersion":
+            return obj
+    return None
+
+
+_GLANCE = 256   # base64 characters: 192 bytes, past '{"apiVersion":"operators.coreos.com/v1alpha1","kind":...'
+
+
+def _b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text[: len(text) // 4 * 4])
+    except (binascii.Error, ValueError):
+        return b""
 
 
 @dataclass(frozen=True)
@@ -243,6 +310,20 @@ class Bundle:
     def typed_properties(self, type_: str) -> list[Any]:
         return [p.typed for p in self.properties if p.type == type_]
 
+    @cached_property
+    def csv_fields(self) -> dict[str, Any]:
+        """The CSV fields of ``olm.csv.metadata``; without it, those of the CSV among ``olm.bundle.object``.
+
+        Catalogs rendered without opm's csv-metadata migration carry the CSV
+        only as a bundle object; it is decoded on first read, once per bundle,
+        so only the bundles resolution looks at pay for it.
+        """
+        for value in self.properties_of(PROP_CSV_METADATA):
+            if isinstance(value, dict):
+                return value
+        csv = embedded_csv(self.properties_of(PROP_BUNDLE_OBJECT))
+        return csv_metadata(csv) if csv is not None else {}
+
     @property
     def provided_gvks(self) -> list[GVK]:
         return self.typed_properties(PROP_GVK)
@@ -275,7 +356,7 @@ class LazyBundle(Bundle):
     @classmethod
     def of(cls, b: Bundle) -> LazyBundle:
         lazy = object.__new__(cls)
-        state = {k: v for k, v in b.__dict__.items() if k not in ("properties", "version")}
+        state = {k: v for k, v in b.__dict__.items() if k not in ("properties", "version", "csv_fields")}
         state["_raw"] = marshal.dumps(tuple((p.type, p.value) for p in b.properties))
         lazy.__dict__.update(state)
         return lazy

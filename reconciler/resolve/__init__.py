@@ -10,8 +10,9 @@ take only by changing its declaration.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 import semver
 
@@ -247,22 +248,33 @@ def _nothing_matches(d: OperatorDecl, pred: Predicate, catalogs: Mapping[str, Ca
                            hint=f"the channel has: {have or 'no bundles'}")
 
 
-def _min_kube_exclusions(universe: Universe, kube: semver.Version | None) -> dict[tuple[str, str, str], str]:
+def _min_kube_check(kube: semver.Version | None) -> Callable[[Candidate], str | None] | None:
+    """Why a candidate cannot run on ``kube`` (its CSV's minKubeVersion), asked only of candidates in the problem.
+
+    The CSV fields come from ``olm.csv.metadata`` or, in catalogs without it,
+    from the CSV among the bundle's ``olm.bundle.object`` properties.
+    """
     if kube is None:
-        return {}
-    out = {}
-    for cand in universe.candidates:
-        for meta in cand.bundle.properties_of("olm.csv.metadata"):
-            mkv = meta.get("minKubeVersion") if isinstance(meta, dict) else None
-            if not mkv:
-                continue
-            try:
-                ok = VersionRange.parse(f">={str(mkv).lstrip('v')}").contains(kube)
-            except InputError:
-                continue  # an unparsable minKubeVersion is a catalog finding, not a reason to exclude
-            if not ok:
-                out[cand.key] = f"needs Kubernetes {mkv} or newer (minKubeVersion), but the cluster runs {kube}"
-    return out
+        return None
+
+    def check(cand: Candidate) -> str | None:
+        mkv = cand.bundle.csv_fields.get("minKubeVersion")
+        if not mkv:
+            return None
+        wanted = _at_least(str(mkv))
+        if wanted is None or wanted.contains(kube):   # unparsable: a catalog finding, not a reason to exclude
+            return None
+        return f"needs Kubernetes {mkv} or newer (minKubeVersion), but the cluster runs {kube}"
+    return check
+
+
+@functools.lru_cache(maxsize=256)
+def _at_least(mkv: str) -> VersionRange | None:
+    """``>= mkv``, parsed once per distinct minKubeVersion (catalogs repeat a handful of them)."""
+    try:
+        return VersionRange.parse(f">={mkv.strip().lstrip('v')}")
+    except InputError:
+        return None
 
 
 def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorDecl],
@@ -296,7 +308,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
                                 candidates=cands, allowed=allowed, installed=installed,
                                 installed_name=installed_name, force=cls.force,
                                 minimal_version=cls.minimal_version))
-    problem = Problem(universe, reqs, _min_kube_exclusions(universe, kube))
+    problem = Problem(universe, reqs, _min_kube_check(kube))
     try:
         out = problem.solve()
     finally:

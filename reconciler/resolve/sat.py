@@ -24,6 +24,7 @@ deterministic for the same inputs.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pysat.card import CardEnc, EncType
@@ -76,10 +77,11 @@ class Outcome:
 
 class Problem:
     def __init__(self, universe: Universe, requirements: list[Requirement],
-                 excluded: dict[tuple[str, str, str], str] | None = None) -> None:
+                 exclude: Callable[[Candidate], str | None] | None = None) -> None:
         self.universe = universe
         self.requirements = requirements
-        self.excluded = excluded or {}         # candidate key -> reason (e.g. minKubeVersion)
+        self.exclude = exclude                 # why a candidate may not be chosen (e.g. minKubeVersion), or None
+        self.excluded: dict[tuple[str, str, str], str] = {}   # asked of the candidates in the problem only
         self.pool = IDPool()
         self.solver = Solver(name="minisat22")
         self.facts: list[Fact] = []
@@ -128,8 +130,10 @@ class Problem:
             if cand.key in self.in_problem:
                 continue
             self.in_problem[cand.key] = cand
-            if cand.key in self.excluded:
-                self._fact(f"{cand.name} {self.excluded[cand.key]}", [[-self.var(cand)]])
+            reason = self.exclude(cand) if self.exclude is not None else None
+            if reason:
+                self.excluded[cand.key] = reason
+                self._fact(f"{cand.name} {reason}", [[-self.var(cand)]])
             if force or cand.key in self.no_deps:
                 self.dep_lists[cand.key] = []
                 continue

@@ -170,3 +170,16 @@ def test_converted_bundle_is_accepted_by_opm(tmp_path):
     blob = json.loads(done.stdout)
     assert (blob["schema"], blob["package"], blob["name"]) == ("olm.bundle", "gizmo", "gizmo.v1.0.0")
     assert {"type": "olm.package", "value": {"packageName": "gizmo", "version": "1.0.0"}} in blob["properties"]
+
+
+
+def test_status_requires_what_rbac_needs_from_other_operators(tmp_path):
+    """The synthesized CSV lists no required CRDs; the status names the group and resource RBAC needs."""
+    docs = _docs()
+    docs[2]["rules"].append({"apiGroups": ["monitoring.coreos.com"], "resources": ["servicemonitors/status"],
+                             "verbs": ["get"]})
+    _bundle(tmp_path, docs=docs)
+    out = render("file://gizmo", tmp_path, InstallSettings("gizmo-system"), "operators", CertManagerProvider())
+    assert out.metadata["apis"]["requires"] == [{"group": "monitoring.coreos.com", "version": "", "kind": "",
+                                                 "plural": "servicemonitors", "singular": ""}]
+    assert [a["kind"] for a in out.metadata["apis"]["provides"]] == ["Widget"]

@@ -12,7 +12,8 @@ Scenario keys:
                            deprecations: {pkg: [{schema, name, message}]}}}
                    entry: a bundle name, or {name, replaces, skips, skipRange}
                    bundle spec: {version, provides: [g/v/Kind], requires: [g/v/Kind],
-                                 requiresPackage: {pkg: range}, properties: [...], minKubeVersion}
+                                 requiresPackage: {pkg: range}, properties: [...], minKubeVersion,
+                                 objects: true (the CSV, and a CRD, as olm.bundle.object, not olm.csv.metadata)}
   declarations     YAML documents (Operator, Input, InputClass)
   installed        {owner: "catalog/bundle"}  (a bundle the catalog lacks is of the package its name starts with)
   kubernetesVersion
@@ -26,6 +27,8 @@ Scenario keys:
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,20 @@ def _version_of(name: str) -> str:
     return match.group(1)
 
 
+def _objects(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A CRD and the CSV as ``olm.bundle.object`` properties, as ``opm render`` writes them without migration."""
+    csv = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+           "metadata": {"name": name}, "spec": {"displayName": name, "description": "mentions minKubeVersion 9.9.9"}}
+    if spec.get("minKubeVersion"):
+        csv["spec"]["minKubeVersion"] = str(spec["minKubeVersion"])
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "names": {"kind": "Widget", "plural": "widgets"}, "scope": "Namespaced",
+                    "versions": [{"name": "v1", "served": True, "storage": True}]}}
+    return [{"type": "olm.bundle.object", "value": {"data": base64.b64encode(json.dumps(o, sort_keys=True).encode())
+                                                    .decode()}} for o in (crd, csv)]
+
+
 def _fbc(catalog: dict[str, Any]) -> list[dict[str, Any]]:
     blobs: list[dict[str, Any]] = []
     for pkg, spec in sorted((catalog.get("packages") or {}).items()):
@@ -67,7 +84,9 @@ def _fbc(catalog: dict[str, Any]) -> list[dict[str, Any]]:
             props += [{"type": "olm.gvk.required", "value": _gvk(g)} for g in b.get("requires", [])]
             props += [{"type": "olm.package.required", "value": {"packageName": p, "versionRange": r}}
                       for p, r in sorted((b.get("requiresPackage") or {}).items())]
-            if b.get("minKubeVersion"):
+            if b.get("objects"):
+                props += _objects(name, b)
+            elif b.get("minKubeVersion"):
                 props.append({"type": "olm.csv.metadata", "value": {"minKubeVersion": str(b["minKubeVersion"])}})
             props += b.get("properties", [])
             blobs.append({"schema": "olm.bundle", "package": pkg, "name": name,
