@@ -248,12 +248,21 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
                 **stamp)
+    all_desired, all_recorded = desired, recorded
     try:
-        result.changes.extend(_execute_all(kube, planned, {op.name: op for op in desired}))
+        changes, refused = _execute_all(kube, planned)
+        result.changes.extend(changes)
+        # An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
+        # marked applied; the others were written through every stage and are finished as usual.
+        failed = {p.operator for p, _ in refused}
+        if failed:
+            failed |= {moves[name] for name in failed if name in moves}
+            desired = [op for op in desired if op.name not in failed]
+            recorded = {k: v for k, v in recorded.items() if k not in failed}
         remaining = _prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
                            installer_namespace=installer_namespace)
     except (ClusterError, BundleError) as exc:
-        for op in desired:
+        for op in all_desired:
             _mark_failed(kube, info, op, exc, instance)
         raise
     result.health = dict(judge(desired)) if judge is not None else {}
@@ -289,9 +298,16 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         else:
             status_objects.delete(kube, info, name)
     after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(*final.values()) \
-        | _members({k: v for k, v in mine.items() if k in held}, [])
+        | _members({k: v for k, v in mine.items() if k in held}, []) \
+        | _members({k: v for k, v in current.items() if k in failed}, [])
     if after != members:
         write_parent(kube, instance, after)
+    if refused:
+        exc = _refused_on_write(refused, planned, {op.name: op for op in all_desired})
+        for op in all_desired:
+            if op.name in failed:
+                _mark_failed(kube, info, op, exc, instance)
+        raise exc
     return result
 
 
@@ -804,13 +820,15 @@ def _check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[s
                            f"{operator} adopt it (it will then be pruned with the Operator)")
 
 
-def _execute_all(kube: Kube, planned: list[_Planned], by_name: Mapping[str, DesiredOperator]) -> list[Change]:
+def _execute_all(kube: Kube, planned: list[_Planned]) -> tuple[list[Change], list[tuple[_Planned, ApiError]]]:
     """Write in order of stage (namespaces, CRDs, RBAC, ...); within a stage, objects are applied concurrently.
 
     A stage holds objects that do not depend on each other; CRDs are all
     applied, then each is waited for until Established, before the next stage.
-    An object the API server refuses stops the run after its stage, with an
-    error naming every refused object (the others of the stage are written).
+    An object the API server refuses stops its Operator after that stage (the
+    rest of the stage is written); other Operators go on through every stage,
+    so one bad first install never leaves an installed Operator half-upgraded.
+    Returns the changes made and the refusals.
     """
     stages: dict[int, list[_Planned]] = {}
     done: dict[int, Change] = {}
@@ -819,21 +837,24 @@ def _execute_all(kube: Kube, planned: list[_Planned], by_name: Mapping[str, Desi
             stages.setdefault(order_key(p.ref)[0], []).append(p)
         else:
             done[id(p)] = Change(p.operator, p.ref, p.action)
-    written = 0
+    refused: list[tuple[_Planned, ApiError]] = []
+    stopped: set[str] = set()
     for rank in sorted(stages):
-        group = stages[rank]
+        group = [p for p in stages[rank] if p.operator not in stopped]
         outcomes = _concurrently(lambda p: _attempt(kube, p), group)
-        refused = [(p, out) for p, out in zip(group, outcomes) if isinstance(out, ApiError)]
-        written += len(group) - len(refused)
-        if refused:
-            raise _refused_on_write(refused, written, by_name)
-        done.update(zip(map(id, group), outcomes))
-        crds = [p for p in group if (p.ref.group, p.ref.kind) == CRD and p.write]
+        for p, out in zip(group, outcomes):
+            if isinstance(out, ApiError):
+                refused.append((p, out))
+                stopped.add(p.operator)
+            else:
+                done[id(p)] = out
+        crds = [p for p, out in zip(group, outcomes) if (p.ref.group, p.ref.kind) == CRD and not isinstance(
+            out, ApiError)]
         for p in crds:
             wait_established(kube, p.ref.name)
         if crds:
             kube.forget_discovery()
-    return [done[id(p)] for p in planned]
+    return [done[id(p)] for p in planned if id(p) in done], refused
 
 
 def _attempt(kube: Kube, p: _Planned) -> Change | ApiError:
@@ -843,13 +864,20 @@ def _attempt(kube: Kube, p: _Planned) -> Change | ApiError:
         return exc
 
 
-def _refused_on_write(refused: list[tuple[_Planned, ApiError]], written: int,
+def _refused_on_write(refused: list[tuple[_Planned, ApiError]], planned: list[_Planned],
                       by_name: Mapping[str, DesiredOperator]) -> ReconcilerError:
-    """The objects refused while writing, and what was written before them (recorded in the inventory)."""
+    """The objects refused while writing, and what of their Operators was written (recorded in the inventory)."""
     invalid = [(by_name[p.operator], f"{p.ref}: {exc.message}") for p, exc in refused if is_invalid_object(exc)]
-    owners = ", ".join(sorted({p.operator for p, _ in refused}))
-    state = (f"{written} object(s) were written before and are recorded in the inventory of Operator {owners}; "
-             f"the next reconcile applies the rest and removes what is no longer wanted")
+    owners = sorted({p.operator for p, _ in refused})
+    rejected = {id(p) for p, _ in refused}
+    last = {name: max(order_key(q.ref)[0] for q, _ in refused if q.operator == name) for name in owners}
+    counts = {name: sum(1 for p in planned if p.operator == name and p.write and id(p) not in rejected
+                        and order_key(p.ref)[0] <= last[name]) for name in owners}
+    written = ", ".join(f"{counts[name]} object(s) of Operator {name}" for name in owners)
+    others = sorted(set(by_name) - set(owners))
+    state = (f"written before, and recorded in the inventory: {written}; the next reconcile applies the rest and "
+             f"removes what is no longer wanted" + (f" (the other Operators were applied: {', '.join(others)})"
+                                                    if others else ""))
     if len(invalid) == len(refused):
         return invalid_objects(invalid, state)
     lines = "\n  ".join(f"{p.ref}: {exc.message}{_as_installer(p, p.writer, exc)}" for p, exc in refused)

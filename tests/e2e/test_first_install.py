@@ -129,7 +129,7 @@ def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_th
     message = caught.value.message
     assert "refused by the API server as invalid" in message
     assert "Deployment.apps first-c-system/controller" in message
-    assert "recorded in the inventory of Operator first-c" in message
+    assert "recorded in the inventory: 8 object(s) of Operator first-c" in message  # all but the Deployment
     # The stages before the Deployment were written, and everything written is in the recorded inventory.
     written = _labelled(kube, "first-c")
     assert ("ConfigMap", "config4") in {(r.kind, r.name) for r in written}
@@ -153,3 +153,30 @@ def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_th
     assert _keys(rec.inventory) == want
     ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
     assert ready["reason"] != "ApplyFailed"
+
+
+def test_a_refused_first_install_stops_only_its_own_operator(k8s):
+    """An installed Operator upgraded in the same run goes through every stage: never left half-upgraded."""
+    kube, names = k8s
+    names += ["first-d", "first-e"]
+    _sync(kube, _operator("first-d"))
+    upgrade = _operator("first-d", data="two", container="manager-two")
+    with pytest.raises(BundleError) as caught:
+        _sync(kube, upgrade, _operator("first-e", container="Not_A_DNS_Label"))
+    message = caught.value.message
+    assert "Deployment.apps first-e-system/controller" in message
+    assert "the other Operators were applied: first-d" in message
+    # first-d was upgraded through its last stage, the Deployment, and is recorded as applied.
+    info = kube.resource("apps/v1", "Deployment")
+    live = kube.get(info, "first-d-system", "controller")
+    assert live["spec"]["template"]["spec"]["containers"][0]["name"] == "manager-two"
+    assert kube.get(kube.resource("v1", "ConfigMap"), "first-d-system", "config0")["data"] == {"value": "two"}
+    recorded = status_objects.read_all(kube)
+    ready = {name: next(c for c in recorded[name].status["conditions"] if c["type"] == "Ready")
+             for name in ("first-d", "first-e")}
+    assert ready["first-d"]["reason"] == "Applied"
+    assert (ready["first-e"]["status"], ready["first-e"]["reason"]) == ("False", "ApplyFailed")
+    # What first-e wrote before its Deployment is in its inventory; removing it leaves nothing behind.
+    assert _keys(_labelled(kube, "first-e")) <= _keys(recorded["first-e"].inventory)
+    sync(kube, [], dry_run=False, allow_empty=True, revision="r2", held=frozenset(recorded) - {"first-e"})
+    assert _labelled(kube, "first-e") == set()
