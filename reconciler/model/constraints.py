@@ -173,6 +173,12 @@ class Cel:
                                   "smaller lists") from None
         except Exception:  # a rule that errors on a bundle does not match it (as in OLM)
             return False
+        if not isinstance(result, celpy.celtypes.BoolType):
+            # OLM refuses such a rule when it compiles it ("must have type Bool"); truthiness would guess.
+            raise InputError(f"CEL rule {self.rule!r} returned {type(result).__name__.removesuffix('Type').lower()}, "
+                             f"not a boolean (on bundle {bundle.name})",
+                             hint="a constraint's rule must evaluate to true or false, e.g. compare the value: "
+                                  "properties.exists(p, p.type == 'olm.package' && p.value.packageName == 'x')")
         return bool(result)
 
     def describe(self) -> str:
