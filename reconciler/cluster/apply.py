@@ -248,7 +248,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             status_objects.write(kube, info, op.name, op.spec, _status(
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
                 **stamp)
-    all_desired, all_recorded = desired, recorded
+    all_desired = desired
     try:
         changes, refused = _execute_all(kube, planned)
         result.changes.extend(changes)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import shutil
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -113,3 +115,18 @@ def managed(kube: Kube, operator: str) -> set[str]:
             meta = item["metadata"]
             found.add(f"{kind} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " "))
     return found
+
+
+class RecordingKube(Kube):
+    """The real client, with each request's method, path and dry-run flag written down."""
+
+    def __init__(self, api: Any) -> None:
+        super().__init__(api)
+        self.calls: list[tuple[str, str, bool]] = []
+
+    def request(self, method: str, path: str, *, query=None, **kw):
+        self.calls.append((method, path, any(k == "dryRun" for k, _ in (query or []))))
+        return super().request(method, path, query=query, **kw)
+
+    def verbs(self) -> Counter[str]:
+        return Counter(m + (" dry-run" if dry else "") for m, _, dry in self.calls)

@@ -10,7 +10,6 @@ Operator is dry-run first, and an invalid object stops it with nothing written.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
 
@@ -20,22 +19,9 @@ from reconciler.cluster.kube import Kube
 from reconciler.errors import BundleError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
 
+from tests.e2e.support import RecordingKube
+
 pytestmark = pytest.mark.cluster
-
-
-class RecordingKube(Kube):
-    """The real client, with each request's method and dry-run flag written down."""
-
-    def __init__(self, api: Any) -> None:
-        super().__init__(api)
-        self.calls: list[tuple[str, str, bool]] = []
-
-    def request(self, method: str, path: str, *, query=None, **kw):
-        self.calls.append((method, path, any(k == "dryRun" for k, _ in (query or []))))
-        return super().request(method, path, query=query, **kw)
-
-    def verbs(self) -> Counter[str]:
-        return Counter(m + (" dry-run" if dry else "") for m, _, dry in self.calls)
 
 
 def _operator(name: str, *, data: str = "one", container: str = "manager", configmaps: int = 5) -> DesiredOperator:
