@@ -154,6 +154,8 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
             built, aliased = _build(text, source)
         except _Unusual:
             pass  # the composer and constructor below build it, or say what is wrong with it
+        except _LongNumber as exc:
+            raise _long_number_error(exc, source) from None
         else:
             docs = [d for d in built if d is not None]
             if aliased:  # a cycle or an alias bomb first, then the depth that aliases can add

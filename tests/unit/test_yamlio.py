@@ -235,3 +235,11 @@ def test_the_event_builder_matches_the_constructor_on_real_catalogs():
         built, _ = yamlio._build(text, str(path))
         assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=yamlio._Loader)
                                                        if d is not None], path
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("text", ["n: " + "9" * 5000 + "\n", "{\"n\": " + "9" * 5000 + "}"])
+def test_a_number_too_long_to_read_is_an_input_error_on_every_path(text, strict):
+    with pytest.raises(InputError, match="a number of 5000 digits") as caught:
+        yamlio.load_all(text, "catalog.yaml", strict=strict)
+    assert caught.value.path == "catalog.yaml"
