@@ -41,14 +41,17 @@ def _pyyaml() -> None:
     PyYAML's import is a large share of a short command's start-up (its reader
     compiles a big regular expression), and a JSON text never needs it.
     """
+    global yaml, _Loader, _StrictLoader, _NoAliasDumper, _ReadableDumper
     if "yaml" in globals():
         return
-    from reconciler import yamlio_classes
+    from reconciler import yamlio_classes as c
 
-    globals().update({name: getattr(yamlio_classes, name) for name in _PYYAML})
+    yaml, _Loader, _StrictLoader, _NoAliasDumper, _ReadableDumper = (
+        c.yaml, c._Loader, c._StrictLoader, c._NoAliasDumper, c._ReadableDumper)
 
 
 def __getattr__(name: str) -> Any:
+    """``yamlio._Loader`` and the others, for code outside this module: imported on first access."""
     if name in _PYYAML:
         _pyyaml()
         return globals()[name]
@@ -128,6 +131,8 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
             built, aliased = _build(text, source)
         except _Unusual:
             pass  # the composer and constructor below build it, or say what is wrong with it
+        except _LongNumber as exc:
+            raise _long_number_error(exc, source) from None
         else:
             docs = [d for d in built if d is not None]
             if aliased:  # a cycle or an alias bomb first, then the depth that aliases can add
