@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.gen_catalog import generate
 from bench.peers.opm import opm_binary
-from bench.startup_bench import installed
+from bench.startup_bench import command, installed
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "catalogs"
@@ -61,7 +61,7 @@ def _best(n: int, fn) -> float:
 
 def index_row(index: Path, opm: Path, env: dict[str, str], repeat: int) -> dict:
     """One version index, cold: ``catalog validate --no-cache`` beside ``opm validate``, best of ``repeat``."""
-    ours = _best(repeat, lambda: _timed([PY, "-m", "reconciler", "catalog", "validate", "--no-cache", str(index)],
+    ours = _best(repeat, lambda: _timed([command(PY), "catalog", "validate", "--no-cache", str(index)],
                                         env))
     theirs = _best(repeat, lambda: _timed([str(opm), "validate", str(index)], env))
     size = sum(f.stat().st_size for f in index.rglob("*") if f.is_file())
@@ -70,7 +70,7 @@ def index_row(index: Path, opm: Path, env: dict[str, str], repeat: int) -> dict:
 
 
 def scenario(name: str, dirs: list[Path], opm: Path, env: dict[str, str], repeat: int) -> dict:
-    ours_cold = _best(repeat, lambda: sum(_timed([PY, "-m", "reconciler", "catalog", "validate", "--no-cache",
+    ours_cold = _best(repeat, lambda: sum(_timed([command(PY), "catalog", "validate", "--no-cache",
                                                   str(d)], env) for d in dirs))
     opm_validate = _best(repeat, lambda: sum(_timed([str(opm), "validate", str(d)], env) for d in dirs))
     opm_render = _best(repeat, lambda: sum(_timed([str(opm), "render", str(d), "-o", "json"], env) for d in dirs))

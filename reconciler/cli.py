@@ -8,7 +8,7 @@ import os
 import sys
 from typing import NoReturn, Sequence, TextIO
 
-from reconciler import __version__, logs, progress
+from reconciler import __version__
 from reconciler.commands import COMMANDS, EXIT_CODES
 from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
 
@@ -21,7 +21,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command tree; with ``command``, only that command's parsers in full.
+
+    Building every command's parsers is most of a short command's start-up, and a run uses one: the others
+    are kept as their ``--help`` line only, so ``reconciler --help`` and an unknown command read the same.
+    """
     parser = _Parser(
         prog="reconciler",
         description="Keep a cluster's operators equal to what a GitOps repository declares: resolve "
@@ -30,8 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"reconciler.commands.{name}").register(sub)
+    for name, line in COMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f"reconciler.commands.{name}").register(sub)
+        else:
+            sub.add_parser(name, help=line)
     _add_global_flags(parser, top=True)
     _add_examples(parser, "")
     return parser
@@ -71,13 +79,23 @@ def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
                 _add_global_flags(child, top=False)
 
 
+def invoked(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not a flag (the flags before it take no value)."""
+    words = [w for w in argv if w != "--"]
+    first = next((w for w in words if not w.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
         import argcomplete
 
-        argcomplete.autocomplete(parser)
+        argcomplete.autocomplete(build_parser())
+    parser = build_parser(invoked(argv) or "")
     args = parser.parse_args(argv)
+    from reconciler import logs, progress
+
     if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
         logs.setup(logs.level_for(args.verbose, args.quiet))
     try:

@@ -26,33 +26,36 @@ import re
 import stat
 from typing import Any, Iterator
 
-import yaml
-
 from reconciler.errors import InputError
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_ALIAS_EXPANSION = 8_000_000  # nodes plus scalar characters aliases may add beyond the text itself
 MAX_DEPTH = 128  # nesting of mappings and lists; real content stays under 40 (CRD schemas)
 _SAFE_COMPOSE_DEPTH = 2000  # the C composer recurses per level: above this, measure before composing
-
-_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_PYYAML = ("yaml", "_Loader", "_StrictLoader", "_NoAliasDumper", "_ReadableDumper")
 
 
-class _Loader(_Base):  # type: ignore[misc,valid-type]
-    """SafeLoader without the timestamp and value resolvers.
+def _pyyaml() -> None:
+    """Import PyYAML and the loader and dumper classes (``reconciler.yamlio_classes``) on first use.
 
-    Timestamps stay strings (Kubernetes fields are strings); a plain ``=`` is
-    YAML 1.1's obscure "value" type, which the safe constructor cannot build,
-    so real files using ``=`` as text would otherwise fail to load.
+    PyYAML's import is a large share of a short command's start-up (its reader
+    compiles a big regular expression), and a JSON text never needs it.
     """
+    global yaml, _Loader, _StrictLoader, _NoAliasDumper, _ReadableDumper
+    if "yaml" in globals():
+        return
+    from reconciler import yamlio_classes as c
+
+    yaml, _Loader, _StrictLoader, _NoAliasDumper, _ReadableDumper = (
+        c.yaml, c._Loader, c._StrictLoader, c._NoAliasDumper, c._ReadableDumper)
 
 
-_DROPPED = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in _DROPPED]
-    for first, resolvers in _Base.yaml_implicit_resolvers.items()
-}
+def __getattr__(name: str) -> Any:
+    """``yamlio._Loader`` and the others, for code outside this module: imported on first access."""
+    if name in _PYYAML:
+        _pyyaml()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 MAX_INT_DIGITS = 1000  # Kubernetes integers fit in 19 digits; Python refuses to convert more than 4300
@@ -62,13 +65,6 @@ class _LongNumber(Exception):
     def __init__(self, digits: int, line: int | None) -> None:
         super().__init__(digits, line)
         self.digits, self.line = digits, line
-
-
-def _construct_int(loader: Any, node: Any) -> int:
-    text = loader.construct_scalar(node)
-    if len(text) > MAX_INT_DIGITS:
-        raise _LongNumber(len(text), node.start_mark.line + 1)
-    return yaml.SafeLoader.construct_yaml_int(loader, node)
 
 
 def _json_int(text: str) -> int:
@@ -89,26 +85,6 @@ def _long_number_error(exc: _LongNumber, source: str) -> InputError:
     where = f" (line {exc.line})" if exc.line else ""
     return InputError(f"a number of {exc.digits} digits{where}; at most {MAX_INT_DIGITS} are read", path=source,
                       hint="write the number as a string if it is meant as text")
-
-
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
-class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
-    """The loader that refuses a key written twice in one mapping, naming it and its line."""
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                key = self.construct_object(key_node)
-                line = key_node.start_mark.line + 1
-                if key in seen:
-                    raise _DuplicateKey(key, seen[key], line)
-                seen[key] = line
-        return super().construct_mapping(node, deep)
 
 
 class _DuplicateKey(Exception):
@@ -149,6 +125,7 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
         else:
             _check_depth(docs, text, source)
             return docs
+    _pyyaml()
     if not strict:
         try:
             built, aliased = _build(text, source)
@@ -203,6 +180,7 @@ def _depth_bound(text: str) -> int:
 
 def _check_event_depth(text: str, source: str) -> None:
     """Measure nesting on the parser's event stream (iterative in C) and stop at the limit, before composing."""
+    _pyyaml()
     depth = 0
     opens = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
     closes = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
@@ -314,6 +292,7 @@ def _build(text: str, source: str) -> tuple[list[Any], bool]:
     a key, duplicate or unknown anchors, a syntax error) raises ``_Unusual``
     and is left to the general path, which builds it or reports it.
     """
+    _pyyaml()
     loader = _Loader(text)
     resolvers = _Loader.yaml_implicit_resolvers
     wildcard = resolvers.get(None, [])
@@ -484,18 +463,15 @@ def _json_stream(text: str, strict: bool = False) -> Iterator[Any]:
 
 def dump(obj: Any) -> str:
     """Deterministic block YAML: sorted keys, no aliases, unicode kept."""
+    _pyyaml()
     return yaml.dump(obj, Dumper=_NoAliasDumper, sort_keys=True, default_flow_style=False,
                      allow_unicode=True, width=100)
 
 
 def dump_all(objs: list[Any]) -> str:
+    _pyyaml()
     return yaml.dump_all(objs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False,
                          allow_unicode=True, width=100, explicit_start=True)
-
-
-class _NoAliasDumper(_Dumper):  # type: ignore[misc,valid-type]
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -511,20 +487,8 @@ def dump_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-class _ReadableDumper(_NoAliasDumper):
-    """Multi-line strings as literal blocks, so a diff of them is a diff of their lines."""
-
-
-def _represent_str(dumper: yaml.BaseDumper, data: str) -> yaml.ScalarNode:
-    if "\n" in data:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
-
-
-_ReadableDumper.add_representer(str, _represent_str)
-
-
 def dump_readable(obj: Any) -> str:
     """Like ``dump``, for people reading a diff: multi-line strings keep their lines."""
+    _pyyaml()
     return yaml.dump(obj, Dumper=_ReadableDumper, sort_keys=True, default_flow_style=False,
                      allow_unicode=True, width=100)

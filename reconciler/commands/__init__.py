@@ -28,8 +28,19 @@ exit codes: (they say whose move it is; see docs/hardening.md)
       traceback); please report it with the command that failed
 """
 
-COMMANDS = ("reconcile", "resolve", "diff", "update", "approve", "status", "watch", "cluster", "catalog", "bundle",
-            "completion")
+COMMANDS = {  # each command's line in `reconciler --help`, in this order
+    "reconcile": "resolve, convert, diff, apply and prune once",
+    "resolve": "choose the exact bundles, explain why, and write olm.lock",
+    "diff": "review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
+    "update": "list the updates each Operator could take; --apply commits them, one per Operator",
+    "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
+    "status": "show each installed Operator's bundle, health, updates and revision",
+    "watch": "reconcile continuously from a working tree or a remote git repository",
+    "cluster": "a local Kubernetes cluster for users without one",
+    "catalog": "validate, list, graph and render file-based catalogs",
+    "bundle": "render, validate or build a bundle",
+    "completion": "print the shell code for tab completion",
+}
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

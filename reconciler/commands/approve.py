@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from reconciler.commands import add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ exit codes:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "approve", help="approve the permissions an Operator's new bundle waits for (writes approvals/)",
+        "approve", help=COMMANDS["approve"],
         description="Resolve and convert as reconcile does, then write, for each named Operator whose bundle "
                     "waits for approval, an entry in approvals/<name>.yaml binding its exact bundle (name and "
                     "content digest) to the permissions it needs. Nothing is applied: committing the file is "

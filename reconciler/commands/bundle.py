@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_ERROR, EXIT_OK, BundleError, ReconcilerError
 
 BUNDLE_EXIT_CODES = """\
@@ -29,7 +30,7 @@ BUNDLE_LABELS = ("operators.operatorframework.io.bundle.mediatype.v1",
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    b = sub.add_parser("bundle", help="render, validate or build a bundle",
+    b = sub.add_parser("bundle", help=COMMANDS["bundle"],
                        description="Work with one bundle (registry+v1, k8s+v1 or plain+v0): print the plain manifests "
                                    "it becomes, validate it, or build and push it as an OCI image.",
                        epilog=BUNDLE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)

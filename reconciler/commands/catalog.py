@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, CatalogError
 
 CATALOG_EXIT = """\
@@ -19,7 +20,7 @@ exit codes:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    cat = sub.add_parser("catalog", help="validate, list, graph and render file-based catalogs",
+    cat = sub.add_parser("catalog", help=COMMANDS["catalog"],
                          description="Work with file-based catalogs (FBC): validate them with the rules opm "
                                      "validate enforces, list their content, draw upgrade graphs, render bundles.",
                          epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)

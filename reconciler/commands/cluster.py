@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_OK
 
 
@@ -17,7 +18,7 @@ exit codes:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    cl = sub.add_parser("cluster", help="a local Kubernetes cluster for users without one",
+    cl = sub.add_parser("cluster", help=COMMANDS["cluster"],
                         description="Start, stop or locate a local Kubernetes cluster on loopback: etcd, "
                                     "kube-apiserver, kube-controller-manager, kube-scheduler and kwok with three "
                                     "simulated nodes (pods become Running and Ready; no container runs), built "

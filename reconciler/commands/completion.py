@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("completion", help="print the shell code for tab completion",
+    c = sub.add_parser("completion", help=COMMANDS["completion"],
                        description="Print shell code that completes reconciler's commands, flags and choices. "
                                    "Completion runs the reconciler itself with the words typed so far, so it "
                                    "always matches the installed version.",

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 EXIT_CODES = """\
@@ -22,7 +22,7 @@ exit codes: (as kubectl diff)
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "diff", help="review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
+        "diff", help=COMMANDS["diff"],
         description="Compare the repository at a base revision with the working tree. Both sides are resolved "
                     "and converted offline (the working tree with the base's olm.lock as what is installed); "
                     "for every Operator that changes the report gives the bundle before and after with the "

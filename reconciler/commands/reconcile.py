@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands import EXIT_CODES, add_cluster_args
+from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL, EXIT_UNHEALTHY
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ _SYMBOL = {"created": "+", "configured": "~", "unchanged": "=", "deleted": "-", 
 
 def register(sub: argparse._SubParsersAction) -> None:
     rec = sub.add_parser(
-        "reconcile", help="resolve, convert, diff, apply and prune once",
+        "reconcile", help=COMMANDS["reconcile"],
         description="Resolve the repository's Operator declarations against its catalogs, write olm.lock, "
                     "convert each bundle, then diff against the cluster and apply with server-side apply "
                     "(field manager 'reconciler'), pruning objects of earlier versions or removed "

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from reconciler.commands import add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\
@@ -20,7 +20,7 @@ exit codes:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "resolve", help="choose the exact bundles, explain why, and write olm.lock",
+        "resolve", help=COMMANDS["resolve"],
         description="Resolve the repository's Operator and Input declarations against its catalogs with a "
                     "SAT solver and write olm.lock. What is installed comes from the cluster's status objects "
                     "(read only) when a cluster is configured, and then olm.lock is preferred for Operators "

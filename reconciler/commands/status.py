@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from reconciler.commands import add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\
@@ -21,7 +21,7 @@ COLUMNS = ("NAME", "PACKAGE", "VERSION", "READY", "STATUS", "APPROVAL", "UPDATES
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "status", help="show each installed Operator's bundle, health, updates and revision",
+        "status", help=COMMANDS["status"],
         description="List the Operators installed in the cluster (the operators.reconciler.dev status objects): "
                     "bundle and version, whether their components are healthy, whether an approval is pending, "
                     "whether updates are available and the revision last applied. With REPO, also compare each "

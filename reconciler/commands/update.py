@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_OK, UsageError
 
 EXIT_CODES = """\
@@ -19,7 +20,7 @@ exit codes:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "update", help="list the updates each Operator could take; --apply commits them, one per Operator",
+        "update", help=COMMANDS["update"],
         description="Find every Operator with a newer bundle: within its declaration (what a resolution with "
                     "olm.lock as installed picks; only olm.lock changes) and, with --include-out-of-range, "
                     "outside it (another channel, beyond the version range, another catalog; the declaration "

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_OK
 
 EPILOG = """\
@@ -26,7 +26,7 @@ exit codes:
 
 def register(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser(
-        "watch", help="reconcile continuously from a working tree or a remote git repository",
+        "watch", help=COMMANDS["watch"],
         description="Reconcile on every change of the source and every --interval seconds to correct drift. "
                     "A local directory is watched for saved changes (the reconciler's own olm.lock writes are "
                     "ignored); a URL is fetched every --poll seconds, or at once on a signed push to /hook.",

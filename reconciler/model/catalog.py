@@ -24,8 +24,6 @@ from typing import Any
 
 import semver
 
-from reconciler.model.semver_range import parse_version
-
 PROP_PACKAGE = "olm.package"
 PROP_GVK = "olm.gvk"
 PROP_GVK_REQUIRED = "olm.gvk.required"
@@ -292,6 +290,8 @@ class Bundle:
 
     @cached_property
     def version(self) -> semver.Version:
+        from reconciler.model.semver_range import parse_version  # the range parsers: not needed to load a catalog
+
         for p in self.properties:
             if p.type == PROP_PACKAGE and isinstance(p.value, dict):
                 return parse_version(str(p.value.get("version", "")))

@@ -62,3 +62,16 @@ def test_bash_completes_commands_flags_and_choices(tmp_path):
     assert "reconcile" not in complete("reconciler catalog ")
     assert complete("reconciler reconcile . --dry") == ["--dry-run"]
     assert complete("reconciler watch . --log-format ") == ["json", "text"]
+
+
+def test_help_of_a_run_is_the_whole_tree_help(capsys):
+    """A run builds only its command's parsers; every --help reads as the whole tree's does."""
+    for path, parser in subcommands(build_parser()).items():
+        with pytest.raises(SystemExit) as exc:
+            main([*path.split(), "--help"])
+        assert exc.value.code == 0
+        assert capsys.readouterr().out == parser.format_help(), f"`reconciler {path} --help` differs"
+    with pytest.raises(SystemExit) as exc:
+        main(["catalogue", "validate"])
+    assert exc.value.code == 64
+    assert "invalid choice: 'catalogue'" in capsys.readouterr().err

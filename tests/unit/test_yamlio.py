@@ -243,3 +243,26 @@ def test_a_number_too_long_to_read_is_an_input_error_on_every_path(text, strict)
     with pytest.raises(InputError, match="a number of 5000 digits") as caught:
         yamlio.load_all(text, "catalog.yaml", strict=strict)
     assert caught.value.path == "catalog.yaml"
+
+
+def test_json_is_read_without_importing_pyyaml(tmp_path):
+    """PyYAML is imported on the first YAML text only: a JSON catalog's load never pays for it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "foo").mkdir()
+    blobs = [{"schema": "olm.package", "name": "foo", "defaultChannel": "stable"},
+             {"schema": "olm.channel", "package": "foo", "name": "stable", "entries": [{"name": "foo.v1.0.0"}]},
+             {"schema": "olm.bundle", "package": "foo", "name": "foo.v1.0.0", "image": "quay.io/example/foo:v1",
+              "properties": [{"type": "olm.package", "value": {"packageName": "foo", "version": "1.0.0"}}]}]
+    (tmp_path / "foo" / "catalog.json").write_text("\n".join(json.dumps(b) for b in blobs))
+    child = ("import sys\nfrom reconciler.catalog import load\nr = load(sys.argv[1], use_cache=False)\n"
+             "print(len(r.catalog.bundles), not r.errors, 'yaml' in sys.modules)\n"
+             "from reconciler import yamlio\nyamlio.load_all('a: 1', 'x.yaml')\nprint('yaml' in sys.modules)\n")
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": root}, check=True)
+    assert proc.stdout.split() == ["1", "True", "False", "True"]
