@@ -32,7 +32,8 @@ def namespace(k8s) -> str:
     return name
 
 
-def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace, gitops, git_server, tmp_path):
+def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace, gitops, git_server, tmp_path,
+                                                  clean):
     replicas = {}
     for name in ("a", "b"):
         kube = Kube(control_plane.admin_client())
@@ -68,8 +69,11 @@ def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace,
                            {"X-Hub-Signature-256": signature(SECRET, body), "X-GitHub-Event": "push",
                             "Content-Type": "application/json"})
         assert (code, text) == (202, "recorded for the leader\n")
-        wait_until(lambda: lead_loop.last.revision == pushed and lead_loop.last.outcome == APPLIED,
-                   "the leader reading the pushed commit")
+        try:
+            wait_until(lambda: lead_loop.last.revision == pushed and lead_loop.last.outcome == APPLIED,
+                       "the leader reading the pushed commit")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the leader's last step: {lead_loop.last}") from None
         assert replicas[standby][1].last is None or replicas[standby][1].last.revision != pushed
         cm = k8s.get(k8s.resource("v1", "ConfigMap"), namespace, "reconciler-hook")
         assert cm["data"]["event"] == "push" and cm["data"]["receivedBy"] == standby
