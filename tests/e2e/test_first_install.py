@@ -19,7 +19,6 @@ from reconciler.cluster.kube import Kube
 from reconciler.errors import BundleError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
 
-from tests.e2e.support import RecordingKube
 
 pytestmark = pytest.mark.cluster
 
@@ -66,17 +65,8 @@ def _keys(refs) -> set[tuple[str, str, str, str]]:
     return {r.key for r in refs}
 
 
-@pytest.fixture
-def k8s(control_plane):
-    kube = RecordingKube(control_plane.admin_client())
-    names: list[str] = []
-    yield kube, names
-    others = frozenset(status_objects.read_all(kube)) - set(names)
-    sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
-
-
-def test_a_first_install_creates_each_object_with_one_request_and_no_dry_run(k8s):
-    kube, names = k8s
+def test_a_first_install_creates_each_object_with_one_request_and_no_dry_run(recorded_k8s):
+    kube, names = recorded_k8s
     names.append("first-a")
     result = _sync(kube, _operator("first-a"))
     assert Counter(c.action.value for c in result.changes) == {"created": 10}  # the namespace and 9 objects
@@ -89,8 +79,8 @@ def test_a_first_install_creates_each_object_with_one_request_and_no_dry_run(k8s
     assert _keys(_labelled(kube, "first-a")) == _keys(ObjectRef.of(o) for o in _operator("first-a").objects)
 
 
-def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(k8s):
-    kube, names = k8s
+def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(recorded_k8s):
+    kube, names = recorded_k8s
     names.append("first-b")
     _sync(kube, _operator("first-b"))
     before = status_objects.read_all(kube)["first-b"]
@@ -106,8 +96,8 @@ def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(k
     assert status_objects.read_all(kube)["first-b"].inventory == before.inventory
 
 
-def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_the_next_run(k8s):
-    kube, names = k8s
+def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_the_next_run(recorded_k8s):
+    kube, names = recorded_k8s
     names.append("first-c")
     broken = _operator("first-c", container="Not_A_DNS_Label")
     with pytest.raises(BundleError) as caught:
@@ -141,9 +131,9 @@ def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_th
     assert ready["reason"] != "ApplyFailed"
 
 
-def test_a_refused_first_install_stops_only_its_own_operator(k8s):
+def test_a_refused_first_install_stops_only_its_own_operator(recorded_k8s):
     """An installed Operator upgraded in the same run goes through every stage: never left half-upgraded."""
-    kube, names = k8s
+    kube, names = recorded_k8s
     names += ["first-d", "first-e"]
     _sync(kube, _operator("first-d"))
     upgrade = _operator("first-d", data="two", container="manager-two")

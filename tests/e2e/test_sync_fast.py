@@ -8,12 +8,10 @@ from collections import Counter
 
 import pytest
 
-from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator, SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import ownership_labels
 
-from tests.e2e.support import RecordingKube
 
 pytestmark = pytest.mark.cluster
 
@@ -48,15 +46,6 @@ def _actions(result: SyncResult) -> Counter[str]:
     return Counter(c.action.value for c in result.changes)
 
 
-@pytest.fixture
-def k8s(control_plane):
-    kube = RecordingKube(control_plane.admin_client())
-    names: list[str] = []
-    yield kube, names
-    others = frozenset(status_objects.read_all(kube)) - set(names)
-    sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
-
-
 def _configmap(kube: Kube, name: str, ns: str) -> dict:
     info = kube.resource("v1", "ConfigMap")
     obj = kube.get(info, ns, name)
@@ -64,8 +53,8 @@ def _configmap(kube: Kube, name: str, ns: str) -> dict:
     return obj
 
 
-def test_a_noop_sync_lists_each_kind_once_and_writes_nothing(k8s):
-    kube, names = k8s
+def test_a_noop_sync_lists_each_kind_once_and_writes_nothing(recorded_k8s):
+    kube, names = recorded_k8s
     names += ["fast-a", "fast-b"]
     ops = [_operator("fast-a"), _operator("fast-b")]
     first = _sync(kube, *ops)
@@ -83,8 +72,8 @@ def test_a_noop_sync_lists_each_kind_once_and_writes_nothing(k8s):
     assert len(lists) == len(set(lists)) == 5  # one LIST per kind for 18 objects
 
 
-def test_a_field_changed_by_another_client_is_put_back(k8s):
-    kube, names = k8s
+def test_a_field_changed_by_another_client_is_put_back(recorded_k8s):
+    kube, names = recorded_k8s
     names.append("fast-c")
     op = _operator("fast-c")
     _sync(kube, op)
@@ -110,8 +99,8 @@ def test_a_field_changed_by_another_client_is_put_back(k8s):
     assert set(kube.verbs()) == {"GET"}
 
 
-def test_a_changed_declaration_is_dry_run_and_applied_and_nothing_else_is(k8s):
-    kube, names = k8s
+def test_a_changed_declaration_is_dry_run_and_applied_and_nothing_else_is(recorded_k8s):
+    kube, names = recorded_k8s
     names.append("fast-d")
     _sync(kube, _operator("fast-d"))
     before = _configmap(kube, "config0", "fast-d-system")["metadata"]["annotations"][ANNOTATION_DIGEST]
@@ -124,8 +113,8 @@ def test_a_changed_declaration_is_dry_run_and_applied_and_nothing_else_is(k8s):
     assert _configmap(kube, "config0", "fast-d-system")["metadata"]["annotations"][ANNOTATION_DIGEST] == before
 
 
-def test_an_object_applied_without_a_digest_is_recorded_once_then_skipped(k8s):
-    kube, names = k8s
+def test_an_object_applied_without_a_digest_is_recorded_once_then_skipped(recorded_k8s):
+    kube, names = recorded_k8s
     names.append("fast-e")
     op = _operator("fast-e")
     _sync(kube, op)
@@ -145,10 +134,10 @@ def test_an_object_applied_without_a_digest_is_recorded_once_then_skipped(k8s):
     assert set(kube.verbs()) == {"GET"}
 
 
-def test_judging_health_lists_each_kind_once_instead_of_reading_each_object(k8s):
+def test_judging_health_lists_each_kind_once_instead_of_reading_each_object(recorded_k8s):
     from reconciler.cluster.wait import wait_healthy
 
-    kube, names = k8s
+    kube, names = recorded_k8s
     names += ["fast-h1", "fast-h2"]
     ops = [_operator("fast-h1"), _operator("fast-h2")]
     _sync(kube, *ops)
