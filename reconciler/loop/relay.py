@@ -6,7 +6,8 @@ request in the ConfigMap ``<lease-name>-hook`` beside the Lease (server-side
 apply of a fresh request id, so nothing is lost to a race and a repeat is
 harmless), and the leader, which reads that ConfigMap every few seconds while
 it leads, reconciles when the id changes. A hook recorded while nobody leads
-is covered too: a new leader reconciles when it takes the Lease.
+is covered too: a new leader reconciles when it takes the Lease (``look``
+says which ids count as covered, and why).
 
 The ConfigMap is not desired state and carries no payload: only when, which
 event and which replica took the request.
@@ -49,30 +50,39 @@ class HookRelay:
         self.kube.apply(self._info(), body, field_manager=FIELD_MANAGER, dry_run=False)
         return request
 
-    def poll(self) -> str | None:
-        """The request id if it changed since the last poll (the first poll only takes a baseline)."""
+    def look(self, leading: bool) -> str | None:
+        """The request id the leader has yet to reconcile for, if any.
+
+        ``_seen`` is the last id known to be covered. A standby's first look
+        takes the baseline: whatever was recorded before it is covered by the
+        reconcile that starts when the replica takes the Lease, which comes
+        later. After that only a leader's look moves it, so a hook recorded
+        while a renewal lapsed for a moment (a slow API server; no takeover
+        reconcile follows, since the Lease never changed hands) still differs
+        when the replica leads again. A first look made already leading cannot
+        tell when the start-up reconcile read the source, so any recorded id
+        counts: one reconcile too many, never one too few.
+        """
+        if not leading and self._seen is not None:
+            return None
         cm = self.kube.get(self._info(), self.namespace, self.name)
         current = ((cm or {}).get("data") or {}).get("request", "")
         previous, self._seen = self._seen, current
-        if previous is None or not current or current == previous:
+        if not leading or not current or current == previous:
             return None
         return current
 
     def start(self, leading: Callable[[], bool], trigger: Callable[[str], None]) -> None:
-        """Poll while ``leading()`` and call ``trigger`` with a reason for each relayed hook."""
+        """Look every ``period`` seconds and call ``trigger`` with a reason for each relayed hook."""
         def run() -> None:
-            was_leading = False
             while not self._stop.is_set():
-                now_leading = leading()
-                if now_leading:
-                    if not was_leading:
-                        self._seen = None  # a new term: anything older is covered by the takeover reconcile
-                    try:
-                        if self.poll():
-                            trigger("webhook (relayed by a standby replica)")
-                    except ClusterError as exc:
-                        log.warning("cannot read the hook record %s/%s: %s", self.namespace, self.name, exc.message)
-                was_leading = now_leading
+                try:
+                    if self.look(leading()):
+                        trigger("webhook (relayed by a standby replica)")
+                except ClusterError as exc:
+                    log.warning("cannot read the hook record %s/%s: %s", self.namespace, self.name, exc.message)
+                except Exception:  # noqa: BLE001 - the relay must outlive any one bad read
+                    log.exception("unexpected error reading the hook record %s/%s", self.namespace, self.name)
                 self._stop.wait(self.period)
 
         self._thread = threading.Thread(target=run, name="hook-relay", daemon=True)

@@ -20,7 +20,8 @@ from .test_deploy import objects
 from .test_watch_local import clean, events, running  # noqa: F401  (clean is a fixture)
 from .test_watch_remote import _http
 
-FAST = {"lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 0.3}
+# A short retry period so the test is quick to elect; a lease long enough that a loaded machine does not move it.
+FAST = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 0.3}
 SECRET = b"hook-secret"
 
 
@@ -91,6 +92,27 @@ def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace,
             t.join(60)
         for elector, *_ in replicas.values():
             elector.stop()
+
+
+def test_the_relay_never_takes_an_uncovered_hook_as_its_baseline(k8s, namespace):
+    """Which recorded hooks a replica counts as covered, look by look (leading or not)."""
+    relay = HookRelay(k8s, namespace, "reconciler-hook", "a")
+    standby = HookRelay(k8s, namespace, "reconciler-hook", "b")
+    standby.record("push")
+    assert relay.look(False) is None  # a standby's first look is the baseline...
+    assert relay.look(True) is None  # ...covered by the reconcile that starts when it takes the Lease
+    pushed = standby.record("push")
+    assert relay.look(True) == pushed
+    assert relay.look(True) is None
+    # A renewal that lapses for a moment (a slow API server) is no new term and no takeover reconcile
+    # follows it: the hook recorded meanwhile reaches the replica when it leads again.
+    pushed = standby.record("push")
+    assert relay.look(False) is None
+    assert relay.look(True) == pushed
+    # A replica whose first look is made leading cannot tell what its start-up reconcile read.
+    assert HookRelay(k8s, namespace, "reconciler-hook", "c").look(True) == pushed
+    # Nothing recorded yet: nothing to relay.
+    assert HookRelay(k8s, namespace, "reconciler-none", "d").look(True) is None
 
 
 def test_repeated_events_are_aggregated(k8s, gitops, clean):
