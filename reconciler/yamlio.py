@@ -305,6 +305,7 @@ def _build(text: str, source: str) -> tuple[list[Any], bool]:
     stack: list[list[Any]] = []   # per open collection: [container, is a mapping, pending key, key pending]
     root: Any = None
     aliased = False
+    plain: dict[str, Any] = {}  # plain scalar text -> its value: keys and values repeat, and values are immutable
     try:
         while (event := loader.get_event()) is not None:
             kind = type(event)
@@ -312,13 +313,12 @@ def _build(text: str, source: str) -> tuple[list[Any], bool]:
             if kind is scalar_event:
                 tag, obj = event.tag, event.value
                 if tag is None or tag == "!":
-                    tag = _STR
                     if event.implicit[0]:  # plain: the implicit resolvers decide (null, bool, int, float)
-                        for rtag, rx in [*resolvers.get(obj[0] if obj else "", ()), *wildcard]:
-                            if rx.match(obj):
-                                tag = rtag
-                                break
-                if tag != _STR:
+                        try:
+                            obj = plain[obj]
+                        except KeyError:
+                            plain[obj] = obj = _plain(loader, event, resolvers, wildcard, constructors)
+                elif tag != _STR:
                     make = constructors.get(tag)
                     if tag == _MERGE or make is None:
                         raise _Unusual
@@ -371,6 +371,20 @@ def _build(text: str, source: str) -> tuple[list[Any], bool]:
     finally:
         loader.dispose()
     return docs, aliased
+
+
+def _plain(loader: Any, event: Any, resolvers: dict, wildcard: list, constructors: dict) -> Any:
+    """The value of a plain scalar: its text, or what the first matching implicit resolver's tag constructs."""
+    text = event.value
+    for tag, rx in [*resolvers.get(text[0] if text else "", ()), *wildcard]:
+        if rx.match(text):
+            break
+    else:
+        return text
+    make = constructors.get(tag)
+    if tag == _MERGE or make is None:
+        raise _Unusual
+    return make(loader, yaml.ScalarNode(tag, text, event.start_mark, event.end_mark, event.style))
 
 
 def _children(obj: Any) -> list[Any] | None:

@@ -183,6 +183,8 @@ _GENERAL_CASES = [
     "a: &x {k: [1, 2]}\nb: *x\nc: [*x, *x]\n1: one\n2.5: two-and-a-half\nnull: n\ntrue: t\n",
     "---\n- a\n- - b\n  - {c: d, e: [f, {g: h}]}\n...\n---\n---\nlast: |\n  block\n  text\nfolded: >-\n  a\n  b\n",
     "k: v\nk: w\nnested: {x: 1, x: 2}\n",
+    # plain scalars met again are read from a per-text memo: the same values as the first time
+    "r: [1, 1, yes, yes, 0x1f, 0x1f, 2019-09-16, 2019-09-16, ~, ~, x, x, '1', 1]\n1: [1, yes]\nyes: {1: 1}\n",
 ]
 
 
