@@ -19,11 +19,11 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler import yamlio
 from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
-from reconciler.catalog.load import Builder, CatalogFile, iter_blobs, skipped_findings, walk
+from reconciler.catalog.load import Builder, iter_blobs, skipped_findings, walk
+from reconciler.catalog.parallel import parse_all
 from reconciler.catalog.validate import validate
-from reconciler.errors import CatalogError, InputError
+from reconciler.errors import CatalogError
 from reconciler.model.catalog import Catalog, LazyBundle
 
 __all__ = ["ERROR", "RULES", "WARNING", "CatalogInvalid", "Finding", "Loaded", "compose", "errors_of",
@@ -72,23 +72,18 @@ def load(root: str | Path, name: str | None = None, display_root: str | None = N
                 _cache.remember_stat(skey, ckey)
             return _loaded(entry, name, priority, extra, cached=True)
     builder = Builder()
-    for f in walked.files:
-        _parse_into(builder, f)
+    for f, (docs, refused) in parse_all(walked.files):
+        if refused is None:
+            builder.add_file(f.display, docs)
+        else:
+            message, path, hint = refused
+            builder.findings.append(Finding("parse", message, path or f.display, None, hint))
     catalog = builder.catalog(name, display_root, priority, digest=f"sha256:{ckey}" if ckey else "")
     findings = tuple(builder.findings) + tuple(validate(catalog))
     if use_cache:
         compact = dataclasses.replace(catalog, bundles={k: LazyBundle.of(b) for k, b in catalog.bundles.items()})
         _cache.put(ckey, {"catalog": compact, "findings": findings}, skey)
     return Loaded(catalog, extra + findings)
-
-
-def _parse_into(builder: Builder, f: CatalogFile) -> None:
-    try:
-        docs = yamlio.read_all(f.path, f.display)
-    except InputError as exc:
-        builder.findings.append(Finding("parse", exc.message, exc.path or f.display, None, exc.hint))
-        return
-    builder.add_file(f.display, docs)
 
 
 def _loaded(entry: dict, name: str, priority: int, extra: tuple[Finding, ...], *, cached: bool) -> Loaded:

@@ -1,0 +1,107 @@
+"""A large catalog is parsed on two processes: the result must be exactly a serial load's, whatever happens.
+
+Each case runs in a fresh interpreter, since only a single-threaded process forks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Loads the catalog at argv[1] twice, two-process and serial, and prints what a test compares.
+CHILD = """
+import json, os, sys
+from reconciler.catalog import load, parallel
+
+forks = []
+fork = parallel._fork
+parallel._fork = lambda files: forks.append(len(files)) or fork(files)
+parent = os.getpid()
+parse = parallel.parse
+if "--child-dies" in sys.argv:
+    parallel.parse = lambda f: os._exit(3) if os.getpid() != parent else parse(f)
+if "--thread" in sys.argv:
+    import threading
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+parallel.MIN_BYTES = 1
+two = load(sys.argv[1], use_cache=False)
+parallel.MIN_BYTES = 1 << 60
+one = load(sys.argv[1], use_cache=False)
+print(json.dumps({"forks": forks, "same": two.catalog == one.catalog and two.findings == one.findings,
+                  "bundles": len(two.catalog.bundles),
+                  "findings": [(f.rule, f.path, f.message) for f in two.findings]}))
+"""
+
+
+def _package(root: Path, name: str, versions: int, *, as_json: bool) -> None:
+    d = root / name
+    d.mkdir()
+    blobs = [{"schema": "olm.package", "name": name, "defaultChannel": "stable"},
+             {"schema": "olm.channel", "package": name, "name": "stable",
+              "entries": [{"name": f"{name}.v1.0.{i}", **({"replaces": f"{name}.v1.0.{i - 1}"} if i else {})}
+                          for i in range(versions)]}]
+    blobs += [{"schema": "olm.bundle", "package": name, "name": f"{name}.v1.0.{i}",
+               "image": f"quay.io/example/{name}:v1.0.{i}",
+               "properties": [{"type": "olm.package", "value": {"packageName": name, "version": f"1.0.{i}"}},
+                              {"type": "olm.gvk", "value": {"group": f"{name}.example.com", "kind": "Thing",
+                                                            "version": "v1"}}]}
+              for i in range(versions)]
+    if as_json:
+        (d / "catalog.json").write_text("\n".join(json.dumps(b) for b in blobs))
+    else:
+        (d / "catalog.yaml").write_text("".join("---\n" + json.dumps(b) + "\n" for b in blobs))
+
+
+def _run(catalog: Path, *flags: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(catalog), *flags], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    root = tmp_path / "index"
+    root.mkdir()
+    for i in range(7):
+        _package(root, f"pkg{i}", 5 + 3 * i, as_json=i % 2 == 0)
+    # Files the parser refuses, in both halves: their findings come in load order, as a serial load gives them.
+    (root / "broken-a").mkdir()
+    (root / "broken-a" / "catalog.yaml").write_text("schema: olm.package\nname: [unclosed\n")
+    (root / "broken-b").mkdir()
+    (root / "broken-b" / "catalog.json").write_text('{"schema": "olm.package", "name": ')
+    return root
+
+
+def _forked(result: dict) -> bool:
+    return bool(result["forks"])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+                    reason="a second CPU is needed for the two-process path")
+def test_a_two_process_load_equals_a_serial_one(catalog):
+    result = _run(catalog)
+    assert _forked(result) and result["same"]
+    assert result["bundles"] == sum(5 + 3 * i for i in range(7))
+    parse_findings = [(path, message) for rule, path, message in result["findings"] if rule == "parse"]
+    assert [p.split("/")[-2] for p, _ in parse_findings] == ["broken-a", "broken-b"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+                    reason="a second CPU is needed for the two-process path")
+def test_a_child_that_dies_costs_only_time(catalog):
+    result = _run(catalog, "--child-dies")
+    assert _forked(result) and result["same"]
+
+
+def test_a_process_with_other_threads_does_not_fork(catalog):
+    result = _run(catalog, "--thread")
+    assert not _forked(result) and result["same"]
