@@ -3,7 +3,8 @@
 Parsing is most of a cold load (libyaml's scanner and the objects built from
 its events), it holds the interpreter lock, and an index holds one file per
 package. So when the files of one load add up to more than ``MIN_BYTES``, the
-process forks once: the child parses about half of the bytes and hands the
+process forks once (a single large YAML file counts as two pieces, split at
+a document marker): the child parses about half of the bytes and hands the
 parsed documents back, pickled, through a pipe (a fraction of what parsing
 them cost); the parent parses the rest meanwhile. Results keep the load
 order, so findings and the catalog are the same as a serial load's.
@@ -18,8 +19,9 @@ reports what it finds there as a serial load would.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from reconciler import yamlio
 from reconciler.errors import InputError
@@ -27,10 +29,14 @@ from reconciler.errors import InputError
 if TYPE_CHECKING:
     from reconciler.catalog.load import CatalogFile
 
-MIN_BYTES = 1 << 20  # below about a megabyte a fork and a pickle cost more than they save
+MIN_BYTES = 1 << 19   # below half a megabyte a fork and a pickle cost more than they save
+SPLIT_BYTES = 1 << 18  # a YAML file this large may be parsed as two pieces, split at a document marker
+_MARKER = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+_DIRECTIVE = re.compile(r"^%", re.M)
 
 # (parsed documents, None) or (None, (message, path, hint)) of the InputError that refused the file
 Parsed = tuple[list[Any] | None, tuple[str, str | None, str | None] | None]
+Unit = tuple[int, str | None]  # a file's index, and the text of one of its pieces (None: the whole file)
 
 
 def parse(f: CatalogFile) -> Parsed:
@@ -43,21 +49,67 @@ def parse(f: CatalogFile) -> Parsed:
 def parse_all(files: Sequence[CatalogFile]) -> Iterator[tuple[CatalogFile, Parsed]]:
     """Each file with its parse result, in the order given."""
     sizes = [_size(f) for f in files]
-    if len(files) < 2 or sum(sizes) < MIN_BYTES or not _may_fork():
+    units: list[Unit] = []
+    if sum(sizes) >= MIN_BYTES and _may_fork():
+        for i, f in enumerate(files):
+            pieces = _pieces(f) if sizes[i] >= SPLIT_BYTES else None
+            units += [(i, p) for p in pieces] if pieces else [(i, None)]
+    if len(units) < 2:
         for f in files:
             yield f, parse(f)
         return
-    mine, theirs = _halves(sizes)
-    results: dict[int, Parsed] = {}
-    child = _fork([files[i] for i in theirs])
-    for i in mine:
-        results[i] = parse(files[i])
+    mine, theirs = _halves([sizes[i] if p is None else len(p) for i, p in units])
+    child = _fork(lambda: [_parse_unit(files, units[k]) for k in theirs])
+    results = {k: _parse_unit(files, units[k]) for k in mine}
     handed = _collect(child) if child else None
     if handed is None or len(handed) != len(theirs):  # the child failed: parse its half here
-        handed = [parse(files[i]) for i in theirs]
+        handed = [_parse_unit(files, units[k]) for k in theirs]
     results.update(zip(theirs, handed))
+    parts: dict[int, list[Parsed]] = {}
+    for k, (i, _) in enumerate(units):
+        parts.setdefault(i, []).append(results[k])
     for i, f in enumerate(files):
-        yield f, results[i]
+        got = parts[i]
+        if len(got) == 1:
+            yield f, got[0]
+        elif all(refused is None for _, refused in got):
+            yield f, ([doc for docs, _ in got for doc in docs or ()], None)
+        else:  # a piece was refused: the whole file says why, with its own line numbers
+            yield f, parse(f)
+
+
+def _pieces(f: CatalogFile) -> list[str] | None:
+    """A large YAML stream as two pieces split at the document marker nearest its middle, if it has one.
+
+    A ``---`` at the start of a line always starts a document (no scalar may
+    contain one there), and anchors do not reach across documents, so the
+    pieces parse to the file's documents. A stream with directives is left
+    whole (a directive belongs to the document after it); so is JSON, which
+    parses fast enough. Any piece that fails to parse sends the whole file
+    back to a serial parse, so a split never changes what is reported.
+    """
+    try:
+        text = yamlio.read_text(f.path, f.display)
+    except InputError:
+        return None  # the whole-file parse reports it
+    head = text.lstrip()
+    if head.startswith(("{", "[")) or _DIRECTIVE.search(text):
+        return None
+    middle = len(text) // 2
+    at = next((m.start() for m in _MARKER.finditer(text, middle)), None)
+    if at is None:
+        at = max((m.start() for m in _MARKER.finditer(text) if m.start() < middle), default=0)
+    return [text[:at], text[at:]] if at else None
+
+
+def _parse_unit(files: Sequence[CatalogFile], unit: Unit) -> Parsed:
+    i, piece = unit
+    if piece is None:
+        return parse(files[i])
+    try:
+        return yamlio.load_all(piece, files[i].display), None
+    except InputError as exc:
+        return None, (exc.message, exc.path, exc.hint)
 
 
 def _size(f: CatalogFile) -> int:
@@ -90,8 +142,8 @@ def _halves(sizes: list[int]) -> tuple[list[int], list[int]]:
     return sorted(groups[0]), sorted(groups[1])
 
 
-def _fork(files: list[CatalogFile]) -> tuple[int, int] | None:
-    """Start a child that parses ``files``; its pid and the pipe's read end, or None if it cannot start."""
+def _fork(work: Callable[[], list[Parsed]]) -> tuple[int, int] | None:
+    """Start a child that runs ``work``; its pid and the pipe's read end, or None if it cannot start."""
     import pickle
 
     try:
@@ -110,7 +162,7 @@ def _fork(files: list[CatalogFile]) -> tuple[int, int] | None:
     code = 1  # the child: never returns into the caller's code, never runs its exit handlers
     try:
         os.close(read)
-        data = pickle.dumps([parse(f) for f in files], protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
         with os.fdopen(write, "wb") as out:
             out.write(data)
         code = 0

@@ -22,20 +22,28 @@ from reconciler.catalog import load, parallel
 
 forks = []
 fork = parallel._fork
-parallel._fork = lambda files: forks.append(len(files)) or fork(files)
+parallel._fork = lambda work: forks.append(1) or fork(work)
 parent = os.getpid()
-parse = parallel.parse
+unit = parallel._parse_unit
 if "--child-dies" in sys.argv:
-    parallel.parse = lambda f: os._exit(3) if os.getpid() != parent else parse(f)
+    parallel._parse_unit = lambda files, u: os._exit(3) if os.getpid() != parent else unit(files, u)
 if "--thread" in sys.argv:
     import threading
     stop = threading.Event()
     threading.Thread(target=stop.wait, daemon=True).start()
-parallel.MIN_BYTES = 1
+splits = []
+pieces = parallel._pieces
+def split(f):
+    got = pieces(f)
+    if got:
+        splits.append(f.rel)
+    return got
+parallel._pieces = split
+parallel.MIN_BYTES = parallel.SPLIT_BYTES = 1
 two = load(sys.argv[1], use_cache=False)
 parallel.MIN_BYTES = 1 << 60
 one = load(sys.argv[1], use_cache=False)
-print(json.dumps({"forks": forks, "same": two.catalog == one.catalog and two.findings == one.findings,
+print(json.dumps({"forks": forks, "splits": sorted(set(splits)), "same": two.catalog == one.catalog and two.findings == one.findings,
                   "bundles": len(two.catalog.bundles),
                   "findings": [(f.rule, f.path, f.message) for f in two.findings]}))
 """
@@ -75,7 +83,13 @@ def catalog(tmp_path: Path) -> Path:
         _package(root, f"pkg{i}", 5 + 3 * i, as_json=i % 2 == 0)
     # Files the parser refuses, in both halves: their findings come in load order, as a serial load gives them.
     (root / "broken-a").mkdir()
-    (root / "broken-a" / "catalog.yaml").write_text("schema: olm.package\nname: [unclosed\n")
+    (root / "broken-a" / "catalog.yaml").write_text(
+        "schema: olm.package\nname: broken-a\n---\nschema: olm.channel\npackage: broken-a\nname: [unclosed\n")
+    # A directive belongs to the document after it: such a stream is never split.
+    (root / "directive").mkdir()
+    (root / "directive" / "catalog.yaml").write_text(
+        "schema: olm.package\nname: directive\n...\n%YAML 1.1\n---\nschema: olm.channel\npackage: directive\n"
+        "name: stable\nentries: []\n")
     (root / "broken-b").mkdir()
     (root / "broken-b" / "catalog.json").write_text('{"schema": "olm.package", "name": ')
     return root
@@ -93,6 +107,9 @@ def test_a_two_process_load_equals_a_serial_one(catalog):
     assert result["bundles"] == sum(5 + 3 * i for i in range(7))
     parse_findings = [(path, message) for rule, path, message in result["findings"] if rule == "parse"]
     assert [p.split("/")[-2] for p, _ in parse_findings] == ["broken-a", "broken-b"]
+    assert "line 6" in parse_findings[0][1]  # the whole file's line, not its second piece's
+    # Every YAML stream with a document marker past its start is split, except the one with a directive.
+    assert result["splits"] == ["broken-a/catalog.yaml", *(f"pkg{i}/catalog.yaml" for i in (1, 3, 5))]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
