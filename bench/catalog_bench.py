@@ -8,8 +8,9 @@ runtime start-up count on both sides:
 * opm:        ``opm validate DIR`` and ``opm render DIR -o json`` (output discarded)
 
 Scenarios: each version index the corpus samples (../shared/corpus/catalogs/v4.*, one catalog of
-its packages, as an index image holds them), the corpus catalogs one process each, and synthetic
-catalogs from ``bench.gen_catalog`` (300 packages / 3,000 bundles, 2,000 / 30,000).
+its packages, as an index image holds them), all of their packages as one index (``all-versions``:
+nearer the size of a real index, which holds hundreds of packages), the corpus catalogs one process
+each, and synthetic catalogs from ``bench.gen_catalog`` (300 packages / 3,000 bundles, 2,000 / 30,000).
 
 The reconciler runs as installed (``bench.startup_bench.installed``: its own virtual environment,
 bytecode compiled), not from the checkout.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,6 +71,16 @@ def index_row(index: Path, opm: Path, env: dict[str, str], repeat: int) -> dict:
     return {"index": index.name, "packages": packages, "mb": size / 1e6, "ours": ours, "opm": theirs}
 
 
+def _together(work: Path) -> Path:
+    """Every package the corpus samples as one index (its newest version's catalog), closer to a real index's size."""
+    out = work / "all-versions"
+    for version in sorted(CORPUS.glob("v4.*"), key=lambda d: [int(x) for x in d.name[1:].split(".")], reverse=True):
+        for package in sorted(d for d in version.iterdir() if d.is_dir()):
+            if not (out / package.name).exists():
+                shutil.copytree(package, out / package.name)
+    return out
+
+
 def scenario(name: str, dirs: list[Path], opm: Path, env: dict[str, str], repeat: int) -> dict:
     ours_cold = _best(repeat, lambda: sum(_timed([command(PY), "catalog", "validate", "--no-cache",
                                                   str(d)], env) for d in dirs))
@@ -101,6 +113,7 @@ def main() -> None:
     indexes = []
     if CORPUS.is_dir():
         indexes = [index_row(d, opm, env, args.repeat) for d in sorted(CORPUS.glob("v4.*")) if d.is_dir()]
+        indexes.append(index_row(_together(work), opm, env, args.repeat))
         dirs = sorted(p.parent for p in CORPUS.glob("v4.*/*/catalog.yaml"))
         rows.append(scenario(f"corpus ({len(dirs)} catalogs)", dirs, opm, env, args.repeat))
     sizes = [] if args.skip_synthetic else [(300, 3000)] + ([] if args.skip_large else [(2000, 30000)])
