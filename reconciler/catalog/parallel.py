@@ -60,7 +60,12 @@ def parse_all(files: Sequence[CatalogFile]) -> Iterator[tuple[CatalogFile, Parse
         return
     mine, theirs = _halves([sizes[i] if p is None else len(p) for i, p in units])
     child = _fork(lambda: [_parse_unit(files, units[k]) for k in theirs])
-    results = {k: _parse_unit(files, units[k]) for k in mine}
+    try:
+        results = {k: _parse_unit(files, units[k]) for k in mine}
+    except BaseException:  # a bug or an interrupt here: the child must not wait on a pipe nobody reads
+        if child:
+            _abandon(child)
+        raise
     handed = _collect(child) if child else None
     if handed is None or len(handed) != len(theirs):  # the child failed: parse its half here
         handed = [_parse_unit(files, units[k]) for k in theirs]
@@ -168,6 +173,18 @@ def _fork(work: Callable[[], list[Parsed]]) -> tuple[int, int] | None:
         code = 0
     finally:
         os._exit(code)
+
+
+def _abandon(child: tuple[int, int]) -> None:
+    import signal
+
+    pid, read = child
+    os.close(read)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
 
 
 def _collect(child: tuple[int, int]) -> list[Parsed] | None:

@@ -24,9 +24,21 @@ forks = []
 fork = parallel._fork
 parallel._fork = lambda work: forks.append(1) or fork(work)
 parent = os.getpid()
+parallel.MIN_BYTES = parallel.SPLIT_BYTES = 1
 unit = parallel._parse_unit
 if "--child-dies" in sys.argv:
     parallel._parse_unit = lambda files, u: os._exit(3) if os.getpid() != parent else unit(files, u)
+if "--parent-fails" in sys.argv:
+    parallel._parse_unit = lambda files, u: unit(files, u) if os.getpid() != parent else 1 / 0
+    try:
+        load(sys.argv[1], use_cache=False)
+    except ZeroDivisionError:
+        try:
+            left = "running" if os.waitpid(-1, os.WNOHANG) == (0, 0) else "unreaped"
+        except ChildProcessError:
+            left = "none"
+        print(json.dumps({"forks": forks, "children": left}))
+        sys.exit(0)
 if "--thread" in sys.argv:
     import threading
     stop = threading.Event()
@@ -117,6 +129,13 @@ def test_a_two_process_load_equals_a_serial_one(catalog):
 def test_a_child_that_dies_costs_only_time(catalog):
     result = _run(catalog, "--child-dies")
     assert _forked(result) and result["same"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+                    reason="a second CPU is needed for the two-process path")
+def test_a_failure_in_the_parent_leaves_no_child_behind(catalog):
+    result = _run(catalog, "--parent-fails")
+    assert _forked(result) and result["children"] == "none"
 
 
 def test_a_process_with_other_threads_does_not_fork(catalog):
