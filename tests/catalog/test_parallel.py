@@ -141,3 +141,13 @@ def test_a_failure_in_the_parent_leaves_no_child_behind(catalog):
 def test_a_process_with_other_threads_does_not_fork(catalog):
     result = _run(catalog, "--thread")
     assert not _forked(result) and result["same"]
+
+
+def test_the_halves_balance_cost_and_keep_json_with_the_parent():
+    from reconciler.catalog.parallel import _halves
+
+    assert _halves([5, 4, 3, 3, 1], [False] * 5) == ([0, 3], [1, 2, 4])
+    # JSON (pinned) is never handed to the child: its documents unpickle no faster than they parse.
+    mine, theirs = _halves([90, 40, 30, 20], [True, False, False, True])
+    assert {0, 3} <= set(mine) and theirs and not {0, 3} & set(theirs)
+    assert _halves([10, 10], [True, True]) == ([0, 1], [])

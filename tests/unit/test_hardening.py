@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,20 @@ def test_depth_just_under_the_limit_loads_and_over_it_is_refused():
     deep = "a: " + "[" * yamlio.MAX_DEPTH + "]" * yamlio.MAX_DEPTH  # the mapping is one level more
     with pytest.raises(InputError, match="nested more than"):
         yamlio.load_all(deep, "deep.yaml")
+
+
+def test_a_json_stream_is_bounded_document_by_document():
+    """Many shallow documents pass however many brackets they hold together; one deep document among them
+    is refused wherever it stands."""
+    shallow = [{"schema": "olm.bundle", "properties": [{"type": "t", "value": {"a": [1, {"b": [2]}]}}]}] * 200
+    stream = "\n".join(json.dumps(d) for d in shallow)
+    assert len(yamlio.load_all(stream, "many.json")) == 200
+    deep = "[" * (yamlio.MAX_DEPTH + 1) + "]" * (yamlio.MAX_DEPTH + 1)
+    for at in (0, 100, 200):
+        docs = [json.dumps(d) for d in shallow]
+        docs.insert(at, deep)
+        with pytest.raises(InputError, match="nested more than"):
+            yamlio.load_all("\n".join(docs), "deep.json")
 
 
 def test_deep_nesting_through_aliases_is_refused():
