@@ -20,9 +20,10 @@ import marshal
 import re
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import semver
+if TYPE_CHECKING:  # semver is imported by the first version read (semver_range), not by loading a catalog
+    import semver
 
 PROP_PACKAGE = "olm.package"
 PROP_GVK = "olm.gvk"
