@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import marshal
 import re
 from dataclasses import dataclass, field, fields
@@ -99,6 +98,8 @@ def embedded_csv(objects: list[Any]) -> dict[str, Any] | None:
     those finds the CSV. Objects written otherwise are then decoded whole,
     and only one that names the CSV kind is parsed.
     """
+    import json  # only a bundle whose CSV fields are read from its objects needs it
+
     datas = [v["data"] for v in objects if isinstance(v, dict) and isinstance(v.get("data"), str)]
     first = [d for d in datas if _CSV_KIND.search(_b64(d[:_GLANCE]))]
     for data in first + [d for d in datas if d not in first]:
