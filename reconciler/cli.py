@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn, Sequence, TextIO
+from typing import Collection, NoReturn, Sequence, TextIO
 
 from reconciler import __version__
 from reconciler.commands import COMMANDS, EXIT_CODES
@@ -35,12 +35,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    lines_only = []  # never parse anything: a run builds its own command in full
     for name, line in COMMANDS.items():
         if command is None or name == command:
             importlib.import_module(f"reconciler.commands.{name}").register(sub)
         else:
-            sub.add_parser(name, help=line)
-    _add_global_flags(parser, top=True)
+            lines_only.append(sub.add_parser(name, help=line))
+    _add_global_flags(parser, top=True, skip=lines_only)
     _add_examples(parser, "")
     return parser
 
@@ -65,8 +66,9 @@ def _add_examples(parser: argparse.ArgumentParser, path: str) -> None:
             p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """-v and -q, accepted before or after the command (as kubectl's global flags are)."""
+def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool,
+                      skip: Collection[argparse.ArgumentParser] = ()) -> None:
+    """-v and -q, accepted before or after the command (as kubectl's global flags are); not on ``skip``."""
     default = {} if top else {"default": argparse.SUPPRESS}
     parser.add_argument("-v", "--verbose", action="count", help="log more (repeat for debug)",
                         **({"default": 0} if top else default))
@@ -76,7 +78,8 @@ def _add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):
-                _add_global_flags(child, top=False)
+                if child not in skip:
+                    _add_global_flags(child, top=False)
 
 
 def invoked(argv: Sequence[str]) -> str | None:

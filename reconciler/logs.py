@@ -5,65 +5,22 @@ Structured fields travel in ``extra=`` (``operator``, ``revision``, ``object``,
 ``key=value``, the JSON form makes them keys, as Flux's and Argo CD's controllers
 log, so a log pipeline can filter on an Operator or a revision without parsing
 the message.
+
+Most commands never log (a catalog validation, a render, an offline
+resolution), and importing ``logging`` is a noticeable part of their
+start-up; so ``setup`` configures it at once only when something has
+imported it already, and otherwise the moment something first does (the
+formatters live in ``reconciler.logformat``). The effect is the same: no
+record can be emitted before ``logging`` is imported.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import sys
-import time
-from typing import TextIO
+from typing import Any, TextIO
 
 FIELDS = ("operator", "revision", "object", "action", "duration", "reason", "outcome")
 LEVELS = ("debug", "info", "warning", "error")
-
-
-def _fields(record: logging.LogRecord) -> dict[str, object]:
-    out = {}
-    for name in FIELDS:
-        value = getattr(record, name, None)
-        if value is not None and value != "":
-            out[name] = round(value, 3) if isinstance(value, float) else value
-    return out
-
-
-class TextFormatter(logging.Formatter):
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        fields = _fields(record)
-        if fields:
-            text += " " + " ".join(f"{k}={v}" for k, v in fields.items())
-        return text
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, object] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        doc.update(_fields(record))
-        if record.exc_info:
-            doc["error"] = self.formatException(record.exc_info)
-        return json.dumps(doc, ensure_ascii=False, default=str)
-
-
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at the time of the record (it may be replaced after set-up)."""
-
-    @property  # type: ignore[override]
-    def stream(self) -> TextIO:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value: TextIO) -> None:
-        pass
 
 
 def level_for(verbose: int, quiet: bool, default: str = "warning") -> str:
@@ -76,16 +33,51 @@ def level_for(verbose: int, quiet: bool, default: str = "warning") -> str:
 
 def setup(level: str | int = "warning", fmt: str = "text", stream: TextIO | None = None) -> None:
     """Route the reconciler's logs (and the libraries') to stderr, replacing an earlier set-up."""
-    handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        if getattr(old, "_reconciler", False):
-            root.removeHandler(old)
-    handler._reconciler = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
-    root.setLevel(level.upper() if isinstance(level, str) else level)
-    # urllib3 warns about each connection attempt it repeats inside one request; the reconciler's own retry
-    # layer reports the outcome (one error line when the server stays unreachable), so show those at debug only.
-    logging.getLogger("urllib3.connectionpool").setLevel(
-        logging.NOTSET if root.getEffectiveLevel() <= logging.DEBUG else logging.ERROR)
+    for finder in [f for f in sys.meta_path if isinstance(f, _OnImport)]:
+        sys.meta_path.remove(finder)
+    if "logging" in sys.modules:
+        from reconciler.logformat import configure
+
+        configure(level, fmt, stream)
+    else:
+        sys.meta_path.insert(0, _OnImport(level, fmt, stream))
+
+
+class _OnImport:
+    """An import finder that lets ``logging`` be imported as usual, then configures it (once)."""
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "logging":
+            return None
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if finder is not self and hasattr(finder, "find_spec") \
+                else None
+            if spec is not None:
+                spec.loader = _ThenConfigure(spec.loader, self)
+                return spec
+        return None
+
+
+class _ThenConfigure:
+    """``logging``'s own loader, followed by the pending ``setup``; it then steps aside."""
+
+    def __init__(self, loader: Any, finder: _OnImport) -> None:
+        self.loader, self.finder = loader, finder
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        module.__loader__ = module.__spec__.loader = self.loader
+        if self.finder in sys.meta_path:
+            sys.meta_path.remove(self.finder)
+            from reconciler.logformat import configure
+
+            configure(*self.finder.args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)

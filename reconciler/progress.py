@@ -9,7 +9,6 @@ never interleaved with it.
 
 from __future__ import annotations
 
-import threading
 import time
 from contextlib import contextmanager
 from typing import Iterator, TextIO
@@ -29,6 +28,8 @@ class TerminalProgress(Progress):
     """One line per stage with the time since the run started, one indented line per object."""
 
     def __init__(self, stream: TextIO) -> None:
+        import threading  # only a terminal's progress needs a lock: not imported by a piped or quiet run
+
         self.stream = stream
         self.started = time.monotonic()
         self._lock = threading.Lock()

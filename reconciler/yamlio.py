@@ -20,7 +20,6 @@ the result).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -468,6 +467,8 @@ def _json_pairs_strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _json_stream(text: str, strict: bool = False) -> Iterator[tuple[Any, int, int]]:
     """Each JSON value of a stream of them, with where its text starts and ends."""
+    import json  # here, not at the top: a YAML catalog's load never needs it
+
     decoder = json.JSONDecoder(object_pairs_hook=_json_pairs_strict if strict else None, parse_int=_json_int,
                                parse_constant=_json_constant)
     idx, end = 0, len(text)
@@ -504,6 +505,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def dump_json(obj: Any) -> str:
+    import json
+
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -32,6 +32,8 @@ __all__ = ["ERROR", "RULES", "WARNING", "CatalogInvalid", "Finding", "Loaded", "
 
 @dataclass(frozen=True)
 class Loaded:
+    """A loaded catalog and every finding of its load and validation."""
+
     catalog: Catalog
     findings: tuple[Finding, ...]
     cached: bool = False

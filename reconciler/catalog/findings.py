@@ -20,6 +20,8 @@ WARNING = "warning"
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem a rule found in a catalog: where, what, and what to do."""
+
     rule: str            # a stable rule id, e.g. "channel-head"; see RULES
     message: str
     path: str | None     # the file, as displayed (repository-relative where possible)

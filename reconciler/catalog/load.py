@@ -43,6 +43,8 @@ INDEXIGNORE = ".indexignore"
 
 @dataclass(frozen=True)
 class CatalogFile:
+    """One catalog file of a walk."""
+
     path: Path       # on disk
     display: str     # as shown in findings
     rel: str         # relative to the catalog root, posix
@@ -51,6 +53,8 @@ class CatalogFile:
 
 @dataclass(frozen=True)
 class Walk:
+    """What ``walk`` found under a catalog root."""
+
     files: tuple[CatalogFile, ...]       # catalog files to read, in load order
     skipped: tuple[CatalogFile, ...]     # other files that are not ignored
 

@@ -21,8 +21,6 @@ import re
 from collections import defaultdict
 from typing import Any, Iterable
 
-import semver
-
 from reconciler.catalog.findings import Finding
 from reconciler.errors import InputError
 from reconciler.model.catalog import (
@@ -32,6 +30,24 @@ from reconciler.model.catalog import (
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 STRICT_VERSION = 'MAJOR.MINOR.PATCH with optional -prerelease and +build, no "v" prefix, no leading zeros'
+_PRE_IDENT = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
+# The strict semantic versions semver writes back unchanged, in ASCII. A version that does not match is left to
+# semver itself (it also accepts other scripts' digits and a trailing newline), so a catalog of well-formed
+# versions is validated without importing it.
+_PLAIN_VERSION = re.compile(rf"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)"
+                            rf"(?:-{_PRE_IDENT}(?:\.{_PRE_IDENT})*)?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?")
+
+
+def _strict_version(text: Any) -> str | None:
+    """``str(semver.Version.parse(text))``, or None where that raises: what the version rules compare."""
+    if isinstance(text, str) and _PLAIN_VERSION.fullmatch(text):
+        return text
+    import semver
+
+    try:
+        return str(semver.Version.parse(text))
+    except (ValueError, TypeError):
+        return None
 
 
 def validate(catalog: Catalog) -> list[Finding]:
@@ -173,9 +189,7 @@ def _bundle(b: Bundle, in_channels: set[str]) -> Iterable[Finding]:
                               f"{value.get('packageName') or ''!r}, but the bundle is in package {b.package!r}",
                               b.source, where)
             version = value.get("version") or ""
-            try:
-                semver.Version.parse(version)
-            except (ValueError, TypeError):
+            if _strict_version(version) is None:
                 yield Finding("bundle-package-property", f'olm.package property: version "{version}" is not a '
                               f"strict semantic version", b.source, where, f"write it as {STRICT_VERSION}")
     for i, p in enumerate(b.properties):
@@ -198,11 +212,10 @@ def _unique_versions(pkg: str, bundles: list[Bundle], in_channels: set[str]) -> 
         value = next((p.value for p in b.properties if p.type == PROP_PACKAGE), None)
         if not isinstance(value, dict) or not isinstance(value.get("version"), str):
             continue
-        try:
-            v = semver.Version.parse(value["version"])
-        except ValueError:
+        v = _strict_version(value["version"])
+        if v is None:
             continue
-        by_version[str(v)].append(b)
+        by_version[v].append(b)
     for version, same in sorted(by_version.items()):
         if len(same) > 1:
             first = same[0]

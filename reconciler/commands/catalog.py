@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -102,6 +101,8 @@ def _register_template(csub: argparse._SubParsersAction) -> None:
 
 
 def run_template(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
     from reconciler import yamlio
     from reconciler.catalog.render import api_kinds_of_catalogs
     from reconciler.catalog.template import bundle_renderer, render_template
@@ -130,6 +131,8 @@ def run_validate(args: argparse.Namespace, out: TextIO) -> int:
     loaded = _load(args.directory, not args.no_cache)
     errors = loaded.errors
     if args.output in ("json", "yaml"):
+        import json
+
         from reconciler import yamlio
 
         doc = {"valid": not errors, "findings": [f.as_dict() for f in loaded.findings]}
@@ -189,6 +192,8 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_render(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
     from reconciler import yamlio
     from reconciler.catalog.render import api_kinds_of_catalogs, render_bundle_dir
     path = Path(args.bundle)

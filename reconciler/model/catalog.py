@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import marshal
 import re
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import semver
+if TYPE_CHECKING:  # semver is imported by the first version read (semver_range), not by loading a catalog
+    import semver
+
+    from reconciler.model.views import GVK, PackageRequired, RelatedImage
 
 PROP_PACKAGE = "olm.package"
 PROP_GVK = "olm.gvk"
@@ -43,67 +45,19 @@ SCHEMA_DEPRECATIONS = "olm.deprecations"
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Typed property values
+# Typed property values: the classes are in ``reconciler.model.views``, imported by the first typed read.
+
+VIEWS = ("PackageValue", "GVK", "PackageRequired", "Constraint", "BundleObject", "CSVMetadata", "Label", "Deprecated",
+         "RelatedImage")
 
 
-@dataclass(frozen=True)
-class PackageValue:
-    """``olm.package``: the package a bundle belongs to and its version."""
+def __getattr__(name: str) -> Any:
+    """The typed views, importable from here as from ``reconciler.model.views``."""
+    if name in VIEWS:
+        from reconciler.model import views
 
-    package_name: str
-    version: str
-
-
-@dataclass(frozen=True)
-class GVK:
-    """``olm.gvk`` (provided) and ``olm.gvk.required``: an API group, version and kind."""
-
-    group: str
-    version: str
-    kind: str
-
-    def __str__(self) -> str:
-        return f"{self.group}/{self.version}/{self.kind}" if self.group else f"{self.version}/{self.kind}"
-
-
-@dataclass(frozen=True)
-class PackageRequired:
-    """``olm.package.required``: another package, within a (blang) version range."""
-
-    package_name: str
-    version_range: str
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """``olm.constraint``: a failure message and one constraint (``gvk``, ``package``, ``cel``, ``all``, ...)."""
-
-    failure_message: str
-    kind: str
-    spec: Any
-
-
-@dataclass(frozen=True)
-class BundleObject:
-    """``olm.bundle.object``: one bundle manifest, base64 in ``data`` (or a reference)."""
-
-    data: str
-    ref: str = ""
-
-
-@dataclass(frozen=True)
-class CSVMetadata:
-    """``olm.csv.metadata``: the CSV fields a UI shows, kept as the mapping it was written as."""
-
-    fields: dict[str, Any]
-
-    @property
-    def display_name(self) -> str:
-        return str(self.fields.get("displayName") or "")
-
-    @property
-    def annotations(self) -> dict[str, Any]:
-        return self.fields.get("annotations") or {}
+        return getattr(views, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The CSV fields ``olm.csv.metadata`` keeps (operator-registry's set), and where in the CSV each lives.
@@ -144,6 +98,8 @@ def embedded_csv(objects: list[Any]) -> dict[str, Any] | None:
     those finds the CSV. Objects written otherwise are then decoded whole,
     and only one that names the CSV kind is parsed.
     """
+    import json  # only a bundle whose CSV fields are read from its objects needs it
+
     datas = [v["data"] for v in objects if isinstance(v, dict) and isinstance(v.get("data"), str)]
     first = [d for d in datas if _CSV_KIND.search(_b64(d[:_GLANCE]))]
     for data in first + [d for d in datas if d not in first]:
@@ -170,55 +126,18 @@ def _b64(text: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class Label:
-    """``olm.label``: a free-form label constraints can match."""
-
-    label: str
-
-
-@dataclass(frozen=True)
-class Deprecated:
-    """``olm.deprecated`` (the older, property form of deprecation)."""
-
-    value: Any
-
-
-def _s(value: Any, key: str) -> str:
-    v = value.get(key) if isinstance(value, dict) else None
-    return v if isinstance(v, str) else ""
-
-
-def _typed(type_: str, value: Any) -> Any:
-    if type_ == PROP_PACKAGE:
-        return PackageValue(_s(value, "packageName"), _s(value, "version"))
-    if type_ in (PROP_GVK, PROP_GVK_REQUIRED):
-        return GVK(_s(value, "group"), _s(value, "version"), _s(value, "kind"))
-    if type_ == PROP_PACKAGE_REQUIRED:
-        return PackageRequired(_s(value, "packageName"), _s(value, "versionRange"))
-    if type_ == PROP_CONSTRAINT and isinstance(value, dict):
-        kinds = [k for k in value if k != "failureMessage"]
-        kind = kinds[0] if len(kinds) == 1 else ""
-        return Constraint(_s(value, "failureMessage"), kind, value.get(kind) if kind else None)
-    if type_ == PROP_BUNDLE_OBJECT:
-        return BundleObject(_s(value, "data"), _s(value, "ref"))
-    if type_ == PROP_CSV_METADATA and isinstance(value, dict):
-        return CSVMetadata(value)
-    if type_ == PROP_LABEL:
-        return Label(_s(value, "label"))
-    if type_ == PROP_DEPRECATED:
-        return Deprecated(value)
-    return value
-
-
-@dataclass(frozen=True)
 class Property:
+    """One property of a bundle: its type and raw JSON value (the value is not part of equality)."""
+
     type: str
     value: Any = field(compare=False, hash=False)
 
     @property
     def typed(self) -> Any:
         """A typed view of a well-known property's value; other types' raw values, opaque."""
-        return _typed(self.type, self.value)
+        from reconciler.model.views import typed
+
+        return typed(self.type, self.value)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -227,12 +146,16 @@ class Property:
 
 @dataclass(frozen=True)
 class Icon:
+    """A package's icon, as the olm.package blob carries it."""
+
     base64data: str
     mediatype: str
 
 
 @dataclass(frozen=True)
 class Package:
+    """An ``olm.package`` blob."""
+
     name: str
     default_channel: str | None
     source: str
@@ -243,6 +166,8 @@ class Package:
 
 @dataclass(frozen=True)
 class ChannelEntry:
+    """One entry of a channel: a bundle name and the upgrade edges into it."""
+
     name: str
     replaces: str | None = None
     skips: tuple[str, ...] = ()
@@ -251,6 +176,8 @@ class ChannelEntry:
 
 @dataclass(frozen=True)
 class Channel:
+    """An ``olm.channel`` blob: a package's channel and its entries."""
+
     package: str
     name: str
     entries: tuple[ChannelEntry, ...]
@@ -272,13 +199,9 @@ class Channel:
 
 
 @dataclass(frozen=True)
-class RelatedImage:
-    name: str
-    image: str
-
-
-@dataclass(frozen=True)
 class Bundle:
+    """An ``olm.bundle`` blob; the version and CSV fields are read from its properties when first asked for."""
+
     package: str
     name: str
     image: str
@@ -338,6 +261,8 @@ class Bundle:
 
     @property
     def related(self) -> tuple[RelatedImage, ...]:
+        from reconciler.model.views import RelatedImage
+
         names = self.related_image_names or ("",) * len(self.related_images)
         return tuple(RelatedImage(n, i) for n, i in zip(names, self.related_images))
 
@@ -385,6 +310,8 @@ class DeprecationEntry:
 
 @dataclass(frozen=True)
 class Deprecations:
+    """An ``olm.deprecations`` blob: a package's deprecated package, channels and bundles."""
+
     package: str
     entries: tuple[DeprecationEntry, ...]
     source: str

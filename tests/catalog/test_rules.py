@@ -313,3 +313,22 @@ def test_every_rule_has_a_fixture():
     # (the non-catalog-file, skips and parse tests add themselves through only())
     missing = set(RULES) - CHECKED
     assert not missing, f"rules without a failing fixture: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("text", [
+    "1.0.0", "0.0.0", "10.20.30", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-0.3.7", "1.0.0-x.7.z.92", "1.0.0-x-y-z.--",
+    "1.0.0+20130313144700", "1.0.0-beta+exp.sha.5114f85", "1.0.0+21AF26D3----117B344092BD", "1.0.0-rc.1+build.1",
+    "v1.0.0", "1.0", "1", "01.0.0", "1.00.0", "1.0.0-01", "1.0.0-", "1.0.0+", "1.0.0+a..b", "1.0.0-a..b", " 1.0.0",
+    "1.0.0 ", "1.0.0\n", "1.0.0\n\n", "1.\u0661.0", "\u0661.0.0-a", "1.0.0-\u0661", "", "1.0.0-alpha_beta", "1.2.3.4",
+])
+def test_versions_are_judged_as_semver_parses_them(text):
+    """The version rules read well-formed versions without semver; what they conclude is semver's verdict."""
+    import semver
+
+    from reconciler.catalog.validate import _strict_version
+
+    try:
+        expected = str(semver.Version.parse(text))
+    except ValueError:
+        expected = None
+    assert _strict_version(text) == expected
