@@ -37,6 +37,12 @@ _PRE_IDENT = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
 _PLAIN_VERSION = re.compile(rf"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)"
                             rf"(?:-{_PRE_IDENT}(?:\.{_PRE_IDENT})*)?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?")
 
+# skipRanges as catalogs write them: comparisons of such versions, separated by spaces, groups by " || ". Every
+# text this matches is a range the blang parser accepts; anything else is left to the parser, whose message it is.
+_PLAIN_COMPARISON = rf"(?:>=|<=|>|<|==|=|!=)?{_PLAIN_VERSION.pattern}"
+_PLAIN_SKIP_RANGE = re.compile(rf"{_PLAIN_COMPARISON}(?: +{_PLAIN_COMPARISON})*"
+                               rf"(?: +\|\| +{_PLAIN_COMPARISON}(?: +{_PLAIN_COMPARISON})*)*")
+
 
 def _strict_version(text: Any) -> str | None:
     """``str(semver.Version.parse(text))``, or None where that raises: what the version rules compare."""
@@ -120,8 +126,8 @@ def _channel(ch: Channel, bundle_names: set[str]) -> Iterable[Finding]:
         for i, s in enumerate(e.skips):
             if not s:
                 yield Finding("skips", f"entry {e.name!r}: skips[{i}] is empty", ch.source, where)
-        if e.skip_range is not None:
-            from reconciler.model.semver_range import VersionRange  # imported by the first skipRange only
+        if e.skip_range is not None and not _PLAIN_SKIP_RANGE.fullmatch(e.skip_range):
+            from reconciler.model.semver_range import VersionRange  # imported by the first unusual skipRange
 
             try:
                 VersionRange.parse(e.skip_range, dialect="blang")

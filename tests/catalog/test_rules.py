@@ -332,3 +332,49 @@ def test_versions_are_judged_as_semver_parses_them(text):
     except ValueError:
         expected = None
     assert _strict_version(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    ">=1.0.0 <1.2.0", "<0.1.0", ">1.0.0-rc.1 <=2.0.0", "=1.2.3", "1.2.3", "!=1.0.0 >0.1.0",
+    ">=1.0.0 <2.0.0 || >=3.0.0", ">=1.0.0 <1.2.0+build.5", ">=1.0.0  <2.0.0",
+    # left to the parser, which accepts or refuses them with its own message
+    ">= 1.0.0", " >=1.0.0", "1.x", ">=v1.0.0", ">=01.0.0", ">=1.0.0 ||", "=>1.0.0", "", "<1.0",
+])
+def test_a_plain_skip_range_is_accepted_only_where_the_parser_accepts_it(text):
+    """What the validation's shortcut accepts, the blang parser accepts too; the rest goes to the parser."""
+    from reconciler.catalog.validate import _PLAIN_SKIP_RANGE
+    from reconciler.errors import InputError
+    from reconciler.model.semver_range import VersionRange
+
+    try:
+        VersionRange.parse(text, dialect="blang")
+        parsed = True
+    except InputError:
+        parsed = False
+    if _PLAIN_SKIP_RANGE.fullmatch(text):
+        assert parsed
+    assert (_PLAIN_SKIP_RANGE.fullmatch(text) is not None) == (text in (
+        ">=1.0.0 <1.2.0", "<0.1.0", ">1.0.0-rc.1 <=2.0.0", "=1.2.3", "1.2.3", "!=1.0.0 >0.1.0",
+        ">=1.0.0 <2.0.0 || >=3.0.0", ">=1.0.0 <1.2.0+build.5", ">=1.0.0  <2.0.0"))
+
+
+def test_random_skip_ranges_the_shortcut_accepts_all_parse():
+    import random
+
+    from reconciler.catalog.validate import _PLAIN_SKIP_RANGE
+    from reconciler.model.semver_range import VersionRange
+
+    rng = random.Random(7)
+    ops = ["", ">=", "<=", ">", "<", "=", "==", "!=", "=>", "!", "<>", ">= "]
+    versions = ["1.0.0", "0.10.2", "1.0.0-rc.1", "1.0.0+b.1", "1.0.0-0.a", "01.0.0", "1.0", "1.0.0-", "v1.0.0",
+                "1.x", "1.0.0-01", "1.0.0+", ""]
+    seps = [" ", "  ", " || ", "||", " ||", "", "\t"]
+    accepted = 0
+    for _ in range(20000):
+        text = rng.choice(ops) + rng.choice(versions)
+        for _ in range(rng.randint(0, 3)):
+            text += rng.choice(seps) + rng.choice(ops) + rng.choice(versions)
+        if _PLAIN_SKIP_RANGE.fullmatch(text):
+            accepted += 1
+            VersionRange.parse(text, dialect="blang")  # raises if the shortcut accepted a non-range
+    assert accepted > 500
