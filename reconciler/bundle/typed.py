@@ -1,16 +1,18 @@
-"""Fields of the install strategy as OLM v0 reads them: through Go structs.
+"""Fields of the install strategy and of CRDs as OLM v0 reads them: through Go structs.
 
 OLM decodes a CSV's install strategy into typed structs (an RBAC
 ``PolicyRule`` for each rule, an apps/v1 ``DeploymentSpec`` for each
-deployment). Go's JSON decoding matches keys case-insensitively and drops
+deployment) and a bundle's CRDs into the apiextensions v1 types. Go's JSON decoding matches keys case-insensitively and drops
 keys the struct does not have, so a bundle with ``apigroups:`` in a rule,
 an OpenShift-era ``attributeRestrictions``, or ``containers`` one level too
 high in a pod template installs under OLM. Server-side apply refuses every
-such object ("field not declared in schema"). The levels whose fields are
-fixed and few are read here as OLM reads them, with a note naming the file
-and the field path: a key matching a field but for case is read as that
-field (the last one written wins, as in Go), any other key is dropped.
-Deeper levels (pod specs, containers) are passed on as written.
+such object ("field not declared in schema"). The structs listed here are
+read as OLM reads them, with a note naming the file and the field path: a
+key matching a field but for case is read as that field (the last one
+written wins, as in Go), any other key is dropped. Their field lists are
+the API server's (``tests/bundle/test_typed_fields.py`` compares them with
+its OpenAPI schema); deeper levels (probes, security contexts, volumes)
+are passed on as written.
 """
 
 from __future__ import annotations
@@ -22,6 +24,18 @@ POLICY_RULE = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceU
 DEPLOYMENT_SPEC = ("replicas", "selector", "template", "strategy", "minReadySeconds", "revisionHistoryLimit",
                    "paused", "progressDeadlineSeconds")
 POD_TEMPLATE_SPEC = ("metadata", "spec")
+POD_SPEC = ("activeDeadlineSeconds", "affinity", "automountServiceAccountToken", "containers", "dnsConfig",
+            "dnsPolicy", "enableServiceLinks", "ephemeralContainers", "hostAliases", "hostIPC", "hostNetwork",
+            "hostPID", "hostUsers", "hostname", "hostnameOverride", "imagePullSecrets", "initContainers", "nodeName",
+            "nodeSelector", "os", "overhead", "preemptionPolicy", "priority", "priorityClassName", "readinessGates",
+            "resourceClaims", "resources", "restartPolicy", "runtimeClassName", "schedulerName", "schedulingGates",
+            "schedulingGroup", "securityContext", "serviceAccount", "serviceAccountName", "setHostnameAsFQDN",
+            "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds", "tolerations",
+            "topologySpreadConstraints", "volumes")
+CONTAINER = ("args", "command", "env", "envFrom", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name",
+             "ports", "readinessProbe", "resizePolicy", "resources", "restartPolicy", "restartPolicyRules",
+             "securityContext", "startupProbe", "stdin", "stdinOnce", "terminationMessagePath",
+             "terminationMessagePolicy", "tty", "volumeDevices", "volumeMounts", "workingDir")
 
 
 def struct(value: Any, fields: tuple[str, ...], name: str, path: str, where: str) -> tuple[Any, list[str]]:
@@ -57,15 +71,26 @@ def policy_rules(rules: Any, path: str, where: str) -> tuple[Any, list[str]]:
 
 
 def deployment_spec(spec: Any, path: str, where: str) -> tuple[Any, list[str]]:
-    """A CSV deployment's spec read as an apps/v1 DeploymentSpec, and its template as a PodTemplateSpec."""
+    """A CSV deployment's spec read as an apps/v1 DeploymentSpec: its template, the template's pod spec and
+    the pod's containers and init containers as the API types they are."""
     spec, notes = struct(spec, DEPLOYMENT_SPEC, "a DeploymentSpec", path, where)
-    if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
-        template, found = struct(spec["template"], POD_TEMPLATE_SPEC, "a PodTemplateSpec", f"{path}.template",
-                                 where)
-        if found:
-            spec = dict(spec, template=template)
-            notes += found
-    return spec, notes
+    if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
+        return spec, notes
+    template, found = struct(spec["template"], POD_TEMPLATE_SPEC, "a PodTemplateSpec", f"{path}.template", where)
+    pod, in_pod = struct(template.get("spec"), POD_SPEC, "a PodSpec", f"{path}.template.spec", where)
+    if isinstance(pod, dict):
+        for field in ("containers", "initContainers"):
+            if isinstance(pod.get(field), list):
+                read = [struct(c, CONTAINER, "a Container", f"{path}.template.spec.{field}[{i}]", where)
+                        for i, c in enumerate(pod[field])]
+                if any(n for _, n in read):
+                    pod = dict(pod, **{field: [c for c, _ in read]})
+                    in_pod += [note for _, found_here in read for note in found_here]
+    if in_pod:
+        template = dict(template, spec=pod)
+    if found or in_pod:
+        spec = dict(spec, template=template)
+    return spec, notes + found + in_pod
 
 
 # apiextensions.k8s.io/v1: a CRD's spec, and an OpenAPI schema node (JSONSchemaProps).

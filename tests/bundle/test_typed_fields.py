@@ -28,6 +28,8 @@ def _deployment() -> dict:
     d["spec"]["Replicas"] = 2
     d["spec"]["minreadyseconds"] = 5
     d["spec"]["templateGeneration"] = 3
+    d["spec"]["template"]["spec"]["runAsNonRoot"] = True   # belongs in the securityContext
+    d["spec"]["template"]["spec"]["containers"][0]["ImagePullPolicy"] = "Always"
     return d
 
 
@@ -54,7 +56,9 @@ def test_rules_and_deployment_specs_are_read_as_olm_reads_them(tmp_path):
     assert dep["spec"]["replicas"] == 2 and dep["spec"]["minReadySeconds"] == 5
     assert "templateGeneration" not in dep["spec"] and "Replicas" not in dep["spec"]
     assert set(dep["spec"]["template"]) == {"metadata", "spec"}
-    assert dep["spec"]["template"]["spec"]["containers"][0]["name"] == "manager"
+    assert dep["spec"]["template"]["spec"]["containers"][0] == {
+        "name": "manager", "image": "registry.example.com/demo:v0.1.0", "imagePullPolicy": "Always"}
+    assert "runAsNonRoot" not in dep["spec"]["template"]["spec"]
     where = f"{CSV_FILE}: ClusterServiceVersion demo.v0.1.0"
     rules = "spec.install.spec.permissions[0].rules"
     spec = "spec.install.spec.deployments[0].spec"
@@ -71,9 +75,14 @@ def test_rules_and_deployment_specs_are_read_as_olm_reads_them(tmp_path):
                  f"and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown fields)",
                  f"{where} deployment demo-controller: {spec}.template.containers is not a field of a "
                  f"PodTemplateSpec and was dropped, as OLM's typed decoding drops it (server-side apply refuses "
-                 f"unknown fields)"):
+                 f"unknown fields)",
+                 f"{where} deployment demo-controller: {spec}.template.spec.runAsNonRoot is not a field of a "
+                 f"PodSpec and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown "
+                 f"fields)",
+                 f"{where} deployment demo-controller: {spec}.template.spec.containers[0].ImagePullPolicy read as "
+                 f"imagePullPolicy (Kubernetes matches keys case-insensitively)"):
         assert note in out.warnings
-    assert len(out.warnings) == 9   # each repair once (minreadyseconds too), though rules are read for every namespace
+    assert len(out.warnings) == 11   # each repair once (minreadyseconds too), though rules are read for every namespace
 
 
 def test_a_clean_strategy_is_passed_on_as_written(tmp_path):
@@ -93,7 +102,9 @@ def test_the_read_objects_apply_where_the_written_ones_are_refused(tmp_path, con
         written_role = dict(copy.deepcopy(role), rules=copy.deepcopy(RULES))
         written_dep = copy.deepcopy(dep)
         written_dep["spec"]["template"]["containers"] = written_dep["spec"]["template"]["spec"]["containers"]
-        for written in (written_role, written_dep):
+        written_pod = copy.deepcopy(dep)
+        written_pod["spec"]["template"]["spec"]["runAsNonRoot"] = True
+        for written in (written_role, written_dep, written_pod):
             with pytest.raises(ApiError, match="field not declared in schema"):
                 kube.apply(kube.require_resource(written), written, field_manager=FIELD_MANAGER, dry_run=True)
         for obj in (role, dep):
@@ -157,3 +168,23 @@ def test_the_read_crd_applies_where_the_written_one_is_refused(tmp_path, control
         with pytest.raises(ApiError, match="field not declared in schema"):
             kube.apply(kube.require_resource(written), written, field_manager=FIELD_MANAGER, dry_run=True)
         kube.apply(kube.require_resource(crd), crd, field_manager=FIELD_MANAGER, dry_run=True)
+
+
+@pytest.mark.parametrize("path,definition,fields", [
+    ("/openapi/v3/apis/rbac.authorization.k8s.io/v1", "io.k8s.api.rbac.v1.PolicyRule", "POLICY_RULE"),
+    ("/openapi/v3/apis/apps/v1", "io.k8s.api.apps.v1.DeploymentSpec", "DEPLOYMENT_SPEC"),
+    ("/openapi/v3/apis/apps/v1", "io.k8s.api.core.v1.PodTemplateSpec", "POD_TEMPLATE_SPEC"),
+    ("/openapi/v3/apis/apps/v1", "io.k8s.api.core.v1.PodSpec", "POD_SPEC"),
+    ("/openapi/v3/apis/apps/v1", "io.k8s.api.core.v1.Container", "CONTAINER"),
+    ("/openapi/v3/apis/apiextensions.k8s.io/v1",
+     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec", "CRD_SPEC"),
+    ("/openapi/v3/apis/apiextensions.k8s.io/v1",
+     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps", "JSON_SCHEMA_PROPS"),
+])
+def test_the_field_lists_are_the_api_servers(control_plane, path, definition, fields):
+    """A field missing here would be dropped from a valid bundle: the lists must be exactly the API's."""
+    from reconciler.bundle import typed
+
+    with control_plane.admin_client() as api:
+        doc = Kube(api).request("GET", path)
+    assert set(getattr(typed, fields)) == set(doc["components"]["schemas"][definition]["properties"])
