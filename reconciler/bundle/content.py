@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,18 +101,7 @@ def _parse(fetched: FetchedBundle) -> BundleContent:
         raise BundleError(f"{ANNOTATION_MANIFESTS} {manifests_rel!r} points outside the bundle",
                           obj=fetched.reference)
     if not manifests_dir.is_dir():
-        flat = sorted(p.name for p in root.iterdir() if p.is_file() and p.name.endswith((".yaml", ".yml", ".json")))
-        if flat and not (root / "metadata").is_dir():
-            csvs = [n for n in flat if ".clusterserviceversion." in n]
-            raise BundleError(
-                f"the bundle directory has manifests at its top level ({', '.join((csvs or flat)[:3])}"
-                f"{', ...' if len(csvs or flat) > 3 else ''}) and no manifests/ or metadata/ directory: this is the "
-                f"community 'flat' (package manifest) layout, not a bundle", obj=fetched.reference,
-                hint="a registry+v1 bundle keeps its manifests in manifests/ and its annotations in "
-                     "metadata/annotations.yaml (`operator-sdk generate bundle` or `opm alpha bundle generate` "
-                     "converts the flat layout)")
-        raise BundleError(f"bundle has no {manifests_dir.relative_to(root).as_posix()}/ directory",
-                          obj=fetched.reference)
+        raise _no_manifests(root, manifests_dir, fetched.reference)
     parsed = []
     ignored = []
     warnings: list[str] = []
@@ -150,6 +140,57 @@ OBVIOUS_API_VERSIONS = {
 }
 CSV_API_VERSION = OBVIOUS_API_VERSIONS["ClusterServiceVersion"]
 _TOP_KEYS = ("apiVersion", "kind", "metadata")
+
+
+
+# A ``schema: olm.…`` key marks a file-based catalog blob or a catalog template, never a manifest; an
+# unindented one is the document's own (a template's entries have theirs too).
+_TOP_SCHEMA = re.compile(r"""^["']?schema["']?[ \t]*:[ \t]*["']?(olm\.[A-Za-z0-9_.-]+)""", re.I | re.M)
+_ANY_SCHEMA = re.compile(r"""^[ \t{-]*["']?schema["']?[ \t]*:[ \t]*["']?(olm\.[A-Za-z0-9_.-]+)""", re.I | re.M)
+
+
+def _no_manifests(root: Path, manifests_dir: Path, reference: str) -> BundleError:
+    """Why a directory without its manifests directory is not a bundle, for the layouts people actually pass."""
+    flat = sorted(p.name for p in root.iterdir() if p.is_file() and p.name.endswith((".yaml", ".yml", ".json")))
+    if flat and not (root / "metadata").is_dir():
+        csvs = [n for n in flat if ".clusterserviceversion." in n]
+        schemas = {} if csvs else {n: _catalog_schema(root / n) for n in flat}
+        catalog = {n: s for n, s in schemas.items() if s}
+        if catalog:
+            first = next(iter(catalog))
+            return BundleError(
+                f"the directory holds file-based catalog or catalog template documents, not a bundle "
+                f"({first} has schema {catalog[first]}"
+                f"{f', and {len(catalog) - 1} more file(s) like it' if len(catalog) > 1 else ''})", obj=reference,
+                hint="a bundle is a directory with manifests/ and metadata/annotations.yaml; expand a template "
+                     "with `reconciler catalog template basic|semver FILE` and check a catalog with "
+                     "`reconciler catalog validate`")
+        return BundleError(
+            f"the bundle directory has manifests at its top level ({', '.join((csvs or flat)[:3])}"
+            f"{', ...' if len(csvs or flat) > 3 else ''}) and no manifests/ or metadata/ directory: this is the "
+            f"community 'flat' (package manifest) layout, not a bundle", obj=reference,
+            hint="a registry+v1 bundle keeps its manifests in manifests/ and its annotations in "
+                 "metadata/annotations.yaml (`operator-sdk generate bundle` or `opm alpha bundle generate` "
+                 "converts the flat layout)")
+    rel = manifests_dir.relative_to(root).as_posix()
+    nested = sorted(p.name for p in root.iterdir()
+                    if p.is_dir() and not p.is_symlink() and (p / rel).is_dir() and (p / "metadata").is_dir())
+    if nested:
+        return BundleError(f"bundle has no {rel}/ directory, but its subdirectory {nested[0]}/ holds {rel}/ and "
+                           f"metadata/: the bundle is nested one level down", obj=reference,
+                           hint=f"pass the directory {nested[0]}/ as the bundle")
+    return BundleError(f"bundle has no {rel}/ directory", obj=reference)
+
+
+def _catalog_schema(file: Path) -> str:
+    """The ``olm.*`` schema a file's documents declare, if any (the first MiB is enough to tell)."""
+    try:
+        with file.open("rb") as f:
+            head = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    found = _TOP_SCHEMA.search(head) or _ANY_SCHEMA.search(head)
+    return found.group(1) if found else ""
 
 
 def _decoded_as_kubernetes_does(doc: dict[str, Any], rel: str, warnings: list[str], *,

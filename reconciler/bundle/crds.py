@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from reconciler.bundle import typed
 from reconciler.model.kube import Manifest
 
 V1 = "apiextensions.k8s.io/v1"
@@ -121,7 +122,18 @@ def normalise(crd: Manifest, file: str, bundle: str) -> tuple[Manifest, tuple[st
             f"annotation, so the API server refuses it", path=file, obj=bundle,
             hint=f"groups under k8s.io and kubernetes.io need {API_APPROVED} (a URL of the approved API "
                  f"review, or 'unapproved, <reason>')")
+    where = f"{file}: CustomResourceDefinition {name}"
+    read, found = typed.struct(spec, typed.CRD_SPEC, "a v1 CustomResourceDefinitionSpec", "spec", where)
+    if found:
+        out["spec"] = spec = read
+        notes += found
     for i, version in enumerate(spec.get("versions") or []):
+        root = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version, dict) else None
+        if isinstance(root, dict):
+            read, found = typed.schema(root, f"spec.versions[{i}].schema.openAPIV3Schema", where)
+            if found:
+                version["schema"] = dict(version["schema"], openAPIV3Schema=read)
+                notes += found
         for j, col in enumerate(version.get("additionalPrinterColumns") or []):
             if v1 and isinstance(col, dict) and "JSONPath" in col and "jsonPath" not in col:
                 version["additionalPrinterColumns"][j] = _column(col)

@@ -23,7 +23,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from reconciler.bundle import crds, keyed, shapes
+from reconciler.bundle import crds, keyed, shapes, typed
 from reconciler.bundle.certs import CertificateProvider, SelfSignedProvider, ServiceCert
 from reconciler.bundle.content import BundleContent, ParsedManifest
 from reconciler.errors import UnsupportedBundleError
@@ -276,11 +276,32 @@ def notes(content: BundleContent) -> tuple[str, ...]:
         elif _group_kind(m.obj) != CSV_GROUP_KIND:
             found += keyed.normalise(m.obj, m.file, content.name)[1]
     csv = find_csv(content)
+    for key in ("permissions", "clusterPermissions"):
+        found += _typed_rules(csv, key)[1]
     for i, d in enumerate(csv.install_spec.get("deployments") or []):
         if isinstance(d, dict):
-            found += _deployment_pod(csv, i, d, copy.deepcopy(((d.get("spec") or {}).get("template") or {})
-                                                              .get("spec")), content.name)
+            spec, typed_notes = _typed_spec(csv, i, d)
+            found += typed_notes
+            found += _deployment_pod(csv, i, d, copy.deepcopy(((spec or {}).get("template") or {}).get("spec")),
+                                     content.name)
     return tuple(found)
+
+
+def _typed_spec(csv: Csv, i: int, d: dict[str, Any]) -> tuple[Any, list[str]]:
+    """A CSV deployment's spec as OLM's typed decoding reads it (``typed``)."""
+    return typed.deployment_spec(copy.deepcopy(d.get("spec") or {}), f"spec.install.spec.deployments[{i}].spec",
+                                 f"{csv.file}: {_where(csv)} deployment {d.get('name')}")
+
+
+def _typed_rules(csv: Csv, key: str) -> tuple[list[Any], list[str]]:
+    """The rules of each permissions/clusterPermissions entry as OLM's typed decoding reads them (``typed``)."""
+    rules, notes = [], []
+    for i, entry in enumerate(csv.install_spec.get(key) or []):
+        read, found = typed.policy_rules((entry or {}).get("rules") or [], f"spec.install.spec.{key}[{i}].rules",
+                                         f"{csv.file}: {_where(csv)}")
+        rules.append(read)
+        notes += found
+    return rules, notes
 
 
 def _deployment_pod(csv: Csv, i: int, d: dict[str, Any], pod: Any, bundle: str) -> tuple[str, ...]:
@@ -410,10 +431,11 @@ def _rule_sets(csv: Csv, key: str) -> list[tuple[str, str, list[Any]]]:
     the two lists, or two entries for one account, can never share a name.
     """
     out = []
+    rules = _typed_rules(csv, key)[0]
     for i, entry in enumerate(csv.install_spec.get(key) or []):
         sa = entry.get("serviceAccountName") or "default"
         suffix = hashlib.sha256(f"{key}/{sa}/{i}".encode()).hexdigest()[:8]
-        out.append((bounded_name(csv.name, sa, suffix), sa, entry.get("rules") or []))
+        out.append((bounded_name(csv.name, sa, suffix), sa, rules[i]))
     return out
 
 
@@ -544,7 +566,7 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
         if not name:
             raise UnsupportedBundleError("a deployment in the install strategy has no name",
                                          path=csv.file, obj=_where(csv))
-        spec = copy.deepcopy(d.get("spec") or {})
+        spec = _typed_spec(csv, i, d)[0]
         template = spec.setdefault("template", {})
         _deployment_pod(csv, i, d, template.get("spec"), conv.content.name)
         tmeta = template.setdefault("metadata", {})

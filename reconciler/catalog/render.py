@@ -14,8 +14,9 @@ registry+v1 follows what ``opm render`` derives from a bundle:
   them; or, with ``migrate``, one ``olm.csv.metadata`` with the CSV's display fields instead (what opm's
   ``bundle-object-to-csv-metadata`` migration leaves in catalogs);
 * ``relatedImages``: the CSV's ``spec.relatedImages``, then the bundle image, then the images of the
-  install strategy's containers and init containers, without duplicates, sorted by image; every
-  entry has a ``name`` (empty when the CSV gives none), as opm writes it.
+  install strategy's containers and init containers, without duplicates, sorted by image (ties keep
+  that order; opm's unstable sort may swap them); every entry has a ``name`` (empty when the CSV
+  gives none), as opm writes it.
 
 Properties are sorted by type, then by their JSON value as Go writes it, as opm sorts them.
 ``dependencies`` and ``properties`` are read from the first file of ``metadata/`` that has them,

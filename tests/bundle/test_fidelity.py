@@ -78,6 +78,34 @@ def test_the_flat_layout_gets_its_own_message(tmp_path):
     assert "community 'flat' (package manifest) layout" in text and "metadata/annotations.yaml" in text
 
 
+@pytest.mark.parametrize("name,text,schema", [
+    ("basic.yaml", "entries:\n  - schema: olm.package\n    name: demo\n  - schema: olm.bundle\n"
+                   "    image: quay.io/demo/bundle:v1\nschema: olm.template.basic\n", "olm.template.basic"),
+    ("semver.yaml", "Schema: olm.semver\nStable:\n  Bundles:\n    - Image: quay.io/demo/bundle:v1\n", "olm.semver"),
+    ("catalog.json", '{"schema": "olm.package", "name": "demo"}\n', "olm.package"),
+])
+def test_a_catalog_or_template_directory_is_named_as_such_not_as_the_flat_layout(tmp_path, name, text, schema):
+    """Community packages keep catalog templates beside their bundles; passed as a bundle, say what they are."""
+    write(tmp_path / "catalog-templates", name, text)
+    with pytest.raises(BundleError) as err:
+        render("file://catalog-templates", tmp_path, InstallSettings("demo-ns", None), "operators")
+    message = err.value.render()
+    assert f"file-based catalog or catalog template documents, not a bundle ({name} has schema {schema})" \
+        in message
+    assert "flat" not in message and "reconciler catalog template" in message
+
+
+def test_a_bundle_nested_one_level_down_is_pointed_at(tmp_path):
+    write_bundle(tmp_path, "bundles/demo/certification")
+    with pytest.raises(BundleError) as err:
+        render("file://bundles/demo", tmp_path, InstallSettings("demo-ns", None), "operators")
+    assert "bundle has no manifests/ directory, but its subdirectory certification/ holds manifests/ and " \
+           "metadata/" in err.value.render()
+    assert err.value.hint == "pass the directory certification/ as the bundle"
+    code = main(["bundle", "validate", str(tmp_path / "bundles/demo/certification")], out=io.StringIO())
+    assert code == 0
+
+
 def _crd(**spec_changes):
     crd = crd_doc()
     crd["spec"].update(spec_changes)

@@ -232,3 +232,30 @@ def test_a_broken_dependencies_file_is_refused_not_dropped(tmp_path, text, messa
     with pytest.raises(BundleError, match=message) as err:
         render_bundle_dir(tmp_path)
     assert err.value.path.endswith("metadata/dependencies.yaml")
+
+
+def test_related_images_sharing_an_image_keep_the_csv_order(tmp_path):
+    """A documented difference: opm sorts relatedImages by image with an unstable sort, so entries that
+    share an image under different names may come out in either order; here they keep the CSV's order."""
+    names = [f"img-{i:02d}" for i in range(16)]
+    # two names per image, listed in reverse image order, so sorting must move every pair
+    related = "".join(f"    - {{name: {n}, image: 'quay.io/demo/x{15 - i // 2:02d}@sha256:{i // 2:064x}'}}\n"
+                      for i, n in enumerate(names))
+    csv = CSV.replace("  relatedImages:\n", "  relatedImages:\n" + related, 1)
+    write(tmp_path, "metadata/annotations.yaml", """
+        annotations:
+          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
+          operators.operatorframework.io.bundle.package.v1: parity
+        """)
+    write(tmp_path, "manifests/parity.clusterserviceversion.yaml", csv)
+    write(tmp_path, "manifests/demo.io_widgets.yaml", WIDGETS)
+    write(tmp_path, "manifests/demo.io_gadgets.yaml", GADGETS)
+    ours = render_bundle_dir(tmp_path)["relatedImages"]
+    pairs = [r for r in ours if r["name"].startswith("img-")]
+    assert [r["image"] for r in pairs] == sorted(r["image"] for r in pairs)
+    for first, second in zip(pairs[::2], pairs[1::2]):
+        assert first["image"] == second["image"] and first["name"] < second["name"]   # CSV order within a tie
+    theirs = _opm_render(tmp_path)["relatedImages"]
+    assert [r["image"] for r in ours] == [r["image"] for r in theirs]
+    key = lambda r: (r["image"], r["name"])   # noqa: E731 - the same entries, whatever opm's order of ties
+    assert sorted(ours, key=key) == sorted(theirs, key=key)
