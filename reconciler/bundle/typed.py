@@ -2,10 +2,11 @@
 
 OLM decodes a CSV's install strategy into typed structs (an RBAC
 ``PolicyRule`` for each rule, an apps/v1 ``DeploymentSpec`` for each
-deployment) and a bundle's CRDs into the apiextensions v1 types. Go's JSON decoding matches keys case-insensitively and drops
-keys the struct does not have, so a bundle with ``apigroups:`` in a rule,
-an OpenShift-era ``attributeRestrictions``, or ``containers`` one level too
-high in a pod template installs under OLM. Server-side apply refuses every
+deployment) and a bundle's CRDs into the apiextensions v1 types. Go's JSON
+decoding matches keys case-insensitively and drops keys the struct does not
+have, so a bundle with ``apigroups:`` in a rule, an OpenShift-era
+``attributeRestrictions``, or ``containers`` one level too high in a pod
+template installs under OLM. Server-side apply refuses every
 such object ("field not declared in schema"). The structs listed here are
 read as OLM reads them, with a note naming the file and the field path: a
 key matching a field but for case is read as that field (the last one
@@ -52,7 +53,8 @@ def struct(value: Any, fields: tuple[str, ...], name: str, path: str, where: str
                          f"decoding drops it (server-side apply refuses unknown fields)")
             continue
         if field != key:
-            notes.append(f"{where}: {path}.{key} read as {field} (Kubernetes matches keys case-insensitively)")
+            notes.append(f"{where}: {path}.{key} read as {field} (OLM's typed decoding matches keys "
+                         f"case-insensitively)")
         out[field] = item   # of two keys for one field, the last written wins, as in Go
     return out, notes
 

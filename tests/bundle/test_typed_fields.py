@@ -20,6 +20,8 @@ RULES = [{"apigroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
          {"apiGroups": ["apps"], "attributeRestrictions": None, "resources": ["deployments"], "verbs": ["list"]},
          {"apiGroups": ["old"], "APIGroups": ["batch"], "resources": ["jobs"], "Verbs": ["watch"]}]
 
+CASE = "(OLM's typed decoding matches keys case-insensitively)"
+
 
 def _deployment() -> dict:
     d = deployment("demo-controller", "demo-sa")
@@ -62,15 +64,14 @@ def test_rules_and_deployment_specs_are_read_as_olm_reads_them(tmp_path):
     where = f"{CSV_FILE}: ClusterServiceVersion demo.v0.1.0"
     rules = "spec.install.spec.permissions[0].rules"
     spec = "spec.install.spec.deployments[0].spec"
-    for note in (f"{where}: {rules}[0].apigroups read as apiGroups (Kubernetes matches keys case-insensitively)",
+    for note in (f"{where}: {rules}[0].apigroups read as apiGroups {CASE}",
                  f"{where}: {rules}[1].attributeRestrictions is not a field of an RBAC PolicyRule and was dropped, "
                  f"as OLM's typed decoding drops it (server-side apply refuses unknown fields)",
-                 f"{where}: {rules}[2].APIGroups read as apiGroups (Kubernetes matches keys case-insensitively)",
+                 f"{where}: {rules}[2].APIGroups read as apiGroups {CASE}",
                  f"{where}: spec.install.spec.clusterPermissions[0].rules[0].attributeRestrictions is not a field "
                  f"of an RBAC PolicyRule and was dropped, as OLM's typed decoding drops it (server-side apply "
                  f"refuses unknown fields)",
-                 f"{where} deployment demo-controller: {spec}.Replicas read as replicas (Kubernetes matches keys "
-                 f"case-insensitively)",
+                 f"{where} deployment demo-controller: {spec}.Replicas read as replicas {CASE}",
                  f"{where} deployment demo-controller: {spec}.templateGeneration is not a field of a DeploymentSpec "
                  f"and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown fields)",
                  f"{where} deployment demo-controller: {spec}.template.containers is not a field of a "
@@ -80,7 +81,7 @@ def test_rules_and_deployment_specs_are_read_as_olm_reads_them(tmp_path):
                  f"PodSpec and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown "
                  f"fields)",
                  f"{where} deployment demo-controller: {spec}.template.spec.containers[0].ImagePullPolicy read as "
-                 f"imagePullPolicy (Kubernetes matches keys case-insensitively)"):
+                 f"imagePullPolicy {CASE}"):
         assert note in out.warnings
     assert len(out.warnings) == 11   # each repair once (minreadyseconds too), though rules are read for every namespace
 
@@ -147,8 +148,8 @@ def test_crds_are_read_as_olm_reads_them(tmp_path):
     dropped = "and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown fields)"
     assert sorted(out.warnings) == sorted([
         f"{where}: spec.version is not a field of a v1 CustomResourceDefinitionSpec {dropped}",
-        f"{where}: {root}.Type.Type read as type (Kubernetes matches keys case-insensitively)",
-        f"{where}: {root}.Type.Description read as description (Kubernetes matches keys case-insensitively)",
+        f"{where}: {root}.Type.Type read as type {CASE}",
+        f"{where}: {root}.Type.Description read as description {CASE}",
         f"{where}: {root}.label.properties.key.value is not a field of a JSONSchemaProps {dropped}",
         f"{where}: {root}.tags.items.examples is not a field of a JSONSchemaProps {dropped}"])
 
