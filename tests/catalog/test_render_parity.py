@@ -171,6 +171,19 @@ properties:
 """
 
 
+def _parity_bundle(root: Path, csv: str = CSV, *, crds: bool = True) -> None:
+    """The synthetic bundle's annotations, CSV and (unless ``crds`` is false) its two CRDs."""
+    write(root, "metadata/annotations.yaml", """
+        annotations:
+          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
+          operators.operatorframework.io.bundle.package.v1: parity
+        """)
+    write(root, "manifests/parity.clusterserviceversion.yaml", csv)
+    if crds:
+        write(root, "manifests/demo.io_widgets.yaml", WIDGETS)
+        write(root, "manifests/demo.io_gadgets.yaml", GADGETS)
+
+
 def test_render_matches_opm_on_a_bundle_with_every_property_source(tmp_path):
     write(tmp_path, "metadata/annotations.yaml", """
         annotations:
@@ -203,15 +216,8 @@ def test_render_matches_opm_on_a_bundle_with_every_property_source(tmp_path):
 
 def test_dependencies_are_read_from_whichever_metadata_file_has_them(tmp_path):
     """As opm: pelorus-operator ships its dependencies in a file named properties.yaml."""
-    write(tmp_path, "metadata/annotations.yaml", """
-        annotations:
-          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
-          operators.operatorframework.io.bundle.package.v1: parity
-        """)
+    _parity_bundle(tmp_path)
     write(tmp_path, "metadata/properties.yaml", DEPENDENCIES)
-    write(tmp_path, "manifests/parity.clusterserviceversion.yaml", CSV)
-    write(tmp_path, "manifests/demo.io_widgets.yaml", WIDGETS)
-    write(tmp_path, "manifests/demo.io_gadgets.yaml", GADGETS)
     ours = render_bundle_dir(tmp_path)
     assert {"type": "olm.package.required", "value": {"packageName": "etcd", "versionRange": ">=0.9.0 <0.10.0"}} \
         in ours["properties"]
@@ -222,12 +228,7 @@ def test_dependencies_are_read_from_whichever_metadata_file_has_them(tmp_path):
                                           ("- a\n", "must be a mapping with a 'dependencies' list, not a list")])
 def test_a_broken_dependencies_file_is_refused_not_dropped(tmp_path, text, message):
     """A deliberate difference: opm drops a file it cannot decode, and the bundle's dependencies with it."""
-    write(tmp_path, "metadata/annotations.yaml", """
-        annotations:
-          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
-          operators.operatorframework.io.bundle.package.v1: parity
-        """)
-    write(tmp_path, "manifests/parity.clusterserviceversion.yaml", CSV)
+    _parity_bundle(tmp_path, crds=False)
     write(tmp_path, "metadata/dependencies.yaml", text)
     with pytest.raises(BundleError, match=message) as err:
         render_bundle_dir(tmp_path)
@@ -242,14 +243,7 @@ def test_related_images_sharing_an_image_keep_the_csv_order(tmp_path):
     related = "".join(f"    - {{name: {n}, image: 'quay.io/demo/x{15 - i // 2:02d}@sha256:{i // 2:064x}'}}\n"
                       for i, n in enumerate(names))
     csv = CSV.replace("  relatedImages:\n", "  relatedImages:\n" + related, 1)
-    write(tmp_path, "metadata/annotations.yaml", """
-        annotations:
-          operators.operatorframework.io.bundle.mediatype.v1: registry+v1
-          operators.operatorframework.io.bundle.package.v1: parity
-        """)
-    write(tmp_path, "manifests/parity.clusterserviceversion.yaml", csv)
-    write(tmp_path, "manifests/demo.io_widgets.yaml", WIDGETS)
-    write(tmp_path, "manifests/demo.io_gadgets.yaml", GADGETS)
+    _parity_bundle(tmp_path, csv)
     ours = render_bundle_dir(tmp_path)["relatedImages"]
     pairs = [r for r in ours if r["name"].startswith("img-")]
     assert [r["image"] for r in pairs] == sorted(r["image"] for r in pairs)
