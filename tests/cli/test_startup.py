@@ -12,28 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The catalog the start-up benchmark times, and the libraries no offline catalog command needs (the Kubernetes
+# client, deepdiff, python-sat, cel-python, oras, pygit2).
+from bench.startup_bench import HEAVY, ONE_PACKAGE
+
 ROOT = Path(__file__).resolve().parents[2]
-# Libraries no offline catalog command needs: the Kubernetes client, deepdiff, python-sat, cel-python, pygit2, oras.
-HEAVY = ("kubernetes", "deepdiff", "pysat", "celpy", "pygit2", "oras")
-ONE_PACKAGE = """\
-schema: olm.package
-name: foo
-defaultChannel: stable
----
-schema: olm.channel
-package: foo
-name: stable
-entries:
-  - name: foo.v1.0.0
----
-schema: olm.bundle
-package: foo
-name: foo.v1.0.0
-image: quay.io/example/foo:v1.0.0
-properties:
-  - type: olm.package
-    value: {packageName: foo, version: 1.0.0}
-"""
 
 
 def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
