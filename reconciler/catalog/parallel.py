@@ -39,9 +39,10 @@ Parsed = tuple[list[Any] | None, tuple[str, str | None, str | None] | None]
 Unit = tuple[int, str | None]  # a file's index, and the text of one of its pieces (None: the whole file)
 
 
-def parse(f: CatalogFile) -> Parsed:
+def parse(f: CatalogFile, piece: str | None = None) -> Parsed:
+    """The file's documents, or those of one ``piece`` of its text."""
     try:
-        return yamlio.read_all(f.path, f.display), None
+        return (yamlio.read_all(f.path, f.display) if piece is None else yamlio.load_all(piece, f.display)), None
     except InputError as exc:
         return None, (exc.message, exc.path, exc.hint)
 
@@ -113,13 +114,7 @@ def _pieces(f: CatalogFile) -> list[str] | None:
 
 
 def _parse_unit(files: Sequence[CatalogFile], unit: Unit) -> Parsed:
-    i, piece = unit
-    if piece is None:
-        return parse(files[i])
-    try:
-        return yamlio.load_all(piece, files[i].display), None
-    except InputError as exc:
-        return None, (exc.message, exc.path, exc.hint)
+    return parse(files[unit[0]], unit[1])
 
 
 def _size(f: CatalogFile) -> int:
