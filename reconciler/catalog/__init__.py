@@ -15,9 +15,7 @@ bundles), ``graph`` (upgrade graphs as Mermaid, DOT and SVG) and
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from pathlib import Path
+import os
 
 from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
 from reconciler.catalog.load import Builder, iter_blobs, skipped_findings, walk
@@ -25,36 +23,46 @@ from reconciler.catalog.parallel import parse_all
 from reconciler.catalog.validate import validate
 from reconciler.errors import CatalogError
 from reconciler.model.catalog import Catalog, LazyBundle
+from reconciler.model.record import Record
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from os import PathLike
 
 __all__ = ["ERROR", "RULES", "WARNING", "CatalogInvalid", "Finding", "Loaded", "compose", "errors_of",
            "iter_blobs", "load", "load_catalog", "validate"]
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(Record):
     """A loaded catalog and every finding of its load and validation."""
 
     catalog: Catalog
     findings: tuple[Finding, ...]
-    cached: bool = False
+    cached: bool
+
+    def __init__(self, catalog: Catalog, findings: tuple[Finding, ...], cached: bool = False) -> None:
+        self.__dict__.update(catalog=catalog, findings=findings, cached=cached)
 
     @property
     def errors(self) -> list[Finding]:
         return errors_of(self.findings)
 
 
-def load(root: str | Path, name: str | None = None, display_root: str | None = None, priority: int = 0, *,
-         use_cache: bool = True) -> Loaded:
-    """Load and validate the catalog under ``root``; problems are findings, never exceptions."""
-    root = Path(root)
-    if not root.is_dir():
+def load(root: str | PathLike[str], name: str | None = None, display_root: str | None = None, priority: int = 0,
+         *, use_cache: bool = True) -> Loaded:
+    """Load and validate the catalog under ``root``; problems are findings, never exceptions.
+
+    ``name`` defaults to the directory's name, ``display_root`` (how findings name the root) to ``root``.
+    """
+    root = os.fspath(root)
+    if not os.path.isdir(root):
         raise CatalogError(f"catalog directory {display_root or root} does not exist or is not a directory",
-                           path=display_root or str(root))
-    display_root = display_root or str(root)
-    name = name or root.name
+                           path=display_root or root)
+    display_root = display_root or root
+    name = name or next((part for part in reversed(root.split(os.sep)) if part not in ("", ".")), "")
     walked = walk(root, display_root)
     extra = tuple(skipped_findings(walked))
-    stats = [(f.rel, f.stat or f.path.stat()) for f in walked.files]
+    stats = [(f.rel, f.stat or os.stat(f.path)) for f in walked.files]
     if use_cache:  # hashlib, pickle and tempfile: not imported by a load that does not use the cache
         from reconciler.catalog import cache as _cache
     skey = _cache.stat_key(stats, display_root) if use_cache else None
@@ -65,7 +73,8 @@ def load(root: str | Path, name: str | None = None, display_root: str | None = N
         hasher = _cache.ContentHasher(display_root)
         for f in walked.files:
             try:
-                hasher.add(f.rel, f.path.read_bytes())
+                with open(f.path, "rb") as fh:
+                    hasher.add(f.rel, fh.read())
             except OSError:
                 hasher.add(f.rel, b"\0unreadable")
         ckey = hasher.hexdigest()
@@ -83,7 +92,7 @@ def load(root: str | Path, name: str | None = None, display_root: str | None = N
     catalog = builder.catalog(name, display_root, priority, digest=f"sha256:{ckey}" if ckey else "")
     findings = tuple(builder.findings) + tuple(validate(catalog))
     if use_cache:
-        compact = dataclasses.replace(catalog, bundles={k: LazyBundle.of(b) for k, b in catalog.bundles.items()})
+        compact = catalog.replace(bundles={k: LazyBundle.of(b) for k, b in catalog.bundles.items()})
         _cache.put(ckey, {"catalog": compact, "findings": findings}, skey)
     return Loaded(catalog, extra + findings)
 
@@ -91,11 +100,11 @@ def load(root: str | Path, name: str | None = None, display_root: str | None = N
 def _loaded(entry: dict, name: str, priority: int, extra: tuple[Finding, ...], *, cached: bool) -> Loaded:
     catalog: Catalog = entry["catalog"]
     if catalog.name != name or catalog.priority != priority:
-        catalog = dataclasses.replace(catalog, name=name, priority=priority)
+        catalog = catalog.replace(name=name, priority=priority)
     return Loaded(catalog, extra + tuple(entry["findings"]), cached)
 
 
-def load_catalog(name: str, root: Path, display_root: str | None = None, priority: int = 0) -> Catalog:
+def load_catalog(name: str, root: str | PathLike[str], display_root: str | None = None, priority: int = 0) -> Catalog:
     """Load one catalog for the pipeline; raises ``CatalogInvalid`` listing every error finding."""
     loaded = load(root, name, display_root, priority)
     if errs := loaded.errors:

@@ -9,25 +9,30 @@ finding's, and its rendering lists every finding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from reconciler.errors import CatalogError
+from reconciler.model.record import Record
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Record):
     """One problem a rule found in a catalog: where, what, and what to do."""
 
     rule: str            # a stable rule id, e.g. "channel-head"; see RULES
     message: str
     path: str | None     # the file, as displayed (repository-relative where possible)
     obj: str | None      # the blob: "olm.bundle demo.v1.0.0", or "blob 3" before its name is known
-    hint: str | None = None
-    severity: str = ERROR
+    hint: str | None
+    severity: str
+
+    def __init__(self, rule: str, message: str, path: str | None, obj: str | None, hint: str | None = None,
+                 severity: str = ERROR) -> None:
+        self.__dict__.update(rule=rule, message=message, path=path, obj=obj, hint=hint, severity=severity)
 
     def render(self) -> str:
         where = ": ".join(p for p in (self.path, self.obj) if p)

@@ -22,9 +22,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
 
 from reconciler import yamlio
 from reconciler.catalog.findings import WARNING, Finding
@@ -33,33 +30,42 @@ from reconciler.model.catalog import (
     SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_DEPRECATIONS, SCHEMA_PACKAGE, Bundle, Catalog, Channel, ChannelEntry,
     DeprecationEntry, Deprecations, Icon, Meta, Package, Property,
 )
+from reconciler.model.record import Record
 
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:  # pathspec is imported when a tree has an .indexignore: most catalogs do not
+    from os import PathLike
+    from typing import Any, Iterator
+
     import pathspec
 
 SUFFIXES = (".json", ".yaml", ".yml")
 INDEXIGNORE = ".indexignore"
 
 
-@dataclass(frozen=True)
-class CatalogFile:
+class CatalogFile(Record):
     """One catalog file of a walk."""
 
-    path: Path       # on disk
+    path: str        # on disk
     display: str     # as shown in findings
     rel: str         # relative to the catalog root, posix
-    stat: os.stat_result | None = None
+    stat: os.stat_result | None
+
+    def __init__(self, path: str, display: str, rel: str, stat: os.stat_result | None = None) -> None:
+        self.__dict__.update(path=path, display=display, rel=rel, stat=stat)
 
 
-@dataclass(frozen=True)
-class Walk:
+class Walk(Record):
     """What ``walk`` found under a catalog root."""
 
     files: tuple[CatalogFile, ...]       # catalog files to read, in load order
     skipped: tuple[CatalogFile, ...]     # other files that are not ignored
 
+    def __init__(self, files: tuple[CatalogFile, ...], skipped: tuple[CatalogFile, ...]) -> None:
+        self.__dict__.update(files=files, skipped=skipped)
 
-def walk(root: Path, display_root: str) -> Walk:
+
+def walk(root: str | PathLike[str], display_root: str) -> Walk:
     """The catalog files under ``root`` in load order, honouring every ``.indexignore``.
 
     Uses ``os.scandir`` directly (not ``os.walk`` and ``pathlib``): on a warm
@@ -68,7 +74,7 @@ def walk(root: Path, display_root: str) -> Walk:
     files: list[CatalogFile] = []
     skipped: list[CatalogFile] = []
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []  # (dir prefix relative to root, spec)
-    pending = [(str(root), "")]
+    pending = [(os.fspath(root), "")]
     while pending:
         here, prefix = pending.pop()
         with os.scandir(here) as it:
@@ -90,7 +96,7 @@ def walk(root: Path, display_root: str) -> Walk:
             if e.name == INDEXIGNORE or (active and _ignored(prefix + e.name, active)):
                 continue
             rel = prefix + e.name
-            f = CatalogFile(Path(e.path), f"{display_root}/{rel}", rel, e.stat())
+            f = CatalogFile(e.path, f"{display_root}/{rel}", rel, e.stat())
             (files if e.name.endswith(SUFFIXES) else skipped).append(f)
         pending.extend(reversed(subdirs))  # depth first, in name order
     return Walk(tuple(files), tuple(skipped))
@@ -105,7 +111,7 @@ def _ignored(rel: str, active: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool
     return verdict
 
 
-def iter_blobs(root: Path, display_root: str) -> list[tuple[str, int, dict[str, Any]]]:
+def iter_blobs(root: str | PathLike[str], display_root: str) -> list[tuple[str, int, dict[str, Any]]]:
     """Every blob under ``root`` as (display path, index in file, blob); raises on the first bad file."""
     out = []
     for f in walk(root, display_root).files:

@@ -21,22 +21,24 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from reconciler import yamlio
 from reconciler.errors import InputError
 
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Sequence
+
     from reconciler.catalog.load import CatalogFile
+
+    # (parsed documents, None) or (None, (message, path, hint)) of the InputError that refused the file
+    Parsed = tuple[list[Any] | None, tuple[str, str | None, str | None] | None]
+    Unit = tuple[int, str | None]  # a file's index, and the text of one of its pieces (None: the whole file)
 
 MIN_BYTES = 1 << 19   # below half a megabyte a fork and a pickle cost more than they save
 SPLIT_BYTES = 1 << 18  # a YAML file this large may be parsed as two pieces, split at a document marker
 _MARKER = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 _DIRECTIVE = re.compile(r"^%", re.M)
-
-# (parsed documents, None) or (None, (message, path, hint)) of the InputError that refused the file
-Parsed = tuple[list[Any] | None, tuple[str, str | None, str | None] | None]
-Unit = tuple[int, str | None]  # a file's index, and the text of one of its pieces (None: the whole file)
 
 
 def parse(f: CatalogFile, piece: str | None = None) -> Parsed:
@@ -119,7 +121,7 @@ def _parse_unit(files: Sequence[CatalogFile], unit: Unit) -> Parsed:
 
 def _size(f: CatalogFile) -> int:
     try:
-        return (f.stat or f.path.stat()).st_size
+        return (f.stat or os.stat(f.path)).st_size
     except OSError:
         return 0
 

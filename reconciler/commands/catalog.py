@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import TextIO
 
 from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, CatalogError
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import TextIO
 
 CATALOG_EXIT = """\
 exit codes:
@@ -102,6 +104,7 @@ def _register_template(csub: argparse._SubParsersAction) -> None:
 
 def run_template(args: argparse.Namespace, out: TextIO) -> int:
     import json
+    from pathlib import Path
 
     from reconciler import yamlio
     from reconciler.catalog.render import api_kinds_of_catalogs
@@ -124,7 +127,7 @@ def run_template(args: argparse.Namespace, out: TextIO) -> int:
 
 def _load(directory: str, use_cache: bool = True):
     from reconciler.catalog import load
-    return load(Path(directory), display_root=directory.rstrip("/") or directory, use_cache=use_cache)
+    return load(directory, display_root=directory.rstrip("/") or directory, use_cache=use_cache)
 
 
 def run_validate(args: argparse.Namespace, out: TextIO) -> int:
@@ -193,9 +196,11 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_render(args: argparse.Namespace, out: TextIO) -> int:
     import json
+    from pathlib import Path
 
     from reconciler import yamlio
     from reconciler.catalog.render import api_kinds_of_catalogs, render_bundle_dir
+
     path = Path(args.bundle)
     if not path.is_dir():
         raise CatalogError(f"{args.bundle} is not a bundle directory",

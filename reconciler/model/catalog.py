@@ -17,11 +17,13 @@ import base64
 import binascii
 import marshal
 import re
-from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
 
+from reconciler.model.record import Record
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:  # semver is imported by the first version read (semver_range), not by loading a catalog
+    from typing import Any
     import semver
 
     from reconciler.model.views import GVK, PackageRequired, RelatedImage
@@ -125,12 +127,16 @@ def _b64(text: str) -> bytes:
         return b""
 
 
-@dataclass(frozen=True)
-class Property:
+class Property(Record):
     """One property of a bundle: its type and raw JSON value (the value is not part of equality)."""
 
     type: str
-    value: Any = field(compare=False, hash=False)
+    value: Any
+    UNCOMPARED = ("value",)
+
+    def __init__(self, type: str, value: Any) -> None:
+        d = self.__dict__  # a catalog holds about ten properties per bundle: the fastest form of assignment
+        d["type"], d["value"] = type, value
 
     @property
     def typed(self) -> Any:
@@ -144,45 +150,57 @@ class Property:
 # Blobs
 
 
-@dataclass(frozen=True)
-class Icon:
+class Icon(Record):
     """A package's icon, as the olm.package blob carries it."""
 
     base64data: str
     mediatype: str
 
+    def __init__(self, base64data: str, mediatype: str) -> None:
+        self.__dict__.update(base64data=base64data, mediatype=mediatype)
 
-@dataclass(frozen=True)
-class Package:
+
+class Package(Record):
     """An ``olm.package`` blob."""
 
     name: str
     default_channel: str | None
     source: str
-    description: str = ""
-    icon: Icon | None = None
-    blob: int = 0  # position of the blob in its file, from 1 (0: unknown)
+    description: str
+    icon: Icon | None
+    blob: int  # position of the blob in its file, from 1 (0: unknown)
+
+    def __init__(self, name: str, default_channel: str | None, source: str, description: str = "",
+                 icon: Icon | None = None, blob: int = 0) -> None:
+        self.__dict__.update(name=name, default_channel=default_channel, source=source, description=description,
+                             icon=icon, blob=blob)
 
 
-@dataclass(frozen=True)
-class ChannelEntry:
+class ChannelEntry(Record):
     """One entry of a channel: a bundle name and the upgrade edges into it."""
 
     name: str
-    replaces: str | None = None
-    skips: tuple[str, ...] = ()
-    skip_range: str | None = None
+    replaces: str | None
+    skips: tuple[str, ...]
+    skip_range: str | None
+
+    def __init__(self, name: str, replaces: str | None = None, skips: tuple[str, ...] = (),
+                 skip_range: str | None = None) -> None:
+        self.__dict__.update(name=name, replaces=replaces, skips=skips, skip_range=skip_range)
 
 
-@dataclass(frozen=True)
-class Channel:
+class Channel(Record):
     """An ``olm.channel`` blob: a package's channel and its entries."""
 
     package: str
     name: str
     entries: tuple[ChannelEntry, ...]
     source: str
-    blob: int = 0
+    blob: int
+
+    def __init__(self, package: str, name: str, entries: tuple[ChannelEntry, ...], source: str,
+                 blob: int = 0) -> None:
+        self.__dict__.update(package=package, name=name, entries=entries, source=source, blob=blob)
 
     @cached_property
     def heads(self) -> tuple[str, ...]:
@@ -198,8 +216,7 @@ class Channel:
         return None
 
 
-@dataclass(frozen=True)
-class Bundle:
+class Bundle(Record):
     """An ``olm.bundle`` blob; the version and CSV fields are read from its properties when first asked for."""
 
     package: str
@@ -207,9 +224,15 @@ class Bundle:
     image: str
     properties: tuple[Property, ...]
     source: str
-    related_images: tuple[str, ...] = ()
-    blob: int = 0
-    related_image_names: tuple[str, ...] = ()  # parallel to related_images ("" where unnamed)
+    related_images: tuple[str, ...]
+    blob: int
+    related_image_names: tuple[str, ...]  # parallel to related_images ("" where unnamed)
+
+    def __init__(self, package: str, name: str, image: str, properties: tuple[Property, ...], source: str,
+                 related_images: tuple[str, ...] = (), blob: int = 0,
+                 related_image_names: tuple[str, ...] = ()) -> None:
+        self.__dict__.update(package=package, name=name, image=image, properties=properties, source=source,
+                             related_images=related_images, blob=blob, related_image_names=related_image_names)
 
     @cached_property
     def version(self) -> semver.Version:
@@ -267,9 +290,6 @@ class Bundle:
         return tuple(RelatedImage(n, i) for n, i in zip(names, self.related_images))
 
 
-_BUNDLE_FIELDS = tuple(f.name for f in fields(Bundle) if f.compare)
-
-
 class LazyBundle(Bundle):
     """A ``Bundle`` whose properties stay marshalled until first read.
 
@@ -294,44 +314,51 @@ class LazyBundle(Bundle):
         """Equal to a plain ``Bundle`` with the same fields (the cache must not change meanings)."""
         if not isinstance(other, Bundle):
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in _BUNDLE_FIELDS)
+        return self._key(self) == self._key(other)
 
     __hash__ = Bundle.__hash__
 
 
-@dataclass(frozen=True)
-class DeprecationEntry:
+class DeprecationEntry(Record):
     """One entry of an ``olm.deprecations`` blob: ``schema`` is olm.package, olm.channel or olm.bundle."""
 
     schema: str
     name: str
     message: str
 
+    def __init__(self, schema: str, name: str, message: str) -> None:
+        self.__dict__.update(schema=schema, name=name, message=message)
 
-@dataclass(frozen=True)
-class Deprecations:
+
+class Deprecations(Record):
     """An ``olm.deprecations`` blob: a package's deprecated package, channels and bundles."""
 
     package: str
     entries: tuple[DeprecationEntry, ...]
     source: str
-    blob: int = 0
+    blob: int
+
+    def __init__(self, package: str, entries: tuple[DeprecationEntry, ...], source: str, blob: int = 0) -> None:
+        self.__dict__.update(package=package, entries=entries, source=source, blob=blob)
 
 
-@dataclass(frozen=True)
-class Meta:
+class Meta(Record):
     """A blob of a schema this project does not interpret, passed through untouched."""
 
     schema: str
     package: str
     name: str
-    blob: dict[str, Any] = field(compare=False, hash=False)
-    source: str = ""
-    index: int = 0
+    blob: dict[str, Any]  # not part of equality
+    source: str
+    index: int
+    UNCOMPARED = ("blob",)
+
+    def __init__(self, schema: str, package: str, name: str, blob: dict[str, Any], source: str = "",
+                 index: int = 0) -> None:
+        self.__dict__.update(schema=schema, package=package, name=name, blob=blob, source=source, index=index)
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(Record):
     """One named catalog: ``catalogs/<name>/`` in the repository, or a catalog image."""
 
     name: str
@@ -339,10 +366,18 @@ class Catalog:
     packages: dict[str, Package]
     channels: dict[tuple[str, str], Channel]
     bundles: dict[tuple[str, str], Bundle]
-    priority: int = 0
-    deprecations: dict[str, Deprecations] = field(default_factory=dict)
-    others: tuple[Meta, ...] = ()
-    digest: str = ""  # content digest of the source, when known
+    priority: int
+    deprecations: dict[str, Deprecations]
+    others: tuple[Meta, ...]
+    digest: str  # content digest of the source, when known
+
+    def __init__(self, name: str, root: str, packages: dict[str, Package], channels: dict[tuple[str, str], Channel],
+                 bundles: dict[tuple[str, str], Bundle], priority: int = 0,
+                 deprecations: dict[str, Deprecations] | None = None, others: tuple[Meta, ...] = (),
+                 digest: str = "") -> None:
+        self.__dict__.update(name=name, root=root, packages=packages, channels=channels, bundles=bundles,
+                             priority=priority, deprecations={} if deprecations is None else deprecations,
+                             others=others, digest=digest)
 
     def channels_of(self, package: str) -> list[Channel]:
         return [c for (p, _), c in sorted(self.channels.items()) if p == package]

@@ -9,7 +9,6 @@ and the same resolution. Skipped when the corpus is absent.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 
 import pytest
@@ -69,7 +68,7 @@ def _as_objects(b: Bundle) -> Bundle:
            "spec": {spec_key.get(k, k): v for k, v in meta.items() if k not in ("annotations", "labels")}}
     data = base64.b64encode(json.dumps(csv, sort_keys=True, separators=(",", ":")).encode()).decode()
     props = tuple(p for p in b.properties if p.type != "olm.csv.metadata")
-    return dataclasses.replace(b, properties=props + (Property("olm.bundle.object", {"data": data}),))
+    return b.replace(properties=props + (Property("olm.bundle.object", {"data": data}),))
 
 
 def _outcome(cat: Catalog, package: str, kube: str | None) -> str:
@@ -85,7 +84,7 @@ def test_unmigrated_corpus_catalogs_resolve_as_the_published_ones(catalogs: list
     kube = "1.24.0"   # between the corpus's minKubeVersions (1.16.0 .. 1.31.0)
     refused = 0
     for cat in catalogs:
-        objects = dataclasses.replace(cat, bundles={k: _as_objects(b) for k, b in cat.bundles.items()})
+        objects = cat.replace(bundles={k: _as_objects(b) for k, b in cat.bundles.items()})
         assert not any(b.properties_of("olm.csv.metadata") for b in objects.bundles.values())
         for package in sorted(cat.packages):
             published = _outcome(cat, package, kube)

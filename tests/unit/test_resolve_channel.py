@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -153,9 +152,9 @@ def test_unknown_channel_lists_channels(widgets):
 def test_no_default_channel_and_none_given(widgets):
     # load_catalog refuses such a package (opm's rule); a catalog built another way may still lack one
     extra = widgets["extra"]
-    packages = {**extra.packages, "gadget": dataclasses.replace(extra.packages["gadget"], default_channel=None)}
+    packages = {**extra.packages, "gadget": extra.packages["gadget"].replace(default_channel=None)}
     err = resolve_error(op(catalog="extra", package="gadget", channel=None),
-                        {"extra": dataclasses.replace(extra, packages=packages)})
+                        {"extra": extra.replace(packages=packages)})
     assert err.message == "package 'gadget' has no default channel; set spec.catalog.channel"
 
 
