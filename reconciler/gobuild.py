@@ -24,18 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import cachedir
 from reconciler.errors import ControlPlaneError
 
 _PROGRESS_EVERY = 60.0
 
 
 def cache_dir() -> Path:
-    """The reconciler's cache root: $RECONCILER_CACHE_DIR, else the XDG cache home."""
-    if explicit := os.environ.get("RECONCILER_CACHE_DIR"):
-        return Path(explicit)
-    if xdg := os.environ.get("XDG_CACHE_HOME"):
-        return Path(xdg) / "reconciler"
-    return Path.home() / ".cache" / "reconciler"
+    """The reconciler's cache root (``cachedir.root``): $RECONCILER_CACHE_DIR, else the XDG cache home."""
+    return Path(cachedir.root())
 
 
 def pinned(module_dir: Path, module: str) -> str:

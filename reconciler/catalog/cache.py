@@ -26,27 +26,39 @@ import gc
 import hashlib
 import os
 import pickle
-import tempfile
 import time
-from pathlib import Path
-from typing import Any
 
+from reconciler import cachedir
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Any
+
+# Paths are strings here (no pathlib, no tempfile): a load that hits the cache is a short command's whole work.
 
 # The key includes a digest of the code that produces a cached result, so changing the loader, the
 # validation rules, the YAML reader or the model can never serve a result the current code would not give.
-_PRODUCERS = ("reconciler/yamlio.py", "reconciler/model/catalog.py", "reconciler/model/semver_range.py",
-              "reconciler/catalog/load.py", "reconciler/catalog/validate.py", "reconciler/catalog/findings.py",
-              "reconciler/catalog/cache.py")
-_ROOT = Path(__file__).resolve().parents[2]
-FORMAT = hashlib.sha256(b"".join((_ROOT / p).read_bytes() for p in _PRODUCERS)).hexdigest()[:16]
+_PRODUCERS = ("reconciler/yamlio.py", "reconciler/model/catalog.py", "reconciler/model/record.py",
+              "reconciler/model/semver_range.py", "reconciler/catalog/load.py", "reconciler/catalog/validate.py",
+              "reconciler/catalog/findings.py", "reconciler/catalog/cache.py")
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def _digest(paths: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        with open(os.path.join(_ROOT, p), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+FORMAT = _digest(_PRODUCERS)
 RACY_SECONDS = 2.0    # files modified this recently are never trusted by stat alone
 KEEP_ENTRIES = 64     # newest entries kept; older ones are pruned when writing
 
 
-def directory() -> Path:
-    from reconciler.gobuild import cache_dir  # with subprocess and signal, which a load never needs
-
-    return cache_dir() / "catalogs"
+def directory() -> str:
+    return os.path.join(cachedir.root(), "catalogs")
 
 
 def stat_key(files: list[tuple[str, os.stat_result]], display_root: str) -> str | None:
@@ -74,21 +86,25 @@ class ContentHasher:
         return self._h.hexdigest()
 
 
-def _path(kind: str, key: str) -> Path:
-    return directory() / f"{key}.{kind}"
+def _path(kind: str, key: str) -> str:
+    return os.path.join(directory(), f"{key}.{kind}")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def lookup_stat(key: str) -> str | None:
     try:
-        return _path("stat", key).read_text().strip() or None
-    except OSError:
+        return _read(_path("stat", key)).decode().strip() or None
+    except (OSError, UnicodeDecodeError):
         return None
 
 
 def get(content_key: str) -> Any | None:
-    path = _path("pickle", content_key)
     try:
-        data = path.read_bytes()
+        data = _read(_path("pickle", content_key))
     except OSError:
         return None
     enabled = gc.isenabled()
@@ -109,7 +125,7 @@ def put(content_key: str, value: dict[str, Any], stat: str | None) -> None:
     """Store an entry (and the stat index pointing at it); failures to write are ignored."""
     d = directory()
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        os.makedirs(d, exist_ok=True)
         _atomic_write(_path("pickle", content_key), pickle.dumps({**value, "format": FORMAT}, protocol=5))
         if stat:
             _atomic_write(_path("stat", stat), content_key.encode())
@@ -125,21 +141,30 @@ def remember_stat(stat: str, content_key: str) -> None:
         pass
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write ``path`` whole or not at all: a file of this process's own (created, never reused), then a rename."""
+    tmp = os.path.join(os.path.dirname(path), f".tmp-{os.getpid()}-{time.monotonic_ns()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        _unlink(tmp)
         raise
 
 
-def _prune(d: Path) -> None:
-    entries = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in entries[KEEP_ENTRIES:]:
-        old.unlink(missing_ok=True)
-    stats = sorted(d.glob("*.stat"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in stats[KEEP_ENTRIES * 4:]:
-        old.unlink(missing_ok=True)
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _prune(d: str) -> None:
+    with os.scandir(d) as it:
+        entries = [(e.stat().st_mtime, e.name, e.path) for e in it if e.is_file()]
+    entries.sort(reverse=True)
+    for suffix, keep in ((".pickle", KEEP_ENTRIES), (".stat", KEEP_ENTRIES * 4)):
+        for _, _, path in [e for e in entries if e[1].endswith(suffix)][keep:]:
+            _unlink(path)

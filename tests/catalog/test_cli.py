@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -189,7 +190,7 @@ def test_cache_entry_corrupt_is_a_miss(tmp_path, monkeypatch):
     from reconciler.catalog import cache
     demo_catalog(tmp_path)
     load(tmp_path)
-    for p in cache.directory().glob("*.pickle"):
+    for p in Path(cache.directory()).glob("*.pickle"):
         p.write_bytes(b"not a pickle")
     again = load(tmp_path)
     assert not again.cached and "demo" in again.catalog.packages
