@@ -6,11 +6,14 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Collection, NoReturn, Sequence, TextIO
 
 from reconciler import __version__
 from reconciler.commands import COMMANDS, EXIT_CODES
 from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Collection, NoReturn, Sequence, TextIO
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,12 +23,36 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own asks shutil for the width: importing shutil (and bz2 and lzma with it) is a tenth of a
+        # short command's start-up, and every add_argument builds a formatter
+        formatter = self.formatter_class(prog=self.prog, width=_columns() - 2)
+        if hasattr(formatter, "_set_color"):  # Python 3.14 colours help; its own _get_formatter does this
+            formatter._set_color(self.color)
+        return formatter
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` reads it: $COLUMNS, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+            columns = 0
+    return columns or 80
+
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole command tree; with ``command``, only that command's parsers in full.
+    """The whole command tree; with ``command``, only that command's parser.
 
-    Building every command's parsers is most of a short command's start-up, and a run uses one: the others
-    are kept as their ``--help`` line only, so ``reconciler --help`` and an unknown command read the same.
+    Building every command's parsers is most of a short command's start-up, and a run uses one. With
+    ``command=""`` (no known command: ``reconciler --help``, or a misspelt one) every command is kept as its
+    ``--help`` line only, so the list of commands reads the same. A run of a known command builds no other
+    command at all: the top-level usage names them only as ``COMMAND``, so nothing it prints differs.
     """
     parser = _Parser(
         prog="reconciler",
@@ -39,7 +66,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, line in COMMANDS.items():
         if command is None or name == command:
             importlib.import_module(f"reconciler.commands.{name}").register(sub)
-        else:
+        elif not command:
             lines_only.append(sub.add_parser(name, help=line))
     _add_global_flags(parser, top=True, skip=lines_only)
     _add_examples(parser, "")

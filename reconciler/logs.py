@@ -17,7 +17,10 @@ record can be emitted before ``logging`` is imported.
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 FIELDS = ("operator", "revision", "object", "action", "duration", "reason", "outcome")
 LEVELS = ("debug", "info", "warning", "error")

@@ -10,8 +10,10 @@ never interleaved with it.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from typing import Iterator, TextIO
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 class Progress:
@@ -57,15 +59,23 @@ def item(text: str) -> None:
     _current.item(text)
 
 
-@contextmanager
-def shown_on(stream: TextIO, *, quiet: bool = False) -> Iterator[Progress]:
-    """Show progress on ``stream`` while inside, if it is a terminal and not ``quiet``."""
-    global _current
-    previous = _current
-    isatty = getattr(stream, "isatty", None)
-    if not quiet and isatty is not None and isatty():
-        _current = TerminalProgress(stream)
-    try:
-        yield _current
-    finally:
-        _current = previous
+class shown_on:
+    """Show progress on ``stream`` inside a ``with`` block, if it is a terminal and not ``quiet``.
+
+    A class, not a ``contextlib`` generator: every command enters one, and contextlib is not otherwise imported.
+    """
+
+    def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
+        self.stream, self.quiet = stream, quiet
+
+    def __enter__(self) -> Progress:
+        global _current
+        self.previous = _current
+        isatty = getattr(self.stream, "isatty", None)
+        if not self.quiet and isatty is not None and isatty():
+            _current = TerminalProgress(self.stream)
+        return _current
+
+    def __exit__(self, *exc: object) -> None:
+        global _current
+        _current = self.previous

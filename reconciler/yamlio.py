@@ -23,9 +23,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Any, Iterator
 
 from reconciler.errors import InputError
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_ALIAS_EXPANSION = 8_000_000  # nodes plus scalar characters aliases may add beyond the text itself

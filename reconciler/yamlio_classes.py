@@ -6,11 +6,14 @@ loaded on the first YAML text (``yamlio._pyyaml``); JSON never needs it.
 
 from __future__ import annotations
 
-from typing import Any
 
 import yaml
 
 from reconciler.yamlio import MAX_INT_DIGITS, _DuplicateKey, _LongNumber
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Any
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

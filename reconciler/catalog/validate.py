@@ -19,7 +19,6 @@ import base64
 import binascii
 import re
 from collections import defaultdict
-from typing import Any, Iterable
 
 from reconciler.catalog.findings import Finding
 from reconciler.errors import InputError
@@ -27,6 +26,10 @@ from reconciler.model.catalog import (
     PROP_BUNDLE_OBJECT, PROP_CHANNEL, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE,
     PROP_PACKAGE_REQUIRED, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Catalog, Channel,
 )
+
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 STRICT_VERSION = 'MAJOR.MINOR.PATCH with optional -prerelease and +build, no "v" prefix, no leading zeros'
@@ -40,8 +43,7 @@ _PLAIN_VERSION = re.compile(rf"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][
 # skipRanges as catalogs write them: comparisons of such versions, separated by spaces, groups by " || ". Every
 # text this matches is a range the blang parser accepts; anything else is left to the parser, whose message it is.
 _PLAIN_COMPARISON = rf"(?:>=|<=|>|<|==|=|!=)?{_PLAIN_VERSION.pattern}"
-_PLAIN_SKIP_RANGE = re.compile(rf"{_PLAIN_COMPARISON}(?: +{_PLAIN_COMPARISON})*"
-                               rf"(?: +\|\| +{_PLAIN_COMPARISON}(?: +{_PLAIN_COMPARISON})*)*")
+_PLAIN_SKIP_RANGE = re.compile(rf"{_PLAIN_COMPARISON}(?: +(?:\|\| +)?{_PLAIN_COMPARISON})*")  # spaces or " || " between
 
 
 def _strict_version(text: Any) -> str | None:
