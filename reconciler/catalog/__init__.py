@@ -59,11 +59,11 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
         raise CatalogError(f"catalog directory {display_root or root} does not exist or is not a directory",
                            path=display_root or root)
     display_root = display_root or root
-    name = name or next((part for part in reversed(root.split(os.sep)) if part not in ("", ".")), "")
+    name = name or next((part for part in reversed(root.split(os.sep)) if part not in ("", ".")), "")  # Path.name
     walked = walk(root, display_root)
     extra = tuple(skipped_findings(walked))
     stats = [(f.rel, f.stat or os.stat(f.path)) for f in walked.files]
-    if use_cache:  # hashlib, pickle and tempfile: not imported by a load that does not use the cache
+    if use_cache:  # hashlib and pickle: not imported by a load that does not use the cache
         from reconciler.catalog import cache as _cache
     skey = _cache.stat_key(stats, display_root) if use_cache else None
     if skey and (ckey := _cache.lookup_stat(skey)) and (entry := _cache.get(ckey)):
