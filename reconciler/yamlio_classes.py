@@ -67,6 +67,9 @@ class _NoAliasDumper(_Dumper):  # type: ignore[misc,valid-type]
         return True
 
 
+_NoAliasDumper.add_multi_representer(dict, _Dumper.represent_dict)  # a dict subclass is written as a mapping
+
+
 class _ReadableDumper(_NoAliasDumper):
     """Multi-line strings as literal blocks, so a diff of them is a diff of their lines."""
 

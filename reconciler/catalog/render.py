@@ -241,21 +241,116 @@ def required_properties(content: BundleContent, inferred: Any, providers: APIKin
         {"type": PROP_CONSTRAINT, "value": group_constraint(group, resource)} for group, resource in unmapped]
 
 
-def go_json(value: Any, *, sort_keys: bool = True) -> str:
-    """Compact JSON as Go's encoding/json writes it (HTML characters escaped, integral floats as integers)."""
-    def norm(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer() and abs(v) < 1e21:
-            return int(v)
-        if isinstance(v, dict):
-            return {k: norm(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [norm(x) for x in v]
-        return v
-    text = json.dumps(norm(value), separators=(",", ":"), sort_keys=sort_keys, ensure_ascii=False)
-    for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                     ("\u2029", "\\u2029")):
-        text = text.replace(raw, esc)
+def go_json(value: Any, *, sort_keys: bool = True, indent: str | None = None, escape_html: bool = True) -> str:
+    """JSON as Go's encoding/json writes it: ``json.Marshal``, or with ``indent`` ``json.MarshalIndent``.
+
+    Go writes every number as a float64 (integral ones below 1e21 as integers, others in the shortest form,
+    fixed-point from 1e-6 to 1e21), sorts a map's keys (``sort_keys``; a struct keeps its fields' order) and,
+    unless told not to (``escape_html``), escapes ``<``, ``>``, ``&``, U+2028 and U+2029 in strings. A
+    subtree wrapped in ``_Marshalled`` is written escaped and with sorted keys whatever the rest is: JSON
+    that Go produced with ``json.Marshal`` and kept as raw bytes.
+    """
+    out: list[str] = []
+    colon = ":" if indent is None else ": "
+
+    def emit(v: Any, pad: str, escape: bool, sort: bool) -> None:
+        if isinstance(v, _Marshalled):
+            emit(v.value, pad, True, True)
+        elif isinstance(v, (dict, list, tuple)):
+            items = [(_go_key(k), x) for k, x in v.items()] if isinstance(v, dict) else v
+            if sort and isinstance(v, dict):
+                items.sort(key=lambda kv: kv[0])
+            if not items:
+                out.append("{}" if isinstance(v, dict) else "[]")
+                return
+            inner = pad if indent is None else pad + indent
+            out.append("{" if isinstance(v, dict) else "[")
+            for i, item in enumerate(items):
+                out.append("," if i else "")
+                if indent is not None:
+                    out.append("\n" + inner)
+                if isinstance(v, dict):
+                    out.append(_go_string(item[0], escape) + colon)
+                    item = item[1]
+                emit(item, inner, escape, sort)
+            out.append(("" if indent is None else "\n" + pad) + ("}" if isinstance(v, dict) else "]"))
+        elif isinstance(v, str):
+            out.append(_go_string(v, escape))
+        elif v is None or isinstance(v, bool):
+            out.append({None: "null", True: "true", False: "false"}[v])
+        elif isinstance(v, int) and -(1 << 63) <= v < (1 << 64):
+            out.append(str(v))   # what a YAML or JSON integer that fits int64 or uint64 decodes to in Go
+        elif isinstance(v, (int, float)):
+            out.append(_go_float(float(v)))
+        else:
+            raise TypeError(f"{type(v).__name__} is not JSON")
+
+    emit(value, "", escape_html, sort_keys)
+    return "".join(out)
+
+
+class _Marshalled:
+    """A value Go marshalled on its own and kept as raw JSON: HTML characters escaped, map keys sorted."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+# Properties opm builds from typed values and writes unescaped, in their fields' order; any other property's
+# value it holds as the raw JSON its YAML decoder marshalled (properties.yaml, an olm.constraint dependency).
+_TYPED_PROPERTIES = frozenset((PROP_PACKAGE, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE_REQUIRED, PROP_CSV_METADATA,
+                               PROP_BUNDLE_OBJECT, PROP_BUNDLE_MEDIATYPE))
+
+
+def blob_json(blob: dict[str, Any]) -> str:
+    """A rendered blob as ``opm render -o json`` writes it, byte for byte.
+
+    opm writes the blob, its properties and related images as Go structs (fields in order, nothing escaped),
+    indented by four spaces; a property's value as its type makes it (``_TYPED_PROPERTIES``), as it was
+    written (``_AsWritten``), or else as the JSON its YAML decoder marshalled (``_Marshalled``).
+    """
+    properties = [p if p.get("type") in _TYPED_PROPERTIES or isinstance(p, _AsWritten)
+                  else {**p, "value": _Marshalled(p.get("value"))} for p in blob.get("properties") or []]
+    shown = {**blob, "properties": properties} if "properties" in blob else blob
+    return go_json(shown, sort_keys=False, indent="    ", escape_html=False) + "\n"
+
+
+_GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _go_key(key: Any) -> str:
+    """A map key as JSON writes it: a YAML key that is not a string (``1:``, ``true:``) becomes its text."""
+    if isinstance(key, str):
+        return key
+    return json.dumps(key) if key is None or isinstance(key, (bool, int, float)) else str(key)
+
+
+def _go_string(text: str, escape_html: bool = True) -> str:
+    text = json.dumps(_SURROGATE.sub("\ufffd", text), ensure_ascii=False)  # Go writes a lone surrogate as U+FFFD
+    for raw, escaped in _GO_ESCAPES if escape_html else _GO_ESCAPES[3:]:
+        if raw in text:
+            text = text.replace(raw, escaped)
     return text
+
+
+def _go_float(f: float) -> str:
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ValueError(f"{f} is not a JSON number")
+    if f.is_integer() and abs(f) < 1e21:
+        return str(int(f))
+    text = repr(f)   # the shortest digits that read back as f, as Go's strconv gives
+    if 1e-6 <= abs(f) < 1e21:
+        if "e" in text:
+            from decimal import Decimal
+
+            text = format(Decimal(text), "f")
+        return text
+    mantissa, exponent = text.split("e") if "e" in text else (text, "0")
+    exponent = int(exponent)
+    return f"{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}".replace("e-0", "e-")  # e-07 -> e-7
 
 
 def _prop_key(p: dict[str, Any]) -> tuple[str, str]:
@@ -264,7 +359,15 @@ def _prop_key(p: dict[str, Any]) -> tuple[str, str]:
 
 def _sorted(props: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """opm's order: by type, then by the value's JSON text."""
-    return [{"type": p["type"], "value": p["value"]} for p in sorted(props, key=_prop_key)]
+    return [(_AsWritten if "_raw" in p else dict)(type=p["type"], value=p["value"])
+            for p in sorted(props, key=_prop_key)]
+
+
+class _AsWritten(dict):  # type: ignore[type-arg]
+    """A property opm keeps as the JSON it was written in (the CSV's ``olm.properties`` annotation).
+
+    Equal to the plain entry; ``blob_json`` writes its value in its own key order and unescaped, as opm does.
+    """
 
 
 def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

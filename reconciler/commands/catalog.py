@@ -195,11 +195,10 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_render(args: argparse.Namespace, out: TextIO) -> int:
-    import json
     from pathlib import Path
 
     from reconciler import yamlio
-    from reconciler.catalog.render import api_kinds_of_catalogs, render_bundle_dir
+    from reconciler.catalog.render import api_kinds_of_catalogs, blob_json, render_bundle_dir
 
     path = Path(args.bundle)
     if not path.is_dir():
@@ -211,6 +210,5 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
     blob = render_bundle_dir(path, args.image, package=args.package, version=args.version, display=args.bundle,
                              migrate=args.migrate, providers=api_kinds_of_catalogs(args.catalog),
                              warn=lambda text: print(f"warning: {text}", file=sys.stderr))
-    out.write(json.dumps(blob, indent=2, ensure_ascii=False) + "\n" if args.output == "json"
-              else yamlio.dump(blob))
+    out.write(blob_json(blob) if args.output == "json" else yamlio.dump(blob))
     return EXIT_OK

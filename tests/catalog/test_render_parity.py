@@ -1,8 +1,9 @@
 """`reconciler catalog render` writes the blob `opm render` writes for the same bundle directory.
 
 Compared whole (every field, every property, in order, ``olm.bundle.object``
-data byte for byte) on a sample of the real bundles of ../shared/corpus and on
-a synthetic bundle with every source of properties. Skipped when opm is not
+data byte for byte), and as ``-o json`` text byte for byte, on a sample of the
+real bundles of ../shared/corpus and on synthetic bundles with every source of
+properties and with values JSON writers disagree on. Skipped when opm is not
 built (tests/catalog/test_corpus.py says how) or the corpus is absent.
 Deliberate differences (docs/catalogs.md): a ``dependencies.yaml`` or
 ``properties.yaml`` that does not parse is an error here, where opm drops it.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.catalog.render import render_bundle_dir
+from reconciler.catalog.render import blob_json, render_bundle_dir
 from reconciler.errors import BundleError
 from tests.catalog.helpers import CORPUS
 from tests.catalog.test_corpus import opm
@@ -25,13 +26,26 @@ from tests.unit.helpers import write
 SAMPLE = 60
 
 
-def _opm_render(directory: Path) -> dict:
+def _opm_render_text(directory: Path) -> str:
+    """What ``opm render DIR -o json`` prints."""
     exe = opm()
     if exe is None:
         pytest.skip("opm is not built (run `python -m bench.catalog_bench` once) and not on PATH")
-    proc = subprocess.run([exe, "render", str(directory), "-o", "json"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([exe, "render", str(directory), "-o", "json"], capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return proc.stdout.decode()
+
+
+def _opm_render(directory: Path) -> dict:
+    return json.loads(_opm_render_text(directory))
+
+
+def _same_as_opm(directory: Path) -> dict:
+    """Our blob for ``directory``, checked equal to opm's as data and as ``-o json`` text."""
+    ours, text = render_bundle_dir(directory), _opm_render_text(directory)
+    assert ours == json.loads(text)
+    assert blob_json(ours) == text
+    return ours
 
 
 def _sample() -> list[Path]:
@@ -52,7 +66,7 @@ def test_render_matches_opm_on_corpus_bundles(directory: Path):
         with pytest.raises(BundleError, match="dependencies.yaml"):
             render_bundle_dir(directory)
         return
-    assert render_bundle_dir(directory) == _opm_render(directory)
+    _same_as_opm(directory)
 
 
 CSV = """
@@ -200,8 +214,7 @@ def test_render_matches_opm_on_a_bundle_with_every_property_source(tmp_path):
     write(tmp_path, "manifests/demo.io_gadgets.yaml", GADGETS)
     write(tmp_path, "manifests/op-metrics_v1_service.yaml",
           "apiVersion: v1\nkind: Service\nmetadata: {name: op-metrics}\nspec: {ports: [{port: 8443}]}\n")
-    ours = render_bundle_dir(tmp_path)
-    assert ours == _opm_render(tmp_path)
+    ours = _same_as_opm(tmp_path)
     props = [(p["type"], p["value"]) for p in ours["properties"]]
     # the sources the fixture means to cover are all there
     assert ("olm.gvk", {"group": "demo.io", "kind": "Widget", "version": "v1alpha1"}) in props
@@ -253,3 +266,17 @@ def test_related_images_sharing_an_image_keep_the_csv_order(tmp_path):
     assert [r["image"] for r in ours] == [r["image"] for r in theirs]
     key = lambda r: (r["image"], r["name"])   # noqa: E731 - the same entries, whatever opm's order of ties
     assert sorted(ours, key=key) == sorted(theirs, key=key)
+
+
+def test_json_text_matches_opm_where_json_writers_disagree(tmp_path):
+    """Key order, HTML characters, line separators, non-ASCII text, and numbers as Go writes a float64."""
+    _parity_bundle(tmp_path)
+    write(tmp_path, "metadata/properties.yaml", """
+        properties:
+          - type: example.com/note
+            value: {zeta: "a<b & c>d", alpha: "line\\u2028separator, caf\\u00e9, \\U0001F600 \\x01", mid: [3, 1.5]}
+          - type: example.com/numbers
+            value: {big: 1180591620717411303424, small: 0.000001, tiny: 1.5e-7, whole: 2.0, neg: -0.25}
+        """)
+    ours = _same_as_opm(tmp_path)
+    assert any(p["type"] == "example.com/numbers" for p in ours["properties"])
