@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
-from reconciler.catalog.load import Builder, iter_blobs, skipped_findings, walk
+from reconciler.catalog.load import Builder, empty_document_findings, iter_blobs, skipped_findings, walk
 from reconciler.catalog.parallel import parse_all
 from reconciler.catalog.validate import validate
 from reconciler.errors import CatalogError
@@ -86,6 +86,7 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
     for f, (docs, refused) in parse_all(walked.files):
         if refused is None:
             builder.add_file(f.display, docs)
+            builder.findings.extend(empty_document_findings(f))
         else:
             message, path, hint = refused
             builder.findings.append(Finding("parse", message, path or f.display, None, hint))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 
 from reconciler import yamlio
 from reconciler.catalog.findings import WARNING, Finding
@@ -338,6 +339,62 @@ def load_files(files: Iterator[CatalogFile] | tuple[CatalogFile, ...], builder: 
             builder.findings.append(Finding("parse", exc.message, exc.path or f.display, None, exc.hint))
             continue
         builder.add_file(f.display, docs)
+
+
+# How opm splits a YAML stream (Kubernetes' YAML reader): at each line that starts with ``---`` (followed by
+# nothing but blanks or a comment); a separator that opens the stream, or follows another, belongs to the next
+# document. A document whose lines are all blank, comments or separators is a blob with no schema there.
+_SEPARATOR = re.compile(r"^---[ \t\r]*(?:#[^\n]*)?$", re.M)
+_CONTENT = re.compile(r"^(?!---(?:[ \t\r#]|$))[ \t]*[^\s#]", re.M)
+
+
+def empty_documents(text: str) -> list[int]:
+    """The first line of each document of a YAML stream that opm reads as an empty blob.
+
+    PyYAML drops such documents (a comment before the first ``---``, a ``---``
+    with nothing after it but a blank line), so they never reach the builder;
+    opm refuses the whole catalog over each of them. JSON (a stream that
+    starts with ``{``) has no documents of this kind; an empty file has none.
+    """
+    if not text or text.lstrip().startswith("{"):
+        return []
+    out: list[int] = []
+    start = 0
+    for at, end in _separator_lines(text):
+        if at > start:  # a separator ends the document before it, and is dropped
+            if not _CONTENT.search(text, start, at):
+                out.append(text.count("\n", 0, start) + 1)
+            start = end
+    if start < len(text) and not _CONTENT.search(text, start):
+        out.append(text.count("\n", 0, start) + 1)
+    return out
+
+
+def _separator_lines(text: str) -> Iterator[tuple[int, int]]:
+    """Where each separator line starts, and where the line after it starts (``str.find``: a regular
+    expression tried at every position of a large catalog costs a sixth of its parse)."""
+    at = 0 if text.startswith("---") else text.find("\n---") + 1
+    while at or text.startswith("---"):
+        if m := _SEPARATOR.match(text, at):
+            yield at, m.end() + 1
+        at = text.find("\n---", at) + 1
+        if not at:
+            return
+
+
+def empty_document_findings(f: CatalogFile) -> list[Finding]:
+    """``empty_documents`` of one catalog file that parsed, as findings (a JSON file is not read again)."""
+    try:
+        with open(f.path, "rb") as fh:
+            head = fh.read(4096)
+        if head.lstrip().startswith(b"{"):
+            return []
+        text = yamlio.read_text(f.path, f.display)
+    except (OSError, InputError):
+        return []  # the parse reported it
+    return [Finding("blob-shape", f"the YAML document at line {line} is empty (only blank lines, comments or "
+                    f"'---')", f.display, None, "opm reads it as a blob with no schema and refuses the catalog; "
+                    "delete it, or move its comments after the next '---'") for line in empty_documents(text)]
 
 
 def skipped_findings(walked: Walk) -> list[Finding]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.catalog import load
-from tests.catalog.helpers import CORPUS, bundle, channel, package
+from tests.catalog.helpers import CORPUS, EMPTY_DOCUMENTS, bundle, channel, package
 from tests.unit.helpers import write, write_docs
 
 pytestmark = pytest.mark.corpus
@@ -116,3 +116,12 @@ def test_broken_yaml_verdict_matches_opm(tmp_path):
     write(tmp_path, "catalog.yaml", "schema: olm.package\nname: [x\n")
     valid, _ = opm_valid(tmp_path)
     assert not valid and load(tmp_path, use_cache=False).errors
+
+
+@pytest.mark.parametrize("text, lines", EMPTY_DOCUMENTS)
+def test_empty_document_verdict_matches_opm(tmp_path, text, lines):
+    write_docs(tmp_path, "catalog.yaml", package(), channel(), bundle())
+    (tmp_path / "notes.yaml").write_text(text, encoding="utf-8")
+    valid, stderr = opm_valid(tmp_path)
+    ours = load(tmp_path, use_cache=False)
+    assert (not ours.errors) == valid == (not lines), f"opm: {stderr[-2000:]}\nours: {[f.render() for f in ours.errors]}"

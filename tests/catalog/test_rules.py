@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.catalog import RULES, CatalogInvalid, compose, load, load_catalog
-from tests.catalog.helpers import bundle, channel, findings, package, rules
+from tests.catalog.helpers import EMPTY_DOCUMENTS, bundle, channel, findings, package, rules
 from tests.unit.helpers import write, write_docs
 
 CHECKED: set[str] = set()
@@ -47,6 +47,16 @@ def test_blob_shape(tmp_path, doc, message):
     CHECKED.add("blob-shape")
     assert [f.message for f in found] == [message]
     assert found[0].path == "catalogs/test/bad.yaml"
+
+
+@pytest.mark.parametrize("text, lines", EMPTY_DOCUMENTS)
+def test_empty_yaml_documents_are_blobs_without_schema(tmp_path, text, lines):
+    (tmp_path / "notes.yaml").write_text(text, encoding="utf-8")
+    found = [f for f in findings(tmp_path, package(), channel(), bundle()) if f.rule == "blob-shape"]
+    CHECKED.add("blob-shape")
+    assert [f.message for f in found] == [f"the YAML document at line {n} is empty (only blank lines, comments or "
+                                          f"'---')" for n in lines]
+    assert all(f.path == "catalogs/test/notes.yaml" and "refuses the catalog" in f.hint for f in found)
 
 
 def test_non_catalog_file_is_a_warning(tmp_path):
