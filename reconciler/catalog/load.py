@@ -130,6 +130,10 @@ def iter_blobs(root: str | PathLike[str], display_root: str) -> list[tuple[str, 
 class _Shape(Exception):
     """A blob field of the wrong type (reported as a blob-shape finding)."""
 
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
 
 def _opt_str(blob: dict[str, Any], key: str, what: str) -> str:
     v = blob.get(key)
@@ -181,6 +185,27 @@ def _properties(blob: dict[str, Any], what: str) -> tuple[Property, ...]:
     return tuple(out)
 
 
+# The top-level fields of the four schemas. opm reads ``schema``, ``package`` and ``name`` of every blob
+# whatever their case (the documented template examples write ``Schema:``), and decodes the known schemas
+# with Go's JSON decoder, which matches field names case-insensitively; two keys of one blob that differ
+# only in case are an error there. Nested fields (entries, properties) are read as spelled.
+_FIELDS = {f.casefold(): f for f in ("schema", "package", "name", "defaultChannel", "icon", "description",
+                                     "entries", "properties", "image", "relatedImages")}
+_FIELD_NAMES = frozenset(_FIELDS.values())
+
+
+def _canonical_keys(blob: dict[str, Any]) -> dict[str, Any]:
+    """``blob`` with each key that differs from a known field only in case spelled as the field."""
+    seen: dict[str, str] = {}
+    for key in blob:
+        folded = key.casefold() if isinstance(key, str) else key
+        if folded in seen:
+            raise _Shape(f"keys {seen[folded]!r} and {key!r} differ only in case; opm reads them as one",
+                         "keep one of them")
+        seen[folded] = key
+    return {_FIELDS.get(folded, key) if isinstance(key, str) else key: blob[key] for folded, key in seen.items()}
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Building the catalog
 
@@ -205,9 +230,12 @@ class Builder:
             try:
                 self.add(doc, display, i + 1)
             except _Shape as exc:
-                self.findings.append(Finding("blob-shape", str(exc), display, f"blob {i + 1}"))
+                self.findings.append(Finding("blob-shape", str(exc), display, f"blob {i + 1}", exc.hint))
 
     def add(self, blob: dict[str, Any], path: str, index: int) -> None:
+        raw = blob
+        if not _FIELD_NAMES.issuperset(blob):
+            blob = _canonical_keys(blob)
         schema = blob.get("schema")
         if not isinstance(schema, str) or not schema:
             raise _Shape("blob has no 'schema'" if schema in (None, "") else "'schema' must be a string")
@@ -224,7 +252,7 @@ class Builder:
             for key, v in (("package", pkg), ("name", name)):
                 if v is not None and not isinstance(v, str):
                     raise _Shape(f"{schema}: {key!r} must be a string, not {_kind(v)}")
-            self.others.append(Meta(schema, pkg or "", name or "", blob, path, index))
+            self.others.append(Meta(schema, pkg or "", name or "", raw, path, index))
 
     def _package(self, blob: dict[str, Any], path: str, index: int) -> None:
         name = _required(blob, "name", "olm.package")

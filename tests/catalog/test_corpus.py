@@ -96,6 +96,13 @@ VERDICT_FIXTURES = {
         "entries": [{"reference": {"schema": "olm.channel", "name": "stable"}, "message": "m"}]},
         {"schema": "example.com/thing", "x": 1}],
     "empty-channel": [package(), channel(), bundle(), channel("fast", entries=())],
+    # opm reads top-level field names whatever their case (templates are documented with `Schema:`)
+    "valid-capitalised-fields": [{"Schema": "olm.package", "Name": "demo", "DefaultChannel": "stable"},
+                                 {"Schema": "olm.channel", "Package": "demo", "Name": "stable",
+                                  "Entries": [{"name": "demo.v1.0.0"}]},
+                                 {k.capitalize(): v for k, v in bundle().items()},
+                                 {"Schema": "olm.semver", "GenerateMajorChannels": True, "Stable": {"Bundles": []}}],
+    "keys-differing-in-case": [package(), channel(), bundle(), {"schema": "example.com/thing", "Schema": "x"}],
     "replaces-cycle": [package(), channel(entries=_entries(("demo.v1.0.0", "demo.v1.1.0"),
                                                            ("demo.v1.1.0", "demo.v1.0.0"),
                                                            ("demo.v1.2.0", "demo.v1.1.0"))),

@@ -34,6 +34,8 @@ def test_parse(tmp_path):
     ([1, 2], "blob 1 is not a mapping"),
     ({"name": "x"}, "blob has no 'schema'"),
     ({"schema": 3}, "'schema' must be a string"),
+    ({"schema": "olm.package", "Schema": "olm.package", "name": "demo"},
+     "keys 'schema' and 'Schema' differ only in case; opm reads them as one"),
     ({"schema": "olm.package", "name": "demo", "defaultChannel": ["x"]},
      "olm.package demo: 'defaultChannel' must be a string, not a list"),
     ({"schema": "olm.bundle", "package": "demo", "name": "b", "properties": [{"type": "x"}]},
@@ -57,6 +59,20 @@ def test_empty_yaml_documents_are_blobs_without_schema(tmp_path, text, lines):
     assert [f.message for f in found] == [f"the YAML document at line {n} is empty (only blank lines, comments or "
                                           f"'---')" for n in lines]
     assert all(f.path == "catalogs/test/notes.yaml" and "refuses the catalog" in f.hint for f in found)
+
+
+def test_top_level_fields_are_read_whatever_their_case(tmp_path):
+    """As opm reads them: `Schema:` (how template examples are written) is the schema, and so on."""
+    docs = [{"Schema": "olm.package", "NAME": "demo", "defaultchannel": "stable"},
+            {"Schema": "olm.channel", "Package": "demo", "Name": "stable", "Entries": [{"name": "demo.v1.0.0"}]},
+            {k[0].upper() + k[1:]: v for k, v in bundle().items()},
+            {"Schema": "olm.semver", "Stable": {"Bundles": []}}]
+    assert findings(tmp_path, *docs) == []
+    loaded = load(tmp_path, "test", use_cache=False).catalog
+    assert loaded.packages["demo"].default_channel == "stable"
+    assert [e.name for e in loaded.channels[("demo", "stable")].entries] == ["demo.v1.0.0"]
+    assert loaded.bundles[("demo", "demo.v1.0.0")].image == "quay.io/demo/demo.v1.0.0:latest"
+    assert [(m.schema, m.blob) for m in loaded.others] == [("olm.semver", docs[3])]  # kept as written
 
 
 def test_non_catalog_file_is_a_warning(tmp_path):
