@@ -192,6 +192,7 @@ def _properties(blob: dict[str, Any], what: str) -> tuple[Property, ...]:
 _FIELDS = {f.casefold(): f for f in ("schema", "package", "name", "defaultChannel", "icon", "description",
                                      "entries", "properties", "image", "relatedImages")}
 _FIELD_NAMES = frozenset(_FIELDS.values())
+_TEMPLATES = {"olm.template.basic": "basic", "olm.semver": "semver"}  # schema: `catalog template` subcommand
 
 
 def _canonical_keys(blob: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +239,16 @@ class Builder:
             blob = _canonical_keys(blob)
         schema = blob.get("schema")
         if not isinstance(schema, str) or not schema:
-            raise _Shape("blob has no 'schema'" if schema in (None, "") else "'schema' must be a string")
+            if schema not in (None, ""):
+                raise _Shape("'schema' must be a string")
+            if isinstance(kind := blob.get("kind"), str) and "apiVersion" in blob:
+                meta = blob.get("metadata")
+                named = f" {meta['name']}" if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
+                raise _Shape(f"blob has no 'schema': it is a Kubernetes {kind}{named}, not catalog content",
+                             "a catalog holds only catalog blobs; move the file out of the catalog directory or "
+                             "list it in an .indexignore file")
+            raise _Shape("blob has no 'schema'", "every catalog blob needs one: olm.package, olm.channel, "
+                         "olm.bundle, olm.deprecations, or a schema of your own")
         if schema == SCHEMA_PACKAGE:
             self._package(blob, path, index)
         elif schema == SCHEMA_CHANNEL:
@@ -248,6 +258,13 @@ class Builder:
         elif schema == SCHEMA_DEPRECATIONS:
             self._deprecations(blob, path, index)
         else:
+            if schema in _TEMPLATES:
+                self.findings.append(Finding(
+                    "template", f"an {schema} template is not catalog content: opm keeps it as an unknown blob, "
+                    "so the packages it describes are not in the catalog", path, f"blob {index}",
+                    f"expand it (`reconciler catalog template {_TEMPLATES[schema]} FILE`) into the catalog, and "
+                    "keep the template outside the catalog directory or in an .indexignore file",
+                    severity=WARNING))
             pkg, name = blob.get("package"), blob.get("name")
             for key, v in (("package", pkg), ("name", name)):
                 if v is not None and not isinstance(v, str):
@@ -427,5 +444,6 @@ def empty_document_findings(f: CatalogFile) -> list[Finding]:
 
 def skipped_findings(walked: Walk) -> list[Finding]:
     return [Finding("non-catalog-file", "not a .json, .yaml or .yml file; skipped", f.display, None,
-                    f"opm would try to parse it; add {f.rel!r} to an .indexignore file", severity=WARNING)
+                    f"opm parses every file it is not told to ignore: add {f.rel!r} to an .indexignore file, or "
+                    f"rename it to .yaml or .json if it holds catalog blobs", severity=WARNING)
             for f in walked.skipped]

@@ -33,6 +33,8 @@ def test_parse(tmp_path):
 @pytest.mark.parametrize("doc, message", [
     ([1, 2], "blob 1 is not a mapping"),
     ({"name": "x"}, "blob has no 'schema'"),
+    ({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "dev"}},
+     "blob has no 'schema': it is a Kubernetes CatalogSource dev, not catalog content"),
     ({"schema": 3}, "'schema' must be a string"),
     ({"schema": "olm.package", "Schema": "olm.package", "name": "demo"},
      "keys 'schema' and 'Schema' differ only in case; opm reads them as one"),
@@ -67,12 +69,26 @@ def test_top_level_fields_are_read_whatever_their_case(tmp_path):
             {"Schema": "olm.channel", "Package": "demo", "Name": "stable", "Entries": [{"name": "demo.v1.0.0"}]},
             {k[0].upper() + k[1:]: v for k, v in bundle().items()},
             {"Schema": "olm.semver", "Stable": {"Bundles": []}}]
-    assert findings(tmp_path, *docs) == []
+    assert rules(findings(tmp_path, *docs)) == ["template"]  # the semver template is one, and no error
     loaded = load(tmp_path, "test", use_cache=False).catalog
     assert loaded.packages["demo"].default_channel == "stable"
     assert [e.name for e in loaded.channels[("demo", "stable")].entries] == ["demo.v1.0.0"]
     assert loaded.bundles[("demo", "demo.v1.0.0")].image == "quay.io/demo/demo.v1.0.0:latest"
     assert [(m.schema, m.blob) for m in loaded.others] == [("olm.semver", docs[3])]  # kept as written
+
+
+@pytest.mark.parametrize("doc, command", [
+    ({"schema": "olm.template.basic", "entries": [package("other")]}, "basic"),
+    ({"Schema": "olm.semver", "Stable": {"Bundles": [{"Image": "quay.io/demo/other-bundle:v1.0.0"}]}}, "semver"),
+])
+def test_template_in_a_catalog_is_a_warning(tmp_path, doc, command):
+    write_docs(tmp_path, "templates/other.yaml", doc)
+    f = only(findings(tmp_path, package(), channel(), bundle()), "template")
+    assert (f.severity, f.path, f.obj) == ("warning", "catalogs/test/templates/other.yaml", "blob 1")
+    assert f.message.endswith("template is not catalog content: opm keeps it as an unknown blob, so the packages "
+                              "it describes are not in the catalog")
+    assert f"`reconciler catalog template {command} FILE`" in f.hint
+    assert load_catalog("t", tmp_path).packages.keys() == {"demo"}  # a warning: the catalog still loads
 
 
 def test_non_catalog_file_is_a_warning(tmp_path):
