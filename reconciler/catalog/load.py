@@ -442,8 +442,40 @@ def empty_document_findings(f: CatalogFile) -> list[Finding]:
                     "delete it, or move its comments after the next '---'") for line in empty_documents(text)]
 
 
-def skipped_findings(walked: Walk) -> list[Finding]:
-    return [Finding("non-catalog-file", "not a .json, .yaml or .yml file; skipped", f.display, None,
-                    f"opm parses every file it is not told to ignore: add {f.rel!r} to an .indexignore file, or "
-                    f"rename it to .yaml or .json if it holds catalog blobs", severity=WARNING)
-            for f in walked.skipped]
+def adopt(skipped: tuple[CatalogFile, ...]) -> tuple[list[CatalogFile], list[Finding]]:
+    """The files of other names that hold catalog blobs, and a warning for each skipped file.
+
+    opm parses every file it is not told to ignore: a stray README fails it
+    (here it is only skipped, with a warning), and a file named ``catalog.YAML``
+    or ``index`` that holds blobs is part of its catalog, so it is part of this
+    one too. A file is read as catalog content when it parses and one of its
+    documents is a mapping with a schema; the rest of it is judged as any
+    catalog file's.
+    """
+    adopted: list[CatalogFile] = []
+    found: list[Finding] = []
+    for f in skipped:
+        try:
+            docs = read_file(f)
+        except InputError:
+            docs = []
+        if any(isinstance(d, dict) and _schema_key(d) for d in docs):
+            adopted.append(f)
+            found.append(Finding("non-catalog-file", "not a .json, .yaml or .yml file, but it holds catalog blobs: "
+                                 "read as part of the catalog, as opm reads it", f.display, None,
+                                 "rename it to .yaml or .json", severity=WARNING))
+        else:
+            found.append(Finding("non-catalog-file", "not a .json, .yaml or .yml file; skipped", f.display, None,
+                                 f"opm parses every file it is not told to ignore: add {f.rel!r} to an .indexignore "
+                                 f"file", severity=WARNING))
+    return adopted, found
+
+
+def _schema_key(doc: dict[Any, Any]) -> bool:
+    return any(isinstance(k, str) and k.casefold() == "schema" and isinstance(v, str) and v for k, v in doc.items())
+
+
+def walk_order(f: CatalogFile) -> list[tuple[int, str]]:
+    """A sort key that puts files in ``walk``'s order: a directory's files, then its subdirectories."""
+    parts = f.rel.split("/")
+    return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]

@@ -186,6 +186,18 @@ def test_cache_makes_second_load_a_hit_and_sees_edits(tmp_path):
     assert third.catalog.packages["demo"].default_channel == "fast"
 
 
+def test_cache_sees_a_file_of_another_name_gain_catalog_blobs(tmp_path):
+    demo_catalog(tmp_path)
+    notes = tmp_path / "notes"
+    notes.write_text("just notes\n")
+    first, second = load(tmp_path), load(tmp_path)
+    assert second.cached and second.findings == first.findings
+    assert [f.message for f in first.findings] == ["not a .json, .yaml or .yml file; skipped"]
+    notes.write_text(yamlio.dump_all([{"schema": "olm.package", "name": "extra", "defaultChannel": "stable"}]))
+    third = load(tmp_path)
+    assert not third.cached and "extra" in third.catalog.packages
+
+
 def test_cache_entry_corrupt_is_a_miss(tmp_path, monkeypatch):
     from reconciler.catalog import cache
     demo_catalog(tmp_path)

@@ -132,3 +132,16 @@ def test_empty_document_verdict_matches_opm(tmp_path, text, lines):
     valid, stderr = opm_valid(tmp_path)
     ours = load(tmp_path, use_cache=False)
     assert (not ours.errors) == valid == (not lines), f"opm: {stderr[-2000:]}\nours: {[f.render() for f in ours.errors]}"
+
+
+def test_file_of_another_name_verdict_and_content_match_opm(tmp_path):
+    """opm reads every file it does not ignore: blobs in `index` are part of its catalog, and of ours."""
+    write_docs(tmp_path, "index", package(), channel(), bundle())
+    write_docs(tmp_path, "other.yaml", package("other"), channel(pkg="other", entries=[("other.v1.0.0", None)]),
+               bundle("other.v1.0.0", pkg="other"))
+    valid, stderr = opm_valid(tmp_path)
+    ours = load(tmp_path, use_cache=False)
+    assert valid and not ours.errors, stderr
+    rendered = subprocess.run([opm(), "render", str(tmp_path), "-o", "yaml"], capture_output=True, text=True,
+                              check=True).stdout
+    assert "name: demo.v1.0.0" in rendered and sorted(ours.catalog.packages) == ["demo", "other"]

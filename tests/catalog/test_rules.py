@@ -98,6 +98,30 @@ def test_non_catalog_file_is_a_warning(tmp_path):
     assert load_catalog("t", tmp_path)  # warnings never fail a load
 
 
+@pytest.mark.parametrize("name", ["index", "catalog.YAML", "catalog.txt"])
+def test_a_file_of_another_name_that_holds_blobs_is_read_as_opm_reads_it(tmp_path, name):
+    write_docs(tmp_path, f"demo/{name}", package(), channel(), bundle())
+    write_docs(tmp_path, "other/catalog.yaml", package("other"), channel(pkg="other"), bundle(pkg="other"))
+    write(tmp_path, "other/README.md", "# The other operator\n\nnotes\n")
+    found = findings(tmp_path)
+    assert [(f.rule, f.severity, f.path) for f in found] == [
+        ("non-catalog-file", "warning", f"catalogs/test/demo/{name}"),
+        ("non-catalog-file", "warning", "catalogs/test/other/README.md")]
+    assert found[0].message.endswith("but it holds catalog blobs: read as part of the catalog, as opm reads it")
+    assert found[1].message == "not a .json, .yaml or .yml file; skipped"
+    assert sorted(load_catalog("t", tmp_path).packages) == ["demo", "other"]
+
+
+def test_a_file_of_another_name_is_judged_as_a_catalog_file(tmp_path):
+    write_docs(tmp_path, "index", package(), channel(), bundle(), bundle())  # in walk order, before z.yaml
+    write_docs(tmp_path, "z.yaml", package())
+    found = findings(tmp_path)
+    assert [(f.rule, f.path) for f in found] == [
+        ("non-catalog-file", "catalogs/test/index"), ("duplicate-bundle", "catalogs/test/index"),
+        ("duplicate-package", "catalogs/test/z.yaml")]
+    assert found[2].hint == "the first definition is in catalogs/test/index"
+
+
 @pytest.mark.parametrize("name", ["Demo", "demo_op", "-demo", "a" * 64])
 def test_package_name(tmp_path, name):
     f = only(findings(tmp_path, package(name), channel(pkg=name), bundle(pkg=name)), "package-name")
