@@ -137,6 +137,15 @@ def test_graph_marks_the_installed_and_the_target_bundle(tmp_path):
     assert '"demo.v1.1.0" [label="demo.v1.1.0\\ninstalled", fillcolor="#dde8ff"' in dot
 
 
+@pytest.mark.parametrize("flag", ["--installed", "--target"])
+def test_graph_refuses_a_mark_on_a_bundle_the_package_lacks(tmp_path, capsys, flag):
+    code, out = run("catalog", "graph", "demo", "-c", str(demo_catalog(tmp_path)), flag, "demo.v1.3.0")
+    assert (code, out) == (2, "")
+    err = capsys.readouterr().err
+    assert f"{flag} demo.v1.3.0: no such bundle in package 'demo'" in err
+    assert "hint: bundles of the package: demo.v1.0.0, demo.v1.1.0, demo.v1.2.0" in err
+
+
 def test_graph_dot_and_unknown_names(tmp_path, capsys):
     demo_catalog(tmp_path)
     _, out = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot")
