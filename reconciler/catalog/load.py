@@ -237,6 +237,9 @@ class Builder:
         raw = blob
         if not _FIELD_NAMES.issuperset(blob):
             blob = _canonical_keys(blob)
+        for key in ("schema", "package", "name"):
+            if key in blob and blob[key] is None:  # opm reads these three of every blob, as strings
+                raise _Shape(f"{key!r} is null", f"opm needs a string there: give it one, or remove {key!r}")
         schema = blob.get("schema")
         if not isinstance(schema, str) or not schema:
             if schema not in (None, ""):

@@ -102,6 +102,7 @@ VERDICT_FIXTURES = {
                                   "Entries": [{"name": "demo.v1.0.0"}]},
                                  {k.capitalize(): v for k, v in bundle().items()},
                                  {"Schema": "olm.semver", "GenerateMajorChannels": True, "Stable": {"Bundles": []}}],
+    "null-name-of-custom-blob": [package(), channel(), bundle(), {"schema": "example.com/thing", "name": None}],
     "keys-differing-in-case": [package(), channel(), bundle(), {"schema": "example.com/thing", "Schema": "x"}],
     "replaces-cycle": [package(), channel(entries=_entries(("demo.v1.0.0", "demo.v1.1.0"),
                                                            ("demo.v1.1.0", "demo.v1.0.0"),

@@ -36,6 +36,7 @@ def test_parse(tmp_path):
     ({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "dev"}},
      "blob has no 'schema': it is a Kubernetes CatalogSource dev, not catalog content"),
     ({"schema": 3}, "'schema' must be a string"),
+    ({"schema": "example.com/note", "package": None}, "'package' is null"),
     ({"schema": "olm.package", "Schema": "olm.package", "name": "demo"},
      "keys 'schema' and 'Schema' differ only in case; opm reads them as one"),
     ({"schema": "olm.package", "name": "demo", "defaultChannel": ["x"]},
