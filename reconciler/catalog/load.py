@@ -394,14 +394,15 @@ def load_files(files: Iterator[CatalogFile] | tuple[CatalogFile, ...], builder: 
 # document. A document whose lines are all blank, comments or separators is a blob with no schema there.
 _SEPARATOR = re.compile(r"^---[ \t\r]*(?:#[^\n]*)?$", re.M)
 _CONTENT = re.compile(r"^(?!---(?:[ \t\r#]|$))[ \t]*[^\s#]", re.M)
+_NULL_DOCUMENT = re.compile(r"[ \t]*(?:null|Null|NULL|~)[ \t]*(?:#[^\n]*)?(?:\n[ \t]*(?:#[^\n]*)?)*\n?")
 
 
 def empty_documents(text: str) -> list[int]:
     """The first line of each document of a YAML stream that opm reads as an empty blob.
 
     PyYAML drops such documents (a comment before the first ``---``, a ``---``
-    with nothing after it but a blank line), so they never reach the builder;
-    opm refuses the whole catalog over each of them. JSON (a stream that
+    with nothing after it but a blank line, a document that is just ``null``),
+    so they never reach the builder; opm refuses the whole catalog over each. JSON (a stream that
     starts with ``{``) has no documents of this kind; an empty file has none.
     """
     if not text or text.lstrip().startswith("{"):
@@ -410,12 +411,17 @@ def empty_documents(text: str) -> list[int]:
     start = 0
     for at, end in _separator_lines(text):
         if at > start:  # a separator ends the document before it, and is dropped
-            if not _CONTENT.search(text, start, at):
+            if _empty(text, start, at):
                 out.append(text.count("\n", 0, start) + 1)
             start = end
-    if start < len(text) and not _CONTENT.search(text, start):
+    if start < len(text) and _empty(text, start, len(text)):
         out.append(text.count("\n", 0, start) + 1)
     return out
+
+
+def _empty(text: str, start: int, end: int) -> bool:
+    m = _CONTENT.search(text, start, end)
+    return m is None or (text[m.end() - 1] in "nN~" and _NULL_DOCUMENT.fullmatch(text, m.start(), end) is not None)
 
 
 def _separator_lines(text: str) -> Iterator[tuple[int, int]]:
@@ -440,8 +446,8 @@ def empty_document_findings(f: CatalogFile) -> list[Finding]:
         text = yamlio.read_text(f.path, f.display)
     except (OSError, InputError):
         return []  # the parse reported it
-    return [Finding("blob-shape", f"the YAML document at line {line} is empty (only blank lines, comments or "
-                    f"'---')", f.display, None, "opm reads it as a blob with no schema and refuses the catalog; "
+    return [Finding("blob-shape", f"the YAML document at line {line} is empty (null, or only blank lines, "
+                    f"comments or '---')", f.display, None, "opm reads it as a blob with no schema and refuses the catalog; "
                     "delete it, or move its comments after the next '---'") for line in empty_documents(text)]
 
 

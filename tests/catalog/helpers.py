@@ -17,6 +17,9 @@ EMPTY_DOCUMENTS = [
     ("schema: example.note\n---\n---\n", [3]),
     ("---\n", [1]),
     ("\n", [1]),
+    ("schema: example.note\n---\nnull  # nothing\n\n", [3]),
+    ("~\n", [1]),
+    ("---\nnullable: true\nschema: example.note\n", []),
     ("---\nschema: example.note\n---\n", []),  # a '---' that opens the stream, or ends it, is no document
     ("# note\nschema: example.note\n", []),
     ("", []),

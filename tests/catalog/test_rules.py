@@ -59,8 +59,8 @@ def test_empty_yaml_documents_are_blobs_without_schema(tmp_path, text, lines):
     (tmp_path / "notes.yaml").write_text(text, encoding="utf-8")
     found = [f for f in findings(tmp_path, package(), channel(), bundle()) if f.rule == "blob-shape"]
     CHECKED.add("blob-shape")
-    assert [f.message for f in found] == [f"the YAML document at line {n} is empty (only blank lines, comments or "
-                                          f"'---')" for n in lines]
+    assert [f.message for f in found] == [f"the YAML document at line {n} is empty (null, or only blank lines, "
+                                          f"comments or '---')" for n in lines]
     assert all(f.path == "catalogs/test/notes.yaml" and "refuses the catalog" in f.hint for f in found)
 
 
