@@ -135,12 +135,17 @@ class _Shape(Exception):
         self.hint = hint
 
 
+_PROPERTY_HINT = "each property is a mapping {type: <property type>, value: <its value>}"
+# YAML reads unquoted yes/no/on/off/true/false, numbers and dates as other types: the usual cause
+QUOTE_HINT = "quote the value: YAML reads an unquoted yes, no, on, off, number or date as another type"
+
+
 def _opt_str(blob: dict[str, Any], key: str, what: str) -> str:
     v = blob.get(key)
     if v is None:
         return ""
     if not isinstance(v, str):
-        raise _Shape(f"{what}: {key!r} must be a string, not {_kind(v)}")
+        raise _Shape(f"{what}: {key!r} must be a string, not {_kind(v)}", QUOTE_HINT)
     return v
 
 
@@ -149,7 +154,7 @@ def _opt_list(blob: dict[str, Any], key: str, what: str) -> list[Any]:
     if v is None:
         return []
     if not isinstance(v, list):
-        raise _Shape(f"{what}: {key!r} must be a list, not {_kind(v)}")
+        raise _Shape(f"{what}: {key!r} must be a list, not {_kind(v)}", "write it as a list (items starting with '- ')")
     return v
 
 
@@ -163,10 +168,11 @@ def _kind(v: Any) -> str:
 
 def _entry(raw: Any, what: str) -> ChannelEntry:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
-        raise _Shape(f"{what}: every entry needs a name")
+        raise _Shape(f"{what}: every entry needs a name",
+                     "each entry is a mapping: name: <bundle>, and optionally replaces, skips, skipRange")
     skips = _opt_list(raw, "skips", f"{what} entry {raw['name']}")
     if any(not isinstance(s, str) for s in skips):
-        raise _Shape(f"{what} entry {raw['name']}: skips must be a list of strings")
+        raise _Shape(f"{what} entry {raw['name']}: skips must be a list of strings", "list the bundle names it skips")
     return ChannelEntry(raw["name"], _opt_str(raw, "replaces", f"{what} entry {raw['name']}") or None,
                         tuple(skips), _opt_str(raw, "skipRange", f"{what} entry {raw['name']}") or None)
 
@@ -175,12 +181,12 @@ def _properties(blob: dict[str, Any], what: str) -> tuple[Property, ...]:
     out = []
     for i, p in enumerate(_opt_list(blob, "properties", what)):
         if not isinstance(p, dict):
-            raise _Shape(f"{what}: property {i + 1} is not a mapping")
+            raise _Shape(f"{what}: property {i + 1} is not a mapping", _PROPERTY_HINT)
         t = p.get("type")
         if not isinstance(t, str):
-            raise _Shape(f"{what}: property {i + 1} has no type")
+            raise _Shape(f"{what}: property {i + 1} has no type", _PROPERTY_HINT)
         if "value" not in p:
-            raise _Shape(f"{what}: property {i + 1} ({t}) has no value")
+            raise _Shape(f"{what}: property {i + 1} ({t}) has no value", _PROPERTY_HINT)
         out.append(Property(t, p["value"]))
     return tuple(out)
 
@@ -243,7 +249,7 @@ class Builder:
         schema = blob.get("schema")
         if not isinstance(schema, str) or not schema:
             if schema not in (None, ""):
-                raise _Shape("'schema' must be a string")
+                raise _Shape("'schema' must be a string", "schema names what the blob is, e.g. olm.package")
             if isinstance(kind := blob.get("kind"), str) and "apiVersion" in blob:
                 meta = blob.get("metadata")
                 named = f" {meta['name']}" if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
@@ -271,7 +277,7 @@ class Builder:
             pkg, name = blob.get("package"), blob.get("name")
             for key, v in (("package", pkg), ("name", name)):
                 if v is not None and not isinstance(v, str):
-                    raise _Shape(f"{schema}: {key!r} must be a string, not {_kind(v)}")
+                    raise _Shape(f"{schema}: {key!r} must be a string, not {_kind(v)}", QUOTE_HINT)
             self.others.append(Meta(schema, pkg or "", name or "", raw, path, index))
 
     def _package(self, blob: dict[str, Any], path: str, index: int) -> None:
@@ -280,12 +286,14 @@ class Builder:
         icon = None
         if (raw := blob.get("icon")) is not None:
             if not isinstance(raw, dict):
-                raise _Shape(f"{what}: 'icon' must be a mapping with base64data and mediatype")
+                raise _Shape(f"{what}: 'icon' must be a mapping with base64data and mediatype",
+                             "icon: {base64data: <the image, base64>, mediatype: image/svg+xml}")
             data = _opt_str(raw, "base64data", f"{what} icon")
             try:
                 base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
-                raise _Shape(f"{what}: icon base64data is not valid base64") from None
+                raise _Shape(f"{what}: icon base64data is not valid base64",
+                             "encode the image file with base64, with no other characters") from None
             icon = Icon(data, _opt_str(raw, "mediatype", f"{what} icon"))
         pkg = Package(name, _opt_str(blob, "defaultChannel", what) or None, path,
                       _opt_str(blob, "description", what), icon, index)
@@ -326,7 +334,8 @@ class Builder:
         images, names = [], []
         for r in _opt_list(blob, "relatedImages", what):
             if not isinstance(r, dict):
-                raise _Shape(f"{what}: every relatedImages item must be a mapping with an image")
+                raise _Shape(f"{what}: every relatedImages item must be a mapping with an image",
+                             "each item is {name: <optional>, image: <reference>}")
             images.append(_opt_str(r, "image", f"{what} relatedImages"))
             names.append(_opt_str(r, "name", f"{what} relatedImages"))
         bundle = Bundle(pkg, name, _opt_str(blob, "image", what), props, path, tuple(images), index,
@@ -344,7 +353,9 @@ class Builder:
         entries = []
         for i, raw in enumerate(_opt_list(blob, "entries", what)):
             if not isinstance(raw, dict) or not isinstance(raw.get("reference"), dict):
-                raise _Shape(f"{what}: entry {i + 1} needs a reference mapping")
+                raise _Shape(f"{what}: entry {i + 1} needs a reference mapping",
+                             "each entry is {reference: {schema: olm.bundle, name: <bundle>}, message: <why>} "
+                             "(schema olm.channel with a channel name, or olm.package with no name)")
             ref = raw["reference"]
             entries.append(DeprecationEntry(_opt_str(ref, "schema", f"{what} entry {i + 1}"),
                                             _opt_str(ref, "name", f"{what} entry {i + 1}"),
@@ -368,9 +379,9 @@ class Builder:
 def _required(blob: dict[str, Any], key: str, what: str) -> str:
     value = blob.get(key)
     if value is not None and not isinstance(value, str):
-        raise _Shape(f"{what}: {key!r} must be a string, not {_kind(value)}")
+        raise _Shape(f"{what}: {key!r} must be a string, not {_kind(value)}", QUOTE_HINT)
     if not value:
-        raise _Shape(f"{what} has no {key!r}")
+        raise _Shape(f"{what} has no {key!r}", f"set {key}: every {what.split()[0]} blob needs one")
     return value
 
 
@@ -447,8 +458,9 @@ def empty_document_findings(f: CatalogFile) -> list[Finding]:
     except (OSError, InputError):
         return []  # the parse reported it
     return [Finding("blob-shape", f"the YAML document at line {line} is empty (null, or only blank lines, "
-                    f"comments or '---')", f.display, None, "opm reads it as a blob with no schema and refuses the catalog; "
-                    "delete it, or move its comments after the next '---'") for line in empty_documents(text)]
+                    f"comments or '---')", f.display, None, "opm reads it as a blob with no schema and refuses "
+                    "the catalog; delete it, or move its comments after the next '---'")
+            for line in empty_documents(text)]
 
 
 def adopt(skipped: tuple[CatalogFile, ...]) -> tuple[list[CatalogFile], list[Finding]]:

@@ -132,7 +132,8 @@ def test_empty_document_verdict_matches_opm(tmp_path, text, lines):
     (tmp_path / "notes.yaml").write_text(text, encoding="utf-8")
     valid, stderr = opm_valid(tmp_path)
     ours = load(tmp_path, use_cache=False)
-    assert (not ours.errors) == valid == (not lines), f"opm: {stderr[-2000:]}\nours: {[f.render() for f in ours.errors]}"
+    assert (not ours.errors) == valid == (not lines), \
+        f"opm: {stderr[-2000:]}\nours: {[f.render() for f in ours.errors]}"
 
 
 def test_file_of_another_name_verdict_and_content_match_opm(tmp_path):

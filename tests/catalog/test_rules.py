@@ -375,6 +375,38 @@ def test_every_problem_is_reported_and_raised_together(tmp_path):
     assert "catalogs/test/c.yaml: olm.channel stable: channel 'stable' lists bundle 'demo.v2'" in text
 
 
+PKG = {"type": "olm.package", "value": {"packageName": "demo", "version": "1.0.0"}}
+
+
+@pytest.mark.parametrize("docs", [
+    [bundle(pkg="ghost")],
+    [channel("fast", entries=[{"name": "demo.v1.0.0", "skips": [""]}])],
+    [bundle(props=[PKG, PKG])],
+    [bundle(props=[{"type": "olm.package", "value": "demo@1.0.0"}])],
+    [bundle(props=[{"type": "olm.package", "value": {"packageName": "x", "version": "1.0.0"}}])],
+    [bundle(props=[PKG, {"type": "olm.gvk", "value": {"group": "g", "kind": "K", "version": 1}}])],
+    [{"schema": "olm.deprecations", "package": "ghost", "entries": []}],
+    [{"schema": "olm.deprecations", "package": "demo", "entries": [
+        {"reference": {"schema": "olm.channel", "name": "fast"}, "message": "m"},
+        {"reference": {"schema": "olm.channel", "name": "fast"}, "message": "m"},
+        {"reference": {"schema": "olm.bundle", "name": "demo.v9"}, "message": "m"}, {"message": "m"}]}],
+    [{"schema": "olm.channel", "package": "demo", "name": "fast", "entries": [{"replaces": "x"}]}],
+    [{"schema": "olm.channel", "package": "demo", "name": "fast", "entries": "demo.v1.0.0"}],
+    [{"schema": "olm.channel", "package": "demo"}],
+    [{"schema": "olm.channel", "package": "demo", "name": "fast", "entries": [{"name": "demo.v1.0.0", "skips": "x"}]}],
+    [bundle(props=[PKG, "olm.gvk"])], [bundle(props=[PKG, {"value": 1}])], [bundle(props=[PKG, {"type": "t"}])],
+    [bundle(relatedImages=["quay.io/x"])],
+    [{"schema": "olm.package", "name": "other", "defaultChannel": True}],
+    [{"schema": "olm.package", "name": "other", "icon": "x.png"}],
+    [{"schema": "olm.package", "name": "other", "icon": {"base64data": "%%", "mediatype": "image/png"}}],
+    [{"schema": ["olm.package"]}],
+])
+def test_every_error_says_what_to_do(tmp_path, docs):
+    write_docs(tmp_path, "extra.yaml", *docs)
+    found = findings(tmp_path, package(), channel())  # with the bundle of docs, or lacking it: also a finding
+    assert found and all(f.hint for f in found), [f.render() for f in found if not f.hint]
+
+
 def test_every_rule_has_a_fixture():
     # runs last in this module: every rule id is exercised by a test above
     # (the non-catalog-file, skips and parse tests add themselves through only())
