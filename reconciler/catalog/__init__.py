@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
-from reconciler.catalog.load import Builder, iter_blobs, skipped_findings, walk
+from reconciler.catalog.load import Builder, adopt, empty_document_findings, iter_blobs, walk, walk_order
 from reconciler.catalog.parallel import parse_all
 from reconciler.catalog.validate import validate
 from reconciler.errors import CatalogError
@@ -61,17 +61,17 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
     display_root = display_root or root
     name = name or next((part for part in reversed(root.split(os.sep)) if part not in ("", ".")), "")  # Path.name
     walked = walk(root, display_root)
-    extra = tuple(skipped_findings(walked))
-    stats = [(f.rel, f.stat or os.stat(f.path)) for f in walked.files]
+    every = walked.files + walked.skipped  # a file of another name may hold catalog blobs: it keys the cache too
+    stats = [(f.rel, f.stat or os.stat(f.path)) for f in every]
     if use_cache:  # hashlib and pickle: not imported by a load that does not use the cache
         from reconciler.catalog import cache as _cache
     skey = _cache.stat_key(stats, display_root) if use_cache else None
     if skey and (ckey := _cache.lookup_stat(skey)) and (entry := _cache.get(ckey)):
-        return _loaded(entry, name, priority, extra, cached=True)
+        return _loaded(entry, name, priority, cached=True)
     ckey = ""
     if use_cache:
         hasher = _cache.ContentHasher(display_root)
-        for f in walked.files:
+        for f in every:
             try:
                 with open(f.path, "rb") as fh:
                     hasher.add(f.rel, fh.read())
@@ -81,27 +81,30 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
         if entry := _cache.get(ckey):
             if skey:
                 _cache.remember_stat(skey, ckey)
-            return _loaded(entry, name, priority, extra, cached=True)
+            return _loaded(entry, name, priority, cached=True)
+    adopted, extra = adopt(walked.skipped)
+    files = tuple(sorted(walked.files + tuple(adopted), key=walk_order)) if adopted else walked.files
     builder = Builder()
-    for f, (docs, refused) in parse_all(walked.files):
+    for f, (docs, refused) in parse_all(files):
         if refused is None:
             builder.add_file(f.display, docs)
+            builder.findings.extend(empty_document_findings(f))
         else:
             message, path, hint = refused
             builder.findings.append(Finding("parse", message, path or f.display, None, hint))
     catalog = builder.catalog(name, display_root, priority, digest=f"sha256:{ckey}" if ckey else "")
-    findings = tuple(builder.findings) + tuple(validate(catalog))
+    findings = tuple(extra) + tuple(builder.findings) + tuple(validate(catalog))
     if use_cache:
         compact = catalog.replace(bundles={k: LazyBundle.of(b) for k, b in catalog.bundles.items()})
         _cache.put(ckey, {"catalog": compact, "findings": findings}, skey)
-    return Loaded(catalog, extra + findings)
+    return Loaded(catalog, findings)
 
 
-def _loaded(entry: dict, name: str, priority: int, extra: tuple[Finding, ...], *, cached: bool) -> Loaded:
+def _loaded(entry: dict, name: str, priority: int, *, cached: bool) -> Loaded:
     catalog: Catalog = entry["catalog"]
     if catalog.name != name or catalog.priority != priority:
         catalog = catalog.replace(name=name, priority=priority)
-    return Loaded(catalog, extra + tuple(entry["findings"]), cached)
+    return Loaded(catalog, tuple(entry["findings"]), cached)
 
 
 def load_catalog(name: str, root: str | PathLike[str], display_root: str | None = None, priority: int = 0) -> Catalog:

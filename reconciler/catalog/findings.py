@@ -52,8 +52,11 @@ class Finding(Record):
 RULES: dict[str, str] = {
     "parse": "every file parses as YAML or JSON (multi-document YAML, concatenated JSON)",
     "blob-shape": "every blob is a mapping with a non-empty schema, and fields of the types its schema declares",
-    "non-catalog-file": "files that are not .json/.yaml/.yml are skipped (opm would try to parse them); "
-                        "list them in .indexignore",
+    "non-catalog-file": "(warning) files that are not .json/.yaml/.yml are read when they hold catalog blobs, "
+                        "as opm reads every file, and skipped otherwise (opm would fail on them); list them in "
+                        ".indexignore",
+    "template": "(warning) a basic or semver template in a catalog directory is not expanded there: opm keeps it "
+                "as an unknown blob",
     "package-name": "package names are non-empty, valid DNS-1123 labels",
     "duplicate-package": "a package is defined by exactly one olm.package blob",
     "duplicate-channel": "a channel is defined once per package",

@@ -82,7 +82,8 @@ def validate(catalog: Catalog) -> list[Finding]:
                                    f"add an olm.package blob named {pkg_name!r} or fix the channel's package"))
             for b in bundles:
                 out.append(Finding("channel-package", f"bundle names package {pkg_name!r}, which has no "
-                                   f"olm.package blob", b.source, f"olm.bundle {b.name}"))
+                                   f"olm.package blob", b.source, f"olm.bundle {b.name}",
+                                   f"add an olm.package blob named {pkg_name!r} or fix the bundle's package"))
             continue
         out.extend(_package(pkg_name, catalog, channels))
         names = {b.name for b in bundles}
@@ -127,7 +128,8 @@ def _channel(ch: Channel, bundle_names: set[str]) -> Iterable[Finding]:
                           f"add an olm.bundle blob named {e.name!r} or remove the entry")
         for i, s in enumerate(e.skips):
             if not s:
-                yield Finding("skips", f"entry {e.name!r}: skips[{i}] is empty", ch.source, where)
+                yield Finding("skips", f"entry {e.name!r}: skips[{i}] is empty", ch.source, where,
+                              "remove the empty item, or name the bundle it skips")
         if e.skip_range is not None and not _PLAIN_SKIP_RANGE.fullmatch(e.skip_range):
             from reconciler.model.semver_range import VersionRange  # imported by the first unusual skipRange
 
@@ -184,18 +186,19 @@ def _bundle(b: Bundle, in_channels: set[str]) -> Iterable[Finding]:
                       f"add {{type: olm.package, value: {{packageName: {b.package}, version: ...}}}}")
     elif len(pkg_props) > 1:
         yield Finding("bundle-package-property", f"bundle has {len(pkg_props)} olm.package properties; exactly one "
-                      f"is required", b.source, where)
+                      f"is required", b.source, where, "keep the one with this bundle's package and version")
     else:
         value = pkg_props[0].value
         if not isinstance(value, dict) or not all(isinstance(value.get(k), (str, type(None)))
                                                   for k in ("packageName", "version")):
             yield Finding("bundle-package-property", "the olm.package property's value must be a mapping with "
-                          "packageName and version", b.source, where)
+                          "packageName and version", b.source, where,
+                          f"write it as {{packageName: {b.package}, version: {STRICT_VERSION}}}, both strings")
         else:
             if (value.get("packageName") or "") != b.package:
                 yield Finding("bundle-package-property", f"olm.package property names package "
                               f"{value.get('packageName') or ''!r}, but the bundle is in package {b.package!r}",
-                              b.source, where)
+                              b.source, where, "the two must agree: fix packageName or the bundle's package")
             version = value.get("version") or ""
             if _strict_version(version) is None:
                 yield Finding("bundle-package-property", f'olm.package property: version "{version}" is not a '
@@ -203,7 +206,9 @@ def _bundle(b: Bundle, in_channels: set[str]) -> Iterable[Finding]:
     for i, p in enumerate(b.properties):
         problem = property_problem(p.type, p.value)
         if problem:
-            yield Finding("property-value", f"property {i + 1} ({p.type}): {problem}", b.source, where)
+            yield Finding("property-value", f"property {i + 1} ({p.type}): {problem}", b.source, where,
+                          f"opm decodes {p.type} values in this shape and refuses the catalog otherwise; fix the "
+                          f"value (quote strings YAML would read as numbers or booleans)")
     if not b.image and not any(p.type == PROP_BUNDLE_OBJECT for p in b.properties):
         yield Finding("bundle-image", "bundle has no image", b.source, where,
                       "set image: to the bundle image (or add olm.bundle.object properties)")
@@ -237,14 +242,15 @@ def _deprecations(catalog: Catalog) -> Iterable[Finding]:
         where = f"olm.deprecations {pkg}"
         if pkg not in catalog.packages:
             yield Finding("deprecation", f"deprecations name package {pkg!r}, which is not in the catalog",
-                          dep.source, where)
+                          dep.source, where, "fix the package name, or remove the olm.deprecations blob")
             continue
         seen: set[tuple[str, str]] = set()
         for i, e in enumerate(dep.entries, 1):
             label = f"entry {i}"
             if (e.schema, e.name) in seen:
                 ref = f"{e.schema} {e.name!r}" if e.name else e.schema
-                yield Finding("deprecation", f"{label} repeats the reference {ref}", dep.source, where)
+                yield Finding("deprecation", f"{label} repeats the reference {ref}", dep.source, where,
+                              "list each reference once; merge their messages")
                 continue
             seen.add((e.schema, e.name))
             if not e.schema:
@@ -256,12 +262,14 @@ def _deprecations(catalog: Catalog) -> Iterable[Finding]:
                                   f"{e.name!r})", dep.source, where, "the package is the blob's package field")
             elif e.schema == SCHEMA_CHANNEL:
                 if (pkg, e.name) not in catalog.channels:
+                    have = ", ".join(sorted(c for p, c in catalog.channels if p == pkg)) or "none"
                     yield Finding("deprecation", f"{label}: channel {e.name!r} is not in package {pkg!r}",
-                                  dep.source, where)
+                                  dep.source, where, f"channels of the package: {have}")
             elif e.schema == SCHEMA_BUNDLE:
                 if (pkg, e.name) not in catalog.bundles:
                     yield Finding("deprecation", f"{label}: bundle {e.name!r} is not in package {pkg!r}",
-                                  dep.source, where)
+                                  dep.source, where, "name a bundle of the package (its olm.bundle name), or remove "
+                                  "the entry")
             else:
                 yield Finding("deprecation", f"{label}: unknown reference schema {e.schema!r}", dep.source, where,
                               "use olm.package, olm.channel or olm.bundle")

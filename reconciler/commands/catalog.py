@@ -185,10 +185,15 @@ def run_graph(args: argparse.Namespace, out: TextIO) -> int:
 
         lock = Lockfile.parse(yamlio.read_text(args.lock, args.lock), args.lock)
         marks.update({e.name: "installed" for e in lock.entries if e.package == args.package})
-    if args.installed:
-        marks[args.installed] = "installed"
-    if args.target:
-        marks[args.target] = "target"
+    for flag, name, mark in (("--installed", args.installed, "installed"), ("--target", args.target, "target")):
+        if not name:
+            continue
+        if (args.package, name) not in loaded.catalog.bundles:  # a typo would draw the graph with no mark
+            have = sorted(b for p, b in loaded.catalog.bundles if p == args.package)
+            raise CatalogError(f"{flag} {name}: no such bundle in package {args.package!r}",
+                               hint=f"bundles of the package: {', '.join(have[-5:])}"
+                                    f"{f' (the last 5 of {len(have)})' if len(have) > 5 else ''}")
+        marks[name] = mark
     render = {"mermaid": graph.to_mermaid, "dot": graph.to_dot, "svg": graph.to_svg}[args.format]
     out.write(render(g, group=group, marks=marks))
     return EXIT_OK

@@ -10,6 +10,21 @@ from tests.unit.helpers import write_docs
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
+# Documents that hold nothing (PyYAML drops them; opm reads each as a blob with no schema and refuses the catalog)
+EMPTY_DOCUMENTS = [
+    ("# licence header\n---\nschema: example.note\n", [1]),  # a comment before the first '---'
+    ("schema: example.note\n---\n\n", [3]),                     # a '---' and then a blank line
+    ("schema: example.note\n---\n---\n", [3]),
+    ("---\n", [1]),
+    ("\n", [1]),
+    ("schema: example.note\n---\nnull  # nothing\n\n", [3]),
+    ("~\n", [1]),
+    ("---\nnullable: true\nschema: example.note\n", []),
+    ("---\nschema: example.note\n---\n", []),  # a '---' that opens the stream, or ends it, is no document
+    ("# note\nschema: example.note\n", []),
+    ("", []),
+]
+
 
 def package(name="demo", default="stable", **extra):
     blob = {"schema": "olm.package", "name": name, **extra}

@@ -137,6 +137,15 @@ def test_graph_marks_the_installed_and_the_target_bundle(tmp_path):
     assert '"demo.v1.1.0" [label="demo.v1.1.0\\ninstalled", fillcolor="#dde8ff"' in dot
 
 
+@pytest.mark.parametrize("flag", ["--installed", "--target"])
+def test_graph_refuses_a_mark_on_a_bundle_the_package_lacks(tmp_path, capsys, flag):
+    code, out = run("catalog", "graph", "demo", "-c", str(demo_catalog(tmp_path)), flag, "demo.v1.3.0")
+    assert (code, out) == (2, "")
+    err = capsys.readouterr().err
+    assert f"{flag} demo.v1.3.0: no such bundle in package 'demo'" in err
+    assert "hint: bundles of the package: demo.v1.0.0, demo.v1.1.0, demo.v1.2.0" in err
+
+
 def test_graph_dot_and_unknown_names(tmp_path, capsys):
     demo_catalog(tmp_path)
     _, out = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot")
@@ -184,6 +193,18 @@ def test_cache_makes_second_load_a_hit_and_sees_edits(tmp_path):
     third = load(tmp_path)
     assert not third.cached
     assert third.catalog.packages["demo"].default_channel == "fast"
+
+
+def test_cache_sees_a_file_of_another_name_gain_catalog_blobs(tmp_path):
+    demo_catalog(tmp_path)
+    notes = tmp_path / "notes"
+    notes.write_text("just notes\n")
+    first, second = load(tmp_path), load(tmp_path)
+    assert second.cached and second.findings == first.findings
+    assert [f.message for f in first.findings] == ["not a .json, .yaml or .yml file; skipped"]
+    notes.write_text(yamlio.dump_all([{"schema": "olm.package", "name": "extra", "defaultChannel": "stable"}]))
+    third = load(tmp_path)
+    assert not third.cached and "extra" in third.catalog.packages
 
 
 def test_cache_entry_corrupt_is_a_miss(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.catalog import load
-from tests.catalog.helpers import CORPUS, bundle, channel, package
+from tests.catalog.helpers import CORPUS, EMPTY_DOCUMENTS, bundle, channel, package
 from tests.unit.helpers import write, write_docs
 
 pytestmark = pytest.mark.corpus
@@ -96,6 +96,14 @@ VERDICT_FIXTURES = {
         "entries": [{"reference": {"schema": "olm.channel", "name": "stable"}, "message": "m"}]},
         {"schema": "example.com/thing", "x": 1}],
     "empty-channel": [package(), channel(), bundle(), channel("fast", entries=())],
+    # opm reads top-level field names whatever their case (templates are documented with `Schema:`)
+    "valid-capitalised-fields": [{"Schema": "olm.package", "Name": "demo", "DefaultChannel": "stable"},
+                                 {"Schema": "olm.channel", "Package": "demo", "Name": "stable",
+                                  "Entries": [{"name": "demo.v1.0.0"}]},
+                                 {k.capitalize(): v for k, v in bundle().items()},
+                                 {"Schema": "olm.semver", "GenerateMajorChannels": True, "Stable": {"Bundles": []}}],
+    "null-name-of-custom-blob": [package(), channel(), bundle(), {"schema": "example.com/thing", "name": None}],
+    "keys-differing-in-case": [package(), channel(), bundle(), {"schema": "example.com/thing", "Schema": "x"}],
     "replaces-cycle": [package(), channel(entries=_entries(("demo.v1.0.0", "demo.v1.1.0"),
                                                            ("demo.v1.1.0", "demo.v1.0.0"),
                                                            ("demo.v1.2.0", "demo.v1.1.0"))),
@@ -116,3 +124,26 @@ def test_broken_yaml_verdict_matches_opm(tmp_path):
     write(tmp_path, "catalog.yaml", "schema: olm.package\nname: [x\n")
     valid, _ = opm_valid(tmp_path)
     assert not valid and load(tmp_path, use_cache=False).errors
+
+
+@pytest.mark.parametrize("text, lines", EMPTY_DOCUMENTS)
+def test_empty_document_verdict_matches_opm(tmp_path, text, lines):
+    write_docs(tmp_path, "catalog.yaml", package(), channel(), bundle())
+    (tmp_path / "notes.yaml").write_text(text, encoding="utf-8")
+    valid, stderr = opm_valid(tmp_path)
+    ours = load(tmp_path, use_cache=False)
+    assert (not ours.errors) == valid == (not lines), \
+        f"opm: {stderr[-2000:]}\nours: {[f.render() for f in ours.errors]}"
+
+
+def test_file_of_another_name_verdict_and_content_match_opm(tmp_path):
+    """opm reads every file it does not ignore: blobs in `index` are part of its catalog, and of ours."""
+    write_docs(tmp_path, "index", package(), channel(), bundle())
+    write_docs(tmp_path, "other.yaml", package("other"), channel(pkg="other", entries=[("other.v1.0.0", None)]),
+               bundle("other.v1.0.0", pkg="other"))
+    valid, stderr = opm_valid(tmp_path)
+    ours = load(tmp_path, use_cache=False)
+    assert valid and not ours.errors, stderr
+    rendered = subprocess.run([opm(), "render", str(tmp_path), "-o", "yaml"], capture_output=True, text=True,
+                              check=True).stdout
+    assert "name: demo.v1.0.0" in rendered and sorted(ours.catalog.packages) == ["demo", "other"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.catalog import RULES, CatalogInvalid, compose, load, load_catalog
-from tests.catalog.helpers import bundle, channel, findings, package, rules
+from tests.catalog.helpers import EMPTY_DOCUMENTS, bundle, channel, findings, package, rules
 from tests.unit.helpers import write, write_docs
 
 CHECKED: set[str] = set()
@@ -33,7 +33,12 @@ def test_parse(tmp_path):
 @pytest.mark.parametrize("doc, message", [
     ([1, 2], "blob 1 is not a mapping"),
     ({"name": "x"}, "blob has no 'schema'"),
+    ({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "dev"}},
+     "blob has no 'schema': it is a Kubernetes CatalogSource dev, not catalog content"),
     ({"schema": 3}, "'schema' must be a string"),
+    ({"schema": "example.com/note", "package": None}, "'package' is null"),
+    ({"schema": "olm.package", "Schema": "olm.package", "name": "demo"},
+     "keys 'schema' and 'Schema' differ only in case; opm reads them as one"),
     ({"schema": "olm.package", "name": "demo", "defaultChannel": ["x"]},
      "olm.package demo: 'defaultChannel' must be a string, not a list"),
     ({"schema": "olm.bundle", "package": "demo", "name": "b", "properties": [{"type": "x"}]},
@@ -49,11 +54,73 @@ def test_blob_shape(tmp_path, doc, message):
     assert found[0].path == "catalogs/test/bad.yaml"
 
 
+@pytest.mark.parametrize("text, lines", EMPTY_DOCUMENTS)
+def test_empty_yaml_documents_are_blobs_without_schema(tmp_path, text, lines):
+    (tmp_path / "notes.yaml").write_text(text, encoding="utf-8")
+    found = [f for f in findings(tmp_path, package(), channel(), bundle()) if f.rule == "blob-shape"]
+    CHECKED.add("blob-shape")
+    assert [f.message for f in found] == [f"the YAML document at line {n} is empty (null, or only blank lines, "
+                                          f"comments or '---')" for n in lines]
+    assert all(f.path == "catalogs/test/notes.yaml" and "refuses the catalog" in f.hint for f in found)
+
+
+def test_top_level_fields_are_read_whatever_their_case(tmp_path):
+    """As opm reads them: `Schema:` (how template examples are written) is the schema, and so on."""
+    docs = [{"Schema": "olm.package", "NAME": "demo", "defaultchannel": "stable"},
+            {"Schema": "olm.channel", "Package": "demo", "Name": "stable", "Entries": [{"name": "demo.v1.0.0"}]},
+            {k[0].upper() + k[1:]: v for k, v in bundle().items()},
+            {"Schema": "olm.semver", "Stable": {"Bundles": []}}]
+    assert rules(findings(tmp_path, *docs)) == ["template"]  # the semver template is one, and no error
+    loaded = load(tmp_path, "test", use_cache=False).catalog
+    assert loaded.packages["demo"].default_channel == "stable"
+    assert [e.name for e in loaded.channels[("demo", "stable")].entries] == ["demo.v1.0.0"]
+    assert loaded.bundles[("demo", "demo.v1.0.0")].image == "quay.io/demo/demo.v1.0.0:latest"
+    assert [(m.schema, m.blob) for m in loaded.others] == [("olm.semver", docs[3])]  # kept as written
+
+
+@pytest.mark.parametrize("doc, command", [
+    ({"schema": "olm.template.basic", "entries": [package("other")]}, "basic"),
+    ({"Schema": "olm.semver", "Stable": {"Bundles": [{"Image": "quay.io/demo/other-bundle:v1.0.0"}]}}, "semver"),
+])
+def test_template_in_a_catalog_is_a_warning(tmp_path, doc, command):
+    write_docs(tmp_path, "templates/other.yaml", doc)
+    f = only(findings(tmp_path, package(), channel(), bundle()), "template")
+    assert (f.severity, f.path, f.obj) == ("warning", "catalogs/test/templates/other.yaml", "blob 1")
+    assert f.message.endswith("template is not catalog content: opm keeps it as an unknown blob, so the packages "
+                              "it describes are not in the catalog")
+    assert f"`reconciler catalog template {command} FILE`" in f.hint
+    assert load_catalog("t", tmp_path).packages.keys() == {"demo"}  # a warning: the catalog still loads
+
+
 def test_non_catalog_file_is_a_warning(tmp_path):
     write(tmp_path, "README.md", "# notes\n")
     f = only(findings(tmp_path, package(), channel(), bundle()), "non-catalog-file")
     assert f.severity == "warning" and f.path == "catalogs/test/README.md"
     assert load_catalog("t", tmp_path)  # warnings never fail a load
+
+
+@pytest.mark.parametrize("name", ["index", "catalog.YAML", "catalog.txt"])
+def test_a_file_of_another_name_that_holds_blobs_is_read_as_opm_reads_it(tmp_path, name):
+    write_docs(tmp_path, f"demo/{name}", package(), channel(), bundle())
+    write_docs(tmp_path, "other/catalog.yaml", package("other"), channel(pkg="other"), bundle(pkg="other"))
+    write(tmp_path, "other/README.md", "# The other operator\n\nnotes\n")
+    found = findings(tmp_path)
+    assert [(f.rule, f.severity, f.path) for f in found] == [
+        ("non-catalog-file", "warning", f"catalogs/test/demo/{name}"),
+        ("non-catalog-file", "warning", "catalogs/test/other/README.md")]
+    assert found[0].message.endswith("but it holds catalog blobs: read as part of the catalog, as opm reads it")
+    assert found[1].message == "not a .json, .yaml or .yml file; skipped"
+    assert sorted(load_catalog("t", tmp_path).packages) == ["demo", "other"]
+
+
+def test_a_file_of_another_name_is_judged_as_a_catalog_file(tmp_path):
+    write_docs(tmp_path, "index", package(), channel(), bundle(), bundle())  # in walk order, before z.yaml
+    write_docs(tmp_path, "z.yaml", package())
+    found = findings(tmp_path)
+    assert [(f.rule, f.path) for f in found] == [
+        ("non-catalog-file", "catalogs/test/index"), ("duplicate-bundle", "catalogs/test/index"),
+        ("duplicate-package", "catalogs/test/z.yaml")]
+    assert found[2].hint == "the first definition is in catalogs/test/index"
 
 
 @pytest.mark.parametrize("name", ["Demo", "demo_op", "-demo", "a" * 64])
@@ -306,6 +373,38 @@ def test_every_problem_is_reported_and_raised_together(tmp_path):
     text = err.value.render()
     assert text.startswith("catalog 'test' is invalid: 5 problems\n")
     assert "catalogs/test/c.yaml: olm.channel stable: channel 'stable' lists bundle 'demo.v2'" in text
+
+
+PKG = {"type": "olm.package", "value": {"packageName": "demo", "version": "1.0.0"}}
+
+
+@pytest.mark.parametrize("docs", [
+    [bundle(pkg="ghost")],
+    [channel("fast", entries=[{"name": "demo.v1.0.0", "skips": [""]}])],
+    [bundle(props=[PKG, PKG])],
+    [bundle(props=[{"type": "olm.package", "value": "demo@1.0.0"}])],
+    [bundle(props=[{"type": "olm.package", "value": {"packageName": "x", "version": "1.0.0"}}])],
+    [bundle(props=[PKG, {"type": "olm.gvk", "value": {"group": "g", "kind": "K", "version": 1}}])],
+    [{"schema": "olm.deprecations", "package": "ghost", "entries": []}],
+    [{"schema": "olm.deprecations", "package": "demo", "entries": [
+        {"reference": {"schema": "olm.channel", "name": "fast"}, "message": "m"},
+        {"reference": {"schema": "olm.channel", "name": "fast"}, "message": "m"},
+        {"reference": {"schema": "olm.bundle", "name": "demo.v9"}, "message": "m"}, {"message": "m"}]}],
+    [{"schema": "olm.channel", "package": "demo", "name": "fast", "entries": [{"replaces": "x"}]}],
+    [{"schema": "olm.channel", "package": "demo", "name": "fast", "entries": "demo.v1.0.0"}],
+    [{"schema": "olm.channel", "package": "demo"}],
+    [{"schema": "olm.channel", "package": "demo", "name": "fast", "entries": [{"name": "demo.v1.0.0", "skips": "x"}]}],
+    [bundle(props=[PKG, "olm.gvk"])], [bundle(props=[PKG, {"value": 1}])], [bundle(props=[PKG, {"type": "t"}])],
+    [bundle(relatedImages=["quay.io/x"])],
+    [{"schema": "olm.package", "name": "other", "defaultChannel": True}],
+    [{"schema": "olm.package", "name": "other", "icon": "x.png"}],
+    [{"schema": "olm.package", "name": "other", "icon": {"base64data": "%%", "mediatype": "image/png"}}],
+    [{"schema": ["olm.package"]}],
+])
+def test_every_error_says_what_to_do(tmp_path, docs):
+    write_docs(tmp_path, "extra.yaml", *docs)
+    found = findings(tmp_path, package(), channel())  # with the bundle of docs, or lacking it: also a finding
+    assert found and all(f.hint for f in found), [f.render() for f in found if not f.hint]
 
 
 def test_every_rule_has_a_fixture():
