@@ -5,8 +5,8 @@ pure function of the bundle and the install plan (namespace and target
 namespaces). OLM's runtime behaviour that the objects rely on is reproduced
 here: one Role/RoleBinding per target namespace from ``permissions``
 (promoted to cluster scope in AllNamespaces mode), ClusterRole/Binding from
-``clusterPermissions``, and the ``olm.targetNamespaces`` /
-``olm.operatorNamespace`` annotations on the deployments' pod templates.
+``clusterPermissions``, and on the deployments' pod templates the CSV's
+annotations plus ``olm.targetNamespaces`` / ``olm.operatorNamespace``.
 Webhooks and APIServices get a Service per deployment (``<deployment>-service``,
 OLM's name), a serving certificate from a ``CertificateProvider``, the
 certificate mounted where OLM mounts it, and their configuration objects with
@@ -570,9 +570,12 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
         template = spec.setdefault("template", {})
         _deployment_pod(csv, i, d, template.get("spec"), conv.content.name)
         tmeta = template.setdefault("metadata", {})
-        annotations = tmeta.setdefault("annotations", {})
+        # OLM copies the CSV's annotations onto the pod template (the template's own win), then its own
+        annotations = {**{str(k): str(v) for k, v in csv.annotations.items()}, **(tmeta.get("annotations") or {})}
         annotations["olm.targetNamespaces"] = ",".join(plan.target_namespaces)
         annotations["olm.operatorNamespace"] = plan.namespace
+        tmeta["annotations"] = annotations
+        spec["revisionHistoryLimit"] = 1  # OLM keeps one old ReplicaSet, whatever the bundle says
         if name in served:
             volumes = ["webhook-cert", "apiservice-cert"] if name not in api_deployments else ["apiservice-cert",
                                                                                                "webhook-cert"]
