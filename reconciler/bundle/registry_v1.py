@@ -587,16 +587,23 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
 
 
 def _mount_certs(pod: dict[str, Any], secret: str, volumes: list[str]) -> None:
-    """Mount the serving certificate where OLM does, replacing volumes or mounts of the same name or path."""
+    """Mount the serving certificate where OLM does, replacing volumes or mounts of the same name or path.
+
+    A bundle's own volume mounted at one of those paths goes too: left in the
+    pod unmounted, its secret (often one the bundle's cert-manager setup would
+    have made) would still have to exist before the pod can start.
+    """
     paths = {CERT_DIRS[v][0] for v in volumes}
-    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in volumes]
+    replaced = set(volumes) | {m.get("name") for c in pod.get("containers") or [] for m in c.get("volumeMounts") or []
+                               if m.get("mountPath") in paths}
+    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in replaced]
     for vol in volumes:
         items = [{"key": k, "path": p} for k, p in CERT_DIRS[vol][1].items()]
         pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items,
                                                         "defaultMode": 420}})
     for container in pod.get("containers") or []:
         mounts = [m for m in container.get("volumeMounts") or []
-                  if m.get("name") not in volumes and m.get("mountPath") not in paths]
+                  if m.get("name") not in replaced and m.get("mountPath") not in paths]
         mounts.extend({"name": vol, "mountPath": CERT_DIRS[vol][0]} for vol in volumes)
         container["volumeMounts"] = mounts
 

@@ -88,8 +88,8 @@ def test_webhook_objects_carry_the_ca_of_the_mounted_secret(tmp_path):
     assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] == ca
     dep = next(d for d in by_kind(out.objects, "Deployment", "apps") if d["metadata"]["name"] == "demo-webhook")
     vols = {v["name"]: v["secret"]["secretName"] for v in dep["spec"]["template"]["spec"]["volumes"]}
-    assert vols == {"cert": "stale", "webhook-cert": "demo-webhook-service-cert",
-                    "apiservice-cert": "demo-webhook-service-cert"}
+    # the bundle's volume on the webhook path ("cert", secret "stale") is gone with its mount
+    assert vols == {"webhook-cert": "demo-webhook-service-cert", "apiservice-cert": "demo-webhook-service-cert"}
     mounts = dep["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
     # the bundle's own mount on the webhook path is replaced by the managed certificate
     assert {m["mountPath"]: m["name"] for m in mounts} == {

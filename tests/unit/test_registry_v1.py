@@ -111,6 +111,28 @@ def test_csv_annotations_on_pod_template_and_one_old_replica_set(tmp_path):
         "revisionHistoryLimit"] == 1
 
 
+def test_bundle_volume_at_the_certificate_path_is_removed_with_its_mount(tmp_path):
+    # the bundle mounts its own secret volume where OLM mounts the serving certificate: OLM replaces the
+    # mount and drops the volume, whose secret would otherwise have to exist before the pod can start
+    dep = deployment("demo-controller", "demo-sa")
+    pod = dep["spec"]["template"]["spec"]
+    pod["volumes"] = [{"name": "cert", "secret": {"secretName": "made-by-kustomize"}},
+                      {"name": "config", "configMap": {"name": "demo-config"}}]
+    pod["containers"][0]["volumeMounts"] = [{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"},
+                                            {"name": "config", "mountPath": "/etc/demo"}]
+    pod["containers"].append({"name": "proxy", "image": "registry.example.com/proxy:1",
+                              "volumeMounts": [{"name": "cert", "mountPath": "/certs"}]})
+    csv = csv_doc(deployments=[dep], webhookdefinitions=[
+        {"type": "ValidatingAdmissionWebhook", "generateName": "vwidget.demo.example.com",
+         "deploymentName": "demo-controller", "containerPort": 443, "admissionReviewVersions": ["v1"],
+         "sideEffects": "None", "webhookPath": "/validate"}])
+    (rendered,) = by_kind(render_demo(tmp_path, crd_doc(), csv=csv).objects, "Deployment", "apps")
+    pod = rendered["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["config", "webhook-cert", "apiservice-cert"]
+    assert [[m["name"] for m in c["volumeMounts"]] for c in pod["containers"]] == [
+        ["config", "webhook-cert", "apiservice-cert"], ["webhook-cert", "apiservice-cert"]]
+
+
 def test_rendering_does_not_mutate_between_calls():
     a = render("file://bundles/plumbus/1.1.0", EXAMPLE_REPO, InstallSettings("x", ("x",)), "operators")
     b = render("file://bundles/plumbus/1.1.0", EXAMPLE_REPO, InstallSettings(), "operators")
