@@ -489,7 +489,7 @@ def _webhook_services(conv: Conversion) -> Iterator[Manifest]:
     for svc in conv.services:
         yield {"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc.name, "namespace": ns},
                "spec": {"selector": dict(svc.selector),
-                        "ports": [{"name": str(port), "port": port, "protocol": "TCP", "targetPort": target}
+                        "ports": [{"name": str(port), "port": port, "targetPort": target}
                                   for port, target in svc.ports]}}
         yield from copy.deepcopy(list(conv.certs[svc.name].objects))
         if svc.deployment in api_deployments:
@@ -599,8 +599,7 @@ def _mount_certs(pod: dict[str, Any], secret: str, volumes: list[str]) -> None:
     pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in replaced]
     for vol in volumes:
         items = [{"key": k, "path": p} for k, p in CERT_DIRS[vol][1].items()]
-        pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items,
-                                                        "defaultMode": 420}})
+        pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items}})
     for container in pod.get("containers") or []:
         mounts = [m for m in container.get("volumeMounts") or []
                   if m.get("name") not in replaced and m.get("mountPath") not in paths]
