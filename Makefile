@@ -5,8 +5,8 @@
 # Both create the virtualenv and build the pinned control-plane binaries
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
-# registry, crane) and, as root on Debian, installs Graphviz and OpenSSH's
-# server with apt-get when missing, so that no test is skipped for want of
+# registry, crane, operator-controller's renderer) and, as root on Debian,
+# installs Graphviz and OpenSSH's server with apt-get when missing, so that no test is skipped for want of
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
 # root, so the image test runs on a fresh machine (it skips, saying why, where they cannot be had).
@@ -39,7 +39,7 @@ demo: binaries
 
 # Built before pytest collects anything: a test module looks for opm when it is imported.
 peers: $(STAMP)
-	$(BIN)/python -c 'from bench.peers import opm, registry, crane; opm.opm_binary(); registry.registry_binary(); crane.crane_binary()'
+	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary()'
 
 # Graphviz (`catalog graph --format svg`) and sshd (git over SSH) for the tests that use them.
 TOOL_PACKAGES := $(if $(shell command -v dot),,graphviz) $(if $(wildcard /usr/sbin/sshd),,openssh-server) \

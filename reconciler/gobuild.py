@@ -55,12 +55,15 @@ class GoTool:
     outputs: tuple[str, ...]         # the executables the build leaves in the output directory
     ldflags: tuple[str, ...] = ("-s", "-w")
     cgo: bool = False
+    sources: tuple[str, ...] = ()    # files of module_dir beside go.mod that the build compiles (a peer's own main)
 
     @property
     def directory(self) -> Path:
         digest = hashlib.sha256()
         digest.update((self.module_dir / "go.mod").read_bytes())
         digest.update((self.module_dir / "go.sum").read_bytes())
+        for name in self.sources:
+            digest.update(name.encode() + b"\0" + (self.module_dir / name).read_bytes())
         return cache_dir() / self.label / f"{self.version}-{digest.hexdigest()[:12]}"
 
     def paths(self) -> dict[str, Path]:

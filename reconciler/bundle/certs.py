@@ -152,24 +152,30 @@ class SelfSignedProvider:
 
 @dataclass(frozen=True)
 class CertManagerProvider:
-    """cert-manager ``Issuer`` + ``Certificate`` objects; cert-manager must run in the cluster."""
+    """cert-manager ``Issuer`` + ``Certificate`` objects; cert-manager must run in the cluster.
+
+    The Certificate asks for what OLM's own serving certificates are (and what
+    operator-controller's cert-manager provider asks for): common name
+    ``<service>.<namespace>``, that name and the two ``.svc`` names, server
+    auth only, valid two years and renewed a day before expiry.
+    """
 
     name: str = "cert-manager"
 
     def service_cert(self, namespace: str, service: str) -> ServiceCert:
         from reconciler.model.kube import bounded_name
 
-        issuer = bounded_name(service, "selfsigned-issuer")
         certificate = bounded_name(service, "cert")
+        issuer = bounded_name(certificate, "selfsigned-issuer")
         objects: tuple[Manifest, ...] = (
             {"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
              "metadata": {"name": issuer, "namespace": namespace}, "spec": {"selfSigned": {}}},
             {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
              "metadata": {"name": certificate, "namespace": namespace},
-             "spec": {"secretName": secret_name(service), "dnsNames": dns_names(namespace, service),
-                      "isCA": False, "usages": ["server auth", "digital signature", "key encipherment"],
-                      "issuerRef": {"group": "cert-manager.io", "kind": "Issuer", "name": issuer},
-                      "privateKey": {"rotationPolicy": "Always"}}},
+             "spec": {"secretName": secret_name(service), "commonName": f"{service}.{namespace}",
+                      "dnsNames": [f"{service}.{namespace}", *dns_names(namespace, service)],
+                      "usages": ["server auth"], "issuerRef": {"name": issuer},
+                      "duration": "17520h0m0s", "renewBefore": "24h0m0s"}},
         )
         return ServiceCert(secret_name(service), objects,
                            annotations={CERT_MANAGER_INJECT: f"{namespace}/{certificate}"})

@@ -5,8 +5,8 @@ pure function of the bundle and the install plan (namespace and target
 namespaces). OLM's runtime behaviour that the objects rely on is reproduced
 here: one Role/RoleBinding per target namespace from ``permissions``
 (promoted to cluster scope in AllNamespaces mode), ClusterRole/Binding from
-``clusterPermissions``, and the ``olm.targetNamespaces`` /
-``olm.operatorNamespace`` annotations on the deployments' pod templates.
+``clusterPermissions``, and on the deployments' pod templates the CSV's
+annotations plus ``olm.targetNamespaces`` / ``olm.operatorNamespace``.
 Webhooks and APIServices get a Service per deployment (``<deployment>-service``,
 OLM's name), a serving certificate from a ``CertificateProvider``, the
 certificate mounted where OLM mounts it, and their configuration objects with
@@ -489,7 +489,7 @@ def _webhook_services(conv: Conversion) -> Iterator[Manifest]:
     for svc in conv.services:
         yield {"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc.name, "namespace": ns},
                "spec": {"selector": dict(svc.selector),
-                        "ports": [{"name": str(port), "port": port, "protocol": "TCP", "targetPort": target}
+                        "ports": [{"name": str(port), "port": port, "targetPort": target}
                                   for port, target in svc.ports]}}
         yield from copy.deepcopy(list(conv.certs[svc.name].objects))
         if svc.deployment in api_deployments:
@@ -570,9 +570,12 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
         template = spec.setdefault("template", {})
         _deployment_pod(csv, i, d, template.get("spec"), conv.content.name)
         tmeta = template.setdefault("metadata", {})
-        annotations = tmeta.setdefault("annotations", {})
+        # OLM copies the CSV's annotations onto the pod template (the template's own win), then its own
+        annotations = {**{str(k): str(v) for k, v in csv.annotations.items()}, **(tmeta.get("annotations") or {})}
         annotations["olm.targetNamespaces"] = ",".join(plan.target_namespaces)
         annotations["olm.operatorNamespace"] = plan.namespace
+        tmeta["annotations"] = annotations
+        spec["revisionHistoryLimit"] = 1  # OLM keeps one old ReplicaSet, whatever the bundle says
         if name in served:
             volumes = ["webhook-cert", "apiservice-cert"] if name not in api_deployments else ["apiservice-cert",
                                                                                                "webhook-cert"]
@@ -584,16 +587,22 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
 
 
 def _mount_certs(pod: dict[str, Any], secret: str, volumes: list[str]) -> None:
-    """Mount the serving certificate where OLM does, replacing volumes or mounts of the same name or path."""
+    """Mount the serving certificate where OLM does, replacing volumes or mounts of the same name or path.
+
+    A bundle's own volume mounted at one of those paths goes too: left in the
+    pod unmounted, its secret (often one the bundle's cert-manager setup would
+    have made) would still have to exist before the pod can start.
+    """
     paths = {CERT_DIRS[v][0] for v in volumes}
-    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in volumes]
+    replaced = set(volumes) | {m.get("name") for c in pod.get("containers") or [] for m in c.get("volumeMounts") or []
+                               if m.get("mountPath") in paths}
+    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in replaced]
     for vol in volumes:
         items = [{"key": k, "path": p} for k, p in CERT_DIRS[vol][1].items()]
-        pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items,
-                                                        "defaultMode": 420}})
+        pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items}})
     for container in pod.get("containers") or []:
         mounts = [m for m in container.get("volumeMounts") or []
-                  if m.get("name") not in volumes and m.get("mountPath") not in paths]
+                  if m.get("name") not in replaced and m.get("mountPath") not in paths]
         mounts.extend({"name": vol, "mountPath": CERT_DIRS[vol][0]} for vol in volumes)
         container["volumeMounts"] = mounts
 

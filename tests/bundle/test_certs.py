@@ -88,10 +88,28 @@ def test_webhook_objects_carry_the_ca_of_the_mounted_secret(tmp_path):
     assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] == ca
     dep = next(d for d in by_kind(out.objects, "Deployment", "apps") if d["metadata"]["name"] == "demo-webhook")
     vols = {v["name"]: v["secret"]["secretName"] for v in dep["spec"]["template"]["spec"]["volumes"]}
-    assert vols == {"cert": "stale", "webhook-cert": "demo-webhook-service-cert",
-                    "apiservice-cert": "demo-webhook-service-cert"}
+    # the bundle's volume on the webhook path ("cert", secret "stale") is gone with its mount
+    assert vols == {"webhook-cert": "demo-webhook-service-cert", "apiservice-cert": "demo-webhook-service-cert"}
     mounts = dep["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
     # the bundle's own mount on the webhook path is replaced by the managed certificate
     assert {m["mountPath"]: m["name"] for m in mounts} == {
         "/tmp/k8s-webhook-server/serving-certs": "webhook-cert",
         "/apiserver.local.config/certificates": "apiservice-cert"}
+
+
+def test_cert_manager_certificate_asks_for_what_olm_serves():
+    # OLM's serving certificate: CN <service>.<namespace>, that name and the .svc names, server auth only,
+    # two years, renewed a day before expiry; a self-signed Issuer named after the certificate
+    from reconciler.bundle.certs import CERT_MANAGER_INJECT, CertManagerProvider
+
+    made = CertManagerProvider().service_cert("ns", "svc")
+    issuer, certificate = made.objects
+    assert issuer == {"apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+                      "metadata": {"name": "svc-cert-selfsigned-issuer", "namespace": "ns"},
+                      "spec": {"selfSigned": {}}}
+    assert certificate["metadata"] == {"name": "svc-cert", "namespace": "ns"}
+    assert certificate["spec"] == {
+        "secretName": "svc-cert", "commonName": "svc.ns",
+        "dnsNames": ["svc.ns", "svc.ns.svc", "svc.ns.svc.cluster.local"], "usages": ["server auth"],
+        "issuerRef": {"name": "svc-cert-selfsigned-issuer"}, "duration": "17520h0m0s", "renewBefore": "24h0m0s"}
+    assert made.secret_name == "svc-cert" and made.annotations == {CERT_MANAGER_INJECT: "ns/svc-cert"}

@@ -46,7 +46,11 @@ def test_install_applies_every_object_labelled_and_reports_status(repo, kc, k8s,
     dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
     assert dep["metadata"]["labels"][LABEL_OPERATOR] == "plumbus"
     annotations = dep["spec"]["template"]["metadata"]["annotations"]
-    assert annotations == {"olm.targetNamespaces": "", "olm.operatorNamespace": "plumbus-system"}
+    # the CSV's annotations, then OLM's own, as OLM writes them on the pod template
+    assert annotations == {"operatorframework.io/suggested-namespace": "plumbus-system",
+                           "capabilities": "Basic Install", "olm.targetNamespaces": "",
+                           "olm.operatorNamespace": "plumbus-system"}
+    assert dep["spec"]["revisionHistoryLimit"] == 1
     # The deployment controller writes only the status subresource.
     assert {m["manager"] for m in dep["metadata"]["managedFields"] if m.get("subresource") != "status"} == {
         "reconciler"}

@@ -76,7 +76,10 @@ def test_example_bundle_all_namespaces_by_default():
     (dep,) = by_kind(out.objects, "Deployment", "apps")
     assert dep["metadata"] == {"name": "plumbus-controller-manager", "namespace": "plumbus-system",
                                "labels": {"app.kubernetes.io/name": "plumbus"}}
-    assert pod_annotations(out.objects) == {"olm.targetNamespaces": "", "olm.operatorNamespace": "plumbus-system"}
+    # the CSV's annotations are copied onto the pod template, as OLM does
+    assert pod_annotations(out.objects) == {"operatorframework.io/suggested-namespace": "plumbus-system",
+                                            "capabilities": "Basic Install", "olm.targetNamespaces": "",
+                                            "olm.operatorNamespace": "plumbus-system"}
     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == \
         "registry.example.com/plumbus/controller:v1.1.0"
 
@@ -87,6 +90,47 @@ def test_example_bundle_install_namespace_overrides_suggestion():
     assert {o["metadata"].get("namespace") for o in out.objects if o["kind"] in ("ServiceAccount", "Deployment")} \
         == {"team-a"}
     assert pod_annotations(out.objects)["olm.operatorNamespace"] == "team-a"
+
+
+def test_csv_annotations_on_pod_template_and_one_old_replica_set(tmp_path):
+    # OLM merges the CSV's annotations into each deployment's pod template (the template's own value wins,
+    # OLM's olm.* annotations win over both) and keeps one old ReplicaSet whatever the bundle asks for
+    dep = deployment("demo-controller", "demo-sa")
+    dep["spec"]["revisionHistoryLimit"] = 10
+    dep["spec"]["template"]["metadata"]["annotations"] = {"shared": "from-template", "kubectl.kubernetes.io/x": "y"}
+    csv = csv_doc(deployments=[dep], annotations={"capabilities": "Basic Install", "shared": "from-csv",
+                                                  "olm.targetNamespaces": "stale", "alm-examples": "[]"})
+    out = render_demo(tmp_path, csv=csv, targets=("watched",))
+    assert pod_annotations(out.objects) == {"capabilities": "Basic Install", "shared": "from-template",
+                                            "alm-examples": "[]", "kubectl.kubernetes.io/x": "y",
+                                            "olm.targetNamespaces": "watched", "olm.operatorNamespace": "demo-ns"}
+    (rendered,) = by_kind(out.objects, "Deployment", "apps")
+    assert rendered["spec"]["revisionHistoryLimit"] == 1
+    assert "annotations" not in rendered["metadata"]   # the Deployment itself gets none
+    assert by_kind(render_demo(tmp_path, rel="bundles/other").objects, "Deployment", "apps")[0]["spec"][
+        "revisionHistoryLimit"] == 1
+
+
+def test_bundle_volume_at_the_certificate_path_is_removed_with_its_mount(tmp_path):
+    # the bundle mounts its own secret volume where OLM mounts the serving certificate: OLM replaces the
+    # mount and drops the volume, whose secret would otherwise have to exist before the pod can start
+    dep = deployment("demo-controller", "demo-sa")
+    pod = dep["spec"]["template"]["spec"]
+    pod["volumes"] = [{"name": "cert", "secret": {"secretName": "made-by-kustomize"}},
+                      {"name": "config", "configMap": {"name": "demo-config"}}]
+    pod["containers"][0]["volumeMounts"] = [{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"},
+                                            {"name": "config", "mountPath": "/etc/demo"}]
+    pod["containers"].append({"name": "proxy", "image": "registry.example.com/proxy:1",
+                              "volumeMounts": [{"name": "cert", "mountPath": "/certs"}]})
+    csv = csv_doc(deployments=[dep], webhookdefinitions=[
+        {"type": "ValidatingAdmissionWebhook", "generateName": "vwidget.demo.example.com",
+         "deploymentName": "demo-controller", "containerPort": 443, "admissionReviewVersions": ["v1"],
+         "sideEffects": "None", "webhookPath": "/validate"}])
+    (rendered,) = by_kind(render_demo(tmp_path, crd_doc(), csv=csv).objects, "Deployment", "apps")
+    pod = rendered["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["config", "webhook-cert", "apiservice-cert"]
+    assert [[m["name"] for m in c["volumeMounts"]] for c in pod["containers"]] == [
+        ["config", "webhook-cert", "apiservice-cert"], ["webhook-cert", "apiservice-cert"]]
 
 
 def test_rendering_does_not_mutate_between_calls():

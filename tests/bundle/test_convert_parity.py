@@ -1,0 +1,87 @@
+"""The registry+v1 converter gives the objects operator-controller's own converter gives, on real bundles.
+
+A handful of corpus bundles, chosen to cover what the converters do (plain
+operators in every install mode, admission and conversion-free webhooks on
+two deployments, long generated names, v1beta1 CRDs, retired RBAC versions, a
+manifest without apiVersion, a missing webhook containerPort,
+metadata/properties.yaml), rendered by both in every install mode the CSV
+supports and compared object by object by ``bench.convert_parity``, which
+also says which differences are deliberate (docs/bundles.md, "Parity with
+operator-controller"). The whole corpus: ``python -m bench.convert_parity``.
+
+Skipped when the corpus is absent or ocrender is not built (``make peers``
+builds it; a cold build takes minutes, so tests never start one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import convert_parity as cp
+from bench.bundle_corpus import DEFAULT_CORPUS, MODES
+from reconciler.bundle import read_content, registry_v1
+from reconciler.bundle.source import fetch
+
+pytestmark = pytest.mark.corpus
+
+BUNDLES = ("3scale-community-operator/0.10.1", "3scale-community-operator/0.3.0", "alloydb-omni-operator/1.3.0",
+           "argocd-operator/0.10.0", "azure-service-operator/1.0.24492", "nfs-provisioner-operator/0.0.2",
+           "dbaas-operator/0.5.0")
+
+
+def _ocrender() -> Path | None:
+    from bench.peers.operator_controller import TOOL
+
+    return TOOL.paths()["ocrender"] if TOOL.present() else None
+
+
+_OCRENDER = _ocrender()  # at import, like opm: a test's private cache directory is not where it was built
+
+
+def _cases() -> list[tuple[str, str]]:
+    if not DEFAULT_CORPUS.is_dir():
+        return []
+    cases = []
+    for name in BUNDLES:
+        supported = registry_v1.find_csv(read_content(fetch(f"file://{name}", DEFAULT_CORPUS))).supported_modes
+        cases += [(name, mode) for mode in MODES if mode in supported]
+    return cases
+
+
+@pytest.mark.skipif(not _cases(), reason=f"no corpus at {DEFAULT_CORPUS}")
+@pytest.mark.parametrize("name, mode", _cases(), ids=lambda v: v)
+def test_same_objects_as_operator_controller(name: str, mode: str):
+    if _OCRENDER is None:
+        pytest.skip("ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
+    content = read_content(fetch(f"file://{name}", DEFAULT_CORPUS))
+    namespace, targets = cp.targets_for(name.split("/")[0])
+    result = cp.compare_one(content, DEFAULT_CORPUS / name, name, mode, namespace, targets[mode], _OCRENDER)
+    assert result.status == "identical", "\n".join(result.details)
+
+
+def test_a_difference_is_found_and_named():
+    # the comparison itself: a changed field, an object one side lacks, and generated RBAC matched by rules
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "csv-sa-1a2b"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "csv-sa-1a2b"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "csv-sa-1a2b"},
+               "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"},
+           "spec": {"ports": [{"port": 443}]}}
+
+    def renamed(obj, name):
+        out = {**obj, "metadata": {**obj["metadata"], "name": name}}
+        if obj["kind"] == "ClusterRoleBinding":
+            out["roleRef"] = {**obj["roleRef"], "name": name}
+        return out
+
+    peer = [renamed(role, "csv-sa-zzzz"), renamed(binding, "csv-sa-zzzz"), svc]
+    assert cp.compare([role, binding, svc], peer) == ([], [])
+    changed = {**svc, "spec": {"ports": [{"port": 8443}]}}
+    classes, details = cp.compare([role, binding, changed], peer)
+    assert classes == ["Service .spec.ports[].port"] and details == ["Service ns/s: .spec.ports[0].port"]
+    classes, _ = cp.compare([role, binding], peer)
+    assert classes == ["object only in peer's: Service"]
