@@ -245,8 +245,7 @@ def test_status_reports_updates_outside_the_declaration(repo, kc, k8s, capsys):
     assert next(c for c in status["conditions"] if c["type"] == "UpdateAvailable")["status"] == "False"
 
 
-GRUMBO_CATALOG = """
----
+GRUMBO_CATALOG = """---
 schema: olm.package
 name: grumbo
 defaultChannel: stable
