@@ -95,6 +95,19 @@ def test_strict_loading_names_the_duplicate_key_and_both_lines():
     assert yamlio.load_one("base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n", "merge.yaml", strict=True)["m"] == {"x": 1, "y": 2}
 
 
+
+def test_json_strings_must_be_unicode_and_numbers_finite():
+    """A lone surrogate cannot be written as UTF-8 anywhere later; 1e999999 would be read as infinity."""
+    with pytest.raises(InputError) as err:
+        yamlio.load_all('{"a": "x"}\n{"b": [1,\n "\\udc00 \\ud800"]}', "c.json")
+    assert err.value.message == "invalid JSON: a string holds an unpaired UTF-16 surrogate (line 3: \\udc00)"
+    # a pair is one character, and an escaped backslash is no escape
+    assert yamlio.load_one('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}', "c.json") == {"a": "\U0001f600",
+                                                                                  "b": "\\ud800"}
+    with pytest.raises(InputError, match="the number -1e999999 is too large for a float"):
+        yamlio.load_one('{"a": -1e999999}', "c.json")
+    assert yamlio.load_one('{"a": 1.5e308}', "c.json") == {"a": 1.5e308}
+
 def _secret(**data: str) -> dict:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"},
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
