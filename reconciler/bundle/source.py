@@ -229,7 +229,7 @@ def directory_digest(path: Path, name: str) -> str:
         total += size
         if total > MAX_BUNDLE_BYTES:
             raise BundleError(f"bundle is over the {MAX_BUNDLE_BYTES}-byte limit", obj=name)
-        h.update(rel.encode() + b"\0")
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
         h.update(hashlib.sha256(file.read_bytes()).digest())
     return "sha256:" + h.hexdigest()
 

@@ -26,7 +26,8 @@ nested ``[``), ``alias_bomb`` (a ``size``-character scalar aliased ``count``
 times), ``bytes`` (a file of raw bytes: ``hex``, or ``text`` with ``prefix_hex``
 before it), ``reencode`` (an existing file, with a ``bom`` and ``crlf`` line
 ends), ``big`` (a file of ``size`` bytes), ``hardlink`` (to a file
-``outside``), ``files`` (``count`` small files in a directory).
+``outside``), ``files`` (``count`` small files in a directory), ``raw_name`` (a file with ``text`` in that directory,
+named by the bytes ``hex``, which need not be UTF-8).
 """
 
 from __future__ import annotations
@@ -149,6 +150,10 @@ def build(case: dict, name: str, tmp: Path) -> Path:
             directory.mkdir(parents=True, exist_ok=True)
             for index in range(op["count"]):
                 (directory / f"f{index:06}.yaml").write_text(fill(op.get("text", "# empty\n")))
+        elif "raw_name" in op:
+            directory = os.fsencode(repo / op["raw_name"])
+            with open(os.path.join(directory, bytes.fromhex(op["hex"])), "w") as file:
+                file.write(fill(op["text"]))
         else:
             raise AssertionError(f"{name}: unknown operation {op}")
     return repo

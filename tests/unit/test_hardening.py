@@ -108,6 +108,16 @@ def test_json_strings_must_be_unicode_and_numbers_finite():
         yamlio.load_one('{"a": -1e999999}', "c.json")
     assert yamlio.load_one('{"a": 1.5e308}', "c.json") == {"a": 1.5e308}
 
+
+def test_an_error_names_a_hostile_file_on_one_line_a_terminal_shows_as_is():
+    name = "operators/a\x1b[2J\u202e\udcff\nerror: forged.yaml"   # clear screen, right-to-left, byte ff
+    err = InputError("declared twice", path=name, obj="Operator x",
+                     hint=f"also declared in {name}\n  and in b.yaml")
+    assert err.render() == ("operators/a\\x1b[2J\\u202e\\xff\\nerror: forged.yaml: Operator x: declared twice\n"
+                            "  hint: also declared in operators/a\\x1b[2J\\u202e\\xff\\nerror: forged.yaml\n"
+                            "  and in b.yaml")
+    assert InputError("plain: caf\u00e9 \u2713", path="ok.yaml").render() == "ok.yaml: plain: caf\u00e9 \u2713"
+
 def _secret(**data: str) -> dict:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"},
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
