@@ -18,7 +18,7 @@ and removing the Operator must leave nothing), ``exit`` and ``message`` (in
 the one ``error:`` line; for exit 0 or 1, input that only looks hostile, in
 the output).
 
-Operations: ``write`` (a file with ``text``), ``remove``, ``set``/``delete``
+Operations: ``write`` (a file with ``text``), ``remove`` (a file or a directory), ``set``/``delete``
 (a field, by dotted path, of the documents of ``kind`` in the files matching
 a glob), ``symlink`` (``to`` may name ``{outside}``, a directory beside the
 repository), ``outside`` (a file there), ``fifo``, ``nested`` (``depth``
@@ -102,7 +102,8 @@ def build(case: dict, name: str, tmp: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(fill(op["text"]))
         elif "remove" in op:
-            (repo / op["remove"]).unlink()
+            target = repo / op["remove"]
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
         elif "set" in op or "delete" in op:
             _edit(repo, op)
         elif "symlink" in op:
