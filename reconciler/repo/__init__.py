@@ -114,6 +114,11 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     if not top.is_dir():
         raise InputError("repository directory does not exist", path=str(root))
     check_links(top)
+    for reserved in _NOT_DECLARATIONS:   # a file in place of one would read as "nothing there"
+        if os.path.lexists(top / reserved) and not (top / reserved).is_dir():
+            raise InputError("not a directory", path=reserved,
+                             hint=f"{reserved}/ is a directory of the repository layout (see the README); "
+                                  f"move the file into it or rename it")
     settings = _read_settings(top)
     lock = None
     if os.path.lexists(top / LOCK_FILENAME):
