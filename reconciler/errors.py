@@ -44,6 +44,7 @@ class ReconcilerError(Exception):
 
 
 _ESCAPES: dict[int, str] = {}
+MAX_LINE = 4000   # characters of one line of an error; the middle of a longer one is left out
 
 
 def printable(text: str) -> str:
@@ -51,8 +52,11 @@ def printable(text: str) -> str:
     an escape sequence, bytes that are not UTF-8) can neither forge a line of output nor drive the terminal.
 
     Control characters and bidirectional overrides are shown as escapes, and a byte that is not UTF-8 (kept
-    as a lone surrogate when a file name is decoded) as ``\\xNN``.
+    as a lone surrogate when a file name is decoded) as ``\\xNN``. A line over ``MAX_LINE`` characters
+    keeps its start and end.
     """
+    if len(text) > MAX_LINE:   # a name of a megabyte is legal JSON; a line of one helps nobody
+        text = f"{text[:MAX_LINE // 2]}...({len(text) - MAX_LINE} characters)...{text[-MAX_LINE // 2:]}"
     if text.isprintable():
         return text
     if not _ESCAPES:

@@ -117,6 +117,8 @@ def test_an_error_names_a_hostile_file_on_one_line_a_terminal_shows_as_is():
                             "  hint: also declared in operators/a\\x1b[2J\\u202e\\xff\\nerror: forged.yaml\n"
                             "  and in b.yaml")
     assert InputError("plain: caf\u00e9 \u2713", path="ok.yaml").render() == "ok.yaml: plain: caf\u00e9 \u2713"
+    long = InputError(f"unknown field spec.{'k' * 1_000_000}", path="big.json").render()
+    assert long == f"big.json: unknown field spec.{'k' * 1981}...(996019 characters)...{'k' * 2000}"
 
 def _secret(**data: str) -> dict:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"},
