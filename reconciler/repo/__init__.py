@@ -10,7 +10,8 @@ Layout (documented in the README):
 * ``policies/``          the repository's own guardrail policies
 * every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
 
-Hidden files and directories (``.git``, ``.github``) are skipped.
+Hidden files and directories (``.git``, ``.github``) are skipped, and so are nested git repositories
+(a submodule's checkout), which a fetched tree does not have either.
 
 The working tree is confined as a fetched tree is (``git.py``): a symbolic
 link that leads out of the repository, or to nothing, is refused before
@@ -211,8 +212,11 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = Path(dirpath).relative_to(top)
+        # a nested repository (a submodule's checkout holds a .git file) is not part of this one: a fetched
+        # tree skips submodules, so a working tree must not read declarations from them either
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                             and not (rel_dir == Path(".") and d in _NOT_DECLARATIONS))
+                             and not (rel_dir == Path(".") and d in _NOT_DECLARATIONS)
+                             and not os.path.lexists(os.path.join(dirpath, d, ".git")))
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith((".yaml", ".yml")):
                 continue
