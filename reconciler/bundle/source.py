@@ -235,9 +235,15 @@ def directory_digest(path: Path, name: str) -> str:
 
 
 def _walk_files(path: Path, name: str) -> list[Path]:
+    from reconciler.repo import MAX_TREE_DEPTH
+
     files = []
     root = path.resolve()
     for dirpath, dirnames, filenames in os.walk(path):
+        depth = len(Path(dirpath).relative_to(path).parts)
+        if depth >= MAX_TREE_DEPTH:   # os.walk recurses per level
+            raise BundleError(f"directories nest more than {MAX_TREE_DEPTH} levels deep",
+                              path="/".join(Path(dirpath).relative_to(path).parts[:4]) + "/...", obj=name)
         for entry in dirnames + filenames:
             full = Path(dirpath) / entry
             if full.is_symlink():

@@ -406,6 +406,7 @@ def unpack_layer(blob: BinaryIO, root: Path, budget: _Budget, name: str) -> None
 
 
 MAX_HEADER_BYTES = 1024 * 1024   # a pax or GNU long-name header; real ones hold a path and a few times
+MAX_PATH_DEPTH = 64             # directory levels of an entry's path; bundles stay under 5
 MAX_EXTENDED_CHAIN = 16          # extended headers before one entry; real archives have one or two
 _EXTENDED = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
              tarfile.GNUTYPE_LONGLINK)
@@ -448,6 +449,9 @@ def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, bud
     parts = [p for p in path.parts if p not in ("", ".")]
     if ".." in parts:
         raise RegistryError(f"layer entry {member.name!r} escapes the image root", obj=name)
+    if len(parts) > MAX_PATH_DEPTH:   # extraction creates parents recursively, one call per level
+        raise RegistryError(f"layer entry {'/'.join(parts[:4])}/... nests {len(parts)} levels deep, over "
+                            f"{MAX_PATH_DEPTH}", obj=name)
     # The reader skips an entry's data by decompressing it, so every entry's size counts, written or not.
     budget.unpacked += member.size
     if budget.unpacked > budget.limit:

@@ -48,6 +48,7 @@ SETTINGS_FILE = "reconciler.yaml"
 CATALOGS_DIR = "catalogs"
 BUNDLES_DIR = "bundles"
 APPROVALS_DIR = "approvals"
+MAX_TREE_DEPTH = 64   # directory levels of a working tree or a fetched one; real repositories stay under 15
 POLICIES_DIR = "policies"
 _NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR)
 # Kinds of the design documents that declare nothing this tool can act on, and why (what to write instead).
@@ -310,9 +311,13 @@ def check_links(top: Path) -> None:
     per file), so this costs one directory listing per directory; ``.git`` is
     not the working tree and is skipped.
     """
-    pending = [top]
+    pending = [(top, 0)]
     while pending:
-        here = pending.pop()
+        here, depth = pending.pop()
+        if depth > MAX_TREE_DEPTH:   # what reads the tree recurses per level (os.walk), and no layout needs it
+            raise InputError(f"directories nest more than {MAX_TREE_DEPTH} levels deep",
+                             path="/".join(_rel(top, Path(here)).split("/")[:4]) + "/...",
+                             hint=f"flatten the directories; the reconciler reads at most {MAX_TREE_DEPTH} levels")
         try:
             entries = list(os.scandir(here))
         except OSError as exc:
@@ -344,7 +349,7 @@ def check_links(top: Path) -> None:
                                      path=rel, hint="a link to its own directory makes the tree endless; "
                                                     "remove it or link a sibling directory instead")
             elif e.is_dir(follow_symlinks=False):
-                pending.append(Path(e.path))
+                pending.append((Path(e.path), depth + 1))
 
 
 def _rel(top: Path, path: Path) -> str:

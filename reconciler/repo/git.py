@@ -31,10 +31,10 @@ import pygit2
 from pygit2.enums import CredentialType
 
 from reconciler.errors import InputError, ReconcilerError
+from reconciler.repo import MAX_TREE_DEPTH
 
 MAX_TREE_BYTES = 512 * 1024 * 1024
 MAX_TREE_FILES = 100_000
-MAX_TREE_DEPTH = 64        # directory levels; real repositories and bundles stay under 10
 MAX_NAME_BYTES = 255       # one path component, as Linux file systems allow
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _MODE_TREE, _MODE_LINK, _MODE_COMMIT, _MODE_EXEC = 0o040000, 0o120000, 0o160000, 0o100755

@@ -253,3 +253,10 @@ def test_extended_header_bomb_pulled_from_registry_is_refused(tmp_path, oci_regi
         oci.pull(oci_registry.ref("hostile/paxbomb"))
     assert "hostile/paxbomb" in str(err.value)
     assert not [p for p in oci_cache.rglob("image.json")]
+
+
+def test_an_entry_nested_too_deeply_is_refused(tmp_path):
+    """Extraction creates an entry's parents one recursive call per level: 1,500 levels were a RecursionError."""
+    with pytest.raises(RegistryError, match="layer entry a/a/a/a/... nests 1501 levels deep, over 64"):
+        _unpack(tmp_path, _tar(_file("/".join(["a"] * 1500 + ["f"]))))
+    assert _tree(_unpack(tmp_path, _tar(_file("/".join(["a"] * 60 + ["f"])))))

@@ -27,7 +27,7 @@ times), ``bytes`` (a file of raw bytes: ``hex``, or ``text`` with ``prefix_hex``
 before it), ``reencode`` (an existing file, with a ``bom`` and ``crlf`` line
 ends), ``big`` (a file of ``size`` bytes), ``hardlink`` (to a file
 ``outside``), ``files`` (``count`` small files in a directory), ``raw_name`` (a file with ``text`` in that directory,
-named by the bytes ``hex``, which need not be UTF-8).
+named by the bytes ``hex``, which need not be UTF-8), ``dirs`` (``depth`` directories one in another, and a file).
 """
 
 from __future__ import annotations
@@ -151,6 +151,13 @@ def build(case: dict, name: str, tmp: Path) -> Path:
             directory.mkdir(parents=True, exist_ok=True)
             for index in range(op["count"]):
                 (directory / f"f{index:06}.yaml").write_text(fill(op.get("text", "# empty\n")))
+        elif "dirs" in op:
+            here = repo / op["dirs"]
+            here.mkdir(parents=True, exist_ok=True)
+            for _ in range(op["depth"]):   # one level at a time: pathlib's mkdir(parents=True) recurses
+                here = here / "d"
+                here.mkdir()
+            (here / "f.yaml").write_text(fill(op.get("text", "# deep\n")))
         elif "raw_name" in op:
             directory = os.fsencode(repo / op["raw_name"])
             with open(os.path.join(directory, bytes.fromhex(op["hex"])), "w") as file:
