@@ -142,7 +142,7 @@ def _read_settings(top: Path) -> Settings:
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
              "provisionerClassName", "installerNamespace", "instance"}
-    unknown = sorted(set(doc) - known)
+    unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
                          hint=f"known settings: {', '.join(sorted(known))}")

@@ -79,7 +79,9 @@ def load_case(name: str) -> dict:
     return yamlio.load_one(yamlio.read_text(HERE / name / "case.yaml"), f"{name}/case.yaml", strict=True)
 
 
-def build(case: dict, name: str, tmp: Path) -> Path:
+def build(case: dict, name: str, tmp: Path, deep: list[Path] | None = None) -> Path:
+    """The case's repository under ``tmp``; the deepest directory of each ``dirs`` operation is added to ``deep``."""
+    deep = [] if deep is None else deep
     repo, outside = tmp / "repo", tmp / "outside"
     shutil.copytree(EXAMPLE, repo)
     outside.mkdir()
@@ -158,6 +160,7 @@ def build(case: dict, name: str, tmp: Path) -> Path:
                 here = here / "d"
                 here.mkdir()
             (here / "f.yaml").write_text(fill(op.get("text", "# deep\n")))
+            deep.append(here)
         elif "raw_name" in op:
             directory = os.fsencode(repo / op["raw_name"])
             with open(os.path.join(directory, bytes.fromhex(op["hex"])), "w") as file:
@@ -165,6 +168,16 @@ def build(case: dict, name: str, tmp: Path) -> Path:
         else:
             raise AssertionError(f"{name}: unknown operation {op}")
     return repo
+
+
+def _remove_deep(deepest: list[Path]) -> None:
+    """Remove directories nested too deeply for shutil.rmtree (which recurses), from the bottom up."""
+    for here in deepest:
+        for child in here.iterdir():
+            child.unlink()
+        while here.name == "d":
+            here.rmdir()
+            here = here.parent
 
 
 def _edit(repo: Path, op: dict) -> None:
@@ -206,7 +219,9 @@ def _params() -> list:
 @pytest.mark.parametrize("name", _params())
 def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     case = load_case(name)
-    repo = build(case, name, tmp_path)
+    deep: list[Path] = []
+    request.addfinalizer(lambda: _remove_deep(deep))
+    repo = build(case, name, tmp_path, deep)
     argv = case.get("command") or ["reconcile", "{repo}", *case.get("args", ["--dry-run"])]
     argv = [a.replace("{case}", str(HERE / name)).replace("{repo}", str(repo)) for a in argv]
     kube = None
