@@ -35,11 +35,43 @@ class ReconcilerError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        where = ": ".join(p for p in (self.path, self.obj) if p)
-        text = f"{where}: {self.message}" if where else self.message
+        where = ": ".join(printable(p) for p in (self.path, self.obj) if p)
+        message = printable_lines(self.message)
+        text = f"{where}: {message}" if where else message
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {printable_lines(self.hint)}"
         return text
+
+
+_ESCAPES: dict[int, str] = {}
+MAX_LINE = 4000   # characters of one line of an error; the middle of a longer one is left out
+
+
+def printable(text: str) -> str:
+    """``text`` on one line and safe for a terminal: a name from the input (a file name may hold a newline,
+    an escape sequence, bytes that are not UTF-8) can neither forge a line of output nor drive the terminal.
+
+    Control characters and bidirectional overrides are shown as escapes, and a byte that is not UTF-8 (kept
+    as a lone surrogate when a file name is decoded) as ``\\xNN``. A line over ``MAX_LINE`` characters
+    keeps its start and end.
+    """
+    if len(text) > MAX_LINE:   # a name of a megabyte is legal JSON; a line of one helps nobody
+        text = f"{text[:MAX_LINE // 2]}...({len(text) - MAX_LINE} characters)...{text[-MAX_LINE // 2:]}"
+    if text.isprintable():
+        return text
+    if not _ESCAPES:
+        _ESCAPES.update({c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))})
+        _ESCAPES.update({9: "\\t", 10: "\\n", 13: "\\r"})
+        _ESCAPES.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                                                     *range(0x2066, 0x206A), *range(0xD800, 0xE000))})
+        _ESCAPES.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
+    return text.translate(_ESCAPES)
+
+
+def printable_lines(text: str) -> str:
+    """``printable`` for a message that lists details on indented lines: those line breaks are kept, so every
+    line but the first starts with two spaces, and no name in the text can start a line of its own."""
+    return "\n  ".join(printable(part) for part in text.split("\n  "))
 
 
 class InputError(ReconcilerError):

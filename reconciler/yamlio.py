@@ -79,6 +79,32 @@ def _json_constant(name: str) -> Any:
     raise _NotJson(f"{name} is not a JSON number")
 
 
+def _json_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e999999: JSON has no infinity, and nothing can write it back
+        raise _NotJson(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+# A \uD800-\uDFFF escape that is not half of a pair: Python's decoder keeps it as a lone surrogate, which no
+# UTF-8 output (a report, the lockfile, a request to the API server) can encode.
+_LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _check_surrogates(text: str, docs: list[Any], source: str) -> None:
+    """Refuse a string decoded from JSON that holds half of a UTF-16 surrogate pair."""
+    import json
+
+    try:
+        json.dumps(docs, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        found = _LONE_SURROGATE.search(text)
+        where = f" (line {text.count(chr(10), 0, found.start()) + 1}: {found.group()})" if found else ""
+        raise InputError(f"invalid JSON: a string holds an unpaired UTF-16 surrogate{where}", path=source,
+                         hint="a \\uD800-\\uDFFF escape must be half of a pair; write the character itself") from None
+
+
 class _NotJson(Exception):
     pass
 
@@ -130,6 +156,8 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
             for doc, start, end in spans:
                 if text.count("[", start, end) + text.count("{", start, end) > MAX_DEPTH:
                     _walk_depth([doc], source)
+            if "\\u" in text and _LONE_SURROGATE.search(text):
+                _check_surrogates(text, [doc for doc, _, _ in spans], source)
             return [doc for doc, _, _ in spans]
     _pyyaml()
     if not strict:
@@ -473,7 +501,7 @@ def _json_stream(text: str, strict: bool = False) -> Iterator[tuple[Any, int, in
     import json  # here, not at the top: a YAML catalog's load never needs it
 
     decoder = json.JSONDecoder(object_pairs_hook=_json_pairs_strict if strict else None, parse_int=_json_int,
-                               parse_constant=_json_constant)
+                               parse_float=_json_float, parse_constant=_json_constant)
     idx, end = 0, len(text)
     while True:
         while idx < end and text[idx].isspace():

@@ -45,6 +45,28 @@ def _construct_int(loader: Any, node: Any) -> int:
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
+# Explicit tags whose values JSON cannot hold: everything read is Kubernetes content, sent and stored as JSON,
+# so bytes, a set, pairs or a datetime would fail where they are written out (a request, the lockfile, a
+# report) instead of where they were read. Real content never uses them.
+_NOT_JSON = {"binary": ("bytes", "write the base64 text as a plain string"),
+             "set": ("a set", "write a mapping or a list"),
+             "omap": ("ordered pairs", "write a mapping"),
+             "pairs": ("pairs", "write a mapping or a list"),
+             "timestamp": ("a date and time", "write the time as a string")}
+
+
+def _refuse_tag(loader: Any, node: Any) -> Any:
+    name = node.tag.rpartition(":")[2]
+    what, instead = _NOT_JSON[name]
+    raise yaml.constructor.ConstructorError(
+        None, None, f"the tag !!{name} makes {what}, which Kubernetes content (JSON) cannot hold; {instead}",
+        node.start_mark)
+
+
+for _name in _NOT_JSON:
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_name}", _refuse_tag)
+
+
 class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
     """The loader that refuses a key written twice in one mapping, naming it and its line."""
 

@@ -90,7 +90,7 @@ def parse_record(doc: Any, rel: str) -> ApprovalRecord:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
                 or not isinstance(entry.get("digest"), str) or not entry["digest"].startswith("sha256:"):
             raise fail(f"{where} needs a bundle name and a sha256: digest")
-        unknown = sorted(set(entry) - {"name", "digest", "permissions", "waivedPolicies"})
+        unknown = sorted(set(entry) - {"name", "digest", "permissions", "waivedPolicies"}, key=str)
         if unknown:
             raise fail(f"{where} has unknown field {unknown[0]!r}")
         try:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.bundle import k8s_v1, plain_v0, registry_v1
+from reconciler.bundle import k8s_v1, plain_v0, registry_v1, shapes
 from reconciler.bundle.certs import CertificateProvider
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent, read_content
 from reconciler.bundle.source import FetchedBundle, fetch
-from reconciler.errors import UnsupportedBundleError
+from reconciler.errors import BundleError, UnsupportedBundleError
 from reconciler.model.declarations import InstallSettings
 from reconciler.model.kube import Manifest
 
@@ -63,6 +63,11 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
     plan = registry_v1.plan_install(csv, namespace, install.target_namespaces)
     objects = registry_v1.convert(content, plan, certificates)
     fetched: FetchedBundle = content.fetched
+    for obj in objects:   # names the CSV gives generated objects (Deployments, ServiceAccounts, RBAC)
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        if problem := shapes.path_segment_problem(name):
+            raise BundleError(f"it makes {obj.get('kind')} {name!r}, and an object name {problem}", path=csv.file,
+                              obj=f"{fetched.reference}: ClusterServiceVersion {csv.name}", hint=shapes.NAME_HINT)
     warnings = [*content.warnings, *registry_v1.notes(content)]
     if not objects:
         # OLM installs such a CSV and reports it Succeeded; nothing is wrong, but nothing runs either

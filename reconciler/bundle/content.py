@@ -226,13 +226,17 @@ def _decoded_as_kubernetes_does(doc: dict[str, Any], rel: str, warnings: list[st
 
 def _annotations(root: Path, name: str) -> dict[str, str]:
     path = root / "metadata" / "annotations.yaml"
-    if not path.is_file():
-        return {}
+    if os.path.lexists(root / "metadata") and not (root / "metadata").is_dir():
+        raise BundleError("not a directory", path="metadata", obj=name,
+                          hint="a bundle keeps its annotations in metadata/annotations.yaml; a bundle without "
+                               "metadata/ is a plain+v0 bundle")
+    if not os.path.lexists(path):
+        return {}   # no annotations: a plain+v0 bundle
     try:
         rel = "metadata/annotations.yaml"
-        doc: Any = yamlio.load_one(yamlio.read_text(path, rel), rel)
+        doc: Any = yamlio.load_one(yamlio.read_text(path, rel), rel)   # a directory or a FIFO is refused here
     except InputError as exc:
-        raise BundleError(exc.message, path=exc.path, obj=name) from None
+        raise BundleError(exc.message, path=exc.path, obj=name, hint=exc.hint) from None
     raw = doc.get("annotations") if isinstance(doc, dict) else None
     if not isinstance(raw, dict):
         raise BundleError("metadata/annotations.yaml has no 'annotations' mapping", obj=name)

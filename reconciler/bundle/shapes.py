@@ -159,10 +159,26 @@ def describe(obj: Any) -> str:
     return f"{kind} {name}" if isinstance(name, str) and name else kind
 
 
+def path_segment_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an object: the API server's URLs carry it as one path segment (as
+    Kubernetes' own path-segment rule: not '.' or '..', no '/' or '%')."""
+    if name in (".", ".."):
+        return f"may not be {name!r}"
+    bad = next((c for c in "/%" if c in name), None)
+    return f"may not contain {bad!r}" if bad else None
+
+
+NAME_HINT = "an object name is a path segment of the API server's URLs; use lowercase letters, digits, '-' and '.'"
+
+
 def check_manifest(obj: Any, file: str, bundle: str) -> None:
     """A bundle manifest has apiVersion, kind and metadata.name, and the fields its kind needs are typed."""
     where = f"{bundle}: {describe(obj)}"
     check(obj, MANIFEST, path=file, obj=where, error=BundleError)
+    for field in ("name", "namespace"):
+        value = obj["metadata"].get(field)
+        if isinstance(value, str) and (problem := path_segment_problem(value)):
+            raise BundleError(f"metadata.{field} {value!r} {problem}", path=file, obj=where, hint=NAME_HINT)
     group = obj["apiVersion"].rpartition("/")[0]
     shape = KINDS.get((group, obj["kind"]))
     if shape is not None:

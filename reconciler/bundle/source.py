@@ -229,15 +229,21 @@ def directory_digest(path: Path, name: str) -> str:
         total += size
         if total > MAX_BUNDLE_BYTES:
             raise BundleError(f"bundle is over the {MAX_BUNDLE_BYTES}-byte limit", obj=name)
-        h.update(rel.encode() + b"\0")
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
         h.update(hashlib.sha256(file.read_bytes()).digest())
     return "sha256:" + h.hexdigest()
 
 
 def _walk_files(path: Path, name: str) -> list[Path]:
+    from reconciler.repo import MAX_TREE_DEPTH
+
     files = []
     root = path.resolve()
     for dirpath, dirnames, filenames in os.walk(path):
+        depth = len(Path(dirpath).relative_to(path).parts)
+        if depth >= MAX_TREE_DEPTH:   # os.walk recurses per level
+            raise BundleError(f"directories nest more than {MAX_TREE_DEPTH} levels deep",
+                              path="/".join(Path(dirpath).relative_to(path).parts[:4]) + "/...", obj=name)
         for entry in dirnames + filenames:
             full = Path(dirpath) / entry
             if full.is_symlink():

@@ -16,7 +16,9 @@ bundles), ``graph`` (upgrade graphs as Mermaid, DOT and SVG) and
 from __future__ import annotations
 
 import os
+from stat import S_ISREG
 
+from reconciler import yamlio
 from reconciler.catalog.findings import ERROR, RULES, WARNING, CatalogInvalid, Finding, errors_of
 from reconciler.catalog.load import Builder, adopt, empty_document_findings, iter_blobs, walk, walk_order
 from reconciler.catalog.parallel import parse_all
@@ -71,7 +73,10 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
     ckey = ""
     if use_cache:
         hasher = _cache.ContentHasher(display_root)
-        for f in every:
+        for f, (_, st) in zip(every, stats):
+            if not S_ISREG(st.st_mode) or st.st_size > yamlio.MAX_FILE_BYTES:
+                hasher.add(f.rel, b"\0refused")   # a FIFO would block, a device never end: the parse reports it
+                continue
             try:
                 with open(f.path, "rb") as fh:
                     hasher.add(f.rel, fh.read())

@@ -63,12 +63,12 @@ def directory() -> str:
 
 def stat_key(files: list[tuple[str, os.stat_result]], display_root: str) -> str | None:
     """A key for the tree's metadata, or None if some file is too new to be trusted by stat alone."""
-    h = hashlib.sha256(f"stat/{FORMAT}/{display_root}\0".encode())
+    h = hashlib.sha256(f"stat/{FORMAT}/{display_root}\0".encode("utf-8", "surrogateescape"))
     horizon = time.time() - RACY_SECONDS
     for rel, st in files:
         if st.st_mtime > horizon:
             return None
-        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 
@@ -76,10 +76,10 @@ class ContentHasher:
     """Accumulates (relative path, bytes) of every file, in load order."""
 
     def __init__(self, display_root: str) -> None:
-        self._h = hashlib.sha256(f"content/{FORMAT}/{display_root}\0".encode())
+        self._h = hashlib.sha256(f"content/{FORMAT}/{display_root}\0".encode("utf-8", "surrogateescape"))
 
     def add(self, rel: str, data: bytes) -> None:
-        self._h.update(f"{rel}\0{len(data)}\0".encode())
+        self._h.update(f"{rel}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
         self._h.update(data)
 
     def hexdigest(self) -> str:

@@ -9,7 +9,7 @@ finding's, and its rendering lists every finding.
 
 from __future__ import annotations
 
-from reconciler.errors import CatalogError
+from reconciler.errors import CatalogError, printable, printable_lines
 from reconciler.model.record import Record
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
@@ -35,16 +35,19 @@ class Finding(Record):
         self.__dict__.update(rule=rule, message=message, path=path, obj=obj, hint=hint, severity=severity)
 
     def render(self) -> str:
-        where = ": ".join(p for p in (self.path, self.obj) if p)
-        text = f"{where}: {self.message} [{self.rule}]" if where else f"{self.message} [{self.rule}]"
+        where = ": ".join(printable(p) for p in (self.path, self.obj) if p)
+        message = printable_lines(self.message)
+        text = f"{where}: {message} [{self.rule}]" if where else f"{message} [{self.rule}]"
         if self.severity != ERROR:
             text = f"{self.severity}: {text}"
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {printable_lines(self.hint)}"
         return text
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("rule", self.rule), ("severity", self.severity), ("path", self.path),
+        # A file name that is not UTF-8 keeps its bytes as lone surrogates, which no UTF-8 output can write.
+        path = self.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if self.path else None
+        return {k: v for k, v in (("rule", self.rule), ("severity", self.severity), ("path", path),
                                   ("blob", self.obj), ("message", self.message), ("hint", self.hint)) if v}
 
 

@@ -142,7 +142,7 @@ def api_kinds(catalogs: Iterable[Any]) -> APIKinds:
                 if p.type == PROP_BUNDLE_OBJECT and value.get("data"):
                     try:
                         _crd_names(exact, json.loads(base64.b64decode(str(value["data"]))))
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         continue   # a catalog finding, not ours to report here
                 elif p.type == PROP_CSV_METADATA and isinstance(value.get("crdDescriptions"), dict):
                     for d in value["crdDescriptions"].get("owned") or []:

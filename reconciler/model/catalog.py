@@ -110,7 +110,7 @@ def embedded_csv(objects: list[Any]) -> dict[str, Any] | None:
             continue
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):   # RecursionError: nested deeper than the decoder recurses
             continue   # a catalog finding (validate), not a reason to fail here
         if isinstance(obj, dict) and obj.get("kind") == "ClusterServiceVersion":
             return obj

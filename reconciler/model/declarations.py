@@ -171,7 +171,7 @@ class _Reader:
         return None if value is None else _Reader(value, f"{self.where}.{key}", self.obj, self.origin)
 
     def done(self) -> None:
-        extra = sorted(set(self.data) - self.seen)
+        extra = sorted(set(self.data) - self.seen, key=str)   # keys need not be strings
         if extra:
             raise self.fail(f"unknown field {self.where}.{extra[0]}"
                             + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""),

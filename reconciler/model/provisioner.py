@@ -83,7 +83,7 @@ def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClas
     if not isinstance(name, str) or not name:
         raise DeclarationError("ProvisionerClass has no metadata.name", path=origin)
     obj = f"ProvisionerClass {name}"
-    unknown = sorted(set(doc) - {"apiVersion", "kind", "metadata", "provisioner", "parameters", "spec"})
+    unknown = sorted(set(doc) - {"apiVersion", "kind", "metadata", "provisioner", "parameters", "spec"}, key=str)
     if unknown:
         raise DeclarationError(f"unknown field {unknown[0]}", path=origin, obj=obj,
                                hint="a ProvisionerClass has provisioner and parameters (seed 004)")
@@ -106,4 +106,4 @@ def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClas
                                     "pick one")
     approver = Identity.parse(params["approver"], "parameters.approver", origin) if "approver" in params else None
     return ProvisionerClass(name, approval, provisioner, approver,
-                            tuple(sorted(set(params) - _KNOWN_PARAMETERS)), origin, dict(params))
+                            tuple(sorted(set(params) - _KNOWN_PARAMETERS, key=str)), origin, dict(params))

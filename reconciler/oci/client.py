@@ -388,17 +388,60 @@ def unpack_layer(blob: BinaryIO, root: Path, budget: _Budget, name: str) -> None
     put there, as container runtimes do.
     """
     try:
-        tar = tarfile.open(fileobj=blob, mode="r:*")
+        tar = tarfile.open(fileobj=blob, mode="r:*", tarinfo=_BoundedTarInfo)
     except tarfile.TarError as exc:
         raise RegistryError(f"a layer is not a tar archive: {exc}", obj=name) from None
+    except _HeaderTooLarge as exc:
+        raise RegistryError(str(exc), obj=name) from None
     with tar:
         try:
             for member in tar:
                 _apply_member(tar, member, root, budget, name)
+        except _HeaderTooLarge as exc:
+            raise RegistryError(str(exc), obj=name) from None
         except (tarfile.TarError, EOFError, OSError) as exc:
             if isinstance(exc, tarfile.FilterError):
                 raise RegistryError(f"layer entry refused: {exc}", obj=name) from None
             raise RegistryError(f"a layer cannot be unpacked: {exc}", obj=name) from None
+
+
+MAX_HEADER_BYTES = 1024 * 1024   # a pax or GNU long-name header; real ones hold a path and a few times
+MAX_PATH_DEPTH = 64             # directory levels of an entry's path; bundles stay under 5
+MAX_EXTENDED_CHAIN = 16          # extended headers before one entry; real archives have one or two
+_EXTENDED = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
+             tarfile.GNUTYPE_LONGLINK)
+
+
+class _HeaderTooLarge(Exception):
+    pass
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A tar header whose extended headers are bounded before they are read.
+
+    The tar reader reads a pax or GNU long-name header's content into memory
+    whole, as the header declares it: a few hundred bytes of gzip can declare
+    gigabytes. Sparse files are refused: their maps grow with the layer too,
+    and images do not need them.
+    """
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise _HeaderTooLarge(f"layer entry {self.name!r} is a sparse file, which images do not use")
+        if self.type not in _EXTENDED:
+            return super()._proc_member(tarfile_)
+        if self.size > MAX_HEADER_BYTES:
+            raise _HeaderTooLarge(f"a tar extended header of {self.size} bytes, over the "
+                                  f"{MAX_HEADER_BYTES}-byte limit")
+        # The reader recurses once per extended header before the entry it describes.
+        chain = getattr(tarfile_, "_extended_chain", 0)
+        if chain >= MAX_EXTENDED_CHAIN:
+            raise _HeaderTooLarge(f"more than {MAX_EXTENDED_CHAIN} tar extended headers in a row")
+        tarfile_._extended_chain = chain + 1
+        try:
+            return super()._proc_member(tarfile_)
+        finally:
+            tarfile_._extended_chain = chain
 
 
 def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, budget: _Budget, name: str) -> None:
@@ -406,6 +449,13 @@ def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, bud
     parts = [p for p in path.parts if p not in ("", ".")]
     if ".." in parts:
         raise RegistryError(f"layer entry {member.name!r} escapes the image root", obj=name)
+    if len(parts) > MAX_PATH_DEPTH:   # extraction creates parents recursively, one call per level
+        raise RegistryError(f"layer entry {'/'.join(parts[:4])}/... nests {len(parts)} levels deep, over "
+                            f"{MAX_PATH_DEPTH}", obj=name)
+    # The reader skips an entry's data by decompressing it, so every entry's size counts, written or not.
+    budget.unpacked += member.size
+    if budget.unpacked > budget.limit:
+        raise RegistryError(f"image unpacks to more than {budget.limit} bytes", obj=name)
     if not parts:
         return
     budget.entries += 1
@@ -426,9 +476,6 @@ def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, bud
     if member.size > MAX_OBJECT_BYTES:
         raise RegistryError(f"layer entry {member.name!r} is {member.size} bytes, over the "
                             f"{MAX_OBJECT_BYTES}-byte per-file limit", obj=name)
-    budget.unpacked += member.size
-    if budget.unpacked > budget.limit:
-        raise RegistryError(f"image unpacks to more than {budget.limit} bytes", obj=name)
     target = _inside(root, parts, name)
     if (target.exists() or target.is_symlink()) and not (member.isdir() and target.is_dir()
                                                           and not target.is_symlink()):

@@ -10,7 +10,8 @@ Layout (documented in the README):
 * ``policies/``          the repository's own guardrail policies
 * every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
 
-Hidden files and directories (``.git``, ``.github``) are skipped.
+Hidden files and directories (``.git``, ``.github``) are skipped, and so are nested git repositories
+(a submodule's checkout), which a fetched tree does not have either.
 
 The working tree is confined as a fetched tree is (``git.py``): a symbolic
 link that leads out of the repository, or to nothing, is refused before
@@ -47,6 +48,7 @@ SETTINGS_FILE = "reconciler.yaml"
 CATALOGS_DIR = "catalogs"
 BUNDLES_DIR = "bundles"
 APPROVALS_DIR = "approvals"
+MAX_TREE_DEPTH = 64   # directory levels of a working tree or a fetched one; real repositories stay under 15
 POLICIES_DIR = "policies"
 _NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR)
 # Kinds of the design documents that declare nothing this tool can act on, and why (what to write instead).
@@ -114,6 +116,11 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     if not top.is_dir():
         raise InputError("repository directory does not exist", path=str(root))
     check_links(top)
+    for reserved in _NOT_DECLARATIONS:   # a file in place of one would read as "nothing there"
+        if os.path.lexists(top / reserved) and not (top / reserved).is_dir():
+            raise InputError("not a directory", path=reserved,
+                             hint=f"{reserved}/ is a directory of the repository layout (see the README); "
+                                  f"move the file into it or rename it")
     settings = _read_settings(top)
     lock = None
     if os.path.lexists(top / LOCK_FILENAME):
@@ -135,7 +142,7 @@ def _read_settings(top: Path) -> Settings:
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
              "provisionerClassName", "installerNamespace", "instance"}
-    unknown = sorted(set(doc) - known)
+    unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
                          hint=f"known settings: {', '.join(sorted(known))}")
@@ -206,8 +213,11 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = Path(dirpath).relative_to(top)
+        # a nested repository (a submodule's checkout holds a .git file) is not part of this one: a fetched
+        # tree skips submodules, so a working tree must not read declarations from them either
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                             and not (rel_dir == Path(".") and d in _NOT_DECLARATIONS))
+                             and not (rel_dir == Path(".") and d in _NOT_DECLARATIONS)
+                             and not os.path.lexists(os.path.join(dirpath, d, ".git")))
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith((".yaml", ".yml")):
                 continue
@@ -301,9 +311,13 @@ def check_links(top: Path) -> None:
     per file), so this costs one directory listing per directory; ``.git`` is
     not the working tree and is skipped.
     """
-    pending = [top]
+    pending = [(top, 0)]
     while pending:
-        here = pending.pop()
+        here, depth = pending.pop()
+        if depth > MAX_TREE_DEPTH:   # what reads the tree recurses per level (os.walk), and no layout needs it
+            raise InputError(f"directories nest more than {MAX_TREE_DEPTH} levels deep",
+                             path="/".join(_rel(top, Path(here)).split("/")[:4]) + "/...",
+                             hint=f"flatten the directories; the reconciler reads at most {MAX_TREE_DEPTH} levels")
         try:
             entries = list(os.scandir(here))
         except OSError as exc:
@@ -335,7 +349,7 @@ def check_links(top: Path) -> None:
                                      path=rel, hint="a link to its own directory makes the tree endless; "
                                                     "remove it or link a sibling directory instead")
             elif e.is_dir(follow_symlinks=False):
-                pending.append(Path(e.path))
+                pending.append((Path(e.path), depth + 1))
 
 
 def _rel(top: Path, path: Path) -> str:

@@ -17,6 +17,7 @@ are never accepted unless libgit2 found them valid.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -30,9 +31,11 @@ import pygit2
 from pygit2.enums import CredentialType
 
 from reconciler.errors import InputError, ReconcilerError
+from reconciler.repo import MAX_TREE_DEPTH
 
 MAX_TREE_BYTES = 512 * 1024 * 1024
 MAX_TREE_FILES = 100_000
+MAX_NAME_BYTES = 255       # one path component, as Linux file systems allow
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _MODE_TREE, _MODE_LINK, _MODE_COMMIT, _MODE_EXEC = 0o040000, 0o120000, 0o160000, 0o100755
 
@@ -217,17 +220,38 @@ def materialise(repo: pygit2.Repository, commit: str, dest: Path, *, max_bytes: 
     """Write the tree of ``commit`` under ``dest`` (which must exist and be empty)."""
     tree = repo[commit].peel(pygit2.Commit).tree
     budget = {"bytes": max_bytes, "files": max_files}
-    _write_tree(repo, tree, dest, PurePosixPath(), budget)
+    try:
+        _write_tree(repo, tree, dest, PurePosixPath(), budget)
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        where = _rel(dest, str(exc.filename or ""))
+        raise InputError(f"the repository has a path too long to write ({len(os.fsencode(where))} bytes)",
+                         path=where[:80] + "...", hint="shorten the directory names") from None
+
+
+def _rel(dest: Path, filename: str) -> str:
+    prefix = str(dest) + os.sep
+    return filename[len(prefix):] if filename.startswith(prefix) else filename
 
 
 def _write_tree(repo: pygit2.Repository, tree: pygit2.Tree, dest: Path, rel: PurePosixPath,
                 budget: dict[str, int]) -> None:
+    if len(rel.parts) > MAX_TREE_DEPTH:  # recursion per level; and no file system holds such paths
+        raise InputError(f"the repository nests directories more than {MAX_TREE_DEPTH} levels deep",
+                         path="/".join(rel.parts[:3]) + "/...",
+                         hint="a commit made by hand can nest trees without limit; flatten the directories")
     for entry in tree:
         name = entry.name
         path = rel / name
         if name in ("", ".", "..", ".git") or "/" in name or "\\" in name or "\0" in name:
             raise InputError(f"the repository has a tree entry named {name!r}, which is not allowed",
                              path=str(rel) or ".")
+        if len(os.fsencode(name)) > MAX_NAME_BYTES:
+            raise InputError(f"the repository has a tree entry named {name[:40]!r}... of "
+                             f"{len(os.fsencode(name))} bytes; file systems hold at most {MAX_NAME_BYTES}",
+                             path=str(rel) or ".", hint="rename it: git stores names of any length, but no "
+                                                         "checkout can write this one")
         budget["files"] -= 1
         if budget["files"] < 0:
             raise InputError("the repository has too many files to read", hint=f"at most {MAX_TREE_FILES}")

@@ -39,14 +39,23 @@ class Resolved:
 
 def open_git(root: Path) -> tuple[pygit2.Repository, str]:
     """The git repository holding ``root``, and ``root``'s path inside its work tree."""
-    found = pygit2.discover_repository(str(root))
-    if found is None:
+    try:   # a .git file (a worktree's) can be malformed or name a repository that is gone
+        found = pygit2.discover_repository(str(root))
+        repo = pygit2.Repository(found) if found is not None else None
+    except pygit2.GitError as exc:
+        raise InputError(f"cannot open its git repository: {exc}", path=str(root),
+                         hint="repair or remove the .git file or directory, or run diff in a fresh checkout") from None
+    if repo is None:
         raise InputError("the repository is not in a git work tree, so there is no base revision to compare with",
                          path=str(root), hint="run diff in a git checkout of the GitOps repository")
-    repo = pygit2.Repository(found)
     if repo.workdir is None:
         raise InputError("the git repository is bare", path=str(root))
-    rel = Path(root).resolve().relative_to(Path(repo.workdir).resolve())
+    try:
+        rel = Path(root).resolve().relative_to(Path(repo.workdir).resolve())
+    except ValueError:   # a .git file naming a repository whose work tree is elsewhere
+        raise InputError(f"its git repository {found} has its work tree at {repo.workdir}, which does not hold "
+                         f"it", path=str(root), hint="the .git file points at another repository; run diff in "
+                                                     "a checkout of the GitOps repository") from None
     return repo, rel.as_posix() if str(rel) != "." else ""
 
 

@@ -203,3 +203,60 @@ def test_links_inside_the_root_and_whiteouts(tmp_path):
     unpack_layer(io.BytesIO(_tar(_file("a/.wh.one", b""), _file("b/.wh..wh..opq", b""), _file("b/new", b"n"))),
                  root, _Budget(), "t")
     assert sorted(_tree(root)) == ["a/two", "b/new"]
+
+
+def _header(name: str, type_: bytes, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.type, info.size = type_, size
+    return info.tobuf(format=tarfile.USTAR_FORMAT)
+
+
+@pytest.mark.parametrize("type_", [tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_an_extended_header_is_bounded_before_it_is_read(tmp_path, type_):
+    """The tar reader reads an extended header whole: 20 MB of them, compressed to 20 kB, are refused unread."""
+    size = 20 * 1024 * 1024
+    layer = gzip.compress(_header("././@x", type_, size) + b"\0" * size + _header("f", tarfile.REGTYPE, 0)
+                          + b"\0" * 1024)
+    assert len(layer) < 100_000
+    with pytest.raises(RegistryError, match=f"a tar extended header of {size} bytes, over the 1048576-byte limit"):
+        _unpack(tmp_path, layer)
+
+
+def test_a_chain_of_extended_headers_is_refused_not_a_recursion_error(tmp_path):
+    record = b"20 path=aaaaaaaaaaa\n"
+    one = _header("././@PaxHeader", tarfile.XHDTYPE, len(record)) + record.ljust(512, b"\0")
+    entry = _header("f", tarfile.REGTYPE, 0) + b"\0" * 1024
+    with pytest.raises(RegistryError, match="more than 16 tar extended headers in a row"):
+        _unpack(tmp_path, one * 5000 + entry)
+    assert sorted(_tree(_unpack(tmp_path, one * 2 + entry))) == ["aaaaaaaaaaa"]
+
+
+def test_entries_that_are_skipped_still_count_against_the_budget(tmp_path):
+    """An entry named '.' or a whiteout is not written, but its data is decompressed to skip it."""
+    for index, name in enumerate((".", "a/.wh.b")):
+        root = tmp_path / str(index)
+        root.mkdir()
+        with pytest.raises(RegistryError, match="unpacks to more than 1000 bytes"):
+            unpack_layer(io.BytesIO(_tar(_file(name, b"\0" * 2000))), root, _Budget(limit=1000), "t")
+
+
+def test_sparse_entries_refused(tmp_path):
+    with pytest.raises(RegistryError, match="is a sparse file"):
+        _unpack(tmp_path, _header("s", tarfile.GNUTYPE_SPARSE, 0) + b"\0" * 1024)
+
+
+def test_extended_header_bomb_pulled_from_registry_is_refused(tmp_path, oci_registry, oci_cache):
+    size = 20 * 1024 * 1024
+    _push_raw_layer(tmp_path, oci_registry, "hostile/paxbomb",
+                    _header("././@x", tarfile.XHDTYPE, size) + b"\0" * size + b"\0" * 1024)
+    with pytest.raises(RegistryError, match="extended header of 20971520 bytes") as err:
+        oci.pull(oci_registry.ref("hostile/paxbomb"))
+    assert "hostile/paxbomb" in str(err.value)
+    assert not [p for p in oci_cache.rglob("image.json")]
+
+
+def test_an_entry_nested_too_deeply_is_refused(tmp_path):
+    """Extraction creates an entry's parents one recursive call per level: 1,500 levels were a RecursionError."""
+    with pytest.raises(RegistryError, match="layer entry a/a/a/a/... nests 1501 levels deep, over 64"):
+        _unpack(tmp_path, _tar(_file("/".join(["a"] * 1500 + ["f"]))))
+    assert _tree(_unpack(tmp_path, _tar(_file("/".join(["a"] * 60 + ["f"])))))

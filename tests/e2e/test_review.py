@@ -168,6 +168,13 @@ def test_bad_base_and_broken_side_are_errors_not_differences(tmp_path, capsys):
     shutil.copytree(repo.path, plain, ignore=shutil.ignore_patterns(".git"))
     run = cli("diff", str(plain), capsys=capsys)
     assert run.code == 2 and "not in a git work tree" in run.err
+    # a .git file that is malformed, or that names a repository whose work tree is elsewhere
+    (plain / ".git").write_bytes(b"\xff\xfe not a gitdir line\n")
+    run = cli("diff", str(plain), capsys=capsys)
+    assert run.code == 2 and "cannot open its git repository" in run.err and "malformed" in run.err, run.err
+    (plain / ".git").write_text(f"gitdir: {repo.path / '.git'}\n")
+    run = cli("diff", str(plain), capsys=capsys)
+    assert run.code == 2 and f"has its work tree at {repo.path}" in run.err and "which does not hold it" in run.err
 
 
 @pytest.mark.corpus

@@ -18,7 +18,7 @@ and removing the Operator must leave nothing), ``exit`` and ``message`` (in
 the one ``error:`` line; for exit 0 or 1, input that only looks hostile, in
 the output).
 
-Operations: ``write`` (a file with ``text``), ``remove``, ``set``/``delete``
+Operations: ``write`` (a file with ``text``), ``remove`` (a file or a directory), ``set``/``delete``
 (a field, by dotted path, of the documents of ``kind`` in the files matching
 a glob), ``symlink`` (``to`` may name ``{outside}``, a directory beside the
 repository), ``outside`` (a file there), ``fifo``, ``nested`` (``depth``
@@ -26,7 +26,8 @@ nested ``[``), ``alias_bomb`` (a ``size``-character scalar aliased ``count``
 times), ``bytes`` (a file of raw bytes: ``hex``, or ``text`` with ``prefix_hex``
 before it), ``reencode`` (an existing file, with a ``bom`` and ``crlf`` line
 ends), ``big`` (a file of ``size`` bytes), ``hardlink`` (to a file
-``outside``), ``files`` (``count`` small files in a directory).
+``outside``), ``files`` (``count`` small files in a directory), ``raw_name`` (a file with ``text`` in that directory,
+named by the bytes ``hex``, which need not be UTF-8), ``dirs`` (``depth`` directories one in another, and a file).
 """
 
 from __future__ import annotations
@@ -78,7 +79,9 @@ def load_case(name: str) -> dict:
     return yamlio.load_one(yamlio.read_text(HERE / name / "case.yaml"), f"{name}/case.yaml", strict=True)
 
 
-def build(case: dict, name: str, tmp: Path) -> Path:
+def build(case: dict, name: str, tmp: Path, deep: list[Path] | None = None) -> Path:
+    """The case's repository under ``tmp``; the deepest directory of each ``dirs`` operation is added to ``deep``."""
+    deep = [] if deep is None else deep
     repo, outside = tmp / "repo", tmp / "outside"
     shutil.copytree(EXAMPLE, repo)
     outside.mkdir()
@@ -101,7 +104,8 @@ def build(case: dict, name: str, tmp: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(fill(op["text"]))
         elif "remove" in op:
-            (repo / op["remove"]).unlink()
+            target = repo / op["remove"]
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
         elif "set" in op or "delete" in op:
             _edit(repo, op)
         elif "symlink" in op:
@@ -149,9 +153,31 @@ def build(case: dict, name: str, tmp: Path) -> Path:
             directory.mkdir(parents=True, exist_ok=True)
             for index in range(op["count"]):
                 (directory / f"f{index:06}.yaml").write_text(fill(op.get("text", "# empty\n")))
+        elif "dirs" in op:
+            here = repo / op["dirs"]
+            here.mkdir(parents=True, exist_ok=True)
+            for _ in range(op["depth"]):   # one level at a time: pathlib's mkdir(parents=True) recurses
+                here = here / "d"
+                here.mkdir()
+            (here / "f.yaml").write_text(fill(op.get("text", "# deep\n")))
+            deep.append(here)
+        elif "raw_name" in op:
+            directory = os.fsencode(repo / op["raw_name"])
+            with open(os.path.join(directory, bytes.fromhex(op["hex"])), "w") as file:
+                file.write(fill(op["text"]))
         else:
             raise AssertionError(f"{name}: unknown operation {op}")
     return repo
+
+
+def _remove_deep(deepest: list[Path]) -> None:
+    """Remove directories nested too deeply for shutil.rmtree (which recurses), from the bottom up."""
+    for here in deepest:
+        for child in here.iterdir():
+            child.unlink()
+        while here.name == "d":
+            here.rmdir()
+            here = here.parent
 
 
 def _edit(repo: Path, op: dict) -> None:
@@ -193,7 +219,9 @@ def _params() -> list:
 @pytest.mark.parametrize("name", _params())
 def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     case = load_case(name)
-    repo = build(case, name, tmp_path)
+    deep: list[Path] = []
+    request.addfinalizer(lambda: _remove_deep(deep))
+    repo = build(case, name, tmp_path, deep)
     argv = case.get("command") or ["reconcile", "{repo}", *case.get("args", ["--dry-run"])]
     argv = [a.replace("{case}", str(HERE / name)).replace("{repo}", str(repo)) for a in argv]
     kube = None

@@ -98,6 +98,35 @@ def test_materialise_refuses_links_out_of_the_tree_and_names_that_escape(tmp_pat
         materialise(repo, big, tmp_path / "big", max_bytes=1024)
 
 
+def _nested(repo: pygit2.Repository, levels: int, name: str) -> str:
+    """A commit of ``levels`` directories named ``name``, one in another, around one file (made without a
+    file system, as a hostile push can)."""
+    builder = repo.TreeBuilder()
+    builder.insert("f.yaml", repo.create_blob(b"x: 1\n"), 0o100644)
+    tree = builder.write()
+    for _ in range(levels):
+        builder = repo.TreeBuilder()
+        builder.insert(name, tree, 0o040000)
+        tree = builder.write()
+    sig = pygit2.Signature("T", "t@example.invalid")
+    return str(repo.create_commit(None, sig, sig, "hostile", tree, []))
+
+
+def test_materialise_refuses_trees_no_file_system_can_hold(tmp_path):
+    """Deep trees, long names and long paths are input errors, not a RecursionError or an OSError."""
+    repo = pygit2.init_repository(str(tmp_path / "bare"), bare=True)
+    cases = [(_nested(repo, 1200, "d"), "nests directories more than 64 levels deep"),
+             (_commit_tree(repo, [("a" * 300, b"x", 0o100644)]), "of 300 bytes; file systems hold at most 255"),
+             (_nested(repo, 60, "d" * 100), "has a path too long to write")]
+    for index, (commit, message) in enumerate(cases):
+        (tmp_path / str(index)).mkdir()
+        with pytest.raises(InputError, match=message):
+            materialise(repo, commit, tmp_path / str(index))
+    (tmp_path / "ok").mkdir()
+    materialise(repo, _nested(repo, 20, "d" * 100), tmp_path / "ok")
+    assert (tmp_path / "ok" / "/".join(["d" * 100] * 20) / "f.yaml").read_text() == "x: 1\n"
+
+
 def test_url_helpers():
     assert is_remote("https://example.invalid/r.git") and is_remote("git@example.invalid:org/r.git")
     assert not is_remote("/tmp/repo") and not is_remote("examples/gitops-repo")

@@ -95,6 +95,31 @@ def test_strict_loading_names_the_duplicate_key_and_both_lines():
     assert yamlio.load_one("base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n", "merge.yaml", strict=True)["m"] == {"x": 1, "y": 2}
 
 
+
+def test_json_strings_must_be_unicode_and_numbers_finite():
+    """A lone surrogate cannot be written as UTF-8 anywhere later; 1e999999 would be read as infinity."""
+    with pytest.raises(InputError) as err:
+        yamlio.load_all('{"a": "x"}\n{"b": [1,\n "\\udc00 \\ud800"]}', "c.json")
+    assert err.value.message == "invalid JSON: a string holds an unpaired UTF-16 surrogate (line 3: \\udc00)"
+    # a pair is one character, and an escaped backslash is no escape
+    assert yamlio.load_one('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}', "c.json") == {"a": "\U0001f600",
+                                                                                  "b": "\\ud800"}
+    with pytest.raises(InputError, match="the number -1e999999 is too large for a float"):
+        yamlio.load_one('{"a": -1e999999}', "c.json")
+    assert yamlio.load_one('{"a": 1.5e308}', "c.json") == {"a": 1.5e308}
+
+
+def test_an_error_names_a_hostile_file_on_one_line_a_terminal_shows_as_is():
+    name = "operators/a\x1b[2J\u202e\udcff\nerror: forged.yaml"   # clear screen, right-to-left, byte ff
+    err = InputError("declared twice", path=name, obj="Operator x",
+                     hint=f"also declared in {name}\n  and in b.yaml")
+    assert err.render() == ("operators/a\\x1b[2J\\u202e\\xff\\nerror: forged.yaml: Operator x: declared twice\n"
+                            "  hint: also declared in operators/a\\x1b[2J\\u202e\\xff\\nerror: forged.yaml\n"
+                            "  and in b.yaml")
+    assert InputError("plain: caf\u00e9 \u2713", path="ok.yaml").render() == "ok.yaml: plain: caf\u00e9 \u2713"
+    long = InputError(f"unknown field spec.{'k' * 1_000_000}", path="big.json").render()
+    assert long == f"big.json: unknown field spec.{'k' * 1981}...(996019 characters)...{'k' * 2000}"
+
 def _secret(**data: str) -> dict:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"},
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}

@@ -178,8 +178,8 @@ def test_a_plain_equals_sign_is_text():
 
 _GENERAL_CASES = [
     "i: 3\nhex: 0x1f\noct: 0o17\nsexa: 1:30\nneg: -4_000\nf: 1.5e3\ninf: .inf\nnan_key: ~\nb: [yes, No, on, OFF]\n",
-    "quoted: ['3', \"true\", 'null']\nempty: ''\nplain-empty:\nexplicit: !!str 12\nint: !!int '7'\nbin: !!binary aGk=\n",
-    "created: 2019-09-16T22:26:29Z\nwhen: !!timestamp 2024-01-31\neq: =\n",
+    "quoted: ['3', \"true\", 'null']\nempty: ''\nplain-empty:\nexplicit: !!str 12\nint: !!int '7'\n",
+    "created: 2019-09-16T22:26:29Z\neq: =\n",
     "a: &x {k: [1, 2]}\nb: *x\nc: [*x, *x]\n1: one\n2.5: two-and-a-half\nnull: n\ntrue: t\n",
     "---\n- a\n- - b\n  - {c: d, e: [f, {g: h}]}\n...\n---\n---\nlast: |\n  block\n  text\nfolded: >-\n  a\n  b\n",
     "k: v\nk: w\nnested: {x: 1, x: 2}\n",
@@ -215,6 +215,24 @@ def test_unusual_content_takes_the_general_path(text):
             yamlio.load_all(text, "t.yaml")
     else:
         assert yamlio.load_all(text, "t.yaml") == expected
+
+
+@pytest.mark.parametrize("text, made", [
+    ("a: 1\nbin: !!binary aGk=\n", "!!binary makes bytes"),
+    ("when: !!timestamp 2024-01-31\n", "!!timestamp makes a date and time"),
+    ("s: !!set {a, b}\n", "!!set makes a set"),
+    ("o: !!omap [a: 1]\n", "!!omap makes ordered pairs"),
+    ("p: !!pairs [a: 1]\n", "!!pairs makes pairs"),
+    ("? !!timestamp 2024-01-31\n: key\n", "!!timestamp makes"),
+])
+def test_tags_whose_values_json_cannot_hold_are_refused_where_they_are_read(text, made):
+    """Bytes, sets, pairs and datetimes would fail only where the content is written as JSON (a request)."""
+    for strict in (False, True):
+        with pytest.raises(InputError, match=f"invalid YAML \\(line .*\\): the tag {made}") as err:
+            yamlio.load_all(text, "t.yaml", strict=strict)
+        assert err.value.path == "t.yaml"
+    assert yamlio.load_one("created: 2019-09-16T22:26:29Z\nbin: aGk=\n", "t.yaml") == {
+        "created": "2019-09-16T22:26:29Z", "bin": "aGk="}
 
 
 def test_the_event_builder_stops_at_the_depth_limit_with_the_line():
