@@ -90,10 +90,10 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
     adopted, extra = adopt(walked.skipped)
     files = tuple(sorted(walked.files + tuple(adopted), key=walk_order)) if adopted else walked.files
     builder = Builder()
-    for f, (docs, refused) in parse_all(files):
+    for f, (docs, refused, empty) in parse_all(files):
         if refused is None:
             builder.add_file(f.display, docs)
-            builder.findings.extend(empty_document_findings(f))
+            builder.findings.extend(empty_document_findings(f, empty))
         else:
             message, path, hint = refused
             builder.findings.append(Finding("parse", message, path or f.display, None, hint))

@@ -390,16 +390,6 @@ def read_file(f: CatalogFile) -> list[Any]:
     return yamlio.read_all(f.path, f.display)
 
 
-def load_files(files: Iterator[CatalogFile] | tuple[CatalogFile, ...], builder: Builder) -> None:
-    for f in files:
-        try:
-            docs = read_file(f)
-        except InputError as exc:
-            builder.findings.append(Finding("parse", exc.message, exc.path or f.display, None, exc.hint))
-            continue
-        builder.add_file(f.display, docs)
-
-
 # How opm splits a YAML stream (Kubernetes' YAML reader): at each line that starts with ``---`` (followed by
 # nothing but blanks or a comment); a separator that opens the stream, or follows another, belongs to the next
 # document. A document whose lines are all blank, comments or separators is a blob with no schema there.
@@ -447,20 +437,12 @@ def _separator_lines(text: str) -> Iterator[tuple[int, int]]:
             return
 
 
-def empty_document_findings(f: CatalogFile) -> list[Finding]:
-    """``empty_documents`` of one catalog file that parsed, as findings (a JSON file is not read again)."""
-    try:
-        with open(f.path, "rb") as fh:
-            head = fh.read(4096)
-        if head.lstrip().startswith(b"{"):
-            return []
-        text = yamlio.read_text(f.path, f.display)
-    except (OSError, InputError):
-        return []  # the parse reported it
+def empty_document_findings(f: CatalogFile, lines: tuple[int, ...]) -> list[Finding]:
+    """The ``empty_documents`` of one catalog file, found where it was parsed, as findings."""
     return [Finding("blob-shape", f"the YAML document at line {line} is empty (null, or only blank lines, "
                     f"comments or '---')", f.display, None, "opm reads it as a blob with no schema and refuses "
                     "the catalog; delete it, or move its comments after the next '---'")
-            for line in empty_documents(text)]
+            for line in lines]
 
 
 def adopt(skipped: tuple[CatalogFile, ...]) -> tuple[list[CatalogFile], list[Finding]]:

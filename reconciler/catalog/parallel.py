@@ -23,6 +23,7 @@ import re
 import sys
 
 from reconciler import yamlio
+from reconciler.catalog.load import empty_documents
 from reconciler.errors import InputError
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
 
     from reconciler.catalog.load import CatalogFile
 
-    # (parsed documents, None) or (None, (message, path, hint)) of the InputError that refused the file
-    Parsed = tuple[list[Any] | None, tuple[str, str | None, str | None] | None]
+    # (parsed documents, None, lines of the empty documents) or (None, (message, path, hint), ()) of the
+    # InputError that refused the file; a piece's empty documents are found in the whole file's text
+    Parsed = tuple[list[Any] | None, tuple[str, str | None, str | None] | None, tuple[int, ...]]
     Unit = tuple[int, str | None]  # a file's index, and the text of one of its pieces (None: the whole file)
 
 MIN_BYTES = 1 << 19   # below half a megabyte a fork and a pickle cost more than they save
@@ -42,11 +44,15 @@ _DIRECTIVE = re.compile(r"^%", re.M)
 
 
 def parse(f: CatalogFile, piece: str | None = None) -> Parsed:
-    """The file's documents, or those of one ``piece`` of its text."""
+    """The file's documents and the lines of its empty ones (``load.empty_documents``), or one ``piece``'s
+    documents; the file is read once for both."""
     try:
-        return (yamlio.read_all(f.path, f.display) if piece is None else yamlio.load_all(piece, f.display)), None
+        if piece is not None:
+            return yamlio.load_all(piece, f.display), None, ()
+        text = yamlio.read_text(f.path, f.display)
+        return yamlio.load_all(text, f.display), None, tuple(empty_documents(text))
     except InputError as exc:
-        return None, (exc.message, exc.path, exc.hint)
+        return None, (exc.message, exc.path, exc.hint), ()
 
 
 def parse_all(files: Sequence[CatalogFile]) -> Iterator[tuple[CatalogFile, Parsed]]:
@@ -85,8 +91,9 @@ def parse_all(files: Sequence[CatalogFile]) -> Iterator[tuple[CatalogFile, Parse
         got = parts[i]
         if len(got) == 1:
             yield f, got[0]
-        elif all(refused is None for _, refused in got):
-            yield f, ([doc for docs, _ in got for doc in docs or ()], None)
+        elif all(refused is None for _, refused, _ in got):
+            whole = "".join(p for j, p in units if j == i)   # the pieces are the file's text, split once
+            yield f, ([doc for docs, _, _ in got for doc in docs or ()], None, tuple(empty_documents(whole)))
         else:  # a piece was refused: the whole file says why, with its own line numbers
             yield f, parse(f)
 

@@ -104,6 +104,13 @@ def catalog(tmp_path: Path) -> Path:
         "name: stable\nentries: []\n")
     (root / "broken-b").mkdir()
     (root / "broken-b" / "catalog.json").write_text('{"schema": "olm.package", "name": ')
+    # Empty documents (opm refuses them), one in each piece of a split file: found in the whole file's text.
+    (root / "empties").mkdir()
+    (root / "empties" / "catalog.yaml").write_text(
+        "# a comment before the first marker\n---\nschema: olm.package\nname: empties\ndefaultChannel: stable\n"
+        "---\n# only a comment\n---\nschema: olm.channel\npackage: empties\nname: stable\n"
+        "entries: [{name: empties.v1.0.0}]\n---\nschema: olm.bundle\npackage: empties\nname: empties.v1.0.0\n"
+        "image: quay.io/example/empties:v1.0.0\n")
     return root
 
 
@@ -116,12 +123,15 @@ def _forked(result: dict) -> bool:
 def test_a_two_process_load_equals_a_serial_one(catalog):
     result = _run(catalog)
     assert _forked(result) and result["same"]
-    assert result["bundles"] == sum(5 + 3 * i for i in range(7))
+    assert result["bundles"] == sum(5 + 3 * i for i in range(7)) + 1  # and the one of "empties"
     parse_findings = [(path, message) for rule, path, message in result["findings"] if rule == "parse"]
     assert [p.split("/")[-2] for p, _ in parse_findings] == ["broken-a", "broken-b"]
     assert "line 6" in parse_findings[0][1]  # the whole file's line, not its second piece's
+    empty = [message for rule, path, message in result["findings"] if rule == "blob-shape" and "empties/" in path]
+    assert [m.split(" is empty")[0] for m in empty] == ["the YAML document at line 1", "the YAML document at line 7"]
     # Every YAML stream with a document marker past its start is split, except the one with a directive.
-    assert result["splits"] == ["broken-a/catalog.yaml", *(f"pkg{i}/catalog.yaml" for i in (1, 3, 5))]
+    assert result["splits"] == ["broken-a/catalog.yaml", "empties/catalog.yaml",
+                                *(f"pkg{i}/catalog.yaml" for i in (1, 3, 5))]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
