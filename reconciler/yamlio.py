@@ -194,6 +194,8 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
     except _LongNumber as exc:
         raise _long_number_error(exc, source) from None
     except yaml.YAMLError as exc:
+        if _parser_too_deep(exc):
+            raise _too_deep(source, _error_line(exc)) from None
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -238,8 +240,24 @@ def _check_event_depth(text: str, source: str) -> None:
                     raise _too_deep(source, event.start_mark.line + 1)
             elif isinstance(event, closes):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if _parser_too_deep(exc):
+            raise _too_deep(source, _error_line(exc)) from None
         return  # the real parse reports it with its line
+
+
+def _parser_too_deep(exc: Exception) -> bool:
+    """Whether the parser refused the text for its nesting (libyaml has a limit of its own since 0.2.5/PyYAML 6.0.4).
+
+    Its scanner reads ahead through flow collections, so it may notice before
+    the event count reaches ``MAX_DEPTH``; either way the user gets one message.
+    """
+    return "nesting depth" in str(getattr(exc, "problem", None) or "")
+
+
+def _error_line(exc: Exception) -> int | None:
+    mark = getattr(exc, "problem_mark", None)
+    return mark.line + 1 if mark else None
 
 
 def _too_deep(source: str, line: int | None) -> InputError:

@@ -33,6 +33,22 @@ def test_deep_nesting_is_refused_in_a_real_process_without_crashing(text, tmp_pa
     assert f"nested more than {yamlio.MAX_DEPTH} levels deep" in done.stdout
 
 
+@pytest.mark.parametrize("strict", [True, False], ids=["declaration", "catalog"])
+@pytest.mark.parametrize("depth", [1_500, 50_000])
+def test_deep_flow_nesting_after_a_key_gets_one_message_whichever_parser_notices(depth, strict, tmp_path):
+    """libyaml (in PyYAML 6.0.4 and later) refuses flow nesting past its own limit while reading ahead,
+    before our count reaches ``MAX_DEPTH``: the user still gets the same input error, with the file."""
+    (tmp_path / "deep.yaml").write_text("spec: " + "[" * depth + "]" * depth + "\n")
+    code = ("import sys\nfrom reconciler import yamlio\nfrom reconciler.errors import InputError\n"
+            "try:\n    yamlio.read_all(sys.argv[1], 'operators/deep.yaml', strict=sys.argv[2] == '1')\n"
+            "except InputError as e:\n    print(e.path, e.message)\n    sys.exit(2)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "deep.yaml"), "1" if strict else "0"],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.startswith("operators/deep.yaml ")
+    assert f"nested more than {yamlio.MAX_DEPTH} levels deep" in done.stdout
+
+
 def test_depth_just_under_the_limit_loads_and_over_it_is_refused():
     ok = "[" * yamlio.MAX_DEPTH + "]" * yamlio.MAX_DEPTH
     assert yamlio.load_all(ok, "ok.yaml")
