@@ -20,11 +20,15 @@ FROM ${PYTHON} AS build
 ARG PIP_CERT=
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY reconciler ./reconciler
+# Exactly the hash-checked versions of requirements.lock (compiled for CPython 3.11), then the project
+# itself built with the locked setuptools.
 RUN if [ -n "$PIP_CERT" ]; then export PIP_CERT; else unset PIP_CERT; fi \
  && python3 -m venv /opt/reconciler \
- && /opt/reconciler/bin/pip install --quiet . \
+ && /opt/reconciler/bin/pip install --quiet --require-hashes --no-deps -r requirements.lock \
+ && /opt/reconciler/bin/pip install --quiet --no-deps --no-build-isolation . \
+ && /opt/reconciler/bin/pip uninstall --quiet --yes setuptools wheel \
  && /opt/reconciler/bin/pip uninstall --quiet --yes pip \
  && find /opt/reconciler -name '__pycache__' -prune -exec rm -rf {} + \
  && /opt/reconciler/bin/python -c "import pygit2, watchdog, prometheus_client, reconciler.cli"

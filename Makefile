@@ -2,6 +2,7 @@
 #   make demo   reconcile examples/gitops-repo against a local kube-apiserver
 #   make test   run the whole test suite
 #   make image  build the container image (buildah on a Debian base, see image/build)
+#   make lock   refresh requirements*.lock to the newest versions pyproject.toml allows
 # Both create the virtualenv and build the pinned control-plane binaries
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
@@ -16,15 +17,34 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install binaries peers tools image image-tools clean
+.PHONY: demo test install lock binaries peers tools image image-tools clean
 
-$(STAMP): pyproject.toml
+# The virtualenv holds exactly the hash-checked versions of requirements-test.lock (and the project,
+# editable, built with the locked setuptools): a new machine on any day installs what CI last passed with.
+# pyproject.toml keeps the ranges users of the package install from; `make lock` refreshes both lock
+# files to the newest versions those ranges allow (tests/unit/test_requirements_lock.py checks they agree).
+$(STAMP): pyproject.toml requirements-test.lock
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements-test.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# requirements.lock: what the package needs to run (the image installs it); requirements-test.lock: that
+# plus the test tools, at the same versions (the second compile keeps the first one's pins).
+PIP_TOOLS := pip-tools==7.6.2
+LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --all-build-deps \
+              --no-emit-index-url --no-emit-find-links
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet --disable-pip-version-check $(PIP_TOOLS)
+	.venv-lock/bin/pip-compile $(LOCK_FLAGS) --upgrade --extra test --output-file requirements-test.lock pyproject.toml
+	cp requirements-test.lock requirements.lock
+	.venv-lock/bin/pip-compile $(LOCK_FLAGS) --output-file requirements.lock pyproject.toml
+	rm -rf .venv-lock
 
 binaries: $(STAMP)
 	$(BIN)/python -c 'from reconciler.cluster.controlplane import ensure_binaries; ensure_binaries()'
