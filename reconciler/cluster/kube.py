@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the client library is imported when a cluster is first conf
     from kubernetes import client as k8s_client
 
 APPLY_PATCH = "application/apply-patch+yaml"
-WORKERS = 8          # requests in flight at once when order does not matter (see cluster/apply.py)
+WORKERS = 8          # requests in flight at once when order does not matter (see cluster/apply/order.py)
 _PAGE = 500          # list page size: bounded responses, same total cost
 _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _log = logging.getLogger("reconciler.kube")

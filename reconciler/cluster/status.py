@@ -16,7 +16,6 @@ CRDs on a cluster that runs both.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,30 +106,6 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
                                                  LABEL_INSTANCE in (item["metadata"].get("labels") or {}),
                                                  (item["metadata"].get("labels") or {}).get(LABEL_PART_OF, ""))
     return out
-
-
-def ensure_crd(kube: Kube) -> ResourceInfo:
-    """Install or update the status CRD; no write when the live one already matches."""
-    from reconciler.cluster.apply import (
-        ANNOTATION_DIGEST, describe_diff, is_current, wait_established, with_digest,
-    )
-
-    crd_info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-    assert crd_info is not None
-    live = kube.get(crd_info, "", STATUS_CRD["metadata"]["name"])
-    sent = with_digest(STATUS_CRD)
-    if live is None or (not is_current(sent, live) and (
-            describe_diff(live, kube.apply(crd_info, sent, field_manager=FIELD_MANAGER, dry_run=True))
-            or (live["metadata"].get("annotations") or {}).get(ANNOTATION_DIGEST)
-            != sent["metadata"]["annotations"][ANNOTATION_DIGEST])):
-        kube.apply(crd_info, sent, field_manager=FIELD_MANAGER, dry_run=False)
-        wait_established(kube, STATUS_CRD["metadata"]["name"])
-    deadline = time.monotonic() + 30
-    while (info := kube.resource(API_VERSION, KIND)) is None:  # discovery lags Established by a moment
-        if time.monotonic() > deadline:
-            raise ClusterError(f"{STATUS_CRD['metadata']['name']} is Established but not served after 30s")
-        time.sleep(0.1)
-    return info
 
 
 def condition(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]:

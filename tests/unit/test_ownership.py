@@ -9,7 +9,8 @@ import pytest
 
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, parent
-from reconciler.cluster.apply import DesiredOperator, _check_owner, _moves, applied_by_us
+from reconciler.cluster.apply import DesiredOperator
+from reconciler.cluster.apply.ownership import applied_by_us, check_owner, find_moves
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ObjectRef, applyset_id
 
@@ -45,16 +46,16 @@ def test_the_parent_lists_member_kinds_and_other_namespaces_sorted():
 
 def test_provenance_needs_the_inventory_and_our_field_manager():
     owned = {"op": {SA.key}}
-    _check_owner("op", SA, _live("reconciler"), owned, {})
+    check_owner("op", SA, _live("reconciler"), owned, {})
     assert applied_by_us(_live("reconciler")) and not applied_by_us(_live("kubectl"))
     with pytest.raises(PolicyError, match="carries the label reconciler.dev/operator=op, but no Operator"):
-        _check_owner("op", SA, _live("reconciler", labels={"reconciler.dev/operator": "op"}), {}, {})
+        check_owner("op", SA, _live("reconciler", labels={"reconciler.dev/operator": "op"}), {}, {})
     with pytest.raises(PolicyError, match="did not apply it"):
-        _check_owner("op", SA, _live("intruder", labels={"reconciler.dev/operator": "op"}), owned, {})
+        check_owner("op", SA, _live("intruder", labels={"reconciler.dev/operator": "op"}), owned, {})
     with pytest.raises(PolicyError, match="belongs to Operator other"):
-        _check_owner("op", SA, _live("reconciler"), {"other": {SA.key}}, {})
-    _check_owner("op", SA, _live("reconciler"), {"other": {SA.key}}, {"op": "other"})   # a rename moves it
-    _check_owner("op", SA, _live("user", annotations={"reconciler.dev/adopt": "true"}), {}, {})
+        check_owner("op", SA, _live("reconciler"), {"other": {SA.key}}, {})
+    check_owner("op", SA, _live("reconciler"), {"other": {SA.key}}, {"op": "other"})   # a rename moves it
+    check_owner("op", SA, _live("user", annotations={"reconciler.dev/adopt": "true"}), {}, {})
 
 
 def _op(name: str, bundle: str, package: str = "p") -> DesiredOperator:
@@ -66,7 +67,7 @@ def _rec(name: str, bundle: str, package: str = "p") -> status_objects.Recorded:
 
 
 def test_a_rename_is_a_move_only_with_the_same_bundle():
-    assert _moves([_op("b", "p.v1")], {"a": _rec("a", "p.v1")}) == {"b": "a"}
-    assert _moves([_op("b", "p.v2")], {"a": _rec("a", "p.v1")}) == {}
-    assert _moves([_op("b", "p.v1"), _op("a", "p.v1")], {"a": _rec("a", "p.v1")}) == {}   # a is still declared
-    assert _moves([_op("b", "p.v1"), _op("c", "p.v1")], {"a": _rec("a", "p.v1")}) == {"b": "a"}  # once
+    assert find_moves([_op("b", "p.v1")], {"a": _rec("a", "p.v1")}) == {"b": "a"}
+    assert find_moves([_op("b", "p.v2")], {"a": _rec("a", "p.v1")}) == {}
+    assert find_moves([_op("b", "p.v1"), _op("a", "p.v1")], {"a": _rec("a", "p.v1")}) == {}   # a is still declared
+    assert find_moves([_op("b", "p.v1"), _op("c", "p.v1")], {"a": _rec("a", "p.v1")}) == {"b": "a"}  # once

@@ -1,0 +1,76 @@
+"""The change set: what a sync was asked to do, and what it did, object by object.
+
+Every output (the text report, ``-o json``, Events, metrics) is built from one
+``SyncResult``; its entries say Created / Configured / Unchanged / Deleted /
+Skipped, as Flux's change sets do, so no output can tell a different story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from reconciler.model.kube import Manifest, ObjectRef
+
+if TYPE_CHECKING:
+    from reconciler.approve.permissions import PermissionSet
+    from reconciler.cluster.wait import OperatorHealth
+
+
+class Action(str, Enum):
+    CREATED = "created"
+    CONFIGURED = "configured"
+    UNCHANGED = "unchanged"
+    DELETED = "deleted"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Change:
+    operator: str
+    ref: ObjectRef
+    action: Action
+    detail: str = ""
+    diff: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DesiredOperator:
+    """One Operator's objects, already stamped with ownership labels, and what to record about it."""
+
+    name: str
+    objects: tuple[Manifest, ...]
+    namespaces: tuple[str, ...]
+    spec: dict[str, Any]
+    bundle: dict[str, Any]
+    report: dict[str, Any] = field(default_factory=dict)   # resolution facts: updates, dependencies, satisfies
+    conditions: tuple[dict[str, str], ...] = ()             # more conditions beside Ready (e.g. UpdateAvailable)
+    installer: PermissionSet | None = None   # apply as its own installer bound to these; None: our own identity
+    allow_unsafe_crds: str = ""   # the declaration's reconciler.dev/allow-unsafe-crd-upgrade: CRD names, or "*"
+    metadata: dict[str, Any] = field(default_factory=dict)  # the CSV's names, version and APIs, for the status
+
+
+@dataclass(frozen=True)
+class PendingOperator:
+    """An Operator whose new bundle waits for approval: what it has stays, untouched; its status says why."""
+
+    name: str
+    spec: dict[str, Any]
+    bundle: dict[str, Any]                   # the bundle that waits
+    permissions: list[dict[str, Any]]        # seed 001's status.pending.permissions
+    condition: dict[str, str]                # InstallPendingApproval
+
+
+@dataclass
+class SyncResult:
+    changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    health: dict[str, OperatorHealth] = field(default_factory=dict)   # per Operator, when judged after applying
+
+    @property
+    def changed(self) -> bool:
+        return any(c.action in (Action.CREATED, Action.CONFIGURED, Action.DELETED) for c in self.changes)
+
+    def count(self, action: Action) -> int:
+        return sum(1 for c in self.changes if c.action == action)

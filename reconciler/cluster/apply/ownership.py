@@ -1,0 +1,121 @@
+"""Whose object is it: provenance, never labels.
+
+An existing object is applied over, or pruned, only when an inventory of
+this instance lists it and our field manager applied it. Anything else is
+foreign, whatever labels it carries, and is taken over only when annotated
+for adoption. Also here: two Operators may not claim one object, an
+instance may not take another's Operator by name, and a renamed declaration
+with the same bundle is a move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.applyset import Instance
+from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
+from reconciler.errors import PolicyError
+from reconciler.model.kube import API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef
+
+
+ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
+
+
+def applied_by_us(live: Manifest) -> bool:
+    """Whether our field manager applied the object: an Apply entry of ``reconciler`` in its managedFields."""
+    return any(m.get("manager") == FIELD_MANAGER and m.get("operation") == "Apply"
+               for m in (live.get("metadata") or {}).get("managedFields") or [])
+
+
+def check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[str, set[tuple[str, str, str, str]]],
+                 moves: Mapping[str, str], instance: str = "default") -> None:
+    """Refuse to apply over an object that is not provably ``operator``'s.
+
+    Provenance, not labels: the object is ours when an inventory of this
+    instance lists it and our field manager applied it. It is then
+    ``operator``'s own, or the Operator it was renamed from, or another
+    Operator's (refused). Anything else is foreign, whatever its labels say,
+    and is taken over only when annotated for adoption.
+    """
+    meta = live.get("metadata") or {}
+    holders = sorted(name for name, keys in owned.items() if ref.key in keys)
+    ours = applied_by_us(live)
+    if ours and (operator in holders or moves.get(operator) in holders):
+        return
+    if ours and holders:
+        raise PolicyError(f"{ref} already exists and belongs to Operator {holders[0]}",
+                          hint="two Operators cannot own the same object")
+    if (meta.get("annotations") or {}).get(ANNOTATION_ADOPT) == "true":
+        return
+    label = (meta.get("labels") or {}).get(LABEL_OPERATOR)
+    if label:
+        why = (f"no Operator of reconciler instance {instance!r} recorded it in its inventory" if not holders else
+               f"field manager {FIELD_MANAGER!r} did not apply it (it was replaced since)")
+        raise PolicyError(f"{ref} already exists and carries the label {LABEL_OPERATOR}={label}, but {why}; "
+                          f"labels do not make an object the reconciler's, refusing to take it over",
+                          obj=str(ref),
+                          hint=f"delete it, or annotate it with {ANNOTATION_ADOPT}=true to let Operator {operator} "
+                               f"adopt it (it will then be pruned with the Operator)")
+    raise PolicyError(f"{ref} already exists and was not created by the reconciler; refusing to take it over",
+                      hint=f"delete it, or annotate it with {ANNOTATION_ADOPT}=true to let Operator "
+                           f"{operator} adopt it (it will then be pruned with the Operator)")
+
+
+def check_instances(everyone: dict[str, status_objects.Recorded], names: list[str], instance: Instance) -> None:
+    """Refuse a declaration whose name another reconciler instance already uses for an Operator."""
+    for name in sorted(set(names)):
+        rec = everyone.get(name)
+        if rec is not None and rec.instance != instance.name:
+            raise PolicyError(f"Operator {name} is declared by reconciler instance {instance.name!r}, but Operator "
+                              f"{name} in this cluster belongs to reconciler instance {rec.instance!r}; refusing "
+                              f"to take it over", obj=f"Operator {name}",
+                              hint=f"rename the declaration, or remove it from the repository of instance "
+                                   f"{rec.instance!r} first (each repository reconciled into one cluster needs its "
+                                   f"own 'instance' in reconciler.yaml)")
+
+
+def check_unique(desired: list[DesiredOperator]) -> None:
+    owner: dict[tuple[str, str, str, str], str] = {}
+    for op in desired:
+        for obj in op.objects:
+            ref = ObjectRef.of(obj)
+            other = owner.setdefault(ref.key, op.name)
+            if other != op.name:
+                raise PolicyError(f"{ref} would be installed by both Operator {other} and Operator {op.name}",
+                                  hint="two Operators cannot own the same object; install the package once, "
+                                       "or in different namespaces if its objects are namespaced")
+
+
+def _same_bundle(bundle: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    return bool(bundle.get("name")) and (bundle.get("package"), bundle.get("name")) == \
+        (other.get("package"), other.get("name"))
+
+
+def find_moves(desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded]) -> dict[str, str]:
+    """Renamed declarations: new name -> old name, when the old one is gone and the new one installs the
+    same bundle (package and bundle name) it had. Each old name moves to at most one new name."""
+    names = {op.name for op in desired}
+    gone = {name: rec for name, rec in recorded.items() if name not in names}
+    out: dict[str, str] = {}
+    for op in desired:
+        if op.name in recorded:
+            continue
+        for name, rec in sorted(gone.items()):
+            if name not in out.values() and _same_bundle(op.bundle, rec.status.get("bundle") or {}):
+                out[op.name] = name
+                break
+    return out
+
+
+def held_renames(mine: dict[str, status_objects.Recorded], pending: tuple[PendingOperator, ...],
+                  declared: set[str]) -> set[str]:
+    """An old name whose renamed declaration waits for approval keeps what it has until the new one may move in."""
+    out = set()
+    for p in pending:
+        if p.name in mine:
+            continue
+        out |= {name for name, rec in mine.items()
+                if name not in declared and _same_bundle(p.bundle, rec.status.get("bundle") or {})}
+    return out

@@ -1,0 +1,291 @@
+"""Planning: every object's action decided before anything is written.
+
+Live objects are read with one labelled LIST per kind; an object whose digest
+and managed fields show it intact is unchanged; every other object is
+server-side dry-run (as its Operator's installer) and compared, ownership is
+checked and CRD replacements are judged for safety. Any refusal here stops
+the run with nothing written. The exception, by design, is an Operator's
+first install: its new objects are not dry-run, their create validates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
+from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
+from reconciler.cluster.apply.diff import describe_diff
+from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
+from reconciler.cluster.apply.order import concurrently, order_key
+from reconciler.cluster.apply.ownership import check_owner
+from reconciler.cluster import crdsafety
+from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.model.kube import FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef
+
+
+@dataclass
+class Planned:
+    operator: str
+    obj: Manifest
+    ref: ObjectRef
+    info: ResourceInfo | None
+    action: Action
+    diff: tuple[str, ...] = ()
+    writer: Kube | None = None   # the identity that writes it (the Operator's installer), else the caller's
+    drifted: bool = False        # live differs although it carries the digest of what we apply: someone changed it
+    write: bool = True    # False when the live object already is what we would apply
+
+
+def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
+          result: SyncResult, writers: dict[str, Kube] | None = None, *,
+          owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
+          moves: Mapping[str, str] | None = None, instance: str = "default",
+          first_install: frozenset[str] = frozenset()) -> list[Planned]:
+    """Decide every object's action before anything is written.
+
+    Live objects are read with one labelled LIST per kind (a GET only for a
+    desired object the list did not return: it is missing, or exists without
+    our label). An object whose recorded digest matches and whose fields we
+    own are intact is unchanged without further requests; every other object
+    is validated by a server-side dry-run (concurrently, as the Operator's
+    installer when it has one) and compared. A CRD that would be replaced is
+    checked for changes that break its custom resources. A new object of an
+    Operator in ``first_install`` is not dry-run: its create is its validation.
+    """
+    new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
+                     if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
+    by_name = {op.name: op for op in desired}
+    missing_ns = missing_ns | _shipped_namespaces_missing(kube, desired)
+    planned: list[Planned] = []
+    errors: list[str] = []
+    unverified = 0
+    for op in desired:
+        writer = (writers or {}).get(op.name, kube)
+        for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
+            info = kube.resource(obj["apiVersion"], obj["kind"])
+            if info is None and (ref.group, ref.kind) not in new_crd_kinds:
+                errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
+                continue
+            planned.append(Planned(op.name, with_digest(obj), ref, info, Action.CREATED, writer=writer))
+    live, partial = read_live(kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns],
+                               errors)
+    checks: list[tuple[Planned, Manifest | None]] = []
+    for p in planned:
+        if p.info is None or p.ref.namespace in missing_ns:
+            unverified += 1  # created after its CRD or namespace: nothing to compare, nothing to dry-run yet
+            continue
+        current = live.get(p.ref.key)
+        if current is not None:
+            check_owner(p.operator, p.ref, current, owned or {}, moves or {}, instance)
+            if is_current(p.obj, current):
+                p.action, p.write = Action.UNCHANGED, False
+                continue
+        elif p.operator in first_install:
+            continue  # nothing live to protect: created directly, validated by the API server as it is written
+        checks.append((p, current))
+
+    def check(item: tuple[Planned, Manifest | None]) -> list[tuple[str, str]]:
+        """Problems as (invalid | unsafe | error, message); none when the object can be applied."""
+        p, current = item
+        assert p.info is not None
+        writer = p.writer or kube
+        unsafe: list[tuple[str, str]] = []
+        try:
+            if current is not None and p.ref.key in partial:  # listed as metadata: the diff needs all of it
+                current = kube.get(p.info, p.ref.namespace, p.ref.name)
+            if current is not None and (p.ref.group, p.ref.kind) == CRD:
+                unsafe = [("unsafe", u) for u in unsafe_crd_changes(kube, by_name[p.operator], p.obj, current)]
+            dry = writer.apply(p.info, p.obj, field_manager=FIELD_MANAGER, dry_run=True)
+        except ApiError as exc:
+            if is_invalid_object(exc):
+                return [("invalid", f"{p.ref}: {exc.message}")]
+            return [("error", f"{p.ref}: {exc.message}{as_installer(p, writer, exc)}")]
+        if current is not None:
+            p.diff = describe_diff(current, dry)
+            p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
+            # With no difference, write only to record a new digest (once), so the next run is a fast no-op.
+            p.write = bool(p.diff) or digest_of(current) != digest_of(p.obj)
+            p.drifted = bool(p.diff) and digest_of(current) == digest_of(p.obj)
+        return unsafe
+
+    invalid: list[tuple[DesiredOperator, str]] = []
+    unsafe: list[str] = []
+    for (p, _), problems in zip(checks, concurrently(check, checks)):
+        for category, message in problems:
+            if category == "invalid":
+                invalid.append((by_name[p.operator], message))
+            elif category == "unsafe":
+                unsafe.append(message)
+            else:
+                errors.append(message)
+    if invalid:
+        raise invalid_objects(invalid)
+    if unsafe:
+        raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
+                          "applied:\n  " + "\n  ".join(unsafe),
+                          hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
+                               f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
+                               f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or \"*\")")
+    if errors:
+        raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
+                           + "\n  ".join(errors))
+    if unverified and dry_run:
+        result.notes.append(f"{unverified} object(s) could not be checked by server-side dry-run because their "
+                            f"namespace or CustomResourceDefinition does not exist yet")
+    return planned
+
+
+INVALID_STATUSES = (400, 422)  # the object itself is wrong (schema, field validation): the bundle's fault
+
+
+def is_invalid_object(exc: ApiError) -> bool:
+    """The API server refused the object itself, not the request: invalid fields, or (server-side apply
+    answers 500 for these) a field of the wrong type or one the schema does not declare."""
+    return exc.status in INVALID_STATUSES or (exc.status == 500 and "failed to create typed patch object"
+                                              in exc.message)
+
+
+def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "nothing was applied") -> BundleError:
+    """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
+    sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
+    lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
+    return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
+                       f"{state}:\n  {lines}", path=sources[0],
+                       hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
+                            "another version")
+
+
+_Key = tuple[str, str, str, str]
+
+
+_LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
+
+
+_SELECTOR_NAMES = 100  # Operators named in one label selector; beyond, every labelled object is listed
+
+
+def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[dict[_Key, Manifest], set[_Key]]:
+    """The live copy of each planned object, by one labelled LIST per kind, then a GET for what it missed.
+
+    Also returns the keys of objects read as metadata only.
+    """
+    live: dict[_Key, Manifest] = {}
+    partial: set[_Key] = set()
+    # Metadata decides "unchanged"; only a Secret written through stringData is checked by its stored data.
+    full = {p.info for p in planned if p.ref.kind == "Secret" and p.ref.group == "" and "stringData" in p.obj}
+    kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
+    owners: dict[ResourceInfo, set[str]] = {}
+    for p in planned:
+        owners.setdefault(p.info, set()).add(p.operator)  # type: ignore[arg-type]
+
+    def listed(info: ResourceInfo) -> list[Manifest]:
+        # Only the planned Operators' objects: the server encodes (and we decode) nothing of the others'. An
+        # object another Operator owns is not returned here; it is read below and refused as a conflict.
+        names = sorted(owners.get(info, ()))
+        selector = f"{LABEL_OPERATOR} in ({','.join(names)})" if 0 < len(names) <= _SELECTOR_NAMES else LABEL_OPERATOR
+        try:
+            items = kube.list(info, label_selector=selector, metadata_only=info not in full)
+        except ApiError as exc:
+            if exc.status not in (401, 403, 404, 405, 406):
+                raise
+            return []  # not allowed to list this kind everywhere: each object is read on its own below
+        return items
+
+    for info, items in zip(kinds, concurrently(listed, kinds)):
+        for item in items:
+            key = ObjectRef.of(item).key
+            live[key] = item
+            if info not in full:
+                partial.add(key)
+    unlisted = [p for p in planned if p.ref.key not in live]
+    # Objects the labelled list did not return are new, or exist without our label (adoption, conflict).
+    # Where many share a kind and namespace, one unlabelled metadata LIST there answers for all of them.
+    groups: dict[tuple[ResourceInfo, str], list[Planned]] = {}
+    for p in unlisted:
+        assert p.info is not None
+        groups.setdefault((p.info, p.ref.namespace if p.info.namespaced else ""), []).append(p)
+    scopes = [scope for scope, members in groups.items() if len(members) >= _LIST_OVER_GETS]
+
+    def scanned(scope: tuple[ResourceInfo, str]) -> list[Manifest] | None:
+        try:
+            return kube.list(scope[0], namespace=scope[1], metadata_only=True)
+        except ApiError as exc:
+            if exc.status not in (401, 403, 404, 405, 406):
+                raise
+            return None
+
+    for scope, items in zip(scopes, concurrently(scanned, scopes)):
+        if items is None:
+            continue
+        for item in items:
+            key = ObjectRef.of(item).key
+            live.setdefault(key, item)
+            partial.add(key)
+        del groups[scope]
+    unlisted = [p for members in groups.values() for p in members]
+
+    def read(p: Planned) -> tuple[Planned, Manifest | None, str | None]:
+        assert p.info is not None
+        try:
+            return p, kube.get(p.info, p.ref.namespace, p.ref.name), None
+        except ApiError as exc:
+            return p, None, f"{p.ref}: {exc.message}"
+
+    for p, obj, error in concurrently(read, unlisted):
+        if error:
+            errors.append(error)
+        elif obj is not None:
+            live[p.ref.key] = obj
+    return live, partial
+
+
+def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, result: SyncResult) -> set[str]:
+    """Create missing install namespaces (never pruned); return those that do not exist (dry-run)."""
+    info = kube.resource("v1", "Namespace")
+    assert info is not None
+    missing: set[str] = set()
+    wanted = {ns for op in desired for ns in op.namespaces}
+    if not wanted:
+        return missing
+    try:  # one LIST, not a GET per namespace
+        existing = {item["metadata"]["name"] for item in kube.list(info)}
+    except ApiError as exc:
+        if exc.status not in (401, 403):
+            raise
+        existing = {ns for ns in wanted if kube.get(info, "", ns) is not None}
+    for op in desired:
+        for ns in op.namespaces:
+            if ns in missing or ns in existing:
+                continue
+            missing.add(ns)
+            if not dry_run:
+                kube.apply(info, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                           field_manager=FIELD_MANAGER, dry_run=False)
+            result.changes.append(Change(op.name, ObjectRef("", "Namespace", "", ns, "v1"), Action.CREATED,
+                                         detail="namespaces are created when missing and never deleted"))
+    return missing if dry_run else set()
+
+
+def shipped_namespaces(op: DesiredOperator) -> set[str]:
+    return {ObjectRef.of(o).name for o in op.objects
+            if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"}
+
+
+def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> set[str]:
+    """Namespaces a bundle ships as objects (plain bundles do) that do not exist yet.
+
+    Objects in them cannot be dry-run before the Namespace is applied; they are
+    validated when they are applied, right after it.
+    """
+    shipped = set().union(*(shipped_namespaces(op) for op in desired)) if desired else set()
+    info = kube.resource("v1", "Namespace") if shipped else None
+    return {ns for ns in shipped if info is not None and kube.get(info, "", ns) is None}
+
+
+def as_installer(p: Planned, writer: Kube | None, exc: ApiError) -> str:
+    """Why a 403 is no surprise when the object was written as the Operator's installer."""
+    if exc.status != 403 or writer is None or not writer.impersonated:
+        return ""
+    return f" (applied as {writer.impersonated}, bound to the permissions approved for Operator {p.operator})"

@@ -1,0 +1,130 @@
+"""Pruning: deleting what left the desired state, conservatively.
+
+Only objects that are provably ours (inventory, our field manager) and
+still carry the owner's label are deleted; an object annotated
+``reconciler.dev/prune: disabled`` is released (our labels removed); a CRD
+with custom resources is kept unless the declaration opted in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from reconciler import progress
+from reconciler.cluster import installer
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
+from reconciler.cluster.apply.crds import CRD, custom_resource_count
+from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
+from reconciler.cluster.apply.order import order_key
+from reconciler.cluster.apply.ownership import applied_by_us
+from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.errors import ClusterError
+from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
+from reconciler.model.kube import (
+    ANNOTATION_PRUNE, FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_OPERATOR, LABEL_PART_OF, MANAGED_BY, Manifest,
+    ObjectRef,
+)
+
+
+def prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded], *,
+           dry_run: bool, result: SyncResult, writers: Mapping[str, Kube] | None = None,
+           installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
+    """Delete recorded objects that left the desired state; return those that must stay recorded.
+
+    An object another desired Operator now claims (a renamed declaration took it over) is not pruned.
+    """
+    wanted = {op.name: {ObjectRef.of(o).key for o in op.objects} for op in desired}
+    claimed = set().union(*wanted.values()) if wanted else set()
+    specs = {op.name: op.spec for op in desired}
+    remaining: dict[str, set[ObjectRef]] = {}
+    for name, rec in sorted(recorded.items()):
+        keep = wanted.get(name, set())
+        stale = [r for r in rec.inventory if r.key not in keep and r.key not in claimed]
+        delete_crs = bool(specs.get(name, rec.spec).get("deleteCustomResources"))
+        order = sorted(stale, key=order_key, reverse=True)
+        if delete_crs:  # CRDs first, while the operator still runs to finalize their custom resources
+            order = sorted(order, key=lambda r: (r.group, r.kind) != CRD)
+        for ref in order:
+            writer = (writers or {}).get(name) or (  # a removed Operator's installer lives until after pruning
+                kube.impersonating(installer.username(installer_namespace, name)) if installer_namespace else None)
+            action, detail = _prune_one(kube, name, ref, dry_run, delete_crs, writer)
+            if action is None:
+                continue
+            if action == Action.SKIPPED and detail.startswith("kept:"):
+                remaining.setdefault(name, set()).add(ref)
+            result.changes.append(Change(name, ref, action, detail=detail))
+            if not dry_run:
+                progress.item(f"{action.value:<10} {ref}")
+    return remaining
+
+
+def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_crs: bool = False,
+               writer: Kube | None = None) -> tuple[Action | None, str]:
+    info = kube.resource(ref.api_version, ref.kind)
+    live = kube.get(info, ref.namespace, ref.name) if info else None
+    if info is None or live is None:
+        return None, ""
+    meta = live.get("metadata") or {}
+    if (meta.get("labels") or {}).get(LABEL_OPERATOR) != operator:
+        return Action.SKIPPED, f"no longer labelled {LABEL_OPERATOR}={operator}; left in place"
+    if not applied_by_us(live):
+        return Action.SKIPPED, (f"not applied by field manager {FIELD_MANAGER!r} (replaced by someone else); "
+                                f"left in place")
+    if (meta.get("annotations") or {}).get(ANNOTATION_PRUNE) == "disabled":
+        released = "" if dry_run else _release(kube, info, ref, live, writer)
+        return Action.SKIPPED, f"annotated {ANNOTATION_PRUNE}=disabled; left in place{released}"
+    detail = ""
+    if (ref.group, ref.kind) == CRD:
+        count = custom_resource_count(kube, live)
+        if count and not delete_crs:
+            return Action.SKIPPED, (f"kept: {count} custom resource(s) of it still exist; delete them and the "
+                                    f"next reconcile removes the CRD, or opt in to deleting them with the "
+                                    f"annotation {ANNOTATION_DELETE_CUSTOM_RESOURCES}: \"true\" on the declaration")
+        if count:
+            detail = f"with its {count} custom resource(s) ({ANNOTATION_DELETE_CUSTOM_RESOURCES})"
+    kube.delete(info, ref.namespace, ref.name, dry_run=dry_run)
+    if (ref.group, ref.kind) == CRD and not dry_run:
+        # The API server finalizes a CRD asynchronously; a reinstall must not meet it half-deleted.
+        _wait_gone(kube, info, ref)
+    return Action.DELETED, detail
+
+
+RELEASE_MANAGER = f"{FIELD_MANAGER}-release"
+
+
+def _release(kube: Kube, info: ResourceInfo, ref: ObjectRef, live: Manifest, writer: Kube | None) -> str:
+    """Strip our ownership labels and digest from an object left behind, so nothing re-adopts it silently.
+
+    Returns a note for the change list. Written as the Operator's installer when the reconciler's own
+    identity may not (in-cluster it may only read and delete bundle objects).
+    """
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    patch_labels: dict[str, None] = {LABEL_OPERATOR: None, LABEL_PART_OF: None}
+    if labels.get(LABEL_MANAGED_BY) == MANAGED_BY:
+        patch_labels[LABEL_MANAGED_BY] = None
+    body = {"metadata": {"labels": patch_labels, "annotations": {ANNOTATION_DIGEST: None}}}
+    for client in (kube, writer):
+        if client is None:
+            continue
+        try:
+            client.request("PATCH", info.path(ref.namespace, ref.name), body=body,
+                           content_type="application/merge-patch+json", query=[("fieldManager", RELEASE_MANAGER)],
+                           obj=str(ref))
+            return " without the reconciler's labels"
+        except ApiError as exc:
+            if exc.status == 404:
+                return ""
+            if exc.status not in (401, 403):
+                raise
+    return f" (its {LABEL_OPERATOR} label could not be removed: not allowed to patch it)"
+
+
+def _wait_gone(kube: Kube, info: ResourceInfo, ref: ObjectRef, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while kube.get(info, ref.namespace, ref.name) is not None:
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{ref} was deleted but is still terminating after {timeout:.0f}s",
+                               hint="check its finalizers with kubectl get -o yaml")
+        time.sleep(0.1)

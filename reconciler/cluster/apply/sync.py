@@ -1,0 +1,173 @@
+"""The one entry the pipeline calls: plan, record intent, write, prune, judge, record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Callable
+
+from reconciler.cluster import installer
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.applyset import Instance, write_parent
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
+from reconciler.cluster.apply.order import order_key
+from reconciler.cluster.apply.ownership import check_instances, check_unique, find_moves, held_renames
+from reconciler.cluster.apply.plan import ensure_namespaces, plan, shipped_namespaces
+from reconciler.cluster.apply.prune import prune
+from reconciler.cluster.apply.record import (
+    drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
+)
+from reconciler.cluster.apply.write import execute_all, refused_on_write
+from reconciler.cluster.kube import Kube
+from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.model.kube import API_GROUP, ObjectRef
+
+if TYPE_CHECKING:
+    from reconciler.cluster.wait import OperatorHealth
+
+
+def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
+         revision: str | None, held: frozenset[str] = frozenset(), pending: tuple[PendingOperator, ...] = (),
+         installer_namespace: str = "reconciler-system",
+         judge: Callable[[list[DesiredOperator]], Mapping[str, OperatorHealth]] | None = None,
+         instance: Instance | None = None) -> SyncResult:
+    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
+
+    ``pending`` Operators wait for approval: held likewise, with their status saying what waits. An
+    Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
+    (not in a dry run, which creates nothing: it plans with the caller's identity).
+    ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts become each
+    Operator's Ready, Progressing and Degraded conditions. Only ``instance``'s status objects are read,
+    written and pruned; a declaration named like another instance's Operator is refused.
+    """
+    instance = instance or Instance(namespace=installer_namespace)
+    result = SyncResult()
+    held = held | {p.name for p in pending}
+    check_unique(desired)
+    if kube is None:
+        result.notes.append("no cluster configured: compared against an empty cluster; nothing was validated "
+                            "by an API server")
+        for op in desired:
+            for ns in op.namespaces:
+                result.changes.append(Change(op.name, ObjectRef("", "Namespace", "", ns, "v1"), Action.CREATED))
+            for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
+                result.changes.append(Change(op.name, ObjectRef.of(obj), Action.CREATED))
+        return result
+
+    everyone = status_objects.read_all(kube)
+    check_instances(everyone, [op.name for op in desired] + [p.name for p in pending], instance)
+    mine = {k: v for k, v in everyone.items() if v.instance == instance.name}
+    held = held | held_renames(mine, pending, {op.name for op in desired})
+    recorded = {k: v for k, v in mine.items() if k not in held}
+    moves = find_moves(desired, recorded)
+    if not desired and recorded and not allow_empty:
+        raise PolicyError(f"the repository declares no Operators, but {len(recorded)} are installed "
+                          f"({', '.join(sorted(recorded))}); refusing to uninstall everything",
+                          hint="set 'allowEmpty: true' in reconciler.yaml to remove them all")
+
+    missing_ns = ensure_namespaces(kube, desired, dry_run, result)
+    writers: dict[str, Kube] = {}
+    if not dry_run:
+        writers = installer.ensure_all(kube, installer_namespace, {
+            op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None})
+    elif any(op.installer is not None for op in desired):
+        result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
+                            "reconciler's own identity, not each Operator's")
+    owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
+    # A first install (nothing recorded, so nothing running to protect) creates its new objects directly, one
+    # request each, without a dry-run pass first: its inventory is recorded before the first write, so a refusal
+    # midway leaves a recorded, reported partial install that the next run completes or prunes. An Operator that
+    # is installed (or renamed: its objects run) keeps validate-everything-before-writing.
+    first = frozenset() if dry_run else frozenset(
+        op.name for op in desired
+        if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
+    planned = plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
+                    instance=instance.name, first_install=first)
+    for new, old in sorted(moves.items()):
+        result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
+                            f"in place (relabelled, not recreated)")
+    if pending and not dry_run:
+        record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
+    if dry_run:
+        result.changes.extend(Change(p.operator, p.ref, p.action, diff=p.diff) for p in planned)
+        prune(kube, desired, recorded, dry_run=True, result=result)
+        return result
+
+    info = ensure_status_crd(kube)
+    # The ApplySet parent lists the kinds and namespaces of the members; written only when they change.
+    members = members_of(mine, desired)
+    if members != members_of(mine, []) or not all(rec.labelled for rec in mine.values()):
+        write_parent(kube, instance, members)
+    stamp = {"instance": instance.name, "part_of": instance.id}
+    intents = 0
+    for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
+        previous = recorded.get(op.name)
+        before = set(previous.inventory if previous else ())
+        if op.name in moves:  # the objects of the old name are this one's from now on
+            before |= set(recorded[moves[op.name]].inventory)
+        inventory = before | {ObjectRef.of(o) for o in op.objects}
+        if inventory != before or (previous is None and before):
+            intents += 1
+            status_objects.write(kube, info, op.name, op.spec, status_for(
+                op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
+                **stamp)
+    all_desired = desired
+    try:
+        changes, refused = execute_all(kube, planned)
+        result.changes.extend(changes)
+        # An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
+        # marked applied; the others were written through every stage and are finished as usual.
+        failed = {p.operator for p, _ in refused}
+        if failed:
+            failed |= {moves[name] for name in failed if name in moves}
+            desired = [op for op in desired if op.name not in failed]
+            recorded = {k: v for k, v in recorded.items() if k not in failed}
+        remaining = prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
+                           installer_namespace=installer_namespace)
+    except (ClusterError, BundleError) as exc:
+        for op in all_desired:
+            mark_failed(kube, info, op, exc, instance)
+        raise
+    result.health = dict(judge(desired)) if judge is not None else {}
+    drift = drifted_objects(planned, recorded, desired)
+    # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
+    current = status_objects.read_all(kube, instance.name) if intents or result.changed else mine
+    final: dict[str, set[ObjectRef]] = {}
+    for op in desired:
+        kept = remaining.get(op.name, set())
+        message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
+        if kept:
+            message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
+        inventory = {ObjectRef.of(o) for o in op.objects} | kept
+        final[op.name] = inventory
+        status_objects.write(kube, info, op.name, op.spec,
+                             status_for(op, revision, inventory, True, "Applied", message, result.health.get(op.name),
+                                     drift.get(op.name)),
+                             current.get(op.name), **stamp)
+    for name in sorted(set(recorded) - {op.name for op in desired}):
+        rec = current.get(name)
+        if rec is None:
+            continue
+        if not remaining.get(name):
+            installer.remove(kube, installer_namespace, name)
+        if remaining.get(name):
+            final[name] = remaining[name]
+            status_objects.write(kube, info, name, rec.spec, {
+                **rec.status, "inventory": inventory_of(remaining[name]),
+                "conditions": [status_objects.condition(
+                    "Ready", False, "Uninstalling",
+                    f"declaration removed; {len(remaining[name])} object(s) could not be removed yet")]}, rec,
+                **stamp)
+        else:
+            status_objects.delete(kube, info, name)
+    after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(*final.values()) \
+        | members_of({k: v for k, v in mine.items() if k in held}, []) \
+        | members_of({k: v for k, v in current.items() if k in failed}, [])
+    if after != members:
+        write_parent(kube, instance, after)
+    if refused:
+        exc = refused_on_write(refused, planned, {op.name: op for op in all_desired})
+        for op in all_desired:
+            if op.name in failed:
+                mark_failed(kube, info, op, exc, instance)
+        raise exc
+    return result
