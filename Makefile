@@ -47,7 +47,7 @@ lock:
 	rm -rf .venv-lock
 
 binaries: $(STAMP)
-	$(BIN)/python -c 'from reconciler.cluster.controlplane import ensure_binaries; ensure_binaries()'
+	$(BIN)/python -c 'from reconciler.localcluster import ensure_binaries; ensure_binaries()'
 
 demo: binaries
 	$(BIN)/reconciler cluster up

@@ -286,7 +286,7 @@ def _with_cluster(kubeconfig: str | None, fn: Any) -> None:
         assert api is not None
         fn(Kube(api))
         return
-    from reconciler.cluster.controlplane import ControlPlane, ensure_binaries
+    from reconciler.localcluster import ControlPlane, ensure_binaries
 
     with tempfile.TemporaryDirectory() as tmp:
         plane = ControlPlane(Path(tmp), ensure_binaries())

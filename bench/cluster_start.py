@@ -16,7 +16,7 @@ import argparse
 import statistics
 import time
 
-from reconciler.cluster.controlplane import ControlPlane, ensure_binaries
+from reconciler.localcluster import ControlPlane, ensure_binaries
 
 
 def main() -> None:

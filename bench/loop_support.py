@@ -10,7 +10,7 @@ from typing import Any
 
 import pygit2
 
-from reconciler.cluster.controlplane import ControlPlane, ensure_binaries
+from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.cluster.kube import Kube
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gitops-repo"

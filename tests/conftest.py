@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import kubernetes.client
 import pytest
 
-from reconciler.cluster.controlplane import ControlPlane, ensure_binaries
+from reconciler.localcluster import ControlPlane, ensure_binaries
 
 _CLUSTER_FIXTURES = {"control_plane", "kube"}
 

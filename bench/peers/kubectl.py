@@ -3,7 +3,7 @@
 The apply benchmark compares the reconciler's server-side apply with
 ``kubectl apply --server-side`` against the same API server. The module pins
 k8s.io/kubernetes at the control plane's version (same requirements and
-replacements as ``reconciler/cluster/controlplane/gomod``, so a warm Go build
+replacements as ``reconciler/localcluster/gomod``, so a warm Go build
 cache is shared), and the version stamped into the binary is that pin.
 """
 

@@ -33,14 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from reconciler.cluster import controlplane
+    from reconciler import localcluster
 
     if args.action == "up":
-        controlplane.cluster_up(log=lambda m: print(m, file=out))
-        print(f"export KUBECONFIG={controlplane.cluster_kubeconfig()}", file=out)
+        localcluster.cluster_up(log=lambda m: print(m, file=out))
+        print(f"export KUBECONFIG={localcluster.cluster_kubeconfig()}", file=out)
         return EXIT_OK
     if args.action == "down":
-        controlplane.cluster_down(log=lambda m: print(m, file=out))
+        localcluster.cluster_down(log=lambda m: print(m, file=out))
         return EXIT_OK
-    print(controlplane.cluster_kubeconfig(), file=out)
+    print(localcluster.cluster_kubeconfig(), file=out)
     return EXIT_OK

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler.cluster.controlplane import ControlPlane, ensure_binaries
+from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.e2e.faultproxy import FaultProxy

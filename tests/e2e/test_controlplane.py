@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from reconciler.cluster.controlplane import (
+from reconciler.localcluster import (
     KUBERNETES_VERSION,
     ControlPlane,
     cluster_down,

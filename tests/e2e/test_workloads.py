@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from reconciler.cluster.controlplane.plane import NODE_COUNT, NODE_PREFIX
+from reconciler.localcluster.plane import NODE_COUNT, NODE_PREFIX
 from reconciler.cluster.health import Status, judge
 
 pytestmark = pytest.mark.cluster
