@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TextIO
 
-from reconciler.logs import FIELDS
+FIELDS = ("operator", "revision", "object", "action", "duration", "reason", "outcome")  # see reconciler.logs
 
 
 def _fields(record: logging.LogRecord) -> dict[str, object]:

@@ -22,7 +22,6 @@ TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECT
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-FIELDS = ("operator", "revision", "object", "action", "duration", "reason", "outcome")
 LEVELS = ("debug", "info", "warning", "error")
 
 

@@ -25,6 +25,7 @@ import re
 import stat
 
 from reconciler.errors import InputError
+from reconciler.yamlbounds import MAX_INT_DIGITS, DuplicateKey, LongNumber
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -60,18 +61,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-MAX_INT_DIGITS = 1000  # Kubernetes integers fit in 19 digits; Python refuses to convert more than 4300
-
-
-class _LongNumber(Exception):
-    def __init__(self, digits: int, line: int | None) -> None:
-        super().__init__(digits, line)
-        self.digits, self.line = digits, line
-
-
 def _json_int(text: str) -> int:
     if len(text) > MAX_INT_DIGITS:
-        raise _LongNumber(len(text), None)
+        raise LongNumber(len(text), None)
     return int(text)
 
 
@@ -121,19 +113,13 @@ class _NotJson(Exception):
     pass
 
 
-def _long_number_error(exc: _LongNumber, source: str) -> InputError:
+def _long_number_error(exc: LongNumber, source: str) -> InputError:
     where = f" (line {exc.line})" if exc.line else ""
     return InputError(f"a number of {exc.digits} digits{where}; at most {MAX_INT_DIGITS} are read", path=source,
                       hint="write the number as a string if it is meant as text")
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, key: Any, first: int, line: int) -> None:
-        super().__init__(key, first, line)
-        self.key, self.first, self.line = key, first, line
-
-
-def _duplicate_error(exc: _DuplicateKey, source: str) -> InputError:
+def _duplicate_error(exc: DuplicateKey, source: str) -> InputError:
     where = f" (line {exc.line})" if exc.line else ""
     first = f"; it is first set on line {exc.first}" if exc.first else ""
     return InputError(f"duplicate key {exc.key!r}{where}{first}", path=source,
@@ -153,9 +139,9 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
             spans = list(_json_stream(text, strict))
         except RecursionError:
             raise _too_deep(source, None) from None
-        except _DuplicateKey as exc:
+        except DuplicateKey as exc:
             raise _duplicate_error(exc, source) from None
-        except _LongNumber as exc:
+        except LongNumber as exc:
             raise _long_number_error(exc, source) from None
         except _NotJson as exc:
             raise InputError(f"invalid JSON: {exc}", path=source,
@@ -177,7 +163,7 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
             built, aliased = _build(text, source)
         except _Unusual:
             pass  # the composer and constructor below build it, or say what is wrong with it
-        except _LongNumber as exc:
+        except LongNumber as exc:
             raise _long_number_error(exc, source) from None
         else:
             docs = [d for d in built if d is not None]
@@ -189,9 +175,9 @@ def load_all(text: str, source: str, *, strict: bool = False) -> list[Any]:
         _check_event_depth(text, source)
     try:
         docs = [d for d in yaml.load_all(text, Loader=_StrictLoader if strict else _Loader) if d is not None]
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise _duplicate_error(exc, source) from None
-    except _LongNumber as exc:
+    except LongNumber as exc:
         raise _long_number_error(exc, source) from None
     except yaml.YAMLError as exc:
         if _parser_too_deep(exc):
@@ -521,7 +507,7 @@ def _json_pairs_strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _DuplicateKey(key, 0, 0)
+            raise DuplicateKey(key, 0, 0)
         out[key] = value
     return out
 

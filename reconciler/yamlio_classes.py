@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import yaml
 
-from reconciler.yamlio import MAX_INT_DIGITS, _DuplicateKey, _LongNumber
+from reconciler.yamlbounds import MAX_INT_DIGITS, DuplicateKey, LongNumber
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ _Loader.yaml_implicit_resolvers = {
 def _construct_int(loader: Any, node: Any) -> int:
     text = loader.construct_scalar(node)
     if len(text) > MAX_INT_DIGITS:
-        raise _LongNumber(len(text), node.start_mark.line + 1)
+        raise LongNumber(len(text), node.start_mark.line + 1)
     return yaml.SafeLoader.construct_yaml_int(loader, node)
 
 
@@ -79,7 +79,7 @@ class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
                 key = self.construct_object(key_node)
                 line = key_node.start_mark.line + 1
                 if key in seen:
-                    raise _DuplicateKey(key, seen[key], line)
+                    raise DuplicateKey(key, seen[key], line)
                 seen[key] = line
         return super().construct_mapping(node, deep)
 
