@@ -511,16 +511,21 @@ class Prepared:
 
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
-            kube: Kube | None = None, locked: bool = False) -> Prepared:
+            kube: Kube | None = None, locked: bool = False, identity: str | None = None,
+            git_dir: Path | None = None) -> Prepared:
     """Read, resolve and convert; nothing is written. ``kube`` is only read (installed state, version).
 
-    ``revision`` names the commit when the tree is not a git working copy;
+    ``revision`` names the commit when the tree is not a git working copy, ``identity`` and ``git_dir`` the
+    repository it was taken from and where its history is (a fetched remote: ``repo/identity.py``);
     ``locked`` refuses a lockfile that the resolution does not reproduce.
     """
     progress.stage(f"reading {repo}")
     snapshot = read_repository(repo)
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
+    if identity is not None:
+        snapshot = dataclasses.replace(snapshot, identity=snapshot.settings.repository or identity,
+                                       git_dir=git_dir or snapshot.git_dir)
     resolution = resolve(snapshot, kube, resolver)
     planned = plan_lock(snapshot, resolution)
     if locked:
@@ -554,7 +559,10 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
 
     from reconciler.cluster.applyset import Instance
 
-    instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace)
+    from reconciler.repo.identity import has_commit
+
+    instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace, snapshot.identity,
+                        knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
     desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id)
     softened: dict[str, tuple] = {}
     if kube is not None and not dry_run:

@@ -20,8 +20,8 @@ these labels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
 from reconciler import __version__
 from reconciler.cluster.kube import Kube
@@ -36,10 +36,17 @@ TOOLING = f"reconciler/v{__version__}"
 
 @dataclass(frozen=True)
 class Instance:
-    """A reconciler instance: its name and the namespace of its ApplySet parent."""
+    """A reconciler instance: its name, the namespace of its ApplySet parent, and the repository it reconciles.
+
+    ``repository`` is recorded on every status object the instance writes (``repo/identity.py``);
+    ``knows_revision`` tells whether a commit is in that repository's history, the evidence that a status
+    object written before repositories were recorded came from it.
+    """
 
     name: str = DEFAULT_INSTANCE
     namespace: str = "reconciler-system"
+    repository: str = ""
+    knows_revision: Callable[[str | None], bool] = field(default=lambda revision: False, compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -48,6 +55,10 @@ class Instance:
     @property
     def parent_name(self) -> str:
         return applyset_parent(self.name)[1]
+
+    def stamp(self) -> dict[str, Any]:
+        """What every status object this instance writes carries (``status.write``'s keywords)."""
+        return {"instance": self.name, "part_of": self.id, "repository": self.repository}
 
     def owns(self, labels: dict[str, str] | None) -> bool:
         """Whether a status object with these labels is this instance's (unlabelled ones are ``default``'s)."""

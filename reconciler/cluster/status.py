@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import (
-    API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF, Manifest, ObjectRef, ownership_labels,
+    ANNOTATION_REPOSITORY, API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF, Manifest, ObjectRef,
+    ownership_labels,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class Recorded:
     instance: str = "default"   # the reconciler instance it belongs to
     labelled: bool = True       # False for a status object written before instances (no instance label yet)
     part_of: str = ""           # its applyset.kubernetes.io/part-of label
+    repository: str = ""        # the repository that declared it ("" when written before repositories were recorded)
 
 
 def resource(kube: Kube) -> ResourceInfo | None:
@@ -104,7 +106,8 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
         out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status,
                                                  int(item["metadata"].get("generation") or 0), owner,
                                                  LABEL_INSTANCE in (item["metadata"].get("labels") or {}),
-                                                 (item["metadata"].get("labels") or {}).get(LABEL_PART_OF, ""))
+                                                 (item["metadata"].get("labels") or {}).get(LABEL_PART_OF, ""),
+                                                 (item["metadata"].get("annotations") or {}).get(ANNOTATION_REPOSITORY, ""))
     return out
 
 
@@ -141,7 +144,8 @@ def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, st
 
 
 def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], status: dict[str, Any],
-          previous: Recorded | None = None, *, instance: str = "default", part_of: str = "") -> None:
+          previous: Recorded | None = None, *, instance: str = "default", part_of: str = "",
+          repository: str = "") -> None:
     """Apply the object's spec, then its status subresource; no write when both are unchanged.
 
     Conditions keep their transition time while their status stays the same,
@@ -157,13 +161,15 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
     if generation:
         _observe(status, generation)
     if previous is not None and previous.spec == spec and previous.status == status \
-            and previous.instance == instance and previous.labelled and previous.part_of == part_of:
+            and previous.instance == instance and previous.labelled and previous.part_of == part_of \
+            and (previous.repository == repository or not repository):
         return
 
     def apply_spec() -> None:
-        body = {"apiVersion": API_VERSION, "kind": KIND,
-                "metadata": {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}},
-                "spec": spec}
+        meta: dict[str, Any] = {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}}
+        if repository or (previous is not None and previous.repository):
+            meta["annotations"] = {ANNOTATION_REPOSITORY: repository or previous.repository}  # type: ignore[union-attr]
+        body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
         applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
         _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
 
@@ -174,7 +180,7 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
                      content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
 
     relabel = previous is None or previous.instance != instance or not previous.labelled \
-        or previous.part_of != part_of
+        or previous.part_of != part_of or bool(repository and previous.repository != repository)
     if not generation or relabel:  # a new object, a new spec or new labels; otherwise the spec is not sent again
         apply_spec()
     try:

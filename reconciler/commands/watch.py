@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--wait-for-source", type=float, default=0, metavar="SECONDS",
                    help="wait this long for a working-tree directory to appear (a sidecar's first checkout)")
     w.add_argument("--dry-run", action="store_true", help="plan and report, never write to the cluster")
+    w.add_argument("--repository", metavar="ADDRESS", default=os.environ.get("RECONCILER_REPOSITORY") or None,
+                   help="the repository's address, recorded on the Operators it installs (default: the URL "
+                        "followed, or the working tree's origin remote; $RECONCILER_REPOSITORY; "
+                        "reconciler.yaml's 'repository:' wins; see docs/ownership.md)")
     w.add_argument("--read-only", action="store_true",
                    help="never write olm.lock into a working tree (for a checkout another process owns, such as "
                         "a git-sync sidecar's); remote sources are never written to")
@@ -110,13 +114,20 @@ def build_source(args: argparse.Namespace):
         if not Path(args.source).is_dir():
             raise InputError("repository directory does not exist", path=args.source,
                              hint="give a working-tree directory or a git URL")
-        return LocalSource(Path(args.source), debounce=args.debounce, write_lockfile=not args.read_only)
+        return LocalSource(Path(args.source), debounce=args.debounce, write_lockfile=not args.read_only,
+                           repository=_repository(args))
     auth = Auth(username=args.git_username, password=_secret(args.git_token_file, "token file"),
                 ssh_key=args.ssh_key, ssh_passphrase=_secret(args.ssh_passphrase_file, "passphrase file") or "",
                 known_hosts=args.ssh_known_hosts)
     cache = args.cache_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reconciler" / "git"
     remote = RemoteRepository(args.source, Ref(branch=args.branch, tag=args.tag, commit=args.commit), cache, auth)
-    return RemoteSource(remote, poll_interval=args.poll)
+    return RemoteSource(remote, poll_interval=args.poll, repository=_repository(args))
+
+
+def _repository(args: argparse.Namespace) -> str | None:
+    from reconciler.repo.identity import from_setting
+
+    return from_setting(args.repository) if args.repository else None
 
 
 def _listen(value: str) -> tuple[str, int]:

@@ -187,7 +187,9 @@ class Loop:
             try:
                 t0 = time.monotonic()
                 with self.source.tree(target) as path:
-                    prepared = pipeline.prepare(path, revision=target.key, kube=self.kube)
+                    repository, git_dir = self.source.origin(path)
+                    prepared = pipeline.prepare(path, revision=target.key, kube=self.kube, identity=repository,
+                                                git_dir=git_dir)
                 self.metrics.resolution_duration.observe(time.monotonic() - t0)
             except ClusterError as exc:  # reading installed state failed: not the revision's fault
                 return self._finish(self._failed(target.revision, exc, "resolve"), started)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from reconciler.repo import git_revision
+from reconciler.repo import git_revision, identity
 from reconciler.repo.git import RemoteRepository, redact_url
 from reconciler.repo.watch import TreeWatcher
 
@@ -43,6 +43,10 @@ class Source(Protocol):
 
     def stop(self) -> None: ...
 
+    def origin(self, tree: Path) -> tuple[str | None, Path | None]:
+        """The repository ``tree`` was taken from and where its history is; ``None`` where the tree tells."""
+        ...
+
 
 class LocalSource:
     """A working tree on disk, watched with watchdog.
@@ -54,8 +58,10 @@ class LocalSource:
 
     poll_interval = None
 
-    def __init__(self, root: Path, *, debounce: float = 0.3, watch: bool = True, write_lockfile: bool = True) -> None:
+    def __init__(self, root: Path, *, debounce: float = 0.3, watch: bool = True, write_lockfile: bool = True,
+                 repository: str | None = None) -> None:
         self.root = Path(root).absolute()
+        self.repository = repository
         self.description = f"working tree {self.root}"
         self.debounce = debounce
         self.watch = watch
@@ -68,6 +74,15 @@ class LocalSource:
     @contextlib.contextmanager
     def tree(self, target: Target) -> Iterator[Path]:
         yield self.root.resolve()
+
+    def origin(self, tree: Path) -> tuple[str | None, Path | None]:
+        """A published checkout (a link swapped to each new commit) is known by the link, not by where it points
+        today, when its git repository names no remote."""
+        if self.repository:
+            return self.repository, identity.git_dir(tree)
+        if self.root.is_symlink() and identity.detect(tree).startswith("file://"):
+            return "file://" + str(self.root), identity.git_dir(tree)
+        return None, None
 
     def start(self, trigger: Callable[[str], None]) -> None:
         if self.watch:
@@ -88,8 +103,10 @@ class RemoteSource:
 
     write_lockfile = False
 
-    def __init__(self, remote: RemoteRepository, *, poll_interval: float | None = 30.0) -> None:
+    def __init__(self, remote: RemoteRepository, *, poll_interval: float | None = 30.0,
+                 repository: str | None = None) -> None:
         self.remote = remote
+        self.repository = repository
         self.poll_interval = poll_interval
         self.description = f"{redact_url(remote.url)} ({remote.ref})"
 
@@ -100,6 +117,9 @@ class RemoteSource:
     def tree(self, target: Target) -> contextlib.AbstractContextManager[Path]:
         assert target.key is not None
         return self.remote.checkout(target.key)
+
+    def origin(self, tree: Path) -> tuple[str | None, Path | None]:
+        return self.repository or identity.normalize(self.remote.url), self.remote.path
 
     def start(self, trigger: Callable[[str], None]) -> None:
         pass  # polled by the loop; a webhook triggers it early

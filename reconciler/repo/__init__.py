@@ -91,6 +91,7 @@ class Settings:
     provisioner_class: str = DEFAULT_CLASS    # the approval policy of Operators that name none
     installer_namespace: str = "reconciler-system"   # where each Operator's installer ServiceAccount lives
     instance: str = DEFAULT_INSTANCE   # which reconciler instance owns what this repository installs
+    repository: str | None = None      # this repository's identity, when its address cannot be detected (identity.py)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class RepoSnapshot:
     input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     provisioner_classes: dict[str, ProvisionerClass] = field(default_factory=lambda: dict(BUILTIN_CLASSES))
     approvals: dict = field(default_factory=dict)   # Operator name -> approve.records.ApprovalRecord
+    identity: str = ""              # the repository's identity, recorded on what it installs (identity.py)
+    git_dir: Path | None = None     # where its commits can be looked up (a recorded revision's provenance)
 
     @property
     def lock_path(self) -> Path:
@@ -127,10 +130,12 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
     operators, classes, provisioners = _read_declarations(top, settings)
     from reconciler.approve.records import read_records
+    from reconciler.repo import identity
 
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
                         operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes,
-                        provisioner_classes=provisioners, approvals=read_records(top))
+                        provisioner_classes=provisioners, approvals=read_records(top),
+                        identity=settings.repository or identity.detect(top), git_dir=identity.git_dir(top))
 
 
 def _read_settings(top: Path) -> Settings:
@@ -141,7 +146,7 @@ def _read_settings(top: Path) -> Settings:
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
-             "provisionerClassName", "installerNamespace", "instance"}
+             "provisionerClassName", "installerNamespace", "instance", "repository"}
     unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -197,9 +202,20 @@ def _read_settings(top: Path) -> Settings:
                          f"(at most 40 characters)", path=SETTINGS_FILE,
                          hint="each repository reconciled into one cluster needs its own instance name, "
                               "e.g. instance: team-a")
+    repository = doc.get("repository")
+    if repository is not None:
+        from reconciler.repo.identity import MAX_LENGTH, from_setting
+
+        if not isinstance(repository, str) or not repository.strip() or len(repository) > MAX_LENGTH \
+                or not repository.isprintable():
+            raise InputError("repository must be this repository's address, e.g. github.com/org/platform-config",
+                             path=SETTINGS_FILE,
+                             hint="it identifies the repository on the Operators it installs (docs/ownership.md)")
+        repository = from_setting(repository)
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
                     catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
-                    provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance)
+                    provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
+                    repository=repository)
 
 
 def _catalog_dirs(top: Path) -> dict[str, Path]:

@@ -82,6 +82,8 @@ def make_repo(path: Path) -> GitOpsRepo:
         if not (CORPUS / source).is_dir():
             pytest.skip(f"no corpus bundle {source}")
     repo = GitOpsRepo(path)
+    # Each test makes its own checkout of one repository, and the module's cluster carries installs over.
+    repo.write("reconciler.yaml", "repository: example.test/restart\n")
     repo.write("classes/allow-all.yaml", ALLOW_ALL)
     for name, source in BUNDLES.items():
         shutil.copytree(CORPUS / source, path / "bundles" / name)

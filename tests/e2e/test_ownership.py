@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.cluster.kube import Kube
-from reconciler.model.kube import LABEL_INSTANCE, LABEL_OPERATOR, LABEL_PART_OF, applyset_id
+from reconciler.model.kube import ANNOTATION_REPOSITORY, LABEL_INSTANCE, LABEL_OPERATOR, LABEL_PART_OF, applyset_id
+from tests.loop.conftest import hand_over
 
 from .support import GitOpsRepo, approve, get, managed, reconcile
 
@@ -158,6 +159,85 @@ def test_a_status_object_from_before_instances_is_adopted_by_the_default_instanc
     assert "0 deleted" in run.out
     assert _uids(k8s, "plumbus") == uids
     assert get(k8s, *OPERATOR, "plumbus")["metadata"]["labels"][LABEL_INSTANCE] == "default"
+
+
+def _empty_repository(path: Path, settings: str = "allowEmpty: true\n") -> GitOpsRepo:
+    other = GitOpsRepo(path)
+    for p in (other.path / "operators").glob("*.yaml"):
+        p.unlink()
+    other.write("reconciler.yaml", settings)
+    other.commit("an empty repository")
+    return other
+
+
+def _repository_of(k8s: Kube, name: str) -> str | None:
+    return (get(k8s, *OPERATOR, name)["metadata"].get("annotations") or {}).get(ANNOTATION_REPOSITORY)
+
+
+def test_a_second_repository_with_default_settings_cannot_uninstall_the_first(repo, tmp_path, kc, k8s, capsys):
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    assert _repository_of(k8s, "plumbus") == f"file://{repo.path.resolve()}"
+    uids = _uids(k8s, "plumbus")
+    other = _empty_repository(tmp_path / "other")
+    for extra in (("--dry-run",), ()):
+        run = reconcile(other, kc, *extra, capsys=capsys)
+        assert run.code == 2, run.err
+        assert f"this is repository file://{other.path.resolve()}" in run.err
+        assert f"from repository file://{repo.path.resolve()}: plumbus" in run.err
+        assert "nothing was applied or deleted" in run.err and "instance: <name>" in run.err
+        assert "would be deleted" not in run.out and "deleted" not in run.out.replace("0 deleted", "")
+    assert _uids(k8s, "plumbus") == uids
+
+    # Declaring the same Operator is no hand-over either.
+    other.write("operators/plumbus.yaml", (repo.path / "operators/plumbus.yaml").read_text())
+    other.commit("plumbus here too")
+    run = reconcile(other, kc, capsys=capsys)
+    assert run.code == 2 and "from repository file://" in run.err, run.err
+    assert _uids(k8s, "plumbus") == uids and _repository_of(k8s, "plumbus") == f"file://{repo.path.resolve()}"
+
+    # The documented hand-over: the annotation names the repository that takes the Operator.
+    hint = next(line for line in run.err.splitlines() if "hint:" in line)
+    assert f"kubectl annotate operators.reconciler.dev plumbus reconciler.dev/repository=file://" \
+           f"{other.path.resolve()} --overwrite" in hint
+    hand_over(k8s, f"file://{other.path.resolve()}")
+    assert approve(other, "plumbus", capsys=capsys).code == 0
+    run = reconcile(other, kc, capsys=capsys)
+    assert run.code == 0, run.err
+    assert _uids(k8s, "plumbus") == uids
+    run = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert run.code == 2 and f"from repository file://{other.path.resolve()}: plumbus" in run.err
+    _uninstall(other, kc, capsys)
+
+
+def test_an_operator_recorded_before_repositories_stays_with_the_repository_that_has_its_revision(
+        repo, tmp_path, kc, k8s, capsys):
+    """Upgrading from a version that recorded no repository uninstalls nothing: an unrecorded Operator is
+    claimed by the repository that declares it or holds the commit it was applied at, and by no other."""
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    uids = _uids(k8s, "plumbus")
+    info = k8s.resource(*OPERATOR)
+
+    def forget() -> None:
+        k8s.request("PATCH", info.path("", "plumbus"), content_type="application/merge-patch+json",
+                    body={"metadata": {"annotations": {ANNOTATION_REPOSITORY: None}}})
+        assert _repository_of(k8s, "plumbus") is None
+
+    forget()
+    other = _empty_repository(tmp_path / "other")
+    run = reconcile(other, kc, capsys=capsys)
+    assert run.code == 2, run.err
+    assert "installed before repositories were recorded" in run.err and "plumbus" in run.err
+    assert _uids(k8s, "plumbus") == uids
+
+    run = reconcile(repo, kc, capsys=capsys)   # declares it: recorded as this repository's
+    assert run.code == 0, run.err
+    assert "Operator plumbus was installed before repositories were recorded" in run.out + run.err
+    assert _repository_of(k8s, "plumbus") == f"file://{repo.path.resolve()}"
+    assert _uids(k8s, "plumbus") == uids
+
+    forget()   # and removed in the same revision that upgrades: its applied commit is in this repository
+    _uninstall(repo, kc, capsys)
+    assert get(k8s, *OPERATOR, "plumbus") is None
 
 
 def test_two_instances_on_one_cluster_do_not_uninstall_each_other(repo, tmp_path, kc, k8s, capsys):

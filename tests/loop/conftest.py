@@ -48,11 +48,28 @@ def k8s(control_plane):
 
 
 def uninstall(kube) -> None:
-    """Remove everything the example installs, through the real pipeline, from a throwaway empty repository."""
+    """Remove everything the default instance installed, through the real pipeline, from a throwaway empty
+    repository: the Operators are handed over to it first, as docs/ownership.md describes."""
     import tempfile
 
     from reconciler import pipeline
+    from reconciler.repo.identity import detect
 
     with tempfile.TemporaryDirectory() as d:
         Path(d, "reconciler.yaml").write_text("allowEmpty: true\n")
+        hand_over(kube, detect(Path(d).resolve()))
         pipeline.reconcile(d, kube, dry_run=False)
+
+
+def hand_over(kube, repository: str, instance: str = "default") -> list[str]:
+    """``kubectl annotate operators.reconciler.dev NAME reconciler.dev/repository=REPOSITORY --overwrite``
+    for every Operator of ``instance``; returns their names."""
+    from reconciler.cluster import status as status_objects
+    from reconciler.model.kube import ANNOTATION_REPOSITORY
+
+    info = status_objects.resource(kube)
+    names = sorted(status_objects.read_all(kube, instance)) if info else []
+    for name in names:
+        kube.request("PATCH", info.path("", name), body={"metadata": {"annotations": {
+            ANNOTATION_REPOSITORY: repository}}}, content_type="application/merge-patch+json")
+    return names

@@ -17,7 +17,9 @@ from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance
 from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
 from reconciler.errors import PolicyError
-from reconciler.model.kube import API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef
+from reconciler.model.kube import (
+    ANNOTATION_REPOSITORY, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
+)
 
 
 ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
@@ -27,6 +29,55 @@ def applied_by_us(live: Manifest) -> bool:
     """Whether our field manager applied the object: an Apply entry of ``reconciler`` in its managedFields."""
     return any(m.get("manager") == FIELD_MANAGER and m.get("operation") == "Apply"
                for m in (live.get("metadata") or {}).get("managedFields") or [])
+
+
+def check_repositories(mine: Mapping[str, status_objects.Recorded], declared: set[str],
+                       instance: Instance) -> list[str]:
+    """Refuse to act while this instance holds Operators that another repository declared; return the names of
+    Operators recorded before repositories were, that this repository now records as its own.
+
+    A status object names the repository that declared it. One recorded from another repository is never
+    pruned, applied over or renamed from here: the two repositories share one instance (both left
+    ``instance:`` unset, say), which cannot work, so nothing is done and both are named. A status object
+    written before repositories were recorded is this repository's when its recorded revision is a commit of
+    this repository, or when this repository declares it by name (it installed it, as an upgrade finds it);
+    otherwise it is refused likewise. An explicit hand-over is an annotation (docs/ownership.md).
+    """
+    if not instance.repository:
+        return []
+    foreign: dict[str, list[str]] = {}
+    unproven: list[str] = []
+    claimed: list[str] = []
+    for name, rec in sorted(mine.items()):
+        if rec.repository == instance.repository:
+            continue
+        if rec.repository:
+            foreign.setdefault(rec.repository, []).append(name)
+        elif name in declared or instance.knows_revision(rec.status.get("revision")):
+            claimed.append(name)
+        else:
+            unproven.append(name)
+    if not foreign and not unproven:
+        return claimed
+    lines = [f"from repository {repo}: {', '.join(names)}" for repo, names in sorted(foreign.items())]
+    if unproven:
+        revisions = sorted({str(mine[n].status.get("revision") or "an unversioned tree")[:12] for n in unproven})
+        lines.append(f"from a repository not recorded (installed before repositories were recorded, at "
+                     f"{', '.join(revisions)}, which this repository does not have): "
+                     f"{', '.join(unproven)}")
+    first = ([n for _, names in sorted(foreign.items()) for n in names] + unproven)[0]
+    owner = sorted(foreign)[0] if foreign else "<this repository>"
+    raise PolicyError(
+        f"reconciler instance {instance.name!r} in this cluster holds Operators that another repository "
+        f"installed; this is repository {instance.repository}, and it neither prunes nor takes over another "
+        f"repository's Operators, so nothing was applied or deleted:\n  " + "\n  ".join(lines),
+        obj=f"instance {instance.name}",
+        hint=f"each repository reconciled into one cluster needs its own instance: set 'instance: <name>' in this "
+             f"repository's reconciler.yaml. To hand an Operator over to this repository instead, annotate it "
+             f"(docs/ownership.md): kubectl annotate operators.reconciler.dev {first} "
+             f"{ANNOTATION_REPOSITORY}={instance.repository} --overwrite"
+             + (f"; if it is this repository's under another address ({owner}), set 'repository: {owner}' in "
+                f"reconciler.yaml" if foreign else ""))
 
 
 def check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[str, set[tuple[str, str, str, str]]],

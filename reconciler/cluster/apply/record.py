@@ -110,7 +110,7 @@ def record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
             ready = status_objects.condition("Ready", False, "PendingApproval",
                                              f"{p.bundle.get('name')} waits for approval; nothing is installed yet")
         st["conditions"] = [ready, p.condition, *others]
-        status_objects.write(kube, info, p.name, p.spec, st, rec, instance=instance.name, part_of=instance.id)
+        status_objects.write(kube, info, p.name, p.spec, st, rec, **instance.stamp())
 
 
 def mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ReconcilerError,
@@ -119,7 +119,7 @@ def mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: Reconc
         rec = status_objects.read_all(kube, instance.name).get(op.name)
         st = dict(rec.status) if rec else {}
         st["conditions"] = [status_objects.condition("Ready", False, "ApplyFailed", exc.message[:1000])]
-        status_objects.write(kube, info, op.name, op.spec, st, rec, instance=instance.name, part_of=instance.id)
+        status_objects.write(kube, info, op.name, op.spec, st, rec, **instance.stamp())
     except ClusterError:
         pass  # the original error is what the user needs; the status is best-effort here
 

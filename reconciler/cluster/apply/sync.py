@@ -10,7 +10,9 @@ from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.ownership import check_instances, check_unique, find_moves, held_renames
+from reconciler.cluster.apply.ownership import (
+    check_instances, check_repositories, check_unique, find_moves, held_renames,
+)
 from reconciler.cluster.apply.plan import ensure_namespaces, plan, shipped_namespaces
 from reconciler.cluster.apply.prune import prune
 from reconciler.cluster.apply.record import (
@@ -56,6 +58,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     everyone = status_objects.read_all(kube)
     check_instances(everyone, [op.name for op in desired] + [p.name for p in pending], instance)
     mine = {k: v for k, v in everyone.items() if v.instance == instance.name}
+    for name in check_repositories(mine, {op.name for op in desired} | {p.name for p in pending}, instance):
+        result.notes.append(f"Operator {name} was installed before repositories were recorded: it "
+                            f"{'would be' if dry_run else 'is'} recorded as this repository's ({instance.repository})")
     held = held | held_renames(mine, pending, {op.name for op in desired})
     recorded = {k: v for k, v in mine.items() if k not in held}
     moves = find_moves(desired, recorded)
@@ -97,7 +102,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     members = members_of(mine, desired)
     if members != members_of(mine, []) or not all(rec.labelled for rec in mine.values()):
         write_parent(kube, instance, members)
-    stamp = {"instance": instance.name, "part_of": instance.id}
+    stamp = instance.stamp()
     intents = 0
     for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
         previous = recorded.get(op.name)
