@@ -9,6 +9,14 @@ so an object beyond the approval is refused by the API server itself (403),
 not only by the reconciler's own check. RBAC changes reach the authoriser
 asynchronously; after changing them, a SubjectAccessReview is polled until
 the new rules are in force.
+
+An installer exists only while its Operator is desired and approved, or
+still being uninstalled (its objects are pruned as the installer): every
+reconcile deletes the installers of its instance that no Operator needs any
+more, whichever way the Operator ended (declaration withdrawn, first install
+refused, approval pending, renamed, handed to another instance), so no
+identity bound to approved permissions outlives what it was approved for.
+Installer objects carry their instance's label for that.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import time
 from reconciler.approve.permissions import CLUSTER, PermissionSet
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
-from reconciler.model.kube import API_GROUP, FIELD_MANAGER, Manifest, ownership_labels
+from reconciler.model.kube import API_GROUP, DEFAULT_INSTANCE, FIELD_MANAGER, LABEL_INSTANCE, Manifest, ownership_labels
 
 RBAC_V1 = "rbac.authorization.k8s.io/v1"
 LABEL_INSTALLER = f"{API_GROUP}/installer-for"
@@ -37,9 +45,10 @@ def username(namespace: str, operator: str) -> str:
     return f"system:serviceaccount:{namespace}:{account_name(operator)}"
 
 
-def installer_objects(namespace: str, operator: str, permissions: PermissionSet) -> list[Manifest]:
+def installer_objects(namespace: str, operator: str, permissions: PermissionSet,
+                      instance: str = DEFAULT_INSTANCE) -> list[Manifest]:
     """The ServiceAccount and the RBAC that binds it to ``permissions``; deterministic."""
-    labels = {"app.kubernetes.io/managed-by": "reconciler", LABEL_INSTALLER: operator}
+    labels = {"app.kubernetes.io/managed-by": "reconciler", LABEL_INSTALLER: operator, LABEL_INSTANCE: instance}
     subject = [{"kind": "ServiceAccount", "name": account_name(operator), "namespace": namespace}]
     name = role_name(operator)
     out: list[Manifest] = [{"apiVersion": "v1", "kind": "ServiceAccount",
@@ -62,19 +71,24 @@ def installer_objects(namespace: str, operator: str, permissions: PermissionSet)
     return out
 
 
-def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]]) -> dict[str, Kube]:
-    """Bind each Operator's installer to its permissions; a client acting as each.
+def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]], *,
+               instance: str = DEFAULT_INSTANCE, keep: frozenset[str] = frozenset(),
+               elsewhere: frozenset[str] = frozenset()) -> dict[str, Kube]:
+    """Bind each Operator's installer to its permissions; a client acting as each. Delete the rest of the
+    instance's installers, but those of ``keep`` (Operators still being uninstalled).
 
     ``wanted`` maps an Operator to its approved permissions and the namespaces its bundle ships as objects.
     Roles need their namespaces first; one the bundle ships is created here labelled as the Operator's, so
     that the bundle's own Namespace object then applies to it as to its own. What is in place is read with
     one LIST per kind for all Operators (a no-op reconcile costs the same for one Operator or fifty); only
-    what differs is written, and RBAC that an Operator's installer no longer needs is deleted.
+    what differs is written, and RBAC that an Operator's installer no longer needs is deleted. An installer
+    written before installers carried their instance is this instance's unless ``elsewhere`` (the Operators
+    of other instances) names its Operator.
     """
-    if not wanted:
-        return {}
+    live = _live(kube)
     ns_info = kube.resource("v1", "Namespace")
-    existing = {(o.get("metadata") or {}).get("name") for o in kube.list(ns_info, metadata_only=True)}
+    existing = {(o.get("metadata") or {}).get("name") for o in kube.list(ns_info, metadata_only=True)} \
+        if wanted else set()
     for operator, (permissions, shipped) in sorted(wanted.items()):
         for ns in [namespace, *(s for s in permissions.scopes() if s != CLUSTER)]:
             if ns in existing:
@@ -86,10 +100,9 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
             kube.apply(ns_info, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
                        field_manager=FIELD_MANAGER, dry_run=False)
             existing.add(ns)
-    live = _live(kube)
     changed: set[str] = set()
     for operator, (permissions, _) in sorted(wanted.items()):
-        objects = installer_objects(namespace, operator, permissions)
+        objects = installer_objects(namespace, operator, permissions, instance)
         for obj in objects:
             meta = obj["metadata"]
             current = live.pop((obj["kind"], meta.get("namespace", ""), meta["name"]), None)
@@ -97,10 +110,14 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
                 kube.apply(kube.require_resource(obj), obj, field_manager=FIELD_MANAGER, dry_run=False)
                 changed.add(operator)
     for (kind, ns, name), item in sorted(live.items()):
-        operator = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTALLER)
-        if operator in wanted and kind != "ServiceAccount":  # a scope this installer no longer needs
-            kube.delete(kube.resource(item["apiVersion"], kind), ns, name)
-            changed.add(operator)
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        operator, owner = labels.get(LABEL_INSTALLER), labels.get(LABEL_INSTANCE)
+        if operator in wanted:
+            if kind != "ServiceAccount":  # a scope this installer no longer needs
+                kube.delete(kube.resource(item["apiVersion"], kind), ns, name)
+                changed.add(operator)
+        elif operator not in keep and (owner == instance or (owner is None and operator not in elsewhere)):
+            _delete(kube, item["apiVersion"], kind, ns, name)   # an installer no Operator needs any more
     for operator in sorted(changed):
         _wait_in_force(kube, username(namespace, operator), wanted[operator][0])
     return {operator: kube.impersonating(username(namespace, operator)) for operator in wanted}
@@ -109,12 +126,19 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
 def remove(kube: Kube, namespace: str, operator: str) -> None:
     """Delete an uninstalled Operator's installer and its RBAC."""
     for (kind, ns, name), item in sorted(_live(kube, operator).items()):
-        kube.delete(kube.resource(item["apiVersion"], kind), ns, name)
+        _delete(kube, item["apiVersion"], kind, ns, name)
+
+
+def _delete(kube: Kube, api_version: str, kind: str, namespace: str, name: str) -> None:
+    info = kube.resource(api_version, kind)
+    if info is not None:
+        kube.delete(info, namespace, name)
 
 
 def _rbac_body(obj: Manifest) -> tuple:
-    return (obj.get("rules"), obj.get("roleRef"), obj.get("subjects"),
-            ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTALLER))
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return (obj.get("rules"), obj.get("roleRef"), obj.get("subjects"), labels.get(LABEL_INSTALLER),
+            labels.get(LABEL_INSTANCE))
 
 
 def _live(kube: Kube, operator: str | None = None) -> dict[tuple[str, str, str], Manifest]:

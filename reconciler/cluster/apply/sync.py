@@ -20,7 +20,7 @@ from reconciler.cluster.apply.record import (
 )
 from reconciler.cluster.apply.write import execute_all, refused_on_write
 from reconciler.cluster.kube import Kube
-from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, ObjectRef
 
 if TYPE_CHECKING:
@@ -72,8 +72,12 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     missing_ns = ensure_namespaces(kube, desired, dry_run, result)
     writers: dict[str, Kube] = {}
     if not dry_run:
+        # Installers of Operators no longer desired and approved go; those still being uninstalled stay until
+        # their objects are pruned (as them), below.
+        uninstalling = frozenset(set(recorded) - {op.name for op in desired})
         writers = installer.ensure_all(kube, installer_namespace, {
-            op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None})
+            op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
+            instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)))
     elif any(op.installer is not None for op in desired):
         result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
                             "reconciler's own identity, not each Operator's")
@@ -85,8 +89,13 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     first = frozenset() if dry_run else frozenset(
         op.name for op in desired
         if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
-    planned = plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
-                    instance=instance.name, first_install=first)
+    try:
+        planned = plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
+                       instance=instance.name, first_install=first)
+    except ReconcilerError:
+        for name in sorted(first - set(recorded)):   # refused before anything of it was recorded or written
+            installer.remove(kube, installer_namespace, name)
+        raise
     for new, old in sorted(moves.items()):
         result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
                             f"in place (relabelled, not recreated)")
