@@ -416,15 +416,18 @@ def _spec(inst: Installed) -> dict:
 
 
 def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None,
-                  decisions: Mapping[str, Decision] | None = None, *, part_of: str = "") -> list[DesiredOperator]:
-    """What to apply: every approved bundle (all of them when no decisions are given).
+                  decisions: Mapping[str, Decision] | None = None, *, part_of: str = "",
+                  preview: bool = False) -> list[DesiredOperator]:
+    """What to apply: every approved bundle (all of them when no decisions are given); with ``preview`` (a dry
+    run), the bundles that wait for approval too, marked as waiting, so the plan shows what approving does.
 
     Objects are labelled with their Operator and, with ``part_of``, their instance's ApplySet id.
     """
     out = []
     for inst in installs:
         decision = (decisions or {}).get(inst.selection.owner)
-        if decision is not None and not decision.approved:
+        waiting = decision is not None and not decision.approved
+        if waiting and not preview:
             continue
         sel = inst.selection
         decl = sel.declaration
@@ -439,7 +442,7 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
         out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
                                    installer=decision.granted if decision is not None else None,
                                    allow_unsafe_crds=_unsafe_crds_allowed(inst, decision, decl),
-                                   metadata=inst.bundle.metadata))
+                                   metadata=inst.bundle.metadata, waiting=waiting))
     return out
 
 
@@ -563,13 +566,14 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
 
     instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace, snapshot.identity,
                         knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
-    desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id)
+    desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id,
+                            preview=dry_run)
     softened: dict[str, tuple] = {}
     if kube is not None and not dry_run:
         desired, softened = _soften_webhooks(kube, desired)
     result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,
-                  pending=pending_state(installs, prepared.decisions),
+                  pending=() if dry_run else pending_state(installs, prepared.decisions),
                   installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
     by_name = {op.name: op for op in desired}
     for name, (originals, refs) in sorted(softened.items()):

@@ -12,7 +12,8 @@ import argparse
 EXIT_CODES = """\
 exit codes: (they say whose move it is; see docs/hardening.md)
   0   success: nothing to change, or every change was applied
-  1   changes were found by --dry-run or `diff` (as kubectl diff), or applied with --exit-code
+  1   changes were found by --dry-run or `diff` (as kubectl diff), or applied with --exit-code; a dry
+      run counts the changes of an Operator that waits for approval (shown marked as waiting)
   2   the input is wrong and nothing was applied (but by a first install, which keeps what it wrote
       before the refusal, recorded, for the next run to complete): a declaration, reconciler.yaml or olm.lock of the wrong
       shape or with a duplicate key; a catalog; resolution; a bundle (a field of the wrong type, or an
@@ -21,7 +22,8 @@ exit codes: (they say whose move it is; see docs/hardening.md)
       violation, which holds back only the Operator concerned (the others are applied)
   3   the cluster: unreachable, a kubeconfig that cannot be loaded, or a request refused for any reason
       other than an invalid object (authorization, conflicts, server errors)
-  4   an Operator waits for approval; everything else was applied (see `reconciler approve`)
+  4   an Operator waits for approval; everything else was applied (see `reconciler approve`); a
+      dry run exits 4 only when an approval is missing and nothing would change
   5   applied, but a component did not become healthy in time
   64  a usage error: an unknown flag or a missing argument
   70  an internal error: a bug in the reconciler, in one line (RECONCILER_TRACEBACK=1 shows the

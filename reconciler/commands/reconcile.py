@@ -99,9 +99,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_ERROR
     if unhealthy:
         return EXIT_UNHEALTHY
+    if args.dry_run:   # the plan, including what approving a waiting Operator would change
+        return EXIT_CHANGES if outcome.sync.changed else EXIT_PENDING_APPROVAL if outcome.pending else EXIT_OK
     if outcome.pending:
         return EXIT_PENDING_APPROVAL
-    return EXIT_CHANGES if outcome.sync.changed and (args.dry_run or args.exit_code) else EXIT_OK
+    return EXIT_CHANGES if outcome.sync.changed and args.exit_code else EXIT_OK
 
 
 def _unhealthy(outcome: "Outcome", *, waited: bool) -> list[str]:
@@ -188,7 +190,7 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
     changes = []
     for c in outcome.sync.changes:
         entry = {"action": c.action.value, "operator": c.operator, **c.ref.to_dict(), "detail": c.detail,
-                 "diff": list(c.diff)}
+                 "diff": list(c.diff), "waitsForApproval": c.waiting}
         entry.setdefault("namespace", "")
         changes.append(entry)
     return {
@@ -203,7 +205,7 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
                      "options": list(u.options)} for u in (resolution.updates if resolution else ())],
         "notes": list(outcome.sync.notes),
         "changes": changes,
-        "summary": {a.value: outcome.sync.count(a) for a in Action},
+        "summary": {**{a.value: outcome.sync.count(a) for a in Action}, "waitingForApproval": outcome.sync.waiting},
         "changed": outcome.sync.changed,
         "approvals": [approval_document(d) for _, d in sorted(outcome.decisions.items())],
         "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
@@ -267,7 +269,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
             continue
         shown += 1
         verb = c.action.value if not dry_run or c.action in (Action.UNCHANGED, Action.SKIPPED) else \
-            f"would be {c.action.value}"
+            f"would be {c.action.value}" + (" once approved" if c.waiting else "")
         line = f"  {_SYMBOL[c.action.value]} {c.ref}  {verb}  [{c.operator}]"
         if c.detail:
             line += f": {c.detail}"
@@ -279,6 +281,11 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     if not shown:
         print("  none", file=out)
     counts = ", ".join(f"{outcome.sync.count(a)} {a.value}" for a in Action)
+    waiting = outcome.sync.waiting
+    if waiting:
+        names = sorted({c.operator for c in outcome.sync.changes if c.waiting})
+        counts += f" ({waiting} of these wait for approval of {', '.join(names)}: nothing of them is applied " \
+                  f"until approved)"
     print(f"Summary: {counts}", file=out)
 
 

@@ -206,3 +206,33 @@ def test_an_unexpected_exception_is_one_line_and_exit_70(repo, capsys, monkeypat
     assert code == 70 and out == ""
     err = capsys.readouterr().err
     assert err.startswith("error: internal error: KeyError: 'spec'\n") and "Traceback" not in err
+
+
+def test_a_dry_run_previews_an_operator_that_waits_for_approval(repo, capsys):
+    """A pull request that adds an Operator: the plan shows what approving it installs, and the README's idiom
+    (`--dry-run ... || [ $? -eq 1 ]`) holds."""
+    import json
+    import shutil
+
+    shutil.rmtree(repo / "approvals")
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 1, out
+    assert "plumbus: plumbus.v1.1.0 WAITS FOR APPROVAL" in out
+    for expected in EXPECTED_CHANGES:
+        assert expected.replace("would be created  [", "would be created once approved  [") in out.splitlines()
+    assert "(8 of these wait for approval of plumbus: nothing of them is applied until approved)" in out
+    code, out = run("reconcile", "--dry-run", "-o", "json", str(repo))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["summary"]["waitingForApproval"] == 8 and doc["summary"]["created"] == 8
+    assert all(c["waitsForApproval"] for c in doc["changes"])
+    assert [a["operator"] for a in doc["approvals"] if not a["approved"]] == ["plumbus"]
+
+
+def test_an_approved_dry_run_marks_nothing_as_waiting(repo, capsys):
+    import json
+
+    code, out = run("reconcile", "--dry-run", "-o", "json", str(repo))
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["summary"]["waitingForApproval"] == 0 and not any(c["waitsForApproval"] for c in doc["changes"])

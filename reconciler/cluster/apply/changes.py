@@ -33,6 +33,7 @@ class Change:
     action: Action
     detail: str = ""
     diff: tuple[str, ...] = ()
+    waiting: bool = False   # a dry run's preview of an Operator that waits for approval: nothing of it is applied
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class DesiredOperator:
     installer: PermissionSet | None = None   # apply as its own installer bound to these; None: our own identity
     allow_unsafe_crds: str = ""   # the declaration's reconciler.dev/allow-unsafe-crd-upgrade: CRD names, or "*"
     metadata: dict[str, Any] = field(default_factory=dict)  # the CSV's names, version and APIs, for the status
+    waiting: bool = False   # waits for approval: only a dry run plans it, to preview what approving would do
 
 
 @dataclass(frozen=True)
@@ -74,3 +76,9 @@ class SyncResult:
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action == action)
+
+    @property
+    def waiting(self) -> int:
+        """Changes previewed for Operators that wait for approval (a dry run's); the rest would be applied."""
+        return sum(1 for c in self.changes if c.waiting and c.action in (Action.CREATED, Action.CONFIGURED,
+                                                                          Action.DELETED))

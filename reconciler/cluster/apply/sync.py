@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
@@ -34,7 +35,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
          instance: Instance | None = None) -> SyncResult:
     """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
 
-    ``pending`` Operators wait for approval: held likewise, with their status saying what waits. An
+    ``pending`` Operators wait for approval: held likewise, with their status saying what waits (a dry run
+    previews them instead: they come as ``desired`` marked ``waiting``, and so do their changes). An
     Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
     (not in a dry run, which creates nothing: it plans with the caller's identity).
     ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts become each
@@ -43,6 +45,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     """
     instance = instance or Instance(namespace=installer_namespace)
     result = SyncResult()
+    if not dry_run:   # what waits for approval is only ever previewed
+        desired = [op for op in desired if not op.waiting]
     held = held | {p.name for p in pending}
     check_unique(desired)
     if kube is None:
@@ -53,7 +57,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 result.changes.append(Change(op.name, ObjectRef("", "Namespace", "", ns, "v1"), Action.CREATED))
             for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
                 result.changes.append(Change(op.name, ObjectRef.of(obj), Action.CREATED))
-        return result
+        return _mark_waiting(result, desired)
 
     everyone = status_objects.read_all(kube)
     check_instances(everyone, [op.name for op in desired] + [p.name for p in pending], instance)
@@ -104,7 +108,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if dry_run:
         result.changes.extend(Change(p.operator, p.ref, p.action, diff=p.diff) for p in planned)
         prune(kube, desired, recorded, dry_run=True, result=result)
-        return result
+        return _mark_waiting(result, desired)
 
     info = ensure_status_crd(kube)
     # The ApplySet parent lists the kinds and namespaces of the members; written only when they change.
@@ -184,4 +188,13 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             if op.name in failed:
                 mark_failed(kube, info, op, exc, instance)
         raise exc
+    return result
+
+
+def _mark_waiting(result: SyncResult, desired: list[DesiredOperator]) -> SyncResult:
+    """A dry run previews Operators that wait for approval as if approved; their changes say so."""
+    waiting = {op.name for op in desired if op.waiting}
+    if waiting:
+        result.changes = [dataclasses.replace(c, waiting=True) if c.operator in waiting else c
+                          for c in result.changes]
     return result
