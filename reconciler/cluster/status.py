@@ -210,11 +210,24 @@ def _observe(status: dict[str, Any], generation: int) -> None:
         cond["observedGeneration"] = generation
 
 
+# Ready=False for these reasons is the normal course of an install or upgrade, not trouble: a Normal Event, as
+# Kubernetes' controllers and Flux record progress.
+PROGRESS_REASONS = frozenset({"Progressing", "PendingApproval"})
+
+
+def event_type(cond: dict[str, Any]) -> str:
+    """Warning for a failure (Degraded, or not Ready for another reason than progress), else Normal."""
+    if cond["type"] == "Degraded":
+        return "Warning" if cond["status"] == "True" else "Normal"
+    if cond["type"] == "Ready" and cond["status"] == "False" and cond.get("reason") not in PROGRESS_REASONS:
+        return "Warning"
+    return "Normal"
+
+
 def _announce(kube: Kube, name: str, cond: dict[str, Any]) -> None:
     """An Event for a condition's transition; best effort, an Event that cannot be written is no error."""
-    trouble = (cond["type"] == "Degraded") == (cond["status"] == "True")
     try:
-        record_event(kube, name, type_="Warning" if trouble and cond["type"] in ("Ready", "Degraded") else "Normal",
+        record_event(kube, name, type_=event_type(cond),
                      reason=str(cond.get("reason") or cond["type"]),
                      message=f"{cond['type']}={cond['status']}: {cond.get('message', '')}")
     except ClusterError:

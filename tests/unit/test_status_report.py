@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.cluster.health import Health, Status
 from reconciler.cluster.status import health_conditions
 from reconciler.cluster.wait import Component, OperatorHealth
@@ -96,3 +98,19 @@ def test_summary_compares_with_the_lock() -> None:
 def test_summary_without_a_repository_has_no_lock_column() -> None:
     rows = summarize({"a": status("p.v1", ready="False")}, None)
     assert "lock" not in rows[0] and rows[0]["ready"] == "False"
+
+
+@pytest.mark.parametrize("cond, expected", [
+    ({"type": "Ready", "status": "False", "reason": "Progressing"}, "Normal"),        # an install or upgrade
+    ({"type": "Ready", "status": "False", "reason": "PendingApproval"}, "Normal"),
+    ({"type": "Ready", "status": "True", "reason": "Healthy"}, "Normal"),
+    ({"type": "Progressing", "status": "True", "reason": "RollingOut"}, "Normal"),
+    ({"type": "Degraded", "status": "False", "reason": "Healthy"}, "Normal"),
+    ({"type": "Ready", "status": "False", "reason": "ApplyFailed"}, "Warning"),
+    ({"type": "Ready", "status": "False", "reason": "HealthTimeout"}, "Warning"),
+    ({"type": "Degraded", "status": "True", "reason": "ComponentFailed"}, "Warning"),
+])
+def test_progress_is_a_normal_event_and_failure_a_warning(cond, expected):
+    from reconciler.cluster.status import event_type
+
+    assert event_type(cond) == expected
