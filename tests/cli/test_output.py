@@ -45,7 +45,7 @@ def test_reconcile_json_against_the_cluster(control_plane, repo, capsys):
     assert deployment == {"action": "created", "operator": "plumbus", "group": "apps", "version": "v1",
                           "kind": "Deployment", "namespace": "plumbus-system",
                           "name": "plumbus-controller-manager", "detail": deployment["detail"],
-                          "diff": deployment["diff"]}
+                          "diff": deployment["diff"], "waitsForApproval": False}
     assert doc["changed"] is True and doc["summary"]["created"] == len(doc["changes"]) - doc["summary"]["unchanged"]
     assert "Changes (" not in out  # nothing but the document on stdout
 
@@ -56,7 +56,7 @@ def test_reconcile_yaml_without_a_cluster(repo, no_cluster, capsys):
     doc = yaml.safe_load(out)
     assert doc["kind"] == "ReconcileResult" and doc["target"]["mode"] == "empty-cluster"
     assert {c["action"] for c in doc["changes"]} == {"created"}
-    assert sorted(doc["summary"]) == ["configured", "created", "deleted", "skipped", "unchanged"]
+    assert sorted(doc["summary"]) == ["configured", "created", "deleted", "skipped", "unchanged", "waitingForApproval"]
 
 
 def test_global_flags_go_before_or_after_the_command():
