@@ -27,6 +27,7 @@ from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest, ownership_labels
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
+from reconciler.repo.fleet import select_cluster, stage_holds
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver, Selection
 
 
@@ -120,7 +121,7 @@ def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
     """
     if snapshot.lock is None:
         return
-    where = snapshot.lock_path.name
+    where = snapshot.lock_file
     hint = ("olm.lock is written by the reconciler; restore it from git, or delete it and run `reconciler "
             "resolve` to write a fresh one, and review the diff")
     for e in snapshot.lock.entries:
@@ -160,18 +161,42 @@ def _outside(source: str, root: Path) -> bool:
     return path != top and top not in path.parents
 
 
+def held_catalogs(catalogs: Mapping[str, Catalog], holds: Mapping[str, frozenset[str]],
+                  installed: Mapping[str, LockEntry]) -> dict[str, Catalog]:
+    """The catalogs as a later stage sees them: of each held package only the held bundles, and the bundle a
+    cluster runs (so that the upgrade edge from it to the promoted one is still there). Channels keep every
+    entry, so edges are read as the catalog writes them."""
+    running: dict[str, set[str]] = {}
+    for e in installed.values():
+        running.setdefault(e.package, set()).add(e.name)
+    out = {}
+    for name, cat in catalogs.items():
+        bundles = {(p, n): b for (p, n), b in cat.bundles.items()
+                   if p not in holds or n in holds[p] or n in running.get(p, ())}
+        out[name] = cat if len(bundles) == len(cat.bundles) else Catalog(
+            cat.name, cat.root, cat.packages, cat.channels, bundles, cat.priority, cat.deprecations, cat.others, "")
+    return out
+
+
 def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
     if kube is not None:
         return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
     return snapshot.settings.kubernetes_version
 
 
-def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None) -> Resolution:
+def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None, *,
+            catalogs: Mapping[str, Catalog] | None = None) -> Resolution:
+    """Resolve the snapshot's declarations (``catalogs``: already loaded for this repository, e.g. once for a
+    fleet's clusters)."""
     progress.stage("loading catalogs")
-    catalogs = load_catalogs(snapshot, snapshot.operators)
+    if catalogs is None:
+        catalogs = load_catalogs(snapshot, snapshot.operators)
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
+    holds = stage_holds(snapshot)
+    if holds:   # a later stage of a fleet: only what was promoted to it (and what it runs) can be chosen
+        catalogs = held_catalogs(catalogs, holds, installed)
     pins = lock_pins(snapshot, installed) if kube is not None else {}
     check_lock_entries(snapshot, catalogs, pins)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
@@ -258,7 +283,7 @@ def check_locked(snapshot: RepoSnapshot, planned: Lockfile) -> None:
                                 f"(differs in {', '.join(fields)})")
     if problems:
         raise LockfileError("the lockfile is stale:\n  " + "\n  ".join(problems),
-                            path=snapshot.lock_path.name,
+                            path=snapshot.lock_file,
                             hint="run `reconciler resolve` (or reconcile without --locked) and commit olm.lock")
 
 
@@ -289,7 +314,7 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
         entry = planned[sel.owner]
         if entry.digest and entry.digest != bundle.digest:
             raise LockfileError(f"the content of {sel.image} changed: locked {entry.digest}, fetched "
-                                f"{bundle.digest}", path=snapshot.lock_path.name, obj=f"{sel.kind} {sel.owner}",
+                                f"{bundle.digest}", path=snapshot.lock_file, obj=f"{sel.kind} {sel.owner}",
                                 hint="bundles are immutable; publish a new version, or re-resolve if the "
                                      "change is intended")
         lock = dataclasses.replace(entry, package=entry.package or bundle.package,
@@ -497,6 +522,7 @@ def write_lock(snapshot: RepoSnapshot, lockfile: Lockfile) -> bool:
     path: Path = snapshot.lock_path
     if path.is_file() and path.read_text(encoding="utf-8") == text:
         return False
+    path.parent.mkdir(parents=True, exist_ok=True)   # a fleet cluster's clusters/<name>/
     yamlio.write_atomic(path, text)
     return True
 
@@ -515,15 +541,16 @@ class Prepared:
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
             kube: Kube | None = None, locked: bool = False, identity: str | None = None,
-            git_dir: Path | None = None) -> Prepared:
+            git_dir: Path | None = None, cluster: str | None = None) -> Prepared:
     """Read, resolve and convert; nothing is written. ``kube`` is only read (installed state, version).
 
     ``revision`` names the commit when the tree is not a git working copy, ``identity`` and ``git_dir`` the
     repository it was taken from and where its history is (a fetched remote: ``repo/identity.py``);
-    ``locked`` refuses a lockfile that the resolution does not reproduce.
+    ``locked`` refuses a lockfile that the resolution does not reproduce; ``cluster`` names the cluster of a
+    fleet repository (``repo/fleet.py``).
     """
     progress.stage(f"reading {repo}")
-    snapshot = read_repository(repo)
+    snapshot = select_cluster(read_repository(repo), cluster)
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if identity is not None:
@@ -565,6 +592,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     from reconciler.repo.identity import has_commit
 
     instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace, snapshot.identity,
+                        cluster=snapshot.cluster.name if snapshot.cluster else "",
                         knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
     desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id,
                             preview=dry_run)
@@ -611,9 +639,9 @@ def _soften_webhooks(kube: Kube, desired: list[DesiredOperator]) -> tuple[list[D
 
 def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,
               locked: bool = False, write_lock: bool | None = None, wait: float = 0.0,
-              on_progress: Callable[[str], object] | None = None) -> Outcome:
+              on_progress: Callable[[str], object] | None = None, cluster: str | None = None) -> Outcome:
     """Prepare and apply once. A dry run writes nothing, olm.lock included, unless ``write_lock``."""
-    prepared = prepare(repo, resolver, kube=kube, locked=locked)
+    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster)
     if write_lock is None:
         write_lock = not dry_run
     return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked, wait=wait,

@@ -38,7 +38,8 @@ TOOLING = f"reconciler/v{__version__}"
 class Instance:
     """A reconciler instance: its name, the namespace of its ApplySet parent, and the repository it reconciles.
 
-    ``repository`` is recorded on every status object the instance writes (``repo/identity.py``);
+    ``repository`` is recorded on every status object the instance writes (``repo/identity.py``), and
+    ``cluster``, in a fleet, the name of the cluster it is;
     ``knows_revision`` tells whether a commit is in that repository's history, the evidence that a status
     object written before repositories were recorded came from it.
     """
@@ -46,6 +47,7 @@ class Instance:
     name: str = DEFAULT_INSTANCE
     namespace: str = "reconciler-system"
     repository: str = ""
+    cluster: str = ""    # the fleet's cluster this instance reconciles ("" outside a fleet)
     knows_revision: Callable[[str | None], bool] = field(default=lambda revision: False, compare=False, repr=False)
 
     @property
@@ -58,7 +60,7 @@ class Instance:
 
     def stamp(self) -> dict[str, Any]:
         """What every status object this instance writes carries (``status.write``'s keywords)."""
-        return {"instance": self.name, "part_of": self.id, "repository": self.repository}
+        return {"instance": self.name, "part_of": self.id, "repository": self.repository, "cluster": self.cluster}
 
     def owns(self, labels: dict[str, str] | None) -> bool:
         """Whether a status object with these labels is this instance's (unlabelled ones are ``default``'s)."""

@@ -58,12 +58,14 @@ class ResourceInfo:
         return f"{base}/{quote(name)}" if name else base
 
 
-def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.ApiClient | None:
+def load_api_client(kubeconfig: str | None = None, context: str | None = None, *,
+                    preferred: str | None = None) -> k8s_client.ApiClient | None:
     """An ApiClient from --kubeconfig, $KUBECONFIG (merged as kubectl does), ~/.kube/config or the pod's
     service account.
 
     Returns None when no cluster is configured at all. An unknown context is reported as such, naming the
-    files read and the contexts they define.
+    files read and the contexts they define. ``preferred`` (a fleet cluster's context) is used when no
+    ``context`` is given and the kubeconfig defines it.
     """
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
@@ -73,6 +75,8 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
 
     merged = load_kubeconfig(kubeconfig)
     path = ", ".join(merged.files) if merged is not None else None
+    if context is None and preferred is not None and merged is not None and preferred in merged.contexts:
+        context = preferred
     try:
         if merged is not None:
             merged.context(context)  # raises a ClusterError naming the files and the contexts available

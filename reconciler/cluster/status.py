@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import (
-    ANNOTATION_REPOSITORY, API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF, Manifest, ObjectRef,
-    ownership_labels,
+    ANNOTATION_CLUSTER, ANNOTATION_REPOSITORY, API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF,
+    Manifest, ObjectRef, ownership_labels,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ class Recorded:
     labelled: bool = True       # False for a status object written before instances (no instance label yet)
     part_of: str = ""           # its applyset.kubernetes.io/part-of label
     repository: str = ""        # the repository that declared it ("" when written before repositories were recorded)
+    cluster: str = ""           # the fleet's cluster it was declared for ("" outside a fleet)
 
 
 def resource(kube: Kube) -> ResourceInfo | None:
@@ -102,12 +103,13 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
         if instance is not None and owner != instance:
             continue
         status = item.get("status") or {}
+        meta = item["metadata"]
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
         inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
-        out[item["metadata"]["name"]] = Recorded(item["metadata"]["name"], inv, item.get("spec") or {}, status,
-                                                 int(item["metadata"].get("generation") or 0), owner,
-                                                 LABEL_INSTANCE in (item["metadata"].get("labels") or {}),
-                                                 (item["metadata"].get("labels") or {}).get(LABEL_PART_OF, ""),
-                                                 (item["metadata"].get("annotations") or {}).get(ANNOTATION_REPOSITORY, ""))
+        out[meta["name"]] = Recorded(
+            meta["name"], inv, item.get("spec") or {}, status, int(meta.get("generation") or 0), owner,
+            LABEL_INSTANCE in labels, labels.get(LABEL_PART_OF, ""), annotations.get(ANNOTATION_REPOSITORY, ""),
+            annotations.get(ANNOTATION_CLUSTER, ""))
     return out
 
 
@@ -145,7 +147,7 @@ def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, st
 
 def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], status: dict[str, Any],
           previous: Recorded | None = None, *, instance: str = "default", part_of: str = "",
-          repository: str = "") -> None:
+          repository: str = "", cluster: str = "") -> None:
     """Apply the object's spec, then its status subresource; no write when both are unchanged.
 
     Conditions keep their transition time while their status stays the same,
@@ -162,13 +164,16 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
         _observe(status, generation)
     if previous is not None and previous.spec == spec and previous.status == status \
             and previous.instance == instance and previous.labelled and previous.part_of == part_of \
-            and (previous.repository == repository or not repository):
+            and (previous.repository == repository or not repository) and previous.cluster == cluster:
         return
 
     def apply_spec() -> None:
         meta: dict[str, Any] = {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}}
-        if repository or (previous is not None and previous.repository):
-            meta["annotations"] = {ANNOTATION_REPOSITORY: repository or previous.repository}  # type: ignore[union-attr]
+        annotations = {ANNOTATION_REPOSITORY: repository or (previous.repository if previous else "")}
+        if cluster:
+            annotations[ANNOTATION_CLUSTER] = cluster
+        if any(annotations.values()):
+            meta["annotations"] = {k: v for k, v in annotations.items() if v}
         body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
         applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
         _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
@@ -180,7 +185,8 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
                      content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
 
     relabel = previous is None or previous.instance != instance or not previous.labelled \
-        or previous.part_of != part_of or bool(repository and previous.repository != repository)
+        or previous.part_of != part_of or bool(repository and previous.repository != repository) \
+        or previous.cluster != cluster
     if not generation or relabel:  # a new object, a new spec or new labels; otherwise the spec is not sent again
         apply_spec()
     try:

@@ -49,3 +49,10 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: the files in $KUBECONFIG merged as kubectl does, "
                                        "else ~/.kube/config, else the pod's service account)")
     p.add_argument("--context", help="kubeconfig context to use")
+
+
+def add_fleet_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", metavar="NAME",
+                   help="in a fleet repository (clusters/<name>.yaml), the cluster to act on; its kubeconfig "
+                        "context (spec.context, else its name) is used when --context is not given and the "
+                        "kubeconfig has it (docs/fleet.md)")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
+from reconciler.approve.records import ApprovedBundle, add_approval, read_records
 from reconciler.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -26,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Resolve and convert as reconcile does, then write, for each named Operator whose bundle "
                     "waits for approval, an entry in approvals/<name>.yaml binding its exact bundle (name and "
                     "content digest) to the permissions it needs. Nothing is applied: committing the file is "
-                    "the approval, and the next reconcile applies the bundle.",
+                    "the approval, and the next reconcile applies the bundle. In a fleet repository, without "
+                    "--cluster, each Operator is approved for every cluster it is placed on (offline): one entry "
+                    "per bundle, with the permissions every placement needs; approvals are shared by the fleet.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("operators", metavar="OPERATOR", nargs="*", help="Operators (or Inputs, dependencies) to approve")
@@ -38,51 +41,87 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--offline", action="store_true",
                    help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
     add_cluster_args(p)
+    add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline
-    from reconciler.approve.records import ApprovedBundle, add_approval
     from reconciler.cluster.kube import Kube, load_api_client
-    from reconciler.errors import DeclarationError, PolicyError, UsageError
+    from reconciler.errors import DeclarationError, UsageError
+    from reconciler.repo import read_repository
+    from reconciler.repo.fleet import cluster_context
 
     if bool(args.operators) == args.all:
         raise UsageError("name the Operators to approve, or pass --all (not both)")
-    api = None if args.offline else load_api_client(args.kubeconfig, args.context)
-    prepared = pipeline.prepare(args.repo, kube=Kube(api) if api else None)
-    decisions = prepared.decisions
-    names = sorted(decisions) if args.all else args.operators
-    unknown = [n for n in names if n not in decisions]
+    clusters = read_repository(args.repo).clusters if args.cluster is None else {args.cluster: None}
+    fleet = bool(clusters)
+    if fleet and args.cluster is None:   # every cluster the Operators are placed on, offline
+        views = [pipeline.prepare(args.repo, cluster=name) for name in sorted(clusters)]
+    else:
+        context = cluster_context(args.repo, args.cluster)
+        api = None if args.offline else load_api_client(args.kubeconfig, args.context, preferred=context)
+        views = [pipeline.prepare(args.repo, kube=Kube(api) if api else None, cluster=args.cluster)]
+    decided = {name for view in views for name in view.decisions}
+    names = sorted(decided) if args.all else args.operators
+    unknown = [n for n in names if n not in decided]
     if unknown:
-        known = ", ".join(sorted(decisions)) or "none"
+        known = ", ".join(sorted(decided)) or "none"
         raise DeclarationError(f"no bundle to apply for {', '.join(unknown)}",
                                hint=f"Operators, Inputs and dependencies with a bundle to apply: {known}")
-    root = prepared.snapshot.root
-    records = dict(prepared.snapshot.approvals)
+    root = views[0].snapshot.root
+    records = dict(views[0].snapshot.approvals)
+    written: list[str] = []
     for name in names:
-        d = decisions[name]
+        entries = _entries(args, name, [(view.snapshot.cluster, view.decisions[name]) for view in views
+                                        if name in view.decisions], out)
+        for entry, where in entries:
+            old = records.get(name)
+            if fleet and old is not None and (same := old.find(entry.name, entry.digest)) is not None:
+                # one approval serves every cluster the bundle is placed on: what another needed stays approved
+                entry = ApprovedBundle(entry.name, entry.digest, same.permissions | entry.permissions,
+                                       tuple(sorted(set(same.waived_policies) | set(entry.waived_policies))))
+            path = add_approval(root, old, name, entry)
+            records = dict(read_records(root))
+            print(f"{name}: approved {entry.name} ({entry.digest[:19]}){where}, recorded in "
+                  f"{path.relative_to(root)}", file=out)
+        if entries:
+            written.append(name)
+    if written:
+        files = " ".join(f"approvals/{n}.yaml" for n in written)
+        print(f"Commit to approve: git add {files} && git commit", file=out)
+    return EXIT_OK
+
+
+def _entries(args: argparse.Namespace, name: str, decisions: list, out: TextIO) -> list:
+    """The approval entries for ``name``: one per distinct bundle that waits, its permissions the union of what
+    each cluster it is placed on needs; and where, for the report."""
+    from reconciler.approve.permissions import PermissionSet
+    from reconciler.errors import PolicyError
+
+    merged: dict[tuple[str, str], tuple[PermissionSet, set[str], list[str]]] = {}
+    for cluster, d in decisions:
         if (d.approved or d.reason == "DependencyPendingApproval") and not args.waive:
-            print(f"{name}: nothing of its own waits for approval ({d.bundle}: {d.message})", file=out)
+            print(f"{name}: nothing of its own waits for approval ({d.bundle}: {d.message})"
+                  + (f" on cluster {cluster.name}" if cluster is not None else ""), file=out)
             continue
         unwaived = sorted({v.policy for v in d.violations} - set(args.waive))
         if unwaived:
             raise PolicyError(f"{name}: {d.bundle} violates guardrail {', '.join(unwaived)}: "
                               + "; ".join(v.describe() for v in d.violations if v.policy in unwaived),
                               hint="fix the bundle or the declaration, or record a reviewed exception with "
+                                   + " ".join(f"--waive {p}" for p in unwaived)
+                                   + f": reconciler approve {args.repo} {name} "
                                    + " ".join(f"--waive {p}" for p in unwaived))
-        entry = ApprovedBundle(d.bundle, d.digest, d.required.all,
-                               tuple(sorted({v.policy for v in d.violations} | set(args.waive) | set(d.waived))))
-        path = add_approval(root, records.get(name), name, entry)
-        print(f"{name}: approved {d.bundle} ({d.digest[:19]}), recorded in {path.relative_to(root)}", file=out)
+        perms, waived, where = merged.get((d.bundle, d.digest), (PermissionSet(), set(), []))
+        merged[(d.bundle, d.digest)] = (perms | d.required.all,
+                                        waived | {v.policy for v in d.violations} | set(args.waive) | set(d.waived),
+                                        where + ([cluster.name] if cluster is not None else []))
         for line in describe_pending(d):
             print(line, file=out)
-    written = [n for n in names if args.waive or (not decisions[n].approved
-                                                   and decisions[n].reason != "DependencyPendingApproval")]
-    if written:
-        files = " ".join(f"approvals/{n}.yaml" for n in written)
-        print(f"Commit to approve: git add {files} && git commit", file=out)
-    return EXIT_OK
+    return [(ApprovedBundle(bundle, digest, perms, tuple(sorted(waived))),
+             f" for cluster(s) {', '.join(where)}" if where else "")
+            for (bundle, digest), (perms, waived, where) in sorted(merged.items())]
 
 
 def describe_pending(d: "Decision", indent: str = "    ") -> list[str]:

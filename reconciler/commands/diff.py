@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 EXIT_CODES = """\
@@ -39,11 +39,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", choices=("text", "json", "markdown"), default="text",
                    help="text (coloured on a terminal), json (stable schema) or markdown (a PR comment)")
     add_cluster_args(p)
+    add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context)
+    if args.cluster is None:
+        from reconciler.repo import read_repository
+
+        snapshot = read_repository(args.repo)
+        if snapshot.is_fleet:   # the change across every cluster, grouped by outcome
+            from reconciler.fleet.review import compute_fleet, render_fleet
+
+            fleet = compute_fleet(Path(args.repo), args.base, snapshot=snapshot)
+            out.write(render_fleet(fleet, args.output, colour=_tty(out)))
+            return EXIT_CHANGES if fleet.changed else EXIT_OK
+    else:
+        from reconciler.repo.fleet import cluster_context
+
+        cluster_context(args.repo, args.cluster)   # a cluster the repository declares, or a usage error
+    rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context, cluster=args.cluster)
     out.write(render(rev, args.output, colour=_tty(out)))
     return EXIT_CHANGES if rev.changed else EXIT_OK
 
@@ -66,7 +81,7 @@ def render(rev, output: str, colour: bool = False) -> str:  # noqa: ANN001 - a r
 
 
 def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, context: str | None = None,
-            *, pin_after: bool = False):
+            *, pin_after: bool = False, cluster: str | None = None):
     """The review of ``root``'s working tree against ``base``; the cluster, if named, is read for its version.
 
     ``pin_after`` keeps the working tree's locked owners on their locked bundles (for a change that is
@@ -79,15 +94,16 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     kube = None
     if kubeconfig or context:
         from reconciler.cluster.kube import Kube, load_api_client
+        from reconciler.repo.fleet import cluster_context
 
-        api = load_api_client(kubeconfig, context)
+        api = load_api_client(kubeconfig, context, preferred=cluster_context(root, cluster) if cluster else None)
         kube = Kube(api) if api else None
     repo, rel = open_git(root)
     commit, label = base_commit(repo, rel, base)
     with checkout(repo, commit, rel) as base_root:
-        before = resolve_side(base_root, f"base {label}", revision=commit)
+        before = resolve_side(base_root, f"base {label}", revision=commit, cluster=cluster)
     after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after,
-                         reuse=before.side if before else None)
+                         reuse=before.side if before else None, cluster=cluster)
     assert after is not None
     empty = Side(f"base {label}", {})
     return review(before.side if before else empty, after.side, approvals=approvals_of(after),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args
+from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args, add_fleet_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL, EXIT_UNHEALTHY
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="how long --wait waits, e.g. 90s, 5m (default 5m); then exit 5 if an Operator is "
                           "not healthy")
     add_cluster_args(rec)
+    add_fleet_arg(rec)
     rec.add_argument("--show-unchanged", action="store_true", help="also list objects that need no change")
     rec.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
                      help="text for people; json or yaml for scripts: the change set as a ReconcileResult "
@@ -75,7 +76,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.write_lock and (args.locked or not args.dry_run):
         raise UsageError("--write-lock only applies to --dry-run, and never with --locked")
-    api = load_api_client(args.kubeconfig, args.context)
+    from reconciler.repo.fleet import cluster_context
+
+    api = load_api_client(args.kubeconfig, args.context, preferred=cluster_context(args.repo, args.cluster))
     if api is None and not args.dry_run:
         raise ClusterError("no cluster is configured",
                            hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
@@ -84,7 +87,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
                                  write_lock=args.write_lock or not args.dry_run,
                                  wait=args.timeout if args.wait else 0.0,
-                                 on_progress=None if getattr(args, "quiet", False) else _progress_line())
+                                 on_progress=None if getattr(args, "quiet", False) else _progress_line(),
+                                 cluster=args.cluster)
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                       show_unchanged=args.show_unchanged)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\
@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "SAT solver and write olm.lock. What is installed comes from the cluster's status objects "
                     "(read only) when a cluster is configured, and then olm.lock is preferred for Operators "
                     "the cluster does not have while it still satisfies their declarations; without a "
-                    "cluster, from olm.lock. Nothing is applied.",
+                    "cluster, from olm.lock. Nothing is applied. In a fleet repository, --cluster resolves one "
+                    "cluster into clusters/<name>/olm.lock; without it, every cluster is resolved offline, once "
+                    "per distinct set of facts (docs/fleet.md).",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
@@ -38,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--offline", action="store_true",
                    help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
     add_cluster_args(p)
+    add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
@@ -46,11 +49,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.repo import read_repository
     from reconciler.resolve import Unsatisfiable
 
+    from reconciler.repo.fleet import select_cluster
+
     snapshot = read_repository(args.repo)
+    if snapshot.is_fleet and args.cluster is None:
+        return _resolve_fleet(args, snapshot, out)
+    snapshot = select_cluster(snapshot, args.cluster)
     kube = None
     if not args.offline:  # the Kubernetes client is imported only when a cluster is asked
         from reconciler.cluster.kube import Kube, load_api_client
-        api = load_api_client(args.kubeconfig, args.context)
+        api = load_api_client(args.kubeconfig, args.context,
+                              preferred=snapshot.cluster.kube_context if snapshot.cluster else None)
         kube = Kube(api) if api else None
     try:
         resolution = pipeline.resolve(snapshot, kube)
@@ -87,7 +96,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
             print("", file=out)
             print_decisions(decisions, snapshot.root, out)
-        print(f"Lockfile {snapshot.lock_path.name}: "
+        print(f"Lockfile {snapshot.lock_file}: "
               f"{'not written (--no-write)' if args.no_write else 'written' if written else 'unchanged'}",
               file=out)
     else:
@@ -99,6 +108,35 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             doc["approvalsNotEvaluated"] = not_evaluated
         out.write(json.dumps(doc, indent=2, sort_keys=False) + "\n" if args.output == "json"
                   else yamlio.dump(doc))
+    return EXIT_OK
+
+
+def _resolve_fleet(args: argparse.Namespace, snapshot: Any, out: TextIO) -> int:
+    """Every cluster of a fleet, offline: one resolution per shape, each cluster's lockfile written."""
+    from reconciler import yamlio
+    from reconciler.errors import UsageError
+    from reconciler.fleet.resolve import resolve_fleet
+
+    if args.explain or args.graph:
+        raise UsageError("--explain and --graph explain one cluster: add --cluster NAME",
+                         hint=f"clusters: {', '.join(sorted(snapshot.clusters))}")
+    result = resolve_fleet(args.repo, write=not args.no_write, snapshot=snapshot)
+    rows = []
+    for name, lockfile in sorted(result.lockfiles.items()):
+        rows.append({"cluster": name, "stage": snapshot.clusters[name].stage or "",
+                     "bundles": [f"{e.operator}={e.name}" for e in lockfile.entries],
+                     "written": name in result.written})
+    if args.output == "table":
+        width = max([len("CLUSTER"), *(len(r["cluster"]) for r in rows)])
+        print(f"{'CLUSTER':<{width}}  {'STAGE':<10}  BUNDLES", file=out)
+        for r in rows:
+            print(f"{r['cluster']:<{width}}  {r['stage'] or '-':<10}  {', '.join(r['bundles']) or '(none)'}",
+                  file=out)
+        state = "not written (--no-write)" if args.no_write else f"{len(result.written)} written"
+        print(f"{len(rows)} clusters resolved in {result.shapes} resolution(s); lockfiles: {state}", file=out)
+    else:
+        doc = {"clusters": rows, "resolutions": result.shapes}
+        out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
     return EXIT_OK
 
 

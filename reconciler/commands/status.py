@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\
@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "reconciler instance are listed)")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
     add_cluster_args(p)
+    add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
@@ -40,7 +41,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.errors import ClusterError
 
-    api = load_api_client(args.kubeconfig, args.context)
+    preferred = None
+    if args.repo is not None:
+        from reconciler.repo.fleet import cluster_context
+
+        preferred = cluster_context(args.repo, args.cluster)
+    api = load_api_client(args.kubeconfig, args.context, preferred=preferred)
     if api is None:
         raise ClusterError("no cluster is configured",
                            hint="pass --kubeconfig, set $KUBECONFIG, or run `reconciler cluster up`")
@@ -48,8 +54,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     instance = None
     if args.repo is not None:
         from reconciler.repo import read_repository
+        from reconciler.repo.fleet import select_cluster
 
-        snapshot = read_repository(args.repo)
+        snapshot = select_cluster(read_repository(args.repo), args.cluster)
         instance = snapshot.settings.instance   # only the Operators of the repository's own instance
         locked = {e.operator: {"name": e.name, "version": e.version, "digest": e.digest}
                   for e in (snapshot.lock.entries if snapshot.lock else ())}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS
+from reconciler.commands import COMMANDS, add_fleet_arg
 from reconciler.errors import EXIT_OK, UsageError
 
 EXIT_CODES = """\
@@ -37,15 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-out-of-range", action="store_true",
                    help="also propose updates that change the declaration (channel, version range, catalog)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
-def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...]):
+def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...], cluster: str | None = None):
     from reconciler import pipeline
     from reconciler.repo import read_repository
+    from reconciler.repo.fleet import select_cluster
     from reconciler.review.updates import proposals
 
-    snapshot = read_repository(root)
+    snapshot = select_cluster(read_repository(root), cluster)
     unknown = sorted(set(only) - {d.name for d in snapshot.operators})
     if unknown:
         raise UsageError(f"--only {unknown[0]}: no such Operator in {root}",
@@ -61,10 +63,10 @@ def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...]
 def run(args: argparse.Namespace, out: TextIO) -> int:
     root = Path(args.repo)
     snapshot, found = find(root, allow=args.allow, include_outside=args.include_out_of_range,
-                           only=tuple(args.only))
+                           only=tuple(args.only), cluster=args.cluster)
     commits: list[tuple[str, str]] = []
     if args.apply and found:
-        commits = apply(root, snapshot, found, args.branch)
+        commits = apply(root, snapshot, found, args.branch, cluster=args.cluster)
     if args.output == "json":
         doc = {"updates": [p.to_dict() for p in found]}
         if args.apply:
@@ -86,7 +88,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def apply(root: Path, snapshot, found, branch: str) -> list[tuple[str, str]]:  # noqa: ANN001
+def apply(root: Path, snapshot, found, branch: str,  # noqa: ANN001
+          cluster: str | None = None) -> list[tuple[str, str]]:
     """One commit per proposal on a new branch made from HEAD; the working tree ends on that branch."""
     import pygit2
 
@@ -106,8 +109,8 @@ def apply(root: Path, snapshot, found, branch: str) -> list[tuple[str, str]]:  #
     repo.checkout(ref)
     commits = []
     for p in found:
-        changed = _write_update(root, p)
-        review = diff.compute(root, base="HEAD", pin_after=True)
+        changed = _write_update(root, p, cluster)
+        review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster)
         message = (f"Update {p.operator} to {p.target}\n\n{p.installed} -> {p.target} ({p.level}, {p.scope} the "
                    f"declaration; {p.edge})\n\n" + diff.render(review, "markdown"))
         index = repo.index
@@ -126,14 +129,15 @@ def apply(root: Path, snapshot, found, branch: str) -> list[tuple[str, str]]:  #
     return commits
 
 
-def _write_update(root: Path, p) -> list[Path]:  # noqa: ANN001 - a review.updates.Proposal
+def _write_update(root: Path, p, cluster: str | None = None) -> list[Path]:  # noqa: ANN001 - a review.updates.Proposal
     """Point the declaration at the update (when it must change) and lock it; the files written."""
     from reconciler import pipeline, yamlio
     from reconciler.model.lock import Lockfile
     from reconciler.repo import read_repository
+    from reconciler.repo.fleet import select_cluster
     from reconciler.review.updates import rewrite_declaration
 
-    snapshot = read_repository(root)
+    snapshot = select_cluster(read_repository(root), cluster)
     written = []
     decl = next(d for d in snapshot.operators if d.name == p.operator)
     if p.changes:
@@ -142,7 +146,7 @@ def _write_update(root: Path, p) -> list[Path]:  # noqa: ANN001 - a review.updat
         yamlio.write_atomic(path, rewrite_declaration(text, p.operator, p, decl.catalog.name,
                                                       decl.catalog.channel))
         written.append(path)
-        snapshot = read_repository(root)
+        snapshot = select_cluster(read_repository(root), cluster)
     resolution = pipeline.resolve(snapshot, None)
     planned = pipeline.plan_lock(snapshot, resolution)
     installs = pipeline.convert(snapshot, resolution, planned, None)

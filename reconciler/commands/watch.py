@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
 from reconciler.errors import EXIT_OK
 
 EPILOG = """\
@@ -53,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="never write olm.lock into a working tree (for a checkout another process owns, such as "
                         "a git-sync sidecar's); remote sources are never written to")
     add_cluster_args(w)
+    add_fleet_arg(w)
+    w.set_defaults(cluster=os.environ.get("RECONCILER_CLUSTER") or None)   # deploy/ sets it in a fleet
     w.add_argument("--listen", default="",
                    help="serve /healthz, /readyz, /metrics and /hook on HOST:PORT (e.g. :8080); off by default")
     w.add_argument("--hook-secret-file", type=Path,
@@ -165,7 +167,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.commands.reconcile import print_outcome
     from reconciler.errors import ClusterError
-    from reconciler.loop import LeaderElector, Loop, StepResult
+    from reconciler.loop import LeaderElector, LocalSource, Loop, StepResult
     from reconciler.server import Server
 
     from reconciler import logs
@@ -174,7 +176,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     source = build_source(args)
     listen = _listen(args.listen) if args.listen else None
     hook_secret = _secret(args.hook_secret_file, "webhook secret file")
-    api = load_api_client(args.kubeconfig, args.context)
+    preferred = None
+    if isinstance(source, LocalSource):   # a remote's clusters are known once it is fetched
+        from reconciler.repo.fleet import cluster_context
+
+        preferred = cluster_context(source.root, args.cluster)
+    api = load_api_client(args.kubeconfig, args.context, preferred=preferred)
     if api is None:
         raise ClusterError("no cluster is configured",
                            hint="pass --kubeconfig, set $KUBECONFIG, or run in a pod with a service account")
@@ -193,7 +200,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                 lease_duration=d, renew_deadline=d * 2 / 3, retry_period=d / 7.5)
     loop = Loop(source, kube, interval=args.interval, dry_run=args.dry_run, elector=elector,
                 events_namespace=args.events_namespace or _context_namespace(args) or "default",
-                identity=identity, report=report)
+                identity=identity, report=report, cluster=args.cluster)
     if elector is not None:
         elector.on_change = lambda leading: loop.trigger("leadership acquired") if leading else None
     relay = None

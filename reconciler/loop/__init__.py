@@ -62,8 +62,10 @@ class Loop:
     def __init__(self, source: Source, kube: Kube | None, *, interval: float = 300.0, dry_run: bool = False,
                  elector: LeaderElector | None = None, metrics: Metrics | None = None,
                  backoff: tuple[float, float] = (1.0, 300.0), events_namespace: str = "default",
-                 identity: str = "", report: Callable[[StepResult], None] | None = None) -> None:
+                 identity: str = "", report: Callable[[StepResult], None] | None = None,
+                 cluster: str | None = None) -> None:
         self.source = source
+        self.cluster = cluster   # the fleet cluster this loop reconciles (watch --cluster)
         self.kube = kube
         self.interval = interval
         self.dry_run = dry_run
@@ -189,7 +191,7 @@ class Loop:
                 with self.source.tree(target) as path:
                     repository, git_dir = self.source.origin(path)
                     prepared = pipeline.prepare(path, revision=target.key, kube=self.kube, identity=repository,
-                                                git_dir=git_dir)
+                                                git_dir=git_dir, cluster=self.cluster)
                 self.metrics.resolution_duration.observe(time.monotonic() - t0)
             except ClusterError as exc:  # reading installed state failed: not the revision's fault
                 return self._finish(self._failed(target.revision, exc, "resolve"), started)

@@ -24,6 +24,10 @@ from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
 from reconciler.model.shape import kind_of
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from reconciler.model.fleet import Placement
+
 OPERATOR_API_VERSIONS = ("operators.coreos.com/v1", "operators.coreos.com/v2alpha1")
 INPUT_API_VERSIONS = ("deppy.io/v1", "depster.io/v1")
 DEFAULT_INPUT_CLASS = "subscription"
@@ -96,6 +100,7 @@ class OperatorDecl:
     manual_approval: bool = False             # v2alpha1 approval: Manual, i.e. DenyAll
     allow_unsafe_crds: str = ""   # metadata.annotations[reconciler.dev/allow-unsafe-crd-upgrade]
     delete_custom_resources: bool = False   # metadata.annotations[reconciler.dev/delete-custom-resources]
+    placement: Placement | None = None      # spec.placement: which clusters of a fleet, and their overrides
 
     @property
     def package(self) -> str | None:
@@ -323,8 +328,12 @@ def _constraints(spec: _Reader, validate: bool = True) -> tuple[Constraint, ...]
 
 
 def _approval_fields(spec: _Reader, origin: Origin) -> dict[str, Any]:
-    """spec.provisionerClassName and spec.approver, shared by every declaration kind."""
+    """spec.provisionerClassName, spec.approver and spec.placement, shared by every declaration kind."""
     out: dict[str, Any] = {}
+    if (raw := spec.get("placement", dict)) is not None:
+        from reconciler.model.fleet import parse_placement
+
+        out["placement"] = parse_placement(raw, str(origin), spec.obj)
     if (pcls := spec.get("provisionerClassName", str)) is not None:
         out["provisioner_class"] = pcls
     if (raw := spec.get("approver", dict)) is not None:

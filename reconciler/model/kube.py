@@ -22,6 +22,7 @@ MANAGED_BY = "reconciler"
 ANNOTATION_PRUNE = f"{API_GROUP}/prune"
 LABEL_INSTANCE = f"{API_GROUP}/instance"   # on status objects: the reconciler instance that owns them
 ANNOTATION_REPOSITORY = f"{API_GROUP}/repository"   # on status objects: the repository that declared them
+ANNOTATION_CLUSTER = f"{API_GROUP}/cluster"   # on status objects: the fleet's cluster they were declared for
 DEFAULT_INSTANCE = "default"
 
 # ApplySet (KEP-3659, as kubectl implements it): a parent object labelled with the set's id, members labelled

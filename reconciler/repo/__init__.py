@@ -8,6 +8,7 @@ Layout (documented in the README):
 * ``olm.lock``           the lockfile
 * ``approvals/``         approval records, one file per Operator (written by ``reconciler approve``)
 * ``policies/``          the repository's own guardrail policies
+* ``clusters/<name>.yaml`` a fleet's ``Cluster`` declarations; ``clusters/<name>/olm.lock`` each one's lockfile
 * every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
 
 Hidden files and directories (``.git``, ``.github``) are skipped, and so are nested git repositories
@@ -50,7 +51,8 @@ BUNDLES_DIR = "bundles"
 APPROVALS_DIR = "approvals"
 MAX_TREE_DEPTH = 64   # directory levels of a working tree or a fetched one; real repositories stay under 15
 POLICIES_DIR = "policies"
-_NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR)
+CLUSTERS_DIR = "clusters"
+_NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR, CLUSTERS_DIR)
 # Kinds of the design documents that declare nothing this tool can act on, and why (what to write instead).
 _DIRECT = "declare an Operator with spec.bundle {name, refs} to install a bundle without a catalog"
 REFUSED_KINDS = {
@@ -92,6 +94,7 @@ class Settings:
     installer_namespace: str = "reconciler-system"   # where each Operator's installer ServiceAccount lives
     instance: str = DEFAULT_INSTANCE   # which reconciler instance owns what this repository installs
     repository: str | None = None      # this repository's identity, when its address cannot be detected (identity.py)
+    stages: tuple[str, ...] = ()       # a fleet's stages, in the order a bundle is promoted through them
 
 
 @dataclass(frozen=True)
@@ -107,10 +110,17 @@ class RepoSnapshot:
     approvals: dict = field(default_factory=dict)   # Operator name -> approve.records.ApprovalRecord
     identity: str = ""              # the repository's identity, recorded on what it installs (identity.py)
     git_dir: Path | None = None     # where its commits can be looked up (a recorded revision's provenance)
+    clusters: dict = field(default_factory=dict)   # a fleet's clusters by name (model.fleet.ClusterDecl)
+    cluster: Any = None             # the cluster this view is of (``select_cluster``), in a fleet repository
+    lock_file: str = LOCK_FILENAME  # the lockfile, relative to the root
 
     @property
     def lock_path(self) -> Path:
-        return self.root / LOCK_FILENAME
+        return self.root / self.lock_file
+
+    @property
+    def is_fleet(self) -> bool:
+        return bool(self.clusters)
 
 
 def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
@@ -129,13 +139,16 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     if os.path.lexists(top / LOCK_FILENAME):
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
     operators, classes, provisioners = _read_declarations(top, settings)
+    clusters = _read_clusters(top, settings)
+    _check_overrides(operators, provisioners)
     from reconciler.approve.records import read_records
     from reconciler.repo import identity
 
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
                         operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes,
                         provisioner_classes=provisioners, approvals=read_records(top),
-                        identity=settings.repository or identity.detect(top), git_dir=identity.git_dir(top))
+                        identity=settings.repository or identity.detect(top), git_dir=identity.git_dir(top),
+                        clusters=clusters)
 
 
 def _read_settings(top: Path) -> Settings:
@@ -146,7 +159,7 @@ def _read_settings(top: Path) -> Settings:
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
-             "provisionerClassName", "installerNamespace", "instance", "repository"}
+             "provisionerClassName", "installerNamespace", "instance", "repository", "stages"}
     unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -212,10 +225,63 @@ def _read_settings(top: Path) -> Settings:
                              path=SETTINGS_FILE,
                              hint="it identifies the repository on the Operators it installs (docs/ownership.md)")
         repository = from_setting(repository)
+    stages = doc.get("stages") or []
+    if not isinstance(stages, list) or not all(isinstance(x, str) and is_dns1123_label(x) for x in stages) \
+            or len(set(stages)) != len(stages):
+        raise InputError("stages must be a list of distinct stage names, in the order bundles are promoted",
+                         path=SETTINGS_FILE, hint="for example: stages: [dev, staging, prod]")
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
                     catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
                     provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
-                    repository=repository)
+                    repository=repository, stages=tuple(stages))
+
+
+def _read_clusters(top: Path, settings: Settings) -> dict[str, Any]:
+    """``clusters/<name>.yaml``: one ``Cluster`` each, named as its file; ``clusters/<name>/`` holds its lockfile."""
+    from reconciler.model.fleet import CLUSTER_API_VERSION, CLUSTER_KIND, parse_cluster
+
+    base = top / CLUSTERS_DIR
+    if not base.is_dir():
+        return {}
+    clusters: dict[str, Any] = {}
+    for path in sorted(base.iterdir()):
+        rel = f"{CLUSTERS_DIR}/{path.name}"
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        if not path.name.endswith((".yaml", ".yml")):
+            raise InputError("not a Cluster declaration", path=rel,
+                             hint=f"{CLUSTERS_DIR}/ holds <name>.yaml files declaring one Cluster each")
+        docs = yamlio.read_all(path, rel, strict=True)
+        if len(docs) != 1 or not isinstance(docs[0], dict):
+            raise DeclarationError(f"expected exactly one Cluster, found {len(docs)} document(s)", path=rel)
+        doc = docs[0]
+        if doc.get("apiVersion") != CLUSTER_API_VERSION or doc.get("kind") != CLUSTER_KIND:
+            raise DeclarationError(f"expected apiVersion {CLUSTER_API_VERSION} and kind {CLUSTER_KIND}, found "
+                                   f"{doc.get('apiVersion')} {doc.get('kind')}", path=rel)
+        cluster = parse_cluster(doc, rel)
+        if cluster.name != path.name.rsplit(".", 1)[0]:
+            raise DeclarationError(f"Cluster {cluster.name} is declared in {path.name}", path=rel,
+                                   hint=f"name the file after the cluster: {CLUSTERS_DIR}/{cluster.name}.yaml "
+                                        f"(its lockfile is {CLUSTERS_DIR}/{cluster.name}/{LOCK_FILENAME})")
+        if cluster.name in clusters:
+            raise DeclarationError(f"Cluster {cluster.name} is declared twice", path=rel,
+                                   hint=f"the other declaration is {clusters[cluster.name].origin}")
+        if cluster.stage is not None and cluster.stage not in settings.stages:
+            raise DeclarationError(f"stage {cluster.stage!r} is not one of reconciler.yaml's stages "
+                                   f"({', '.join(settings.stages) or 'none declared'})", path=rel,
+                                   obj=f"Cluster {cluster.name}",
+                                   hint="declare the stages in order, e.g. stages: [dev, staging, prod]")
+        clusters[cluster.name] = cluster
+    return clusters
+
+
+def _check_overrides(operators: tuple[OperatorDecl, ...], provisioners: dict[str, ProvisionerClass]) -> None:
+    for decl in operators:
+        for o in decl.placement.overrides if decl.placement else ():
+            if o.provisioner_class is not None and o.provisioner_class not in provisioners:
+                raise DeclarationError(f"spec.placement.overrides: ProvisionerClass {o.provisioner_class!r} does "
+                                       f"not exist", path=str(decl.origin), obj=f"{decl.kind} {decl.name}",
+                                       hint=f"known classes: {', '.join(sorted(provisioners))}")
 
 
 def _catalog_dirs(top: Path) -> dict[str, Path]:

@@ -23,6 +23,7 @@ from reconciler import pipeline
 from reconciler.errors import InputError, UsageError
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
+from reconciler.repo.fleet import select_cluster
 from reconciler.repo.git import materialise
 from reconciler.review import Approval, BundleInfo, Owner, Side
 
@@ -117,13 +118,19 @@ def secrets_of(side: Side | None):  # noqa: ANN201 - a bundle.certs.Lookup
 
 
 def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = None,
-                 revision: str | None = None, pin: bool = False, reuse: Side | None = None) -> Resolved | None:
+                 revision: str | None = None, pin: bool = False, reuse: Side | None = None,
+                 cluster: str | None = None, snapshot: RepoSnapshot | None = None) -> Resolved | None:
     """Read, resolve and convert one side. ``installed`` replaces the snapshot's own lock as what is installed;
     without it, or with ``pin``, every owner in the side's own lock stays on its locked bundle (the base:
-    what the cluster has; a commit that moves only part of the lock: what it moves)."""
+    what the cluster has; a commit that moves only part of the lock: what it moves). In a fleet repository,
+    ``cluster`` says which cluster's view; a side that does not declare that cluster has nothing."""
     if root is None:
         return None
-    snapshot = read_repository(root)
+    snapshot = snapshot or read_repository(root)
+    if cluster is not None:
+        if snapshot.is_fleet and cluster not in snapshot.clusters:
+            return None
+        snapshot = select_cluster(snapshot, cluster) if snapshot.is_fleet else snapshot
     own_lock = snapshot.lock
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)

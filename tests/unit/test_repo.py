@@ -268,7 +268,7 @@ def test_unknown_setting_hint_lists_known(tmp_path):
     repo = copy_example(tmp_path)
     write(repo, "reconciler.yaml", "ignored: []\n")
     assert read_error(repo).hint == ("known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore, "
-                                     "installerNamespace, instance, kubernetesVersion, provisionerClassName, repository")
+                                     "installerNamespace, instance, kubernetesVersion, provisionerClassName, repository, stages")
 
 
 @pytest.mark.parametrize("value", ["Team_A", "", 7, "x" * 41])

@@ -80,6 +80,27 @@ def check_repositories(mine: Mapping[str, status_objects.Recorded], declared: se
                 f"reconciler.yaml" if foreign else ""))
 
 
+def check_cluster(mine: Mapping[str, status_objects.Recorded], instance: Instance) -> None:
+    """Refuse to reconcile one cluster of a fleet into another: the status objects say which cluster they are.
+
+    A kubeconfig context that points at the wrong cluster would otherwise install, upgrade and prune the
+    Operators of one cluster's declarations in another. Status objects recorded without a cluster (written
+    outside a fleet) are taken as this one's.
+    """
+    if not instance.cluster:
+        return
+    others = sorted({rec.cluster for rec in mine.values() if rec.cluster and rec.cluster != instance.cluster})
+    if others:
+        names = sorted(n for n, rec in mine.items() if rec.cluster in others)
+        raise PolicyError(f"this is cluster {instance.cluster!r} of the fleet, but the cluster reached holds the "
+                          f"Operators of cluster {others[0]!r} ({', '.join(names[:5])}"
+                          f"{' ...' if len(names) > 5 else ''}); nothing was applied or deleted",
+                          obj=f"cluster {instance.cluster}",
+                          hint=f"check the kubeconfig context (--context, or spec.context of clusters/"
+                               f"{instance.cluster}.yaml); the Operators' reconciler.dev/cluster annotation says "
+                               f"which cluster they belong to")
+
+
 def check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[str, set[tuple[str, str, str, str]]],
                  moves: Mapping[str, str], instance: str = "default") -> None:
     """Refuse to apply over an object that is not provably ``operator``'s.

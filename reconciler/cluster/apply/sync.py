@@ -12,7 +12,7 @@ from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.ownership import (
-    check_instances, check_repositories, check_unique, find_moves, held_renames,
+    check_cluster, check_instances, check_repositories, check_unique, find_moves, held_renames,
 )
 from reconciler.cluster.apply.plan import ensure_namespaces, plan, shipped_namespaces
 from reconciler.cluster.apply.prune import prune
@@ -62,6 +62,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     everyone = status_objects.read_all(kube)
     check_instances(everyone, [op.name for op in desired] + [p.name for p in pending], instance)
     mine = {k: v for k, v in everyone.items() if v.instance == instance.name}
+    check_cluster(mine, instance)
     for name in check_repositories(mine, {op.name for op in desired} | {p.name for p in pending}, instance):
         result.notes.append(f"Operator {name} was installed before repositories were recorded: it "
                             f"{'would be' if dry_run else 'is'} recorded as this repository's ({instance.repository})")
