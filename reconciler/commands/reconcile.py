@@ -260,7 +260,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     lock_state = _lock_state(outcome)
     if lock_state == "stale":
         lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"
-    print(f"Lockfile {snap.lock_path.name}: {lock_state}", file=out)
+    print(f"Lockfile {snap.lock_file}: {lock_state}", file=out)
     print_approvals(outcome, out)
     target = f"server-side dry-run against {server}" if dry_run and server else (
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")
