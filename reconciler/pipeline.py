@@ -185,16 +185,17 @@ def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
 
 
 def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None, *,
-            catalogs: Mapping[str, Catalog] | None = None) -> Resolution:
+            catalogs: Mapping[str, Catalog] | None = None,
+            holds: Mapping[str, frozenset[str]] | None = None) -> Resolution:
     """Resolve the snapshot's declarations (``catalogs``: already loaded for this repository, e.g. once for a
-    fleet's clusters)."""
+    fleet's clusters; ``holds``: what a fleet's stage allows instead of ``stage_holds``, for a promotion)."""
     progress.stage("loading catalogs")
     if catalogs is None:
         catalogs = load_catalogs(snapshot, snapshot.operators)
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
-    holds = stage_holds(snapshot)
+    holds = stage_holds(snapshot) if holds is None else holds
     if holds:   # a later stage of a fleet: only what was promoted to it (and what it runs) can be chosen
         catalogs = held_catalogs(catalogs, holds, installed)
     pins = lock_pins(snapshot, installed) if kube is not None else {}

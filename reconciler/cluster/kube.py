@@ -104,8 +104,13 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
 class Kube:
     """Requests and discovery against one cluster."""
 
-    def __init__(self, api: k8s_client.ApiClient) -> None:
+    def __init__(self, api: k8s_client.ApiClient, *, attempts: int | None = None,
+                 timeout: tuple[float, float] = (10, 60)) -> None:
+        """``attempts`` bounds the tries of one request (default: ``retry.DEFAULT_POLICY``); ``timeout`` is
+        (connect, read) seconds. A fleet-wide read lowers both, so an unreachable cluster answers quickly."""
         self.api = api
+        self.attempts = attempts
+        self.timeout = timeout
         self._groups: dict[str, dict[str, ResourceInfo]] = {}
         self._discovery_lock = threading.Lock()
         pool = getattr(getattr(api, "rest_client", None), "pool_manager", None)
@@ -137,7 +142,7 @@ class Kube:
 
         from reconciler.cluster import retry
 
-        policy = retry.DEFAULT_POLICY
+        policy = retry.DEFAULT_POLICY if self.attempts is None else retry.RetryPolicy(attempts=self.attempts)
         repeat = retry.idempotent(method, content_type) if repeatable is None else repeatable
         headers = {"Accept": accept, "Content-Type": content_type}
         if self.impersonated:
@@ -157,7 +162,7 @@ class Kube:
             last = attempt >= policy.attempts
             try:
                 resp = self.api.call_api(method, url, header_params=headers, body=payload,
-                                         _request_timeout=(10, 60))
+                                         _request_timeout=self.timeout)
             except urllib3.exceptions.HTTPError as exc:
                 reason = getattr(exc, "reason", None) or exc
                 never_sent = isinstance(reason, (urllib3.exceptions.NewConnectionError,

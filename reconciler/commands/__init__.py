@@ -38,6 +38,8 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
     "status": "show each installed Operator's bundle, health, updates and revision",
     "watch": "reconcile continuously from a working tree or a remote git repository",
+    "promote": "copy the bundles a fleet's stage runs healthy into the next stage's lockfiles, as a commit",
+    "fleet": "a fleet's status: every cluster's Operators, read through their kubeconfig contexts",
     "cluster": "a local Kubernetes cluster for users without one",
     "catalog": "validate, list, graph and render file-based catalogs",
     "bundle": "render, validate or build a bundle",

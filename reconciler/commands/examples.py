@@ -24,7 +24,8 @@ EXAMPLES: dict[str, str] = {
     "resolve": """\
   reconciler resolve .                        # choose bundles and write olm.lock
   reconciler resolve . --explain --no-write   # why each bundle, without writing
-  reconciler resolve . --offline -o json      # ignore the cluster; machine-readable""",
+  reconciler resolve . --offline -o json      # ignore the cluster; machine-readable
+  reconciler resolve . --cluster prod-eu      # in a fleet repository: one cluster (without: all of them)""",
     "approve": """\
   reconciler approve . plumbus                # approve what plumbus waits for, then commit:
   git add approvals/ && git commit -m "Approve plumbus.v1.1.0"
@@ -51,6 +52,16 @@ EXAMPLES: dict[str, str] = {
       --listen :8080 --hook-secret-file /secrets/hook --leader-elect -n reconciler-system
   # JSON logs for a log collector
   reconciler watch ./gitops --log-format json --log-level info""",
+    "promote": """\
+  reconciler promote . --to staging --dry-run          # the evidence from dev, and what would change
+  reconciler promote . --to prod --soak 24h            # prod gets what staging ran healthy for a day; commits
+  reconciler promote . --to prod --force --reason "CVE-2026-1234 hotfix"   # override, recorded in the commit""",
+    "fleet": """\
+  reconciler fleet status .                             # the cluster x Operator matrix, every context read
+  reconciler fleet status . -o html > fleet.html        # one page to open in a browser""",
+    "fleet status": """\
+  reconciler fleet status . --kubeconfig ~/.kube/fleet   # a kubeconfig with a context per cluster
+  reconciler fleet status . -o json | jq '.summary[].line'""",
     "cluster": """\
   reconciler cluster up && export KUBECONFIG=$(reconciler cluster kubeconfig)
   reconciler cluster down""",

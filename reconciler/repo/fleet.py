@@ -105,11 +105,12 @@ def previous_stage(snapshot: RepoSnapshot) -> str | None:
     return stages[at - 1] if at > 0 else None
 
 
-def stage_holds(snapshot: RepoSnapshot) -> dict[str, frozenset[str]]:
+def stage_holds(snapshot: RepoSnapshot, *, promoting: bool = False) -> dict[str, frozenset[str]]:
     """Package -> the bundle names a cluster of a later stage may run; empty when nothing is held.
 
     Its own lockfile's pins hold; a package it has not pinned is held to what the previous stage's clusters pin
-    (any of them), and is free only when no earlier cluster runs it either.
+    (any of them), and is free only when no earlier cluster runs it either. When ``promoting``, what the
+    previous stage pins replaces the cluster's own pins: that is the promotion.
     """
     before = previous_stage(snapshot)
     if before is None:
@@ -125,5 +126,8 @@ def stage_holds(snapshot: RepoSnapshot) -> dict[str, frozenset[str]]:
         for e in lock.entries if lock else ():
             earlier.setdefault(e.package, set()).add(e.name)
     for package, names in earlier.items():
-        holds.setdefault(package, set(names))
+        if promoting:
+            holds[package] = set(names)
+        else:
+            holds.setdefault(package, set(names))
     return {p: frozenset(n) for p, n in holds.items()}
