@@ -7,7 +7,7 @@
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
 # registry, crane, operator-controller's renderer) and, as root on Debian,
-# installs Graphviz and OpenSSH's server with apt-get when missing, so that no test is skipped for want of
+# installs Graphviz, OpenSSH's server and Chromium with apt-get when missing, so that no test is skipped for want of
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
 # root, so the image test runs on a fresh machine (it skips, saying why, where they cannot be had).
@@ -61,9 +61,10 @@ demo: binaries
 peers: $(STAMP)
 	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary()'
 
-# Graphviz (`catalog graph --format svg`) and sshd (git over SSH) for the tests that use them.
+# Graphviz (`catalog graph --format svg`), sshd (git over SSH) and Chromium for the tests that use them.
+# Chromium (headless) renders the page `fleet status -o html` writes, in its test.
 TOOL_PACKAGES := $(if $(shell command -v dot),,graphviz) $(if $(wildcard /usr/sbin/sshd),,openssh-server) \
-                 $(if $(shell command -v ssh-keygen),,openssh-client)
+                 $(if $(shell command -v ssh-keygen),,openssh-client) $(if $(wildcard /usr/bin/chromium),,chromium)
 tools:
 	@if [ -n "$(strip $(TOOL_PACKAGES))" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -223,7 +223,8 @@ def as_table(fleet: FleetStatus) -> str:
                 text += " (lock " + cell.locked + ")"
             row.append(text)
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows if len(r) > i) for i in range(len(head))]
+    full = [r for r in rows if len(r) == len(head)]   # an unreachable cluster's message spans the Operators
+    widths = [max(len(r[i]) for r in full) for i in range(len(head))]
     lines = ["  ".join(v if i == len(r) - 1 else v.ljust(widths[i]) for i, v in enumerate(r)).rstrip()
              for r in rows]
     lines.append("")

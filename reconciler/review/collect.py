@@ -23,7 +23,7 @@ from reconciler import pipeline
 from reconciler.errors import InputError, UsageError
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import select_cluster
+from reconciler.repo.fleet import select_cluster, stage_holds
 from reconciler.repo.git import materialise
 from reconciler.review import Approval, BundleInfo, Owner, Side
 
@@ -132,11 +132,12 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
             return None
         snapshot = select_cluster(snapshot, cluster) if snapshot.is_fleet else snapshot
     own_lock = snapshot.lock
+    holds = stage_holds(snapshot)   # a later stage of a fleet: what its own lockfile (a promotion) allows
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if installed is not None:
         snapshot = dataclasses.replace(snapshot, lock=installed)
-    resolution = pipeline.resolve(snapshot, None)
+    resolution = pipeline.resolve(snapshot, None, holds=holds)
     if (installed is None or pin) and own_lock is not None:
         resolution = pinned(resolution, own_lock)
     planned = pipeline.plan_lock(snapshot, resolution)

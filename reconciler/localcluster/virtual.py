@@ -1,0 +1,136 @@
+"""More clusters on one control plane: extra kube-apiservers that share its etcd under their own prefix.
+
+A fleet's tests and benchmarks need several clusters; a full control plane
+each (etcd, controllers, kwok) costs hundreds of megabytes and tens of
+seconds. A *virtual cluster* is one more kube-apiserver on the same etcd with
+its own ``--etcd-prefix``: a real API server with its own objects, RBAC and
+discovery, starting in seconds, reached with the same certificates. It runs no
+controllers, so its Deployments never roll out (an Operator there stays
+Progressing), which is what a test of "this stage is not healthy" wants.
+``watch_cache=False`` trims its memory further, for a fleet of many.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from reconciler.errors import ControlPlaneError
+
+from .build import tail
+from .plane import ADMIN_USER, ControlPlane, _die_with_parent, _free_ports, _get, _prctl, _write_kubeconfig, _b64
+
+
+LEAN_APIS = ("api/v1", "apps/v1", "rbac.authorization.k8s.io/v1", "apiextensions.k8s.io/v1",
+             "admissionregistration.k8s.io/v1", "apiregistration.k8s.io/v1", "coordination.k8s.io/v1",
+             "authorization.k8s.io/v1", "authentication.k8s.io/v1", "events.k8s.io/v1", "policy/v1",
+             "discovery.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1", "storage.k8s.io/v1",
+             "node.k8s.io/v1", "certificates.k8s.io/v1", "batch/v1", "autoscaling/v2")
+
+
+class VirtualCluster:
+    """A kube-apiserver of its own on ``plane``'s etcd, under the key prefix ``/clusters/<name>``."""
+
+    def __init__(self, plane: ControlPlane, name: str, *, watch_cache: bool = True, lean: bool = False) -> None:
+        self.plane, self.name, self.watch_cache, self.lean = plane, name, watch_cache, lean
+        self.port = 0
+        self._proc: subprocess.Popen | None = None
+        self.log_path = plane.state_dir / f"kube-apiserver-{name}.log"
+        self.kubeconfig_path = plane.state_dir / "kubeconfigs" / f"virtual-{name}.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def _args(self) -> list[str]:
+        args = self.plane._apiserver_args()
+        args = [a for a in args if not a.startswith(("--secure-port=", "--cert-dir="))]
+        args += [f"--secure-port={self.port}", f"--etcd-prefix=/clusters/{self.name}",
+                 f"--cert-dir={self.plane.state_dir / 'pki' / ('virtual-' + self.name)}"]
+        if not self.watch_cache:
+            args += ["--watch-cache=false"]
+        if self.lean:   # only the API groups the reconciler uses: far less memory for a fleet of many
+            args += ["--runtime-config=api/all=false," + ",".join(f"{g}=true" for g in LEAN_APIS),
+                     "--enable-priority-and-fairness=false"]
+        return args
+
+    def start(self, timeout: float = 60.0) -> VirtualCluster:
+        if self._proc is not None and self._proc.poll() is None:
+            raise ControlPlaneError(f"virtual cluster {self.name} is already running")
+        if not self.port:
+            self.port = _free_ports(1)[0]
+        env = {**os.environ, "GOGC": "25", "GOMEMLIMIT": "96MiB"} if self.lean else None
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(self._args(), cwd=self.plane.state_dir, stdin=subprocess.DEVNULL, env=env,
+                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                          preexec_fn=None if _prctl is None else _die_with_parent)
+        pki = self.plane._pki
+        cert = pki.client_cert(ADMIN_USER)
+        self.kubeconfig_path.parent.mkdir(exist_ok=True)
+        _write_kubeconfig(self.kubeconfig_path, self.server, pki.ca_cert, ADMIN_USER, {
+            "client-certificate-data": _b64(Path(cert).read_bytes()),
+            "client-key-data": _b64(Path(pki.client_key(ADMIN_USER)).read_bytes())})
+        deadline = time.monotonic() + timeout
+        context = self.plane._admin_ssl_context()
+        while _get(f"{self.server}/readyz", context) != b"ok":
+            if self._proc.poll() is not None:
+                raise ControlPlaneError(f"kube-apiserver of virtual cluster {self.name} exited with code "
+                                        f"{self._proc.returncode}; the end of {self.log_path}:\n{tail(self.log_path)}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ControlPlaneError(f"virtual cluster {self.name} was not ready within {timeout:.0f}s; the end "
+                                        f"of {self.log_path}:\n{tail(self.log_path)}")
+            time.sleep(0.1)
+        return self
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop its API server; its objects stay in etcd, and ``start`` serves them again on the same port."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(10)
+
+    def admin_client(self):  # noqa: ANN201 - a kubernetes.client.ApiClient
+        from .plane import _client_from
+
+        return _client_from(self.kubeconfig_path)
+
+    def rss_bytes(self) -> int:
+        """Its resident memory, for the benchmark's report (0 when not running)."""
+        if self._proc is None or self._proc.poll() is not None:
+            return 0
+        for line in Path(f"/proc/{self._proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+
+def kubeconfig_with_contexts(path: Path, clusters: dict[str, tuple[str, Path]]) -> Path:
+    """One kubeconfig with a context per cluster, named as given: ``{context: (server, kubeconfig it is in)}``.
+
+    Fleet-wide commands read each cluster through its context; this merges the admin kubeconfigs of a plane
+    and its virtual clusters into that shape.
+    """
+    import yaml
+
+    merged: dict = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for context, (_, source) in sorted(clusters.items()):
+        doc = yaml.safe_load(Path(source).read_text())
+        cluster, user = doc["clusters"][0], doc["users"][0]
+        merged["clusters"].append({"name": context, "cluster": cluster["cluster"]})
+        merged["users"].append({"name": context, "user": user["user"]})
+        merged["contexts"].append({"name": context, "context": {"cluster": context, "user": context}})
+    merged["current-context"] = sorted(clusters)[0] if clusters else ""
+    path.touch(mode=0o600)
+    path.write_text(yaml.safe_dump(merged, sort_keys=False))
+    return path
