@@ -161,21 +161,14 @@ def _outside(source: str, root: Path) -> bool:
     return path != top and top not in path.parents
 
 
-def held_catalogs(catalogs: Mapping[str, Catalog], holds: Mapping[str, frozenset[str]],
-                  installed: Mapping[str, LockEntry]) -> dict[str, Catalog]:
-    """The catalogs as a later stage sees them: of each held package only the held bundles, and the bundle a
-    cluster runs (so that the upgrade edge from it to the promoted one is still there). Channels keep every
-    entry, so edges are read as the catalog writes them."""
-    running: dict[str, set[str]] = {}
+def held_bundles(holds: Mapping[str, frozenset[str]], installed: Mapping[str, LockEntry]) -> dict[str, frozenset[str]]:
+    """What a later stage of a fleet may choose from each held package: the held bundles and the bundle the
+    cluster runs (so that the upgrade edge from it to the promoted one is there)."""
+    out = {pkg: set(names) for pkg, names in holds.items()}
     for e in installed.values():
-        running.setdefault(e.package, set()).add(e.name)
-    out = {}
-    for name, cat in catalogs.items():
-        bundles = {(p, n): b for (p, n), b in cat.bundles.items()
-                   if p not in holds or n in holds[p] or n in running.get(p, ())}
-        out[name] = cat if len(bundles) == len(cat.bundles) else Catalog(
-            cat.name, cat.root, cat.packages, cat.channels, bundles, cat.priority, cat.deprecations, cat.others, "")
-    return out
+        if e.package in out:
+            out[e.package].add(e.name)
+    return {pkg: frozenset(names) for pkg, names in out.items()}
 
 
 def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
@@ -195,13 +188,12 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
-    holds = stage_holds(snapshot) if holds is None else holds
-    if holds:   # a later stage of a fleet: only what was promoted to it (and what it runs) can be chosen
-        catalogs = held_catalogs(catalogs, holds, installed)
+    holds = stage_holds(snapshot) if holds is None else holds   # a later stage of a fleet: what was promoted
     pins = lock_pins(snapshot, installed) if kube is not None else {}
     check_lock_entries(snapshot, catalogs, pins)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
-                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins)
+                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
+                                holds=held_bundles(holds, installed) if holds else {})
     return (resolver or SatResolver()).resolve(request)
 
 

@@ -37,7 +37,7 @@ def facts_digest(view: RepoSnapshot) -> str:
     h = hashlib.sha256()
     h.update(repr(view.operators).encode())
     h.update(b"\0" + str(view.settings.kubernetes_version).encode())
-    h.update(b"\0" + (view.lock.render().encode() if view.lock else b""))
+    h.update(b"\0" + (repr(view.lock.entries).encode() if view.lock else b""))
     h.update(b"\0" + repr(sorted((p, sorted(n)) for p, n in stage_holds(view).items())).encode())
     return h.hexdigest()
 

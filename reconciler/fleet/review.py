@@ -55,7 +55,7 @@ def _key(view: RepoSnapshot | None, installed: Any = None) -> str:
 
     if view is None:
         return "-"
-    extra = installed.render() if installed is not None else ""
+    extra = repr(installed.entries) if installed is not None else ""
     return hashlib.sha256((facts_digest(view) + extra).encode()).hexdigest()
 
 
@@ -67,9 +67,14 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
     commit, label = base_commit(repo, rel, base)
     reviews: dict[str, Review] = {}
     with checkout(repo, commit, rel) as base_root:
+        from reconciler import pipeline
+
         before_all = read_repository(base_root) if base_root is not None else None
+        base_catalogs = pipeline.load_catalogs(before_all, before_all.operators) if before_all else None
+        catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
         names = sorted(set(snapshot.clusters) | set(before_all.clusters if before_all else ()))
         sides: dict[tuple[str, str], Any] = {}
+        done: dict[tuple, Review] = {}
         for name in names:
             base_view = None
             if before_all is not None:
@@ -78,25 +83,29 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
                     base_view = None
             bkey = ("before", _key(base_view))
             if bkey not in sides:
-                sides[bkey] = resolve_side(base_root, f"base {label}", revision=commit,
-                                           snapshot=base_view) if base_view is not None else None
+                sides[bkey] = resolve_side(base_root, f"base {label}", revision=commit, snapshot=base_view,
+                                           catalogs=base_catalogs) if base_view is not None else None
             before = sides[bkey]
             after_view = select_cluster(snapshot, name) if name in snapshot.clusters else None
             installed = before.lockfile if before else None
             akey = ("after", _key(after_view, installed))
             if akey not in sides:
                 sides[akey] = resolve_side(root, "working tree", installed=installed,
-                                           reuse=before.side if before else None,
-                                           snapshot=after_view) if after_view is not None else None
+                                           reuse=before.side if before else None, snapshot=after_view,
+                                           catalogs=catalogs) if after_view is not None else None
             after = sides[akey]
             version = (after_view or base_view).settings.kubernetes_version if (after_view or base_view) else None
-            empty_before, empty_after = Side(f"base {label}", {}), Side("working tree", {})
-            reviews[name] = review(before.side if before else empty_before, after.side if after else empty_after,
-                                   approvals=approvals_of(after) if after else {}, kube_version=version)
+            rkey = (bkey, akey, version)
+            if rkey not in done:   # clusters of one shape on both sides have one review
+                empty_before, empty_after = Side(f"base {label}", {}), Side("working tree", {})
+                done[rkey] = review(before.side if before else empty_before, after.side if after else empty_after,
+                                    approvals=approvals_of(after) if after else {}, kube_version=version)
+            reviews[name] = done[rkey]
     by_outcome: dict[str, list[str]] = {}
     first: dict[str, Review] = {}
+    signatures: dict[int, str] = {}
     for name, rev in reviews.items():
-        sig = _signature(rev)
+        sig = signatures.get(id(rev)) or signatures.setdefault(id(rev), _signature(rev))
         by_outcome.setdefault(sig, []).append(name)
         first.setdefault(sig, rev)
     groups = sorted((Group(tuple(sorted(members)), first[sig]) for sig, members in by_outcome.items()),
@@ -118,7 +127,8 @@ def summary(rev: Review) -> str:
     for op in rev.operators:
         before = op.before.version or op.before.name if op.before else "-"
         after = op.after.version or op.after.name if op.after else "-"
-        text = f"{op.operator} {before} -> {after}" if op.change != "changed" else f"{op.operator} changed"
+        text = {"added": f"{op.operator} {after} added", "removed": f"{op.operator} {before} removed",
+                "changed": f"{op.operator} changed"}.get(op.change, f"{op.operator} {before} -> {after}")
         counts = {a: sum(1 for o in op.objects if o.action == a) for a in ("created", "changed", "deleted")}
         if any(counts.values()):
             text += f", objects +{counts['created']} ~{counts['changed']} -{counts['deleted']}"

@@ -58,10 +58,24 @@ def lock_file_of(cluster: str) -> str:
     return f"{CLUSTERS_DIR}/{cluster}/{LOCK_FILENAME}"
 
 
+_LOCKS: dict[tuple[str, int, int], Lockfile] = {}
+
+
 def read_lock(root: Path, rel: str) -> Lockfile | None:
-    if not os.path.lexists(root / rel):
+    """A cluster's lockfile, parsed once while the file is unchanged (every later-stage cluster of a fleet reads
+    the previous stage's lockfiles: without this, resolving a fleet would cost its size squared)."""
+    path = root / rel
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
         return None
-    return Lockfile.parse(yamlio.read_text(root / rel, rel), rel)
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    lock = _LOCKS.get(key)
+    if lock is None:
+        if len(_LOCKS) > 4096:
+            _LOCKS.clear()
+        lock = _LOCKS[key] = Lockfile.parse(yamlio.read_text(path, rel), rel)
+    return lock
 
 
 def select_cluster(snapshot: RepoSnapshot, name: str | None) -> RepoSnapshot:

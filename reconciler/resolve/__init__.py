@@ -107,6 +107,7 @@ class ResolutionRequest:
     kube_version: str | None = None
     semver_catalogs: frozenset[str] = frozenset()   # catalogs whose upgrade graph is semver-ordered
     pins: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> locked bundle, preferred first
+    holds: Mapping[str, frozenset[str]] = field(default_factory=dict)   # package -> the only bundles allowed
 
 
 class Resolver(Protocol):
@@ -116,7 +117,7 @@ class Resolver(Protocol):
 class SatResolver:
     def resolve(self, request: ResolutionRequest) -> Resolution:
         _check_packages_unique(request.declarations)
-        universe = Universe(request.catalogs)
+        universe = Universe(request.catalogs, request.holds)
         current = _kube(request.kube_version)
         direct = [d for d in request.declarations if d.bundle is not None]
         resolved = [d for d in request.declarations if d.bundle is None]

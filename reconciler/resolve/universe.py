@@ -134,7 +134,9 @@ def _index(name: str, cat: Catalog) -> CatalogIndex:
 class Universe:
     """The candidates of all catalogs, with indexes by package, provided API and name."""
 
-    def __init__(self, catalogs: Mapping[str, Catalog]) -> None:
+    def __init__(self, catalogs: Mapping[str, Catalog], holds: Mapping[str, frozenset[str]] | None = None) -> None:
+        """``holds`` (package -> bundle names) leaves only those bundles of each package it names: what a later
+        stage of a fleet may run. The catalogs' indexes stay shared; only the lists that change are copied."""
         self.catalogs = dict(catalogs)
         self.candidates: list[Candidate] = []
         self.by_package: dict[str, list[Candidate]] = {}
@@ -145,13 +147,28 @@ class Universe:
             only = indexes[0]
             self.candidates, self.by_package, self.by_api, self.by_name = (
                 only.candidates, only.by_package, only.by_api, only.by_name)
+        else:
+            for index in indexes:
+                self.candidates.extend(index.candidates)
+                for mine, theirs in ((self.by_package, index.by_package), (self.by_api, index.by_api),
+                                     (self.by_name, index.by_name)):
+                    for k, v in theirs.items():
+                        mine.setdefault(k, []).extend(v)
+        if holds:
+            self._hold(holds)
+
+    def _hold(self, holds: Mapping[str, frozenset[str]]) -> None:
+        drop = {id(c) for pkg, names in holds.items() for c in self.by_package.get(pkg, ()) if c.name not in names}
+        if not drop:
             return
-        for index in indexes:
-            self.candidates.extend(index.candidates)
-            for mine, theirs in ((self.by_package, index.by_package), (self.by_api, index.by_api),
-                                 (self.by_name, index.by_name)):
-                for k, v in theirs.items():
-                    mine.setdefault(k, []).extend(v)
+
+        def keep(cands: list[Candidate]) -> list[Candidate]:
+            return [c for c in cands if id(c) not in drop]
+
+        self.candidates = keep(self.candidates)
+        self.by_package = {**self.by_package, **{p: keep(self.by_package[p]) for p in holds if p in self.by_package}}
+        self.by_api = {k: keep(v) if any(id(c) in drop for c in v) else v for k, v in self.by_api.items()}
+        self.by_name = {k: keep(v) if any(id(c) in drop for c in v) else v for k, v in self.by_name.items()}
 
     def matching(self, predicate: Predicate, within: Iterable[Candidate] | None = None) -> list[Candidate]:
         """Candidates the predicate accepts, looked for only where the indexes say they can be."""

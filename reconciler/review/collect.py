@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
@@ -119,11 +120,13 @@ def secrets_of(side: Side | None):  # noqa: ANN201 - a bundle.certs.Lookup
 
 def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = None,
                  revision: str | None = None, pin: bool = False, reuse: Side | None = None,
-                 cluster: str | None = None, snapshot: RepoSnapshot | None = None) -> Resolved | None:
+                 cluster: str | None = None, snapshot: RepoSnapshot | None = None,
+                 catalogs: Any = None) -> Resolved | None:
     """Read, resolve and convert one side. ``installed`` replaces the snapshot's own lock as what is installed;
     without it, or with ``pin``, every owner in the side's own lock stays on its locked bundle (the base:
     what the cluster has; a commit that moves only part of the lock: what it moves). In a fleet repository,
-    ``cluster`` says which cluster's view; a side that does not declare that cluster has nothing."""
+    ``cluster`` says which cluster's view; a side that does not declare that cluster has nothing. ``catalogs``:
+    the side's catalogs, already loaded (a fleet's review reads them once for all its clusters)."""
     if root is None:
         return None
     snapshot = snapshot or read_repository(root)
@@ -137,7 +140,9 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if installed is not None:
         snapshot = dataclasses.replace(snapshot, lock=installed)
-    resolution = pipeline.resolve(snapshot, None, holds=holds)
+    if catalogs is None:
+        catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
+    resolution = pipeline.resolve(snapshot, None, holds=holds, catalogs=catalogs)
     if (installed is None or pin) and own_lock is not None:
         resolution = pinned(resolution, own_lock)
     planned = pipeline.plan_lock(snapshot, resolution)
@@ -156,7 +161,6 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
                               lock.digest),
             dependencies=sel.dependencies, objects=inst.bundle.objects,
             input_class=sel.declaration.input_class if sel.declaration else "")
-    catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     return Resolved(Side(label, owners, catalogs, semver), snapshot, lockfile, installs)
 
