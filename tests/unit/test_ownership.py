@@ -71,3 +71,27 @@ def test_a_rename_is_a_move_only_with_the_same_bundle():
     assert find_moves([_op("b", "p.v2")], {"a": _rec("a", "p.v1")}) == {}
     assert find_moves([_op("b", "p.v1"), _op("a", "p.v1")], {"a": _rec("a", "p.v1")}) == {}   # a is still declared
     assert find_moves([_op("b", "p.v1"), _op("c", "p.v1")], {"a": _rec("a", "p.v1")}) == {"b": "a"}  # once
+
+
+@pytest.mark.parametrize("ref, spec, why", [
+    (ObjectRef("apiextensions.k8s.io", "CustomResourceDefinition", "", "operators.reconciler.dev", "v1"), {},
+     "is the reconciler's own"),
+    (ObjectRef("rbac.authorization.k8s.io", "ClusterRole", "", "system:aggregate-to-edit", "v1"), {},
+     "is Kubernetes' own RBAC"),
+    (ObjectRef("", "Namespace", "", "kube-system", "v1"), {}, "is a namespace of Kubernetes itself"),
+    (ObjectRef("apiregistration.k8s.io", "APIService", "", "v1.apps", "v1"), {"service": None},
+     "is an API the API server serves itself"),
+])
+def test_objects_that_must_never_be_adopted_are_refused_even_when_annotated(ref, spec, why):
+    live = {"metadata": {"name": ref.name, "annotations": {"reconciler.dev/adopt": "true"}, "managedFields": []},
+            "spec": spec}
+    with pytest.raises(PolicyError) as caught:
+        check_owner("op", ref, live, {}, {})
+    assert why in caught.value.message and "adopt" not in (caught.value.hint or "")
+
+
+def test_an_aggregated_apiservice_of_a_bundle_may_still_be_adopted():
+    ref = ObjectRef("apiregistration.k8s.io", "APIService", "", "v1.metrics.example.com", "v1")
+    live = {"metadata": {"name": ref.name, "annotations": {"reconciler.dev/adopt": "true"}},
+            "spec": {"service": {"name": "metrics", "namespace": "m"}}}
+    check_owner("op", ref, live, {}, {})

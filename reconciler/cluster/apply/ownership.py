@@ -31,6 +31,27 @@ def applied_by_us(live: Manifest) -> bool:
                for m in (live.get("metadata") or {}).get("managedFields") or [])
 
 
+_SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
+
+
+def never_adopted(ref: ObjectRef, live: Manifest) -> str:
+    """Why an existing object must never be adopted by a bundle (empty when it may be, once annotated).
+
+    The cluster's own objects and the reconciler's: RBAC named ``system:``, the built-in namespaces, an
+    APIService the API server serves itself (no service behind it), and the reconciler's own API group.
+    """
+    if ref.group == API_GROUP or (ref.kind == "CustomResourceDefinition" and ref.name.endswith("." + API_GROUP)):
+        return "is the reconciler's own"
+    if ref.group == "rbac.authorization.k8s.io" and ref.name.startswith("system:"):
+        return "is Kubernetes' own RBAC (named system:)"
+    if ref.group == "" and ref.kind == "Namespace" and ref.name in _SYSTEM_NAMESPACES:
+        return "is a namespace of Kubernetes itself"
+    if ref.group == "apiregistration.k8s.io" and ref.kind == "APIService" \
+            and not (live.get("spec") or {}).get("service"):
+        return "is an API the API server serves itself (a built-in group version)"
+    return ""
+
+
 def check_repositories(mine: Mapping[str, status_objects.Recorded], declared: set[str],
                        instance: Instance) -> list[str]:
     """Refuse to act while this instance holds Operators that another repository declared; return the names of
@@ -119,6 +140,12 @@ def check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[st
     if ours and holders:
         raise PolicyError(f"{ref} already exists and belongs to Operator {holders[0]}",
                           hint="two Operators cannot own the same object")
+    reserved = never_adopted(ref, live)
+    if reserved:
+        raise PolicyError(f"{ref} already exists and {reserved}; Operator {operator} cannot take it over, "
+                          f"whatever its annotations", obj=str(ref),
+                          hint="a bundle that ships this object cannot be installed here; remove the object from "
+                               "the bundle, or install another version")
     if (meta.get("annotations") or {}).get(ANNOTATION_ADOPT) == "true":
         return
     label = (meta.get("labels") or {}).get(LABEL_OPERATOR)
