@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TextIO
 
 from reconciler.commands import COMMANDS
@@ -25,22 +26,30 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "once from pinned sources and cached.",
                         epilog=CLUSTER_EXIT)
     cl_sub = cl.add_subparsers(dest="action", required=True, metavar="ACTION")
-    cl_sub.add_parser("up", help="build if needed, then start the control plane in the background",
-                      epilog=CLUSTER_EXIT)
-    cl_sub.add_parser("down", help="stop the control plane and remove its state", epilog=CLUSTER_EXIT)
-    cl_sub.add_parser("kubeconfig", help="print the path of the admin kubeconfig", epilog=CLUSTER_EXIT)
+    for action, text in (("up", "build if needed, then start the control plane in the background"),
+                         ("down", "stop the control plane and remove its state"),
+                         ("kubeconfig", "print the path of the admin kubeconfig")):
+        a = cl_sub.add_parser(action, help=text, epilog=CLUSTER_EXIT)
+        where = a.add_mutually_exclusive_group()
+        where.add_argument("--name", default="", metavar="NAME",
+                           help="a private cluster of this name (lowercase letters, digits, '-'), beside the "
+                                "default one: its own processes, ports and state, which `down` of another name "
+                                "leaves alone")
+        where.add_argument("--state-dir", type=Path, metavar="DIR",
+                           help="keep the cluster's state (and find it) in DIR instead")
     cl.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import localcluster
 
+    state_dir = args.state_dir or (localcluster.named_state_dir(args.name) if args.name else None)
     if args.action == "up":
-        localcluster.cluster_up(log=lambda m: print(m, file=out))
-        print(f"export KUBECONFIG={localcluster.cluster_kubeconfig()}", file=out)
+        localcluster.cluster_up(state_dir, log=lambda m: print(m, file=out))
+        print(f"export KUBECONFIG={localcluster.cluster_kubeconfig(state_dir)}", file=out)
         return EXIT_OK
     if args.action == "down":
-        localcluster.cluster_down(log=lambda m: print(m, file=out))
+        localcluster.cluster_down(state_dir, log=lambda m: print(m, file=out))
         return EXIT_OK
-    print(localcluster.cluster_kubeconfig(), file=out)
+    print(localcluster.cluster_kubeconfig(state_dir), file=out)
     return EXIT_OK

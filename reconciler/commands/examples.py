@@ -67,6 +67,7 @@ EXAMPLES: dict[str, str] = {
   reconciler cluster down""",
     "cluster up": """\
   reconciler cluster up
+  reconciler cluster up --name mine          # a private cluster, which another `cluster down` leaves alone
   export KUBECONFIG=$(reconciler cluster kubeconfig)""",
     "cluster down": """\
   reconciler cluster down""",

@@ -20,7 +20,7 @@ Design decisions:
 """
 
 from .build import ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION, Binaries, cache_dir, ensure_binaries
-from .detached import cluster_down, cluster_kubeconfig, cluster_up, default_state_dir
+from .detached import cluster_down, cluster_kubeconfig, cluster_up, default_state_dir, named_state_dir
 from .plane import ControlPlane
 
 __all__ = [
@@ -35,4 +35,5 @@ __all__ = [
     "cluster_up",
     "default_state_dir",
     "ensure_binaries",
+    "named_state_dir",
 ]

@@ -1,8 +1,9 @@
 """A control plane that outlives the command that started it (`reconciler cluster ...`).
 
 `up` launches the processes in their own sessions and records them in
-``<cache>/cluster/state.json``; `down` and `kubeconfig` find them through that
-file. A lock next to the state directory keeps two concurrent `up`/`down`
+``<cache>/cluster/state.json`` (``<cache>/clusters/<name>/`` for `--name`, or
+any `--state-dir`); `down` and `kubeconfig` find them through that file, so
+a private cluster is untouched by another's `down`. A lock next to the state directory keeps two concurrent `up`/`down`
 commands from interleaving. State whose processes are gone (a reboot, a kill)
 is stale: `up` stops whatever is left of it and starts afresh.
 """
@@ -22,6 +23,16 @@ from .plane import ControlPlane
 
 def default_state_dir() -> Path:
     return cache_dir() / "cluster"
+
+
+def named_state_dir(name: str) -> Path:
+    """The state of the private cluster ``name`` (``cluster up --name``), beside the default one's."""
+    from reconciler.errors import UsageError
+    from reconciler.model.kube import is_dns1123_label
+
+    if not is_dns1123_label(name):
+        raise UsageError(f"--name {name!r}: a cluster name is lowercase letters, digits and '-'")
+    return cache_dir() / "clusters" / name
 
 
 def cluster_up(state_dir: Path | str | None = None,

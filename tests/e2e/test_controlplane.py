@@ -207,3 +207,31 @@ def test_a_webhook_call_never_leaves_loopback(kube: client.ApiClient, namespace:
         assert svc.spec.cluster_ip in message and "connection refused" in message, message
     finally:
         client.AdmissionregistrationV1Api(kube).delete_validating_webhook_configuration(name)
+
+
+def test_a_named_cluster_is_private_to_its_name(control_plane: ControlPlane) -> None:
+    """`cluster up --name` starts a cluster of its own: `down` of another name (or of the default) leaves it."""
+    import subprocess
+    import sys
+
+    name, other = f"test-{os.getpid()}", f"other-{os.getpid()}"
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "reconciler", "cluster", *args], capture_output=True,
+                              text=True, timeout=300)
+
+    up = cli("up", "--name", name)
+    assert up.returncode == 0, up.stderr
+    try:
+        path = Path(cli("kubeconfig", "--name", name).stdout.strip())
+        assert path.parent.name == name and path.is_file()
+        down = cli("down", "--name", other)
+        assert down.returncode == 0 and "no local cluster was running" in down.stdout
+        plane = ControlPlane.attach(path.parent)
+        assert plane.healthy()
+        assert cli("kubeconfig", "--name", other).returncode == 2
+        bad = cli("up", "--name", "Not_A_Name")
+        assert bad.returncode == 64 and "a cluster name is lowercase letters" in bad.stderr
+    finally:
+        assert cli("down", "--name", name).returncode == 0
+    assert_stopped(plane.pids, plane.ports)
