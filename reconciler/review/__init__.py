@@ -259,6 +259,67 @@ def _versions(crd: Manifest) -> dict[str, dict[str, Any]]:
     return {str(v.get("name")): v for v in ((crd.get("spec") or {}).get("versions") or []) if isinstance(v, dict)}
 
 
+_SCHEMA_WORDS = (("dictionary_item_added", "added"), ("dictionary_item_removed", "removed"),
+                 ("values_changed", "changed"), ("type_changes", "changed"), ("iterable_item_added", "changed"),
+                 ("iterable_item_removed", "changed"))
+_SCHEMA_SHOWN = 8
+
+
+def schema_changes(old: Any, new: Any) -> str:
+    """What changes between two versions of an OpenAPI schema, as field paths a reviewer reads: "fields added:
+    spec.replicas; constraints changed: spec.mode (enum); descriptions changed: 3".
+
+    The structural comparison is deepdiff's; the paths are translated from the schema's nesting
+    (``properties`` / ``items``) back to the object's fields.
+    """
+    from deepdiff import DeepDiff
+
+    found: dict[str, list[str]] = {"fields added": [], "fields removed": [], "constraints changed": []}
+    descriptions = 0
+    tree = DeepDiff(old or {}, new or {}, view="tree", ignore_order=True)
+    for kind, word in _SCHEMA_WORDS:
+        for item in tree.get(kind, ()):
+            path = [str(p) for p in item.path(output_format="list")]
+            field, rest = _field_of(path)
+            if rest[-1:] == ["description"]:
+                descriptions += 1
+            elif word in ("added", "removed") and not rest:
+                found[f"fields {word}"].append(field or "(the object)")
+            else:
+                found["constraints changed"].append(f"{field or '(the object)'} ({'.'.join(rest) or 'type'})")
+    parts = []
+    for label, paths in found.items():
+        if paths:
+            shown = sorted(set(paths))
+            more = f" and {len(shown) - _SCHEMA_SHOWN} more" if len(shown) > _SCHEMA_SHOWN else ""
+            parts.append(f"{label}: {', '.join(shown[:_SCHEMA_SHOWN])}{more}")
+    if descriptions:
+        parts.append(f"descriptions changed: {descriptions}")
+    return "; ".join(parts) or "reordered only"
+
+
+def _field_of(path: list[str]) -> tuple[str, list[str]]:
+    """(the object field a schema path is about, what of its schema): properties.spec.properties.x.enum ->
+    ("spec.x", ["enum"]); ...items... becomes []."""
+    if path[:1] == ["openAPIV3Schema"]:
+        path = path[1:]
+    fields: list[str] = []
+    i = 0
+    while i < len(path):
+        if path[i] == "properties" and i + 1 < len(path):
+            fields.append(path[i + 1])
+            i += 2
+        elif path[i] == "items":
+            fields[-1:] = [f"{fields[-1]}[]"] if fields else ["[]"]
+            i += 1
+        elif path[i] == "additionalProperties":
+            fields.append("*")
+            i += 1
+        else:
+            return ".".join(fields), path[i:]
+    return ".".join(fields), []
+
+
 def crd_changes(old: Manifest | None, new: Manifest | None) -> list[str]:
     """What an upgrade does to one CRD, each line a verdict a reviewer can act on.
 
@@ -291,7 +352,8 @@ def crd_changes(old: Manifest | None, new: Manifest | None) -> list[str]:
         if ov[v].get("served", True) and not nv[v].get("served", True):
             out.append(f"CRD {name}: version {v} no longer served; clients using it break")
         if ov[v].get("schema") != nv[v].get("schema"):
-            out.append(f"CRD {name}: the schema of version {v} changes; check that existing objects still validate")
+            out.append(f"CRD {name}: the schema of version {v} changes: "
+                       f"{schema_changes(ov[v].get('schema'), nv[v].get('schema'))}")
     old_storage = next((v for v, d in ov.items() if d.get("storage")), None)
     new_storage = next((v for v, d in nv.items() if d.get("storage")), None)
     if old_storage and new_storage and old_storage != new_storage:

@@ -271,3 +271,24 @@ spec:
     assert 'version: ">=2.1.0 <3.0.0"' in out
     assert out.split("---")[0] == text.split("---")[0]   # the other document is untouched
     assert widened("0.3.1") == ">=0.3.1 <0.4.0"
+
+
+def test_a_crd_schema_change_names_the_fields_it_touches():
+    from reconciler.review import crd_changes
+
+    def crd(props: dict) -> dict:
+        return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "things.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced", "names": {"kind": "Thing", "plural": "things"},
+                         "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                             "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}}]}}
+
+    old = crd({"mode": {"type": "string", "description": "how"}, "items": {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string"}}}}})
+    new = crd({"mode": {"type": "string", "description": "how it runs", "enum": ["a", "b"]},
+               "items": {"type": "array", "items": {"type": "object", "properties": {
+                   "name": {"type": "string"}, "weight": {"type": "integer"}}}},
+               "paused": {"type": "boolean"}})
+    [line] = [ln for ln in crd_changes(old, new) if "schema of version v1" in ln]
+    assert line == ("CRD things.example.com: the schema of version v1 changes: fields added: spec.items[].weight, "
+                    "spec.paused; constraints changed: spec.mode (enum); descriptions changed: 1")
