@@ -26,7 +26,8 @@ from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest, ownership_labels
 from reconciler.model.lock import LockEntry, Lockfile
-from reconciler.repo import RepoSnapshot, read_repository
+from reconciler.model.fieldrules import DEFAULT_RULES
+from reconciler.repo import RepoSnapshot, Settings, read_repository
 from reconciler.repo.fleet import select_cluster, stage_holds
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver, Selection
 
@@ -435,7 +436,7 @@ def _spec(inst: Installed) -> dict:
 
 def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None = None,
                   decisions: Mapping[str, Decision] | None = None, *, part_of: str = "",
-                  preview: bool = False) -> list[DesiredOperator]:
+                  preview: bool = False, settings: Settings | None = None) -> list[DesiredOperator]:
     """What to apply: every approved bundle (all of them when no decisions are given); with ``preview`` (a dry
     run), the bundles that wait for approval too, marked as waiting, so the plan shows what approving does.
 
@@ -460,7 +461,12 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
         out.append(DesiredOperator(sel.owner, objects, (inst.bundle.namespace,), spec, bundle, report, conditions,
                                    installer=decision.granted if decision is not None else None,
                                    allow_unsafe_crds=_unsafe_crds_allowed(inst, decision, decl),
-                                   metadata=inst.bundle.metadata, waiting=waiting))
+                                   metadata=inst.bundle.metadata, waiting=waiting,
+                                   ignore=(*DEFAULT_RULES, *(settings.ignore_differences if settings else ()),
+                                           *(decl.ignore_differences if decl else ())),
+                                   create_only=(*(settings.create_only if settings else ()),
+                                                *(decl.create_only if decl else ())),
+                                   take_over=settings.take_over_managers if settings else ()))
     return out
 
 
@@ -588,7 +594,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                         cluster=snapshot.cluster.name if snapshot.cluster else "",
                         knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
     desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id,
-                            preview=dry_run)
+                            preview=dry_run, settings=snapshot.settings)
     softened: dict[str, tuple] = {}
     if kube is not None and not dry_run:
         desired, softened = _soften_webhooks(kube, desired)

@@ -101,6 +101,8 @@ class OperatorDecl:
     allow_unsafe_crds: str = ""   # metadata.annotations[reconciler.dev/allow-unsafe-crd-upgrade]
     delete_custom_resources: bool = False   # metadata.annotations[reconciler.dev/delete-custom-resources]
     placement: Placement | None = None      # spec.placement: which clusters of a fleet, and their overrides
+    ignore_differences: tuple = ()          # spec.ignoreDifferences (model.fieldrules.IgnoreRule)
+    create_only: tuple = ()                 # spec.createOnly (model.fieldrules.ObjectSelector)
 
     @property
     def package(self) -> str | None:
@@ -328,12 +330,22 @@ def _constraints(spec: _Reader, validate: bool = True) -> tuple[Constraint, ...]
 
 
 def _approval_fields(spec: _Reader, origin: Origin) -> dict[str, Any]:
-    """spec.provisionerClassName, spec.approver and spec.placement, shared by every declaration kind."""
+    """spec.provisionerClassName, spec.approver, spec.placement and the field rules, shared by every declaration
+    kind."""
     out: dict[str, Any] = {}
     if (raw := spec.get("placement", dict)) is not None:
         from reconciler.model.fleet import parse_placement
 
         out["placement"] = parse_placement(raw, str(origin), spec.obj)
+    for key, field_name in (("ignoreDifferences", "ignore_differences"), ("createOnly", "create_only")):
+        if (raw := spec.get(key, list)) is not None:
+            from reconciler.model.fieldrules import parse_create_only, parse_ignore_rules
+
+            parse = parse_ignore_rules if key == "ignoreDifferences" else parse_create_only
+            try:
+                out[field_name] = parse(raw, f"spec.{key}", str(origin), spec.obj)
+            except InputError as exc:
+                raise spec.fail(exc.message, hint=exc.hint) from None
     if (pcls := spec.get("provisionerClassName", str)) is not None:
         out["provisioner_class"] = pcls
     if (raw := spec.get("approver", dict)) is not None:

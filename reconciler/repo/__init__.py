@@ -95,6 +95,9 @@ class Settings:
     instance: str = DEFAULT_INSTANCE   # which reconciler instance owns what this repository installs
     repository: str | None = None      # this repository's identity, when its address cannot be detected (identity.py)
     stages: tuple[str, ...] = ()       # a fleet's stages, in the order a bundle is promoted through them
+    ignore_differences: tuple = ()     # model.fieldrules.IgnoreRule: fields left to their owners, every Operator
+    create_only: tuple = ()            # model.fieldrules.ObjectSelector: objects created once, never overwritten
+    take_over_managers: tuple[str, ...] = ()   # client-side managers whose fields are taken over, beyond the defaults
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,8 @@ def _read_settings(top: Path) -> Settings:
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
-             "provisionerClassName", "installerNamespace", "instance", "repository", "stages"}
+             "provisionerClassName", "installerNamespace", "instance", "repository", "stages",
+             "ignoreDifferences", "createOnly", "takeOverManagers"}
     unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -230,10 +234,19 @@ def _read_settings(top: Path) -> Settings:
             or len(set(stages)) != len(stages):
         raise InputError("stages must be a list of distinct stage names, in the order bundles are promoted",
                          path=SETTINGS_FILE, hint="for example: stages: [dev, staging, prod]")
+    from reconciler.model.fieldrules import parse_create_only, parse_ignore_rules
+
+    ignore_rules = parse_ignore_rules(doc.get("ignoreDifferences"), "ignoreDifferences", SETTINGS_FILE)
+    create_only = parse_create_only(doc.get("createOnly"), "createOnly", SETTINGS_FILE)
+    take_over = doc.get("takeOverManagers") or []
+    if not isinstance(take_over, list) or not all(isinstance(m, str) and m for m in take_over):
+        raise InputError("takeOverManagers must be a list of field manager names", path=SETTINGS_FILE,
+                         hint="managers whose client-side writes the reconciler takes over, e.g. [my-old-tool]")
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
                     catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
                     provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
-                    repository=repository, stages=tuple(stages))
+                    repository=repository, stages=tuple(stages), ignore_differences=ignore_rules,
+                    create_only=create_only, take_over_managers=tuple(take_over))
 
 
 def _read_clusters(top: Path, settings: Settings) -> dict[str, Any]:

@@ -267,8 +267,9 @@ def test_bad_settings(tmp_path, text, message):
 def test_unknown_setting_hint_lists_known(tmp_path):
     repo = copy_example(tmp_path)
     write(repo, "reconciler.yaml", "ignored: []\n")
-    assert read_error(repo).hint == ("known settings: allowEmpty, catalogs, defaultInstallNamespace, ignore, "
-                                     "installerNamespace, instance, kubernetesVersion, provisionerClassName, repository, stages")
+    assert read_error(repo).hint == (
+        "known settings: allowEmpty, catalogs, createOnly, defaultInstallNamespace, ignore, ignoreDifferences, "
+        "installerNamespace, instance, kubernetesVersion, provisionerClassName, repository, stages, takeOverManagers")
 
 
 @pytest.mark.parametrize("value", ["Team_A", "", 7, "x" * 41])

@@ -15,6 +15,7 @@ from reconciler.model.kube import Manifest, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.approve.permissions import PermissionSet
+    from reconciler.model.fieldrules import IgnoreRule, ObjectSelector
     from reconciler.cluster.wait import OperatorHealth
 
 
@@ -51,6 +52,9 @@ class DesiredOperator:
     allow_unsafe_crds: str = ""   # the declaration's reconciler.dev/allow-unsafe-crd-upgrade: CRD names, or "*"
     metadata: dict[str, Any] = field(default_factory=dict)  # the CSV's names, version and APIs, for the status
     waiting: bool = False   # waits for approval: only a dry run plans it, to preview what approving would do
+    ignore: tuple[IgnoreRule, ...] = ()           # fields left to their owners (model/fieldrules.py)
+    create_only: tuple[ObjectSelector, ...] = ()  # objects created once and never overwritten
+    take_over: tuple[str, ...] = ()               # more client-side managers whose fields are taken over
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, Sy
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
 from reconciler.cluster.apply.diff import describe_diff
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
+from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import concurrently, order_key
 from reconciler.cluster.apply.ownership import check_owner
 from reconciler.cluster import crdsafety
@@ -36,6 +37,7 @@ class Planned:
     writer: Kube | None = None   # the identity that writes it (the Operator's installer), else the caller's
     drifted: bool = False        # live differs although it carries the digest of what we apply: someone changed it
     write: bool = True    # False when the live object already is what we would apply
+    detail: str = ""      # why, when it is left as it is (create-only)
 
 
 def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
@@ -78,7 +80,17 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
             continue
         current = live.get(p.ref.key)
         if current is not None:
+            op = by_name[p.operator]
             check_owner(p.operator, p.ref, current, owned or {}, moves or {}, instance)
+            if create_only(p.obj, p.ref, op.create_only):
+                p.action, p.write, p.detail = Action.UNCHANGED, False, "create-only: it exists, left as it is"
+                continue
+            rules = [r for r in op.ignore if r.matches(p.ref)]
+            if rules:
+                if any(r.json_pointers for r in rules) and p.ref.key in partial:   # the values are needed
+                    current = live[p.ref.key] = kube.get(p.info, p.ref.namespace, p.ref.name) or current
+                    partial.discard(p.ref.key)
+                p.obj = respect(p.obj, current, rules)
             if is_current(p.obj, current):
                 p.action, p.write = Action.UNCHANGED, False
                 continue
@@ -94,6 +106,10 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
         unsafe: list[tuple[str, str]] = []
         try:
             if current is not None and p.ref.key in partial:  # listed as metadata: the diff needs all of it
+                current = kube.get(p.info, p.ref.namespace, p.ref.name)
+            if current is not None and not dry_run and stale_entries(current, by_name[p.operator].take_over):
+                # fields a client-side apply wrote long ago become ours, so what the bundle drops goes
+                take_over(writer, p.info, p.ref, current, p.obj["apiVersion"], by_name[p.operator].take_over)
                 current = kube.get(p.info, p.ref.namespace, p.ref.name)
             if current is not None and (p.ref.group, p.ref.kind) == CRD:
                 unsafe = [("unsafe", u) for u in unsafe_crd_changes(kube, by_name[p.operator], p.obj, current)]

@@ -10,6 +10,7 @@ from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
+from reconciler.cluster.apply.fields import unmatched
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.ownership import (
     check_cluster, check_instances, check_repositories, check_unique, find_moves, held_renames,
@@ -47,6 +48,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     result = SyncResult()
     if not dry_run:   # what waits for approval is only ever previewed
         desired = [op for op in desired if not op.waiting]
+    result.notes.extend(unmatched(desired))
     held = held | {p.name for p in pending}
     check_unique(desired)
     if kube is None:
@@ -107,7 +109,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if pending and not dry_run:
         record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
     if dry_run:
-        result.changes.extend(Change(p.operator, p.ref, p.action, diff=p.diff) for p in planned)
+        result.changes.extend(Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff) for p in planned)
         prune(kube, desired, recorded, dry_run=True, result=result)
         return _mark_waiting(result, desired)
 

@@ -35,7 +35,7 @@ def execute_all(kube: Kube, planned: list[Planned]) -> tuple[list[Change], list[
         if p.write:
             stages.setdefault(order_key(p.ref)[0], []).append(p)
         else:
-            done[id(p)] = Change(p.operator, p.ref, p.action)
+            done[id(p)] = Change(p.operator, p.ref, p.action, detail=p.detail)
     refused: list[tuple[Planned, ApiError]] = []
     stopped: set[str] = set()
     for rank in sorted(stages):
