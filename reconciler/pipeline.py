@@ -335,13 +335,13 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     policies = load_policies(snapshot.root) if installs else []
     for inst in installs:
         owner = inst.selection.owner
-        found = guardrail_violations(snapshot, inst, policies, lookup)
+        found = guardrail_violations(snapshot, inst, policies, lookup) + crd_preflight(kube, inst)
         record = snapshot.approvals.get(owner)
         entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
         waived = set(entry.waived_policies) if entry else set()
         if waived:
             decisions[owner] = dataclasses.replace(decisions[owner], waived=tuple(sorted(waived)))
-        found = tuple(v for v in found if v.policy not in waived)
+        found = tuple(v for v in found if v.policy not in waived or v.policy == CRD_STORED_VERSION)
         if found:
             d = decisions[owner]
             decisions[owner] = dataclasses.replace(
@@ -364,6 +364,38 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
                     message=f"{d.bundle} depends on {', '.join(waiting)}, which waits for approval")
                 changed = True
     return decisions
+
+
+def crd_preflight(kube: Kube | None, inst: Installed) -> tuple:
+    """The CRD upgrade-safety check as violations of ``crd-upgrade-safety``, against the live CRDs of a cluster
+    (none without one: `diff` reports the same offline): what `reconcile` would refuse, `approve` shows and
+    waits on, waivable with --waive crd-upgrade-safety, but for a stored version removed, which nothing waives."""
+    if kube is None:
+        return ()
+    from reconciler.approve.guardrails import Violation
+    from reconciler.cluster.apply.crds import STORED_VERSION_REMOVED, crd_findings
+
+    info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    decl = inst.selection.declaration
+    out = []
+    for obj in inst.bundle.objects:
+        if obj.get("kind") != "CustomResourceDefinition" or info is None:
+            continue
+        live = kube.get(info, "", obj["metadata"]["name"])
+        if live is None:
+            continue
+        for f in crd_findings(kube, obj, live, decl.allow_unsafe_crds if decl is not None else ""):
+            if f.rule == STORED_VERSION_REMOVED:
+                out.append(Violation(CRD_STORED_VERSION, f"version {f.version}", f"CustomResourceDefinition {f.crd}",
+                                     f"{f.message}; the API server refuses this: migrate the stored objects, then "
+                                     f"remove the version from status.storedVersions"))
+            else:
+                where = f"version {f.version} {f.path}".strip() if f.version else f.path
+                out.append(Violation(CRD_SAFETY_WAIVER, where, f"CustomResourceDefinition {f.crd}",
+                                     f"{f.message} ({f.rule}); it breaks existing custom resources unless accepted "
+                                     f"(--waive {CRD_SAFETY_WAIVER}, or the declaration's annotation "
+                                     f"reconciler.dev/allow-unsafe-crd-upgrade: {f.crd})"))
+    return tuple(out)
 
 
 def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list, lookup=None) -> tuple:
@@ -390,6 +422,7 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
 
 
 CRD_SAFETY_WAIVER = "crd-upgrade-safety"
+CRD_STORED_VERSION = "crd-stored-version"   # a stored version removed: the API server refuses it, nothing waives it
 
 
 def _unsafe_crds_allowed(inst: Installed, decision: Decision | None, decl) -> str:
@@ -430,7 +463,8 @@ def _spec(inst: Installed) -> dict:
     if sel.required_by:
         spec["requiredBy"] = list(sel.required_by)
     if decl is not None and decl.delete_custom_resources:
-        spec["deleteCustomResources"] = True   # recorded, so it still holds once the declaration is removed
+        # recorded, so it still holds once the declaration is removed: at most this many custom resources
+        spec["deleteCustomResources"] = decl.delete_custom_resources
     return spec
 
 

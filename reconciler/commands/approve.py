@@ -105,6 +105,13 @@ def _entries(args: argparse.Namespace, name: str, decisions: list, out: TextIO) 
             print(f"{name}: nothing of its own waits for approval ({d.bundle}: {d.message})"
                   + (f" on cluster {cluster.name}" if cluster is not None else ""), file=out)
             continue
+        stored = [v for v in d.violations if v.policy == "crd-stored-version"]
+        if stored:
+            raise PolicyError(f"{name}: {d.bundle} removes a version its CRD still stores objects in: "
+                              + "; ".join(v.describe() for v in stored),
+                              hint="no approval can accept it (the API server refuses it): migrate the stored "
+                                   "objects to a version the bundle keeps and remove the old one from the CRD's "
+                                   "status.storedVersions, or install a bundle that keeps the version")
         unwaived = sorted({v.policy for v in d.violations} - set(args.waive))
         if unwaived:
             raise PolicyError(f"{name}: {d.bundle} violates guardrail {', '.join(unwaived)}: "

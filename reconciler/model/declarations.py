@@ -99,7 +99,7 @@ class OperatorDecl:
     approver: Identity | None = None          # spec.approver: whom UserPermission checks
     manual_approval: bool = False             # v2alpha1 approval: Manual, i.e. DenyAll
     allow_unsafe_crds: str = ""   # metadata.annotations[reconciler.dev/allow-unsafe-crd-upgrade]
-    delete_custom_resources: bool = False   # metadata.annotations[reconciler.dev/delete-custom-resources]
+    delete_custom_resources: int = 0    # metadata.annotations[reconciler.dev/delete-custom-resources]: at most this many
     placement: Placement | None = None      # spec.placement: which clusters of a fleet, and their overrides
     ignore_differences: tuple = ()          # spec.ignoreDifferences (model.fieldrules.IgnoreRule)
     create_only: tuple = ()                 # spec.createOnly (model.fieldrules.ObjectSelector)
@@ -228,18 +228,22 @@ def _allow_unsafe_crds(meta: dict[str, Any], origin: Origin, obj: str) -> str:
 ANNOTATION_DELETE_CUSTOM_RESOURCES = "reconciler.dev/delete-custom-resources"
 
 
-def _delete_custom_resources(meta: dict[str, Any], origin: Origin, obj: str) -> bool:
-    """The opt-in to delete this Operator's CRDs although custom resources of them exist (which deletes those).
+def _delete_custom_resources(meta: dict[str, Any], origin: Origin, obj: str) -> int:
+    """The opt-in to delete this Operator's CRDs although custom resources of them exist (which deletes those):
+    the number of custom resources the reviewer saw and agrees to delete. A CRD with more than that many is
+    kept, and needs a new opt-in. 0 (or no annotation): none.
 
     Recorded on the Operator's status object when applied, so it still holds once the declaration is removed.
     """
     value = (meta.get("annotations") or {}).get(ANNOTATION_DELETE_CUSTOM_RESOURCES)
-    if value is None:
-        return False
-    if value not in ("true", "false"):
-        raise DeclarationError(f"metadata.annotations.{ANNOTATION_DELETE_CUSTOM_RESOURCES} must be \"true\" or "
-                               f"\"false\", not {value!r}", path=str(origin), obj=obj)
-    return value == "true"
+    if value is None or value == "false":
+        return 0
+    if not isinstance(value, str) or not value.isdigit() or len(value) > 9:
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_DELETE_CUSTOM_RESOURCES} must be the number of "
+                               f"custom resources you agree to delete, not {value!r}", path=str(origin), obj=obj,
+                               hint="write the count a reconcile reported (\"kept: 3 custom resource(s) of it still "
+                                    "exist\"), e.g. \"3\"; a CRD found with more keeps them until the count is raised")
+    return int(value)
 
 
 def _parse_v1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:

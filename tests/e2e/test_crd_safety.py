@@ -50,9 +50,9 @@ def test_an_unsafe_crd_upgrade_is_refused_until_the_declaration_allows_it(repo, 
     with retyped_after_install(repo, kc, k8s, capsys):
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 2, run.err
-        assert ("plumbai.how.theydoit.com version v1alpha1 .spec.schleem: type changes from integer to string "
-                "(type-changed) [Operator plumbus]") in run.err
-        assert "reconciler.dev/allow-unsafe-crd-upgrade" in run.err
+        assert ("CustomResourceDefinition plumbai.how.theydoit.com: policy crd-upgrade-safety (version v1alpha1 "
+                ".spec.schleem): type changes from integer to string (type-changed)") in run.out, run.out
+        assert "reconciler.dev/allow-unsafe-crd-upgrade: plumbai.how.theydoit.com" in run.out
         assert managed(k8s, "plumbus") == V100  # nothing of 1.1.0 was applied
 
         decl = (repo.path / "operators/plumbus.yaml").read_text()
@@ -81,8 +81,8 @@ def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(r
     try:
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 2, run.err
-        assert ("plumbai.how.theydoit.com version v1alpha1: version is no longer served, but custom resources "
-                "exist and are read through it (served-version-removed)") in run.err
+        assert ("version is no longer served, but custom resources exist and are read through it "
+                "(served-version-removed)") in run.out, run.out
         assert managed(k8s, "plumbus") == V100
     finally:
         k8s.request("DELETE", info.path("default", "everyday"))
@@ -98,8 +98,8 @@ def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bun
     with retyped_after_install(repo, kc, k8s, capsys):
         # It needs no new permission (Android approves it), but the CRD check refuses it.
         run = reconcile(repo, kc, capsys=capsys)
-        assert run.code == 2 and "type changes from integer to string" in run.err, run.err
-        assert "--waive crd-upgrade-safety" in run.err
+        assert run.code == 2 and "type changes from integer to string" in run.out, run.out
+        assert "--waive crd-upgrade-safety" in run.out
         assert managed(k8s, "plumbus") == V100
         capsys.readouterr()
         assert main(["approve", str(repo.path), "plumbus", "--offline", "--waive", "crd-upgrade-safety"]) == 0
@@ -107,3 +107,32 @@ def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bun
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 0, run.err
         assert managed(k8s, "plumbus") == V110
+
+
+def test_removing_a_stored_version_is_refused_by_approve_and_reconcile_and_no_waiver_accepts_it(
+        repo, kc, k8s: Kube, capsys):
+    """One preflight: what the API server would refuse is refused before it, by approve and by reconcile alike."""
+    from reconciler.cli import main
+
+    own_namespace(repo)
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    crd = (repo.path / CRD_FILE).read_text()
+    repo.write(CRD_FILE, crd.replace("v1alpha1", "v1"))   # 1.1.0 drops v1alpha1, in which objects are stored
+    repo.set_version(">=1.0.0 <2.0.0")
+    repo.write("olm.lock", "")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 2, run.err
+    text = run.out + run.err
+    assert "(version v1alpha1): version is removed, but objects are stored in it" in text, text
+    assert managed(k8s, "plumbus") == V100
+    capsys.readouterr()
+    code = main(["approve", str(repo.path), "plumbus", "--kubeconfig", str(kc), "--waive", "crd-upgrade-safety"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no approval can accept it" in err, err
+    decl = (repo.path / "operators/plumbus.yaml").read_text()
+    repo.write("operators/plumbus.yaml", decl.replace(
+        "  name: plumbus\n", "  name: plumbus\n  annotations:\n    reconciler.dev/allow-unsafe-crd-upgrade: \"*\"\n", 1))
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 2 and "objects are stored in it" in run.out + run.err
+    assert managed(k8s, "plumbus") == V100

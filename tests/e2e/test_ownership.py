@@ -372,17 +372,25 @@ def test_crds_with_custom_resources_are_kept_with_an_exact_count_unless_opted_in
     assert "reconciler.dev/delete-custom-resources" in run.out
     assert get(k8s, "how.theydoit.com/v1alpha1", "Plumbus", "two", "default") is not None
 
-    # The opt-in is recorded from the declaration while it is declared, and holds when it is removed.
-    text = declaration.replace(
-        "metadata:\n  name: plumbus\n",
-        "metadata:\n  name: plumbus\n  annotations:\n    reconciler.dev/delete-custom-resources: \"true\"\n")
-    repo.write("operators/plumbus.yaml", text)
-    repo.commit("opt in to deleting plumbus' custom resources with it")
+    # The opt-in states the count the reviewer saw; it is recorded while declared, and holds when removed.
+    def opt_in(count: str) -> None:
+        repo.write("operators/plumbus.yaml", declaration.replace(
+            "metadata:\n  name: plumbus\n",
+            f"metadata:\n  name: plumbus\n  annotations:\n    reconciler.dev/delete-custom-resources: \"{count}\"\n"))
+        repo.commit(f"opt in to deleting {count} of plumbus' custom resources with it")
+        run = reconcile(repo, kc, capsys=capsys)
+        assert run.code == 0, run.err
+        assert get(k8s, *OPERATOR, "plumbus")["spec"]["deleteCustomResources"] == int(count)
+        repo.remove("operators/plumbus.yaml")
+        repo.commit("remove plumbus")
+
+    opt_in("2")   # fewer than exist: a later, larger count needs a new opt-in
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
-    assert get(k8s, *OPERATOR, "plumbus")["spec"]["deleteCustomResources"] is True
-    repo.remove("operators/plumbus.yaml")
-    repo.commit("remove plumbus")
+    assert "kept: 3 custom resource(s) of it still exist, more than the 2 the opt-in on the declaration allows" \
+        in run.out and 'delete-custom-resources: "3"' in run.out
+    assert get(k8s, "how.theydoit.com/v1alpha1", "Plumbus", "two", "default") is not None
+    opt_in("3")
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
     assert "plumbai.how.theydoit.com  deleted  [plumbus]: with its 3 custom resource(s)" in run.out
@@ -392,14 +400,15 @@ def test_crds_with_custom_resources_are_kept_with_an_exact_count_unless_opted_in
     assert get(k8s, *OPERATOR, "plumbus") is None
 
 
-def test_the_delete_opt_in_must_be_true_or_false(repo, kc, k8s, capsys):
+@pytest.mark.parametrize("value", ["yes", "true", "-1"])
+def test_the_delete_opt_in_must_state_a_count(repo, kc, k8s, capsys, value):
     text = (repo.path / "operators/plumbus.yaml").read_text().replace(
         "metadata:\n  name: plumbus\n",
-        "metadata:\n  name: plumbus\n  annotations:\n    reconciler.dev/delete-custom-resources: \"yes\"\n")
+        f"metadata:\n  name: plumbus\n  annotations:\n    reconciler.dev/delete-custom-resources: \"{value}\"\n")
     repo.write("operators/plumbus.yaml", text)
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 2
-    assert "operators/plumbus.yaml" in run.err and "reconciler.dev/delete-custom-resources must be" in run.err
+    assert "operators/plumbus.yaml" in run.err and "must be the number of custom resources" in run.err
 
 
 def test_kubectl_recognises_the_instance_as_an_applyset_of_another_tool(repo, kc, k8s, capsys, tmp_path):

@@ -16,19 +16,38 @@ from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
 from reconciler.model.kube import Manifest, ObjectRef
 
-__all__ = ["CRD", "custom_resource_count", "unsafe_crd_changes", "wait_established"]
+__all__ = ["CRD", "crd_findings", "custom_resource_count", "unsafe_crd_changes", "wait_established"]
 
 
-def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Manifest) -> list[str]:
-    """The unsafe changes replacing ``live`` with ``new`` would make, unless the declaration allows them."""
-    if crdsafety.allowed(op.allow_unsafe_crds, ObjectRef.of(new).name):
-        return []
+def crd_findings(kube: Kube, new: Manifest, live: Manifest, allowed: str = "") -> list[crdsafety.Finding]:
+    """The unsafe changes replacing ``live`` with ``new`` would make: the one preflight that `approve` (when it
+    reads a cluster) and the planner both run, and that `diff` runs offline. ``allowed`` (the declaration's
+    annotation, or "*" for an approval's waiver) accepts them, but for a stored version removed, which the API
+    server itself refuses: that one is always reported."""
     stored = (live.get("status") or {}).get("storedVersions") or []
     served = [v["name"] for v in (live.get("spec") or {}).get("versions") or [] if v.get("served")]
     still = {v["name"] for v in (new.get("spec") or {}).get("versions") or [] if v.get("served", True)}
     if set(served) <= still or not custom_resource_count(kube, live):
         served = []  # custom resources are only listed when a served version would go
-    return [f"{f} [Operator {op.name}]" for f in crdsafety.check_crd_upgrade(live, new, stored, served)]
+    found = crdsafety.check_crd_upgrade(live, new, stored, served)
+    if crdsafety.allowed(allowed, ObjectRef.of(new).name):
+        found = [f for f in found if f.rule == STORED_VERSION_REMOVED]
+    return found
+
+
+STORED_VERSION_REMOVED = "stored-version-removed"
+
+
+def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Manifest) -> list[str]:
+    """The unsafe changes replacing ``live`` with ``new`` would make, unless the declaration allows them."""
+    out = []
+    for f in crd_findings(kube, new, live, op.allow_unsafe_crds):
+        line = f"{f} [Operator {op.name}]"
+        if f.rule == STORED_VERSION_REMOVED:
+            line += (" (no waiver can accept it: migrate the stored objects to a version the bundle keeps, then "
+                     "remove the version from the CRD's status.storedVersions)")
+        out.append(line)
+    return out
 
 
 def custom_resource_count(kube: Kube, crd: Manifest) -> int:

@@ -42,7 +42,7 @@ def prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status
     for name, rec in sorted(recorded.items()):
         keep = wanted.get(name, set())
         stale = [r for r in rec.inventory if r.key not in keep and r.key not in claimed]
-        delete_crs = bool(specs.get(name, rec.spec).get("deleteCustomResources"))
+        delete_crs = opted_in(specs.get(name, rec.spec).get("deleteCustomResources"))
         order = sorted(stale, key=order_key, reverse=True)
         if delete_crs:  # CRDs first, while the operator still runs to finalize their custom resources
             order = sorted(order, key=lambda r: (r.group, r.kind) != CRD)
@@ -60,7 +60,13 @@ def prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status
     return remaining
 
 
-def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_crs: bool = False,
+def opted_in(recorded: object) -> int:
+    """How many custom resources the Operator's opt-in lets a CRD deletion take with it. An opt-in recorded
+    as a bare true (before the count was asked for) states no count: none."""
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0 else 0
+
+
+def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_crs: int = 0,
                writer: Kube | None = None) -> tuple[Action | None, str]:
     info = kube.resource(ref.api_version, ref.kind)
     live = kube.get(info, ref.namespace, ref.name) if info else None
@@ -78,10 +84,12 @@ def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_
     detail = ""
     if (ref.group, ref.kind) == CRD:
         count = custom_resource_count(kube, live)
-        if count and not delete_crs:
-            return Action.SKIPPED, (f"kept: {count} custom resource(s) of it still exist; delete them and the "
-                                    f"next reconcile removes the CRD, or opt in to deleting them with the "
-                                    f"annotation {ANNOTATION_DELETE_CUSTOM_RESOURCES}: \"true\" on the declaration")
+        if count and count > delete_crs:
+            more = f", more than the {delete_crs} the opt-in on the declaration allows" if delete_crs else ""
+            return Action.SKIPPED, (f"kept: {count} custom resource(s) of it still exist{more}; delete them and "
+                                    f"the next reconcile removes the CRD, or opt in to deleting them with the "
+                                    f"annotation {ANNOTATION_DELETE_CUSTOM_RESOURCES}: \"{count}\" on the "
+                                    f"declaration")
         if count:
             detail = f"with its {count} custom resource(s) ({ANNOTATION_DELETE_CUSTOM_RESOURCES})"
     kube.delete(info, ref.namespace, ref.name, dry_run=dry_run)
