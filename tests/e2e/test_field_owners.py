@@ -139,3 +139,23 @@ def test_a_client_side_field_goes_when_the_bundle_drops_it_and_create_only_stays
     again = reconcile(repo, kc, "--no-wait", "--show-unchanged", capsys=capsys)
     assert "gadget-settings  unchanged  [gadget]: create-only: it exists, left as it is" in again.out, again.out
     assert get(k8s, "v1", "ConfigMap", "gadget-settings", "gadget-system")["data"] == {"mode": "custom"}
+
+
+def test_a_plain_bundle_that_ships_its_own_namespace_is_planned_once_and_applied(repo, kc, k8s, capsys):
+    """The dry-run listed the namespace twice and predicted success; the real run then refused the bundle's own
+    Namespace as a foreign object. A dry run must never promise what the run refuses."""
+    repo.write("operators/gadget.yaml", GADGET.format(version="2.0.0").replace("gadget-system", "gadget-own"))
+    repo.write("bundles/gadget/2.0.0/manifests/namespace.yaml",
+               "apiVersion: v1\nkind: Namespace\nmetadata: {name: gadget-own}\n")
+    repo.write("bundles/gadget/2.0.0/manifests/config.yaml",
+               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gadget-config, namespace: gadget-own}\ndata: {a: '1'}\n")
+    repo.commit("gadget in its own namespace")
+    assert cli("approve", str(repo.path), "gadget", capsys=capsys).code == 0
+    repo.commit("approve gadget")
+    for extra in (("--dry-run",), ()):
+        run = reconcile(repo, kc, "--no-wait", *extra, capsys=capsys)
+        assert run.code in (0, 1), run.err + run.out
+        assert run.out.count(" Namespace gadget-own ") == 1, run.out
+    assert get(k8s, "v1", "ConfigMap", "gadget-config", "gadget-own") is not None
+    ns = get(k8s, "v1", "Namespace", "gadget-own")
+    assert ns["metadata"]["labels"]["reconciler.dev/operator"] == "gadget"

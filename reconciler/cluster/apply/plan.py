@@ -258,7 +258,11 @@ def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[di
 
 
 def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, result: SyncResult) -> set[str]:
-    """Create missing install namespaces (never pruned); return those that do not exist (dry-run)."""
+    """Create missing install namespaces (never pruned); return those that do not exist (dry-run).
+
+    A namespace the Operator's bundle ships as an object is left to that object (applied first, and the
+    Operator's own): creating it here would make the bundle's Namespace a foreign object in its own way.
+    """
     info = kube.resource("v1", "Namespace")
     assert info is not None
     missing: set[str] = set()
@@ -272,8 +276,9 @@ def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool,
             raise
         existing = {ns for ns in wanted if kube.get(info, "", ns) is not None}
     for op in desired:
+        shipped = shipped_namespaces(op)
         for ns in op.namespaces:
-            if ns in missing or ns in existing:
+            if ns in missing or ns in existing or ns in shipped:
                 continue
             missing.add(ns)
             if not dry_run:

@@ -55,7 +55,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         result.notes.append("no cluster configured: compared against an empty cluster; nothing was validated "
                             "by an API server")
         for op in desired:
-            for ns in op.namespaces:
+            for ns in sorted(set(op.namespaces) - shipped_namespaces(op)):   # a shipped one is listed below
                 result.changes.append(Change(op.name, ObjectRef("", "Namespace", "", ns, "v1"), Action.CREATED))
             for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
                 result.changes.append(Change(op.name, ObjectRef.of(obj), Action.CREATED))
