@@ -25,7 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(labels alone prove nothing; annotate reconciler.dev/adopt=true to take one over). "
                     "Inventories belong to this repository's reconciler instance ('instance:' in "
                     "reconciler.yaml, default 'default'): another instance's Operators are never pruned, "
-                    "and a declaration named like one of them is refused (exit 2).",
+                    "and a declaration named like one of them is refused (exit 2); so are Operators another "
+                    "repository installed. A dry run shows each change as a unified YAML diff (coloured on a "
+                    "terminal), or hands the live and proposed objects to $RECONCILER_EXTERNAL_DIFF or "
+                    "$KUBECTL_EXTERNAL_DIFF as two directories, as kubectl diff does.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     rec.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     rec.add_argument("--dry-run", action="store_true",
@@ -91,7 +94,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                  cluster=args.cluster)
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
-                      show_unchanged=args.show_unchanged)
+                      show_unchanged=args.show_unchanged, colour=_tty(out))
         unhealthy = print_health(outcome, out, waited=args.wait)
     else:
         doc = as_document(outcome, dry_run=args.dry_run, server=kube.server if kube else None)
@@ -108,6 +111,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if outcome.pending:
         return EXIT_PENDING_APPROVAL
     return EXIT_CHANGES if outcome.sync.changed and args.exit_code else EXIT_OK
+
+
+def _tty(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _unhealthy(outcome: "Outcome", *, waited: bool) -> list[str]:
@@ -221,8 +231,61 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
     }
 
 
+_COLOURS = {"+": "\033[32m", "-": "\033[31m", "@": "\033[36m"}
+
+
+def _diff_lines(c, colour: bool, external: bool) -> list[str]:  # noqa: ANN001 - a Change
+    """What explains one change: its unified YAML diff (coloured on a terminal), else its changed paths."""
+    if external and c.sides is not None:
+        return []   # the external diff program shows it
+    if c.unified:
+        lines = [ln for ln in c.unified if not ln.startswith(("--- ", "+++ "))]
+        if colour:
+            lines = [f"{_COLOURS[ln[0]]}{ln}\033[0m" if ln[:1] in _COLOURS else ln for ln in lines]
+        return [f"      {ln}" for ln in lines]
+    lines = [f"      {d}" for d in c.diff[:20]]
+    if len(c.diff) > 20:
+        lines.append(f"      ... and {len(c.diff) - 20} more changed fields")
+    return lines
+
+
+def external_diff_program() -> str:
+    """$RECONCILER_EXTERNAL_DIFF, else $KUBECTL_EXTERNAL_DIFF (kubectl's convention), for a dry run's diff."""
+    import os
+
+    return (os.environ.get("RECONCILER_EXTERNAL_DIFF") or os.environ.get("KUBECTL_EXTERNAL_DIFF") or "").strip()
+
+
+def run_external_diff(outcome: "Outcome", out: TextIO, program: str) -> None:
+    """As `kubectl diff` does: the live and the proposed objects in two directories, one file each, handed to the
+    program (split on spaces, so it may carry flags: "diff -u -N"); its output is printed."""
+    import shlex
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    changed = [c for c in outcome.sync.changes if c.sides is not None]
+    if not changed:
+        return
+    with tempfile.TemporaryDirectory(prefix="reconciler-diff-") as tmp:
+        live, merged = Path(tmp, "LIVE"), Path(tmp, "MERGED")
+        live.mkdir()
+        merged.mkdir()
+        for c in changed:
+            name = ".".join(p for p in (c.ref.group or "v1", c.ref.kind, c.ref.namespace, c.ref.name) if p)
+            (live / name).write_text(c.sides[0])
+            (merged / name).write_text(c.sides[1])
+        out.flush()
+        done = subprocess.run([*shlex.split(program), str(live), str(merged)], capture_output=True, text=True)
+        out.write(done.stdout)
+        if done.returncode > 1:
+            import sys
+
+            print(f"warning: {program} exited with {done.returncode}: {done.stderr.strip()[:500]}", file=sys.stderr)
+
+
 def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str | None,
-                  show_unchanged: bool = False) -> None:
+                  show_unchanged: bool = False, colour: bool = False) -> None:
     from reconciler.cluster.apply import Action  # the cluster layer is imported only when it is used
 
     snap = outcome.snapshot
@@ -265,6 +328,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     target = f"server-side dry-run against {server}" if dry_run and server else (
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")
     print(f"Changes ({target}):", file=out)
+    external = external_diff_program() if dry_run else ""
     for note in outcome.sync.notes:
         print(f"  note: {note}", file=out)
     shown = 0
@@ -278,12 +342,12 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
         if c.detail:
             line += f": {c.detail}"
         print(line, file=out)
-        for d in c.diff[:20]:
-            print(f"      {d}", file=out)
-        if len(c.diff) > 20:
-            print(f"      ... and {len(c.diff) - 20} more changed fields", file=out)
+        for diff_line in _diff_lines(c, colour, external):
+            print(diff_line, file=out)
     if not shown:
         print("  none", file=out)
+    if external:
+        run_external_diff(outcome, out, external)
     counts = ", ".join(f"{outcome.sync.count(a)} {a.value}" for a in Action)
     waiting = outcome.sync.waiting
     if waiting:

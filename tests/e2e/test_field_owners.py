@@ -159,3 +159,34 @@ def test_a_plain_bundle_that_ships_its_own_namespace_is_planned_once_and_applied
     assert get(k8s, "v1", "ConfigMap", "gadget-config", "gadget-own") is not None
     ns = get(k8s, "v1", "Namespace", "gadget-own")
     assert ns["metadata"]["labels"]["reconciler.dev/operator"] == "gadget"
+
+
+def test_a_dry_run_shows_a_unified_diff_of_whole_values_and_honours_an_external_diff(repo, kc, k8s, capsys,
+                                                                                        monkeypatch):
+    """As kubectl diff: a one-line change in a long multi-line value is that line, and KUBECTL_EXTERNAL_DIFF gets
+    the live and proposed objects as two directories."""
+    long = "\n".join(f"      line {i}: value" for i in range(120))
+    config = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gadget-config, namespace: gadget-system}\n"
+              "data:\n  settings.conf: |\n" + long + "\n")
+    ns = k8s.resource("v1", "Namespace")
+    k8s.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gadget-system"}},
+              field_manager="user", dry_run=False)
+    _gadget(repo, "1.0.0", config, SETTINGS.format(mode="default"))
+    repo.commit("gadget")
+    assert cli("approve", str(repo.path), "gadget", capsys=capsys).code == 0
+    repo.commit("approve")
+    assert reconcile(repo, kc, "--no-wait", capsys=capsys).code == 0
+    _gadget(repo, "1.1.0", config.replace("line 60: value", "line 60: changed"), SETTINGS.format(mode="default"))
+    repo.commit("one line")
+    assert cli("approve", str(repo.path), "gadget", capsys=capsys).code == 0
+    repo.commit("approve again")
+    run = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert run.code == 1, run.err
+    assert "      -    line 60: value" in run.out and "      +    line 60: changed" in run.out, run.out
+    assert "line 59: value" in run.out and "line 40: value" not in run.out   # context, not the whole value
+    monkeypatch.setenv("KUBECTL_EXTERNAL_DIFF", "diff -u -N")
+    run = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert run.code == 1, run.err
+    assert "/LIVE/v1.ConfigMap.gadget-system.gadget-config" in run.out
+    assert "/MERGED/v1.ConfigMap.gadget-system.gadget-config" in run.out
+    assert "+    line 60: changed" in run.out

@@ -35,6 +35,8 @@ class Change:
     detail: str = ""
     diff: tuple[str, ...] = ()
     waiting: bool = False   # a dry run's preview of an Operator that waits for approval: nothing of it is applied
+    unified: tuple[str, ...] = ()   # the change as a unified YAML diff, where the live object was compared
+    sides: tuple[str, str] | None = field(default=None, compare=False, repr=False)   # live and proposed YAML
 
 
 @dataclass(frozen=True)

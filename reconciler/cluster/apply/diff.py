@@ -96,3 +96,29 @@ def _walk(old: Any, new: Any, path: str, out: list[tuple[int, str, str]]) -> Non
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+UNIFIED_LINES = 200   # of one object's unified diff; past this, the rest is counted
+
+
+def unified(live: Manifest, proposed: Manifest, label: str, *, limit: int = UNIFIED_LINES) -> tuple[str, ...]:
+    """A unified diff of the two objects as YAML (server-managed fields left out, Secret values masked), as
+    `kubectl diff` shows one: whole values, so a changed line of a long multi-line value is that line."""
+    import difflib
+
+    from reconciler import yamlio
+
+    left = yamlio.dump_readable(normalize(live)).splitlines()
+    right = yamlio.dump_readable(normalize(proposed, live)).splitlines()
+    lines = list(difflib.unified_diff(left, right, f"live/{label}", f"proposed/{label}", lineterm="", n=3))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more diff lines"]
+    return tuple(lines)
+
+
+def external_files(live: Manifest | None, proposed: Manifest | None) -> tuple[str, str]:
+    """The two sides as `kubectl diff` hands them to $KUBECTL_EXTERNAL_DIFF: YAML, Secret values masked."""
+    from reconciler import yamlio
+
+    return (yamlio.dump_readable(normalize(live)) if live is not None else "",
+            yamlio.dump_readable(normalize(proposed, live)) if proposed is not None else "")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
-from reconciler.cluster.apply.diff import describe_diff
+from reconciler.cluster.apply.diff import describe_diff, external_files, unified
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import concurrently, order_key
@@ -38,6 +38,8 @@ class Planned:
     drifted: bool = False        # live differs although it carries the digest of what we apply: someone changed it
     write: bool = True    # False when the live object already is what we would apply
     detail: str = ""      # why, when it is left as it is (create-only)
+    unified: tuple[str, ...] = ()
+    sides: tuple[str, str] | None = None
 
 
 def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
@@ -121,6 +123,11 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
         if current is not None:
             p.diff = describe_diff(current, dry)
             p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
+            if p.diff:
+                label = f"{p.ref.group or 'core'}.{p.ref.kind}.{p.ref.namespace or '-'}.{p.ref.name}"
+                p.unified = unified(current, dry, label)
+                if dry_run:
+                    p.sides = external_files(current, dry)
             # With no difference, write only to record a new digest (once), so the next run is a fast no-op.
             p.write = bool(p.diff) or digest_of(current) != digest_of(p.obj)
             p.drifted = bool(p.diff) and digest_of(current) == digest_of(p.obj)

@@ -109,7 +109,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if pending and not dry_run:
         record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
     if dry_run:
-        result.changes.extend(Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff) for p in planned)
+        result.changes.extend(Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff, unified=p.unified,
+                                     sides=p.sides) for p in planned)
         prune(kube, desired, recorded, dry_run=True, result=result)
         return _mark_waiting(result, desired)
 

@@ -89,4 +89,4 @@ def _execute(kube: Kube, p: Planned) -> Change:
     info = p.info or kube.require_resource(p.obj)
     (p.writer or kube).apply(info, p.obj, field_manager=FIELD_MANAGER, dry_run=False)
     progress.item(f"{p.action.value:<10} {p.ref}")
-    return Change(p.operator, p.ref, p.action, diff=p.diff)
+    return Change(p.operator, p.ref, p.action, diff=p.diff, unified=p.unified)
