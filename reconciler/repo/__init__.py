@@ -155,7 +155,13 @@ def _read_settings(top: Path) -> Settings:
     path = top / SETTINGS_FILE
     if not os.path.lexists(path):
         return Settings()
-    doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE, strict=True)
+    docs = yamlio.load_all(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE, strict=True)
+    if not docs:   # empty, or only comments: every setting at its default, as when the file is absent
+        return Settings()
+    if len(docs) > 1:
+        raise InputError(f"expected one YAML document (the settings), found {len(docs)}", path=SETTINGS_FILE,
+                         hint="put every setting in one mapping")
+    doc: Any = docs[0]
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
