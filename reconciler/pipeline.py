@@ -111,13 +111,16 @@ def lock_pins(snapshot: RepoSnapshot, installed: Mapping[str, LockEntry]) -> dic
 
 
 def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
-                       pins: Mapping[str, LockEntry]) -> None:
+                       pins: Mapping[str, LockEntry], installed: Mapping[str, LockEntry] | None = None) -> None:
     """Refuse a lockfile that was edited to point elsewhere, rather than silently rewriting it.
 
     Every entry's source must stay inside the repository when it is a path
-    (``file://``, ``git+file://``). An entry about to be installed as a pin
-    (a declared owner, or a dependency of one, with nothing installed yet)
-    must name a bundle its catalog has, with the source that catalog gives it.
+    (``file://``, ``git+file://``). An entry of a declared owner (or of a
+    dependency of one) must name a bundle its catalog has, with the source that
+    catalog gives it: every entry about to be installed as a pin (nothing
+    installed yet), and, given what the cluster has ``installed``, every entry
+    that names another bundle than the installed one. An entry that names the
+    installed bundle is left to resolution, which says what became of it.
     """
     if snapshot.lock is None:
         return
@@ -129,7 +132,12 @@ def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
             raise LockfileError(f"source {e.source!r} of bundle {e.name} lies outside the repository",
                                 path=where, obj=f"entry {e.operator}", hint=hint)
     declared = {op.name for op in snapshot.operators}
-    for owner, e in sorted(pins.items()):
+    checked = dict(pins)
+    for e in snapshot.lock.entries:
+        have = (installed or {}).get(e.operator)
+        if have is not None and (have.package, have.name) != (e.package, e.name):
+            checked[e.operator] = e
+    for owner, e in sorted(checked.items()):
         needed_by = {r for r in e.required_by.split(",") if r}
         if not e.catalog or (owner not in declared and not needed_by & declared):
             continue
@@ -190,7 +198,7 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     installed = installed_state(snapshot, kube)
     holds = stage_holds(snapshot) if holds is None else holds   # a later stage of a fleet: what was promoted
     pins = lock_pins(snapshot, installed) if kube is not None else {}
-    check_lock_entries(snapshot, catalogs, pins)
+    check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
                                 snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
                                 holds=held_bundles(holds, installed) if holds else {})
