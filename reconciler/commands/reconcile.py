@@ -290,6 +290,7 @@ def print_approvals(outcome: "Outcome", out: TextIO) -> None:
 
 def print_decisions(decisions, repo, out: TextIO) -> None:
     """Each Operator's approval: approved and why, or what waits and the command that approves it."""
+    from reconciler.approve.records import approve_command
     from reconciler.commands.approve import describe_pending
 
     print("Approval:", file=out)
@@ -301,5 +302,5 @@ def print_decisions(decisions, repo, out: TextIO) -> None:
         for line in describe_pending(d):
             print(line, file=out)
         if d.reason != "DependencyPendingApproval":
-            print(f"    approve with: reconciler approve {repo} {name}   (then commit approvals/{name}.yaml)",
+            print(f"    approve with: {approve_command(repo, name, d)}   (then commit approvals/{name}.yaml)",
                   file=out)

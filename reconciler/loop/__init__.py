@@ -305,11 +305,13 @@ class Loop:
         else:
             log.info("%s is applied: no changes (%s)", revision, reason, extra={"revision": revision, "reason": reason})
         if fresh and not self.dry_run:
+            from reconciler.approve.records import approve_command
+
             for d in outcome.pending:
                 log.warning("%s: %s waits for approval: %s", d.operator, d.bundle, d.message)
                 self._event(d.operator, "Warning", "ApprovalPending",
-                            f"{d.bundle} at {revision} waits: {d.message}; approve with `reconciler approve REPO "
-                            f"{d.operator}` and commit approvals/{d.operator}.yaml")
+                            f"{d.bundle} at {revision} waits: {d.message}; approve with "
+                            f"`{approve_command('REPO', d.operator, d)}` and commit approvals/{d.operator}.yaml")
 
     def _reject(self, target: Target, exc: ReconcilerError) -> StepResult:
         key = target.key or target.revision
