@@ -382,7 +382,7 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
         return ()
     sel = inst.selection
     catalogs = sorted(set(snapshot.catalog_dirs) | {n for n, c in snapshot.settings.catalogs.items() if c.image})
-    params = {"catalogs": catalogs}
+    params = {"catalogs": catalogs, "serviceAccounts": _service_accounts(inst.bundle)}
     find = resource_lookup(inst.bundle.objects, lookup)
 
     def resource_of(api_version: str, kind: str) -> str:
@@ -394,6 +394,16 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
                   "declaredBundle": bool(sel.declaration is not None and sel.declaration.bundle is not None)}
     return tuple(guardrails.check_resolution(policies, resolution, params)
                  + guardrails.check_objects(policies, inst.bundle.objects, resource_of, params))
+
+
+def _service_accounts(bundle: RenderedBundle) -> list[str]:
+    """The bundle's own ServiceAccounts, as ``namespace/name``, for guardrails (``params.serviceAccounts``)."""
+    out = set()
+    for obj in bundle.objects:
+        if obj.get("apiVersion") == "v1" and obj.get("kind") == "ServiceAccount":
+            meta = obj.get("metadata") or {}
+            out.add(f"{meta.get('namespace') or bundle.namespace}/{meta.get('name', '')}")
+    return sorted(out)
 
 
 CRD_SAFETY_WAIVER = "crd-upgrade-safety"
