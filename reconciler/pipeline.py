@@ -325,16 +325,50 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     return tuple(installs)
 
 
-def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kube | None = None
-              ) -> dict[str, Decision]:
-    """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews)."""
+def counted_approvals(snapshot: RepoSnapshot, uncommitted: bool = False) -> dict:
+    """The approval records that count. An approval is a commit: in a git working tree, those committed at
+    HEAD; the working tree's own with ``uncommitted`` (a preview), or where there are no commits to read."""
+    if uncommitted or snapshot.committed_approvals is None:
+        return snapshot.approvals
+    return snapshot.committed_approvals
+
+
+def uncommitted_approval_files(snapshot: RepoSnapshot) -> list[str]:
+    """The files of ``approvals/`` whose working-tree content is not what HEAD has (edited, added, deleted)."""
+    committed = snapshot.committed_approvals
+    if committed is None:
+        return []
+    working = snapshot.approvals
+    return sorted({(working.get(n) or committed[n]).path for n in set(committed) | set(working)
+                   if working.get(n) != committed.get(n)})
+
+
+def approval_notes(snapshot: RepoSnapshot, *, counted: bool) -> tuple[str, ...]:
+    """What a run says about approvals that are not committed: counted (a preview) or not."""
+    files = uncommitted_approval_files(snapshot)
+    if not files:
+        return ()
+    which = ", ".join(files)
+    if counted:
+        return (f"{which}: uncommitted changes, counted by this dry run as if committed; a reconcile counts "
+                f"only committed approvals (commit to approve)",)
+    return (f"{which}: uncommitted changes, not counted: a reconcile counts only committed approvals (commit to "
+            f"approve; a dry run previews them)",)
+
+
+def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kube | None = None, *,
+              uncommitted: bool = False) -> dict[str, Decision]:
+    """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews).
+
+    Only committed approvals count, unless ``uncommitted`` (``counted_approvals``)."""
+    records = counted_approvals(snapshot, uncommitted)
     subjects = [Subject(i.selection.owner, i.bundle.name or i.lock.name, i.lock.digest, i.bundle.objects,
                         i.selection.declaration) for i in installs]
     def from_cluster(api_version: str, kind: str) -> tuple[str, bool] | None:
         info = kube.resource(api_version, kind) if kube is not None else None
         return (info.plural, info.namespaced) if info else None
     lookup = from_cluster if kube is not None else None
-    decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=snapshot.approvals,
+    decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=records,
                          default_class=snapshot.settings.provisioner_class,
                          check=access_check(kube) if kube is not None else None, cluster_lookup=lookup)
     from reconciler.approve.guardrails import load_policies
@@ -343,7 +377,7 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     for inst in installs:
         owner = inst.selection.owner
         found = guardrail_violations(snapshot, inst, policies, lookup)
-        record = snapshot.approvals.get(owner)
+        record = records.get(owner)
         entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
         waived = set(entry.waived_policies) if entry else set()
         if waived:
@@ -548,17 +582,20 @@ class Prepared:
     resolution: Resolution
     held: frozenset[str] = frozenset()   # owners whose input class only reports (dry-run): left untouched
     decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)   # approval, per owner
+    notes: tuple[str, ...] = ()   # what the run says beside its changes (approvals not committed)
 
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
             kube: Kube | None = None, locked: bool = False, identity: str | None = None,
-            git_dir: Path | None = None, cluster: str | None = None) -> Prepared:
+            git_dir: Path | None = None, cluster: str | None = None,
+            uncommitted_approvals: bool = False) -> Prepared:
     """Read, resolve and convert; nothing is written. ``kube`` is only read (installed state, version).
 
     ``revision`` names the commit when the tree is not a git working copy, ``identity`` and ``git_dir`` the
     repository it was taken from and where its history is (a fetched remote: ``repo/identity.py``);
     ``locked`` refuses a lockfile that the resolution does not reproduce; ``cluster`` names the cluster of a
-    fleet repository (``repo/fleet.py``).
+    fleet repository (``repo/fleet.py``); ``uncommitted_approvals`` counts approvals not committed yet (a
+    preview: a real apply counts only committed ones).
     """
     progress.stage(f"reading {repo}")
     snapshot = select_cluster(read_repository(repo), cluster)
@@ -575,7 +612,9 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
-    return Prepared(snapshot, installs, lockfile, resolution, held, approvals(snapshot, installs, kube))
+    return Prepared(snapshot, installs, lockfile, resolution, held,
+                    approvals(snapshot, installs, kube, uncommitted=uncommitted_approvals),
+                    approval_notes(snapshot, counted=uncommitted_approvals))
 
 
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,
@@ -614,6 +653,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                   revision=snapshot.revision, held=prepared.held,
                   pending=() if dry_run else pending_state(installs, prepared.decisions),
                   installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
+    result.notes.extend(prepared.notes)
     by_name = {op.name: op for op in desired}
     for name, (originals, refs) in sorted(softened.items()):
         which = ", ".join(str(r) for r in refs)
@@ -652,7 +692,7 @@ def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: R
               locked: bool = False, write_lock: bool | None = None, wait: float = 0.0,
               on_progress: Callable[[str], object] | None = None, cluster: str | None = None) -> Outcome:
     """Prepare and apply once. A dry run writes nothing, olm.lock included, unless ``write_lock``."""
-    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster)
+    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster, uncommitted_approvals=dry_run)
     if write_lock is None:
         write_lock = not dry_run
     return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked, wait=wait,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -55,16 +56,24 @@ class ApprovalRecord:
         return out
 
 
+def is_record_file(name: str) -> bool:
+    return not name.startswith(".") and name.endswith((".yaml", ".yml"))
+
+
 def read_records(root: Path) -> dict[str, ApprovalRecord]:
+    """The records of the working tree's ``approvals/``."""
     base = root / APPROVALS_DIR
     if not base.is_dir():
         return {}
-    out = {}
-    for path in sorted(base.iterdir()):
-        if path.name.startswith(".") or not path.name.endswith((".yaml", ".yml")):
-            continue
-        rel = path.relative_to(root).as_posix()
-        docs = yamlio.read_all(path, rel)
+    rels = [f"{APPROVALS_DIR}/{path.name}" for path in sorted(base.iterdir()) if is_record_file(path.name)]
+    return records_from((rel, yamlio.read_text(root / rel, rel)) for rel in rels)
+
+
+def records_from(files: Iterable[tuple[str, str]]) -> dict[str, ApprovalRecord]:
+    """Records from (repository-relative path, text) of each file of ``approvals/``, in name order."""
+    out: dict[str, ApprovalRecord] = {}
+    for rel, text in files:
+        docs = yamlio.load_all(text, rel)
         if len(docs) != 1:
             raise InputError(f"an approval file holds exactly one Approval document, not {len(docs)}", path=rel)
         record = parse_record(docs[0], rel)
