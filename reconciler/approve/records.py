@@ -9,9 +9,9 @@ of the same facts changes nothing and a review shows only what changed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import yaml

@@ -15,8 +15,8 @@ Failures that are not the revision's fault (a fetch that cannot reach the
 remote, an API server that refuses or drops a request, an unexpected
 exception while applying) are retried with exponential backoff: the drift
 interval and the polls wait for the retry, only a trigger (a change, a hook,
-leadership) comes sooner; the replica is not ready meanwhile. With a leader elector, only the replica holding the
-Lease reconciles. ``stop()`` (SIGTERM) lets the current step finish, or
+leadership) comes sooner; the replica is not ready meanwhile. With a leader
+elector, only the replica holding the Lease reconciles. ``stop()`` (SIGTERM) lets the current step finish, or
 aborts it before its first write, then releases the Lease.
 """
 
