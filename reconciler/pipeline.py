@@ -112,13 +112,16 @@ def lock_pins(snapshot: RepoSnapshot, installed: Mapping[str, LockEntry]) -> dic
 
 
 def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
-                       pins: Mapping[str, LockEntry]) -> None:
+                       pins: Mapping[str, LockEntry], installed: Mapping[str, LockEntry] | None = None) -> None:
     """Refuse a lockfile that was edited to point elsewhere, rather than silently rewriting it.
 
     Every entry's source must stay inside the repository when it is a path
-    (``file://``, ``git+file://``). An entry about to be installed as a pin
-    (a declared owner, or a dependency of one, with nothing installed yet)
-    must name a bundle its catalog has, with the source that catalog gives it.
+    (``file://``, ``git+file://``). An entry of a declared owner (or of a
+    dependency of one) must name a bundle its catalog has, with the source that
+    catalog gives it: every entry about to be installed as a pin (nothing
+    installed yet), and, given what the cluster has ``installed``, every entry
+    that names another bundle than the installed one. An entry that names the
+    installed bundle is left to resolution, which says what became of it.
     """
     if snapshot.lock is None:
         return
@@ -130,7 +133,12 @@ def check_lock_entries(snapshot: RepoSnapshot, catalogs: Mapping[str, Catalog],
             raise LockfileError(f"source {e.source!r} of bundle {e.name} lies outside the repository",
                                 path=where, obj=f"entry {e.operator}", hint=hint)
     declared = {op.name for op in snapshot.operators}
-    for owner, e in sorted(pins.items()):
+    checked = dict(pins)
+    for e in snapshot.lock.entries:
+        have = (installed or {}).get(e.operator)
+        if have is not None and (have.package, have.name) != (e.package, e.name):
+            checked[e.operator] = e
+    for owner, e in sorted(checked.items()):
         needed_by = {r for r in e.required_by.split(",") if r}
         if not e.catalog or (owner not in declared and not needed_by & declared):
             continue
@@ -191,7 +199,7 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     installed = installed_state(snapshot, kube)
     holds = stage_holds(snapshot) if holds is None else holds   # a later stage of a fleet: what was promoted
     pins = lock_pins(snapshot, installed) if kube is not None else {}
-    check_lock_entries(snapshot, catalogs, pins)
+    check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
                                 snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
                                 holds=held_bundles(holds, installed) if holds else {})
@@ -318,16 +326,50 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     return tuple(installs)
 
 
-def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kube | None = None
-              ) -> dict[str, Decision]:
-    """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews)."""
+def counted_approvals(snapshot: RepoSnapshot, uncommitted: bool = False) -> dict:
+    """The approval records that count. An approval is a commit: in a git working tree, those committed at
+    HEAD; the working tree's own with ``uncommitted`` (a preview), or where there are no commits to read."""
+    if uncommitted or snapshot.committed_approvals is None:
+        return snapshot.approvals
+    return snapshot.committed_approvals
+
+
+def uncommitted_approval_files(snapshot: RepoSnapshot) -> list[str]:
+    """The files of ``approvals/`` whose working-tree content is not what HEAD has (edited, added, deleted)."""
+    committed = snapshot.committed_approvals
+    if committed is None:
+        return []
+    working = snapshot.approvals
+    return sorted({(working.get(n) or committed[n]).path for n in set(committed) | set(working)
+                   if working.get(n) != committed.get(n)})
+
+
+def approval_notes(snapshot: RepoSnapshot, *, counted: bool) -> tuple[str, ...]:
+    """What a run says about approvals that are not committed: counted (a preview) or not."""
+    files = uncommitted_approval_files(snapshot)
+    if not files:
+        return ()
+    which = ", ".join(files)
+    if counted:
+        return (f"{which}: uncommitted changes, counted by this dry run as if committed; a reconcile counts "
+                f"only committed approvals (commit to approve)",)
+    return (f"{which}: uncommitted changes, not counted: a reconcile counts only committed approvals (commit to "
+            f"approve; a dry run previews them)",)
+
+
+def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kube | None = None, *,
+              uncommitted: bool = False) -> dict[str, Decision]:
+    """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews).
+
+    Only committed approvals count, unless ``uncommitted`` (``counted_approvals``)."""
+    records = counted_approvals(snapshot, uncommitted)
     subjects = [Subject(i.selection.owner, i.bundle.name or i.lock.name, i.lock.digest, i.bundle.objects,
                         i.selection.declaration) for i in installs]
     def from_cluster(api_version: str, kind: str) -> tuple[str, bool] | None:
         info = kube.resource(api_version, kind) if kube is not None else None
         return (info.plural, info.namespaced) if info else None
     lookup = from_cluster if kube is not None else None
-    decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=snapshot.approvals,
+    decisions = evaluate(subjects, classes=snapshot.provisioner_classes, records=records,
                          default_class=snapshot.settings.provisioner_class,
                          check=access_check(kube) if kube is not None else None, cluster_lookup=lookup)
     from reconciler.approve.guardrails import load_policies
@@ -336,7 +378,7 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     for inst in installs:
         owner = inst.selection.owner
         found = guardrail_violations(snapshot, inst, policies, lookup) + crd_preflight(kube, inst)
-        record = snapshot.approvals.get(owner)
+        record = records.get(owner)
         entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
         waived = set(entry.waived_policies) if entry else set()
         if waived:
@@ -407,7 +449,7 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
         return ()
     sel = inst.selection
     catalogs = sorted(set(snapshot.catalog_dirs) | {n for n, c in snapshot.settings.catalogs.items() if c.image})
-    params = {"catalogs": catalogs}
+    params = {"catalogs": catalogs, "serviceAccounts": _service_accounts(inst.bundle)}
     find = resource_lookup(inst.bundle.objects, lookup)
 
     def resource_of(api_version: str, kind: str) -> str:
@@ -419,6 +461,16 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
                   "declaredBundle": bool(sel.declaration is not None and sel.declaration.bundle is not None)}
     return tuple(guardrails.check_resolution(policies, resolution, params)
                  + guardrails.check_objects(policies, inst.bundle.objects, resource_of, params))
+
+
+def _service_accounts(bundle: RenderedBundle) -> list[str]:
+    """The bundle's own ServiceAccounts, as ``namespace/name``, for guardrails (``params.serviceAccounts``)."""
+    out = set()
+    for obj in bundle.objects:
+        if obj.get("apiVersion") == "v1" and obj.get("kind") == "ServiceAccount":
+            meta = obj.get("metadata") or {}
+            out.add(f"{meta.get('namespace') or bundle.namespace}/{meta.get('name', '')}")
+    return sorted(out)
 
 
 CRD_SAFETY_WAIVER = "crd-upgrade-safety"
@@ -570,17 +622,20 @@ class Prepared:
     resolution: Resolution
     held: frozenset[str] = frozenset()   # owners whose input class only reports (dry-run): left untouched
     decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)   # approval, per owner
+    notes: tuple[str, ...] = ()   # what the run says beside its changes (approvals not committed)
 
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
             kube: Kube | None = None, locked: bool = False, identity: str | None = None,
-            git_dir: Path | None = None, cluster: str | None = None) -> Prepared:
+            git_dir: Path | None = None, cluster: str | None = None,
+            uncommitted_approvals: bool = False) -> Prepared:
     """Read, resolve and convert; nothing is written. ``kube`` is only read (installed state, version).
 
     ``revision`` names the commit when the tree is not a git working copy, ``identity`` and ``git_dir`` the
     repository it was taken from and where its history is (a fetched remote: ``repo/identity.py``);
     ``locked`` refuses a lockfile that the resolution does not reproduce; ``cluster`` names the cluster of a
-    fleet repository (``repo/fleet.py``).
+    fleet repository (``repo/fleet.py``); ``uncommitted_approvals`` counts approvals not committed yet (a
+    preview: a real apply counts only committed ones).
     """
     progress.stage(f"reading {repo}")
     snapshot = select_cluster(read_repository(repo), cluster)
@@ -597,7 +652,9 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
-    return Prepared(snapshot, installs, lockfile, resolution, held, approvals(snapshot, installs, kube))
+    return Prepared(snapshot, installs, lockfile, resolution, held,
+                    approvals(snapshot, installs, kube, uncommitted=uncommitted_approvals),
+                    approval_notes(snapshot, counted=uncommitted_approvals))
 
 
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,
@@ -636,6 +693,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                   revision=snapshot.revision, held=prepared.held,
                   pending=() if dry_run else pending_state(installs, prepared.decisions),
                   installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
+    result.notes.extend(prepared.notes)
     by_name = {op.name: op for op in desired}
     for name, (originals, refs) in sorted(softened.items()):
         which = ", ".join(str(r) for r in refs)
@@ -674,7 +732,7 @@ def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: R
               locked: bool = False, write_lock: bool | None = None, wait: float = 0.0,
               on_progress: Callable[[str], object] | None = None, cluster: str | None = None) -> Outcome:
     """Prepare and apply once. A dry run writes nothing, olm.lock included, unless ``write_lock``."""
-    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster)
+    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster, uncommitted_approvals=dry_run)
     if write_lock is None:
         write_lock = not dry_run
     return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked, wait=wait,

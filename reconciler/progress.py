@@ -25,9 +25,21 @@ class Progress:
     def item(self, text: str) -> None:
         pass
 
+    def status(self, text: str) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
 
 class TerminalProgress(Progress):
-    """One line per stage with the time since the run started, one indented line per object."""
+    """One line per stage with the time since the run started, one indented line per object, and a status
+    line that each new status overwrites (waiting for a rollout).
+
+    The status line has no line end, so whatever comes next on the terminal (a stage, the report on stdout,
+    an error) would continue it: it is erased first, by the next line of progress or by ``clear()``, which
+    the CLI calls before printing results and when progress ends.
+    """
 
     def __init__(self, stream: TextIO) -> None:
         import threading  # only a terminal's progress needs a lock: not imported by a piped or quiet run
@@ -35,10 +47,14 @@ class TerminalProgress(Progress):
         self.stream = stream
         self.started = time.monotonic()
         self._lock = threading.Lock()
+        self._open = False   # a status line is on the terminal
 
-    def _write(self, line: str) -> None:
+    def _write(self, line: str, *, end: str = "\n") -> None:
         with self._lock:
-            self.stream.write(line + "\n")
+            if self._open:
+                self.stream.write(ERASE_LINE)
+            self.stream.write(line + end)
+            self._open = not end
             self.stream.flush()
 
     def stage(self, text: str) -> None:
@@ -47,7 +63,19 @@ class TerminalProgress(Progress):
     def item(self, text: str) -> None:
         self._write(f"          {text}")
 
+    def status(self, text: str) -> None:
+        self._write(text[:STATUS_WIDTH], end="")
 
+    def clear(self) -> None:
+        with self._lock:
+            if self._open:
+                self.stream.write(ERASE_LINE)
+                self.stream.flush()
+                self._open = False
+
+
+ERASE_LINE = "\r\033[K"   # back to the start of the line, and erase it
+STATUS_WIDTH = 119
 _current: Progress = Progress()
 
 
@@ -57,6 +85,16 @@ def stage(text: str) -> None:
 
 def item(text: str) -> None:
     _current.item(text)
+
+
+def status(text: str) -> None:
+    """A transient line, replaced by the next status and erased before anything else is written."""
+    _current.status(text)
+
+
+def clear() -> None:
+    """Erase the status line, if one is shown: before a command prints its results on the same terminal."""
+    _current.clear()
 
 
 class shown_on:
@@ -78,4 +116,5 @@ class shown_on:
 
     def __exit__(self, *exc: object) -> None:
         global _current
+        _current.clear()
         _current = self.previous

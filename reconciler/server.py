@@ -108,9 +108,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200 if ok else 503, b"ok\n" if ok else b"stopping\n")
         elif path == "/readyz":
             last = loop.last
+            retry = loop.retry_in
             body = {"ready": loop.ready, "leader": loop.elector.leading if loop.elector else None,
                     "applied": loop.applied_revision,
-                    "last": {"outcome": last.outcome, "revision": last.revision, "error": last.error} if last else None}
+                    "last": {"outcome": last.outcome, "revision": last.revision, "error": last.error} if last else None,
+                    "failures": loop.failures, "retryInSeconds": round(retry, 1) if retry is not None else None}
             self._send(200 if loop.ready else 503, json.dumps(body).encode() + b"\n", "application/json")
         elif path == "/metrics":
             self._send(200, generate_latest(loop.metrics.registry), CONTENT_TYPE_LATEST)

@@ -9,7 +9,9 @@ resource and operation), ``spec.matchConditions`` and ``spec.validations``
 ``spec.failurePolicy`` for expressions that fail at run time. The objects
 are checked as a CREATE; ``object`` is the rendered object, ``oldObject``
 is null, ``request`` carries kind, namespace, name and operation, and
-``params`` the repository's facts (``catalogs``: the catalogs it lists).
+``params`` the repository's and the bundle's facts (``catalogs``: the catalogs it lists;
+``serviceAccounts``: the bundle's own, as ``namespace/name``). ``object`` is converted for CEL only
+once ``matchConditions`` have selected the object.
 
 The resolution of each Operator is checked too, as an object of the
 resource ``resolutions`` in the group ``reconciler.dev``, with the fields
@@ -87,14 +89,22 @@ class Policy:
     @property
     def reads_object(self) -> bool:
         """Whether any expression reads ``object``: converting a large CRD for CEL is the costly part."""
-        return any(_OBJECT_REF.search(c.expression) or _OBJECT_REF.search(c.message_expression)
-                   for c in self.conditions + self.validations)
+        return _reads_object(self.conditions + self.validations)
+
+    @property
+    def conditions_read_object(self) -> bool:
+        """Whether ``matchConditions`` read ``object``; when not, an object they exclude is never converted."""
+        return _reads_object(self.conditions)
 
     def applies_to_resolutions(self) -> bool:
         """Only rules that name the group reconciler.dev itself select resolutions, never a ``*``."""
         group, version, resource = RESOLUTION_RESOURCE
         return any(group in r.groups and r.matches(group, version, resource) for r in self.rules) and not any(
             r.matches(group, version, resource) for r in self.excluded)
+
+
+def _reads_object(checks: tuple[_Check, ...]) -> bool:
+    return any(_OBJECT_REF.search(c.expression) or _OBJECT_REF.search(c.message_expression) for c in checks)
 
 
 @dataclass(frozen=True)
@@ -236,13 +246,19 @@ def _as_bool(value: Any) -> Any:
     return bool(value) if isinstance(value, (bool, celpy.celtypes.BoolType)) else value
 
 
-def _check(policy: Policy, activation: dict, subject: str) -> list[Violation]:
+def _check(policy: Policy, activation: dict, subject: str,
+           load_object: Callable[[], None] | None = None) -> list[Violation]:
+    """``load_object`` puts ``object`` into the activation: called only once an expression needs it."""
     expression = ""
     try:
+        if load_object is not None and policy.conditions_read_object:
+            load_object()
         for cond in policy.conditions:
             expression = cond.expression
             if _as_bool(_run(cond.program, activation)) is not True:
                 return []
+        if load_object is not None and policy.reads_object:
+            load_object()
         out = []
         for v in policy.validations:
             expression = v.expression
@@ -314,10 +330,11 @@ def _check_objects(policies: list[Policy], objects: list[Manifest], resource_of:
                                                     "kind": {"group": group, "version": version, "kind": kind},
                                                     "resource": {"group": group, "version": version,
                                                                  "resource": resource}})}
-        for policy in applicable:
-            if "object" not in activation and policy.reads_object:
+        def load_object(activation: dict = activation, obj: Manifest = obj) -> None:
+            if "object" not in activation:
                 activation["object"] = celpy.json_to_cel(obj)
-            out.extend(_check(policy, activation, subject))
+        for policy in applicable:
+            out.extend(_check(policy, activation, subject, load_object))
     return out
 
 

@@ -9,9 +9,10 @@ of the same facts changes nothing and a review shows only what changed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -19,6 +20,9 @@ from reconciler import yamlio
 from reconciler.approve.permissions import PermissionSet
 from reconciler.errors import InputError
 from reconciler.model.kube import API_GROUP
+
+if TYPE_CHECKING:
+    from reconciler.approve.policy import Decision
 
 APPROVALS_DIR = "approvals"
 API_VERSION = f"{API_GROUP}/v1alpha1"
@@ -52,16 +56,24 @@ class ApprovalRecord:
         return out
 
 
+def is_record_file(name: str) -> bool:
+    return not name.startswith(".") and name.endswith((".yaml", ".yml"))
+
+
 def read_records(root: Path) -> dict[str, ApprovalRecord]:
+    """The records of the working tree's ``approvals/``."""
     base = root / APPROVALS_DIR
     if not base.is_dir():
         return {}
-    out = {}
-    for path in sorted(base.iterdir()):
-        if path.name.startswith(".") or not path.name.endswith((".yaml", ".yml")):
-            continue
-        rel = path.relative_to(root).as_posix()
-        docs = yamlio.read_all(path, rel)
+    rels = [f"{APPROVALS_DIR}/{path.name}" for path in sorted(base.iterdir()) if is_record_file(path.name)]
+    return records_from((rel, yamlio.read_text(root / rel, rel)) for rel in rels)
+
+
+def records_from(files: Iterable[tuple[str, str]]) -> dict[str, ApprovalRecord]:
+    """Records from (repository-relative path, text) of each file of ``approvals/``, in name order."""
+    out: dict[str, ApprovalRecord] = {}
+    for rel, text in files:
+        docs = yamlio.load_all(text, rel)
         if len(docs) != 1:
             raise InputError(f"an approval file holds exactly one Approval document, not {len(docs)}", path=rel)
         record = parse_record(docs[0], rel)
@@ -125,3 +137,12 @@ def add_approval(root: Path, existing: ApprovalRecord | None, operator: str, bun
     path.parent.mkdir(parents=True, exist_ok=True)
     yamlio.write_atomic(path, render_record(record))
     return path
+
+
+def approve_command(repo: object, name: str, d: Decision) -> str:
+    """The command that approves what ``d`` waits for, as it must be typed: with a ``--waive`` for each
+    guardrail the bundle violates (without them, `approve` refuses it)."""
+    import shlex
+
+    waive = "".join(f" --waive {shlex.quote(p)}" for p in sorted({v.policy for v in d.violations}))
+    return f"reconciler approve {shlex.quote(str(repo))} {shlex.quote(name)}{waive}"

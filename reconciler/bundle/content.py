@@ -48,7 +48,7 @@ class BundleContent:
         return self.fetched.reference
 
 
-_CACHE_FORMAT = "3"  # 3: manifests are decoded as the cluster does and shape-checked before caching
+_CACHE_FORMAT = "4"  # 3: manifests are decoded as the cluster does and shape-checked before caching; 4: Secret data
 
 
 def _cache_path(fetched: FetchedBundle) -> Path | None:

@@ -75,6 +75,28 @@ _SUBJECT = Obj({"kind": STR, "name": STR, "namespace": STR})
 _SERVICE_REF = Obj({"name": STR, "namespace": STR, "path": STR, "port": INT})
 _WEBHOOK = Obj({"name": STR, "clientConfig": Obj({"service": _SERVICE_REF})})
 
+
+class _Base64(Scalar):
+    """A Secret's ``data`` value: standard base64, as the API server decodes it (line breaks ignored).
+
+    The message names the key and never the value: a value that is not base64 is most often a secret
+    written in clear where ``stringData`` was meant.
+    """
+
+    def check(self, value: Any, where: str) -> None:
+        import base64
+        import binascii
+
+        super().check(value, where)
+        try:
+            base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
+        except (binascii.Error, ValueError):
+            raise Mismatch(where, "is not base64 (the value is not shown); encode it, or put the text under "
+                                  "stringData, which the API server encodes") from None
+
+
+_SECRET = Obj({"data": MapOf(_Base64((str,), "a base64 string"))})
+
 KINDS: dict[tuple[str, str], Shape] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): CRD,
     ("apps", "Deployment"): Obj({"spec": DEPLOYMENT_SPEC}),
@@ -90,6 +112,7 @@ KINDS: dict[tuple[str, str], Shape] = {
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): Obj({"webhooks": ListOf(_WEBHOOK)}),
     ("apiregistration.k8s.io", "APIService"): Obj({"spec": Obj({"group": STR, "version": STR,
                                                                 "service": _SERVICE_REF})}),
+    ("", "Secret"): _SECRET,
 }
 
 _PERMISSION = Obj({"serviceAccountName": STR, "rules": ListOf(_RULE)})  # without a name, OLM binds "default"

@@ -123,6 +123,30 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
     return {operator: kube.impersonating(username(namespace, operator)) for operator in wanted}
 
 
+def in_place(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]], *,
+             instance: str = DEFAULT_INSTANCE) -> dict[str, Kube]:
+    """A client acting as each Operator's installer that is in place exactly as ``ensure_all`` would leave it
+    (its ServiceAccount, and RBAC granting the approved permissions and nothing else), writing nothing: the
+    identities a dry run plans with, the real run's own. An Operator whose installer is missing, or bound to
+    other permissions (a first install, an approval that changed), is left out: only a real run binds it.
+    """
+    live = _live(kube)
+    mine: dict[str, set[tuple[str, str, str]]] = {}
+    for key, item in live.items():
+        operator = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTALLER)
+        if operator:
+            mine.setdefault(operator, set()).add(key)
+    out = {}
+    for operator, (permissions, _) in sorted(wanted.items()):
+        objects = installer_objects(namespace, operator, permissions, instance)
+        keys = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
+        if keys == mine.get(operator, set()) and all(
+                _rbac_body(live[(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])])
+                == _rbac_body(o) for o in objects):
+            out[operator] = kube.impersonating(username(namespace, operator))
+    return out
+
+
 def remove(kube: Kube, namespace: str, operator: str) -> None:
     """Delete an uninstalled Operator's installer and its RBAC."""
     for (kind, ns, name), item in sorted(_live(kube, operator).items()):

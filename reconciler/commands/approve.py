@@ -1,4 +1,9 @@
-"""`reconciler approve`: record in the repository the permissions that wait for approval; commit to approve."""
+"""`reconciler approve`: record in the repository the permissions that wait for approval; commit to approve.
+
+In a git working tree only committed approvals count for a reconcile (``pipeline.counted_approvals``); this
+command counts the working tree's own, so running it again after an uncommitted approval finds nothing new to
+write, and it says which files still need a commit.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Resolve and convert as reconcile does, then write, for each named Operator whose bundle "
                     "waits for approval, an entry in approvals/<name>.yaml binding its exact bundle (name and "
                     "content digest) to the permissions it needs. Nothing is applied: committing the file is "
-                    "the approval, and the next reconcile applies the bundle. In a fleet repository, without "
+                    "the approval, and the next reconcile applies the bundle (in a git repository a reconcile "
+                    "counts only committed approvals; `reconcile --dry-run` previews uncommitted ones, saying "
+                    "so; outside git a written approval counts at once). In a fleet repository, without "
                     "--cluster, each Operator is approved for every cluster it is placed on (offline): one entry "
                     "per bundle, with the permissions every placement needs; approvals are shared by the fleet.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    import dataclasses
+
     from reconciler import pipeline
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.errors import DeclarationError, UsageError
@@ -57,11 +66,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     clusters = read_repository(args.repo).clusters if args.cluster is None else {args.cluster: None}
     fleet = bool(clusters)
     if fleet and args.cluster is None:   # every cluster the Operators are placed on, offline
-        views = [pipeline.prepare(args.repo, cluster=name) for name in sorted(clusters)]
+        views = [pipeline.prepare(args.repo, cluster=name, uncommitted_approvals=True) for name in sorted(clusters)]
     else:
         context = cluster_context(args.repo, args.cluster)
         api = None if args.offline else load_api_client(args.kubeconfig, args.context, preferred=context)
-        views = [pipeline.prepare(args.repo, kube=Kube(api) if api else None, cluster=args.cluster)]
+        views = [pipeline.prepare(args.repo, kube=Kube(api) if api else None, cluster=args.cluster,
+                                  uncommitted_approvals=True)]
     decided = {name for view in views for name in view.decisions}
     names = sorted(decided) if args.all else args.operators
     unknown = [n for n in names if n not in decided]
@@ -87,9 +97,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                   f"{path.relative_to(root)}", file=out)
         if entries:
             written.append(name)
-    if written:
-        files = " ".join(f"approvals/{n}.yaml" for n in written)
-        print(f"Commit to approve: git add {files} && git commit", file=out)
+    snapshot = dataclasses.replace(views[0].snapshot, approvals=records)
+    if snapshot.committed_approvals is None:
+        if written:
+            print("Outside a git repository an approval counts as soon as it is written.", file=out)
+    elif files := pipeline.uncommitted_approval_files(snapshot):   # written now, or before and not committed
+        print(f"Commit to approve (a reconcile counts only committed approvals): git add {' '.join(files)} && "
+              f"git commit", file=out)
     return EXIT_OK
 
 

@@ -29,8 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "upgrade edge taken, dependencies added and dropped, the objects created, changed and "
                     "deleted (Secret data masked), the RBAC gained and lost, CRD changes, catalog "
                     "deprecations and whether approval will be needed; and, for every Operator, the objects "
-                    "whose apiVersion is deprecated or removed at the cluster's Kubernetes minor "
-                    "(kubernetesVersion in reconciler.yaml, or the cluster's) and the next one.",
+                    "whose apiVersion is deprecated or removed at the cluster's Kubernetes minor and the next "
+                    "one. The cluster (--kubeconfig, else $KUBECONFIG, ~/.kube/config or the pod's service "
+                    "account) is read for its version only; without one, or with --offline, kubernetesVersion "
+                    "in reconciler.yaml says it. A fleet repository without --cluster is reviewed cluster by "
+                    "cluster, each at the kubernetesVersion its settings give, reading no cluster.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree (in a git checkout)")
     p.add_argument("--base", metavar="REV",
@@ -38,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "changes, else HEAD's first parent)")
     p.add_argument("-o", "--output", choices=("text", "json", "markdown"), default="text",
                    help="text (coloured on a terminal), json (stable schema) or markdown (a PR comment)")
+    p.add_argument("--offline", action="store_true",
+                   help="do not read the cluster's version even if one is configured (kubernetesVersion in "
+                        "reconciler.yaml says it)")
     add_cluster_args(p)
     add_fleet_arg(p)
     p.set_defaults(run=run)
@@ -58,7 +64,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from reconciler.repo.fleet import cluster_context
 
         cluster_context(args.repo, args.cluster)   # a cluster the repository declares, or a usage error
-    rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context, cluster=args.cluster)
+    rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context, cluster=args.cluster,
+                  offline=args.offline)
     out.write(render(rev, args.output, colour=_tty(out)))
     return EXIT_CHANGES if rev.changed else EXIT_OK
 
@@ -81,8 +88,9 @@ def render(rev, output: str, colour: bool = False) -> str:  # noqa: ANN001 - a r
 
 
 def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, context: str | None = None,
-            *, pin_after: bool = False, cluster: str | None = None):
-    """The review of ``root``'s working tree against ``base``; the cluster, if named, is read for its version.
+            *, pin_after: bool = False, cluster: str | None = None, offline: bool = False):
+    """The review of ``root``'s working tree against ``base``; the cluster configured (as for every command:
+    ``kubeconfig``, else $KUBECONFIG, ...) is read for its version, unless ``offline``.
 
     ``pin_after`` keeps the working tree's locked owners on their locked bundles (for a change that is
     exactly a lock edit, as `update` makes), instead of what a resolution would move them to.
@@ -92,7 +100,7 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     from reconciler.review.collect import approvals_of, base_commit, checkout, open_git, resolve_side
 
     kube = None
-    if kubeconfig or context:
+    if not offline:
         from reconciler.cluster.kube import Kube, load_api_client
         from reconciler.repo.fleet import cluster_context
 

@@ -73,7 +73,7 @@ def duration(text: str) -> float:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from reconciler import pipeline
+    from reconciler import pipeline, progress
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.errors import ClusterError, UsageError
 
@@ -87,11 +87,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                            hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
-    outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
-                                 write_lock=args.write_lock or not args.dry_run,
-                                 wait=args.timeout if args.wait else 0.0,
-                                 on_progress=None if getattr(args, "quiet", False) else _progress_line(),
-                                 cluster=args.cluster)
+    try:
+        outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
+                                     write_lock=args.write_lock or not args.dry_run,
+                                     wait=args.timeout if args.wait else 0.0, on_progress=progress.status,
+                                     cluster=args.cluster)
+    finally:
+        progress.clear()   # the report, or the error, starts on a clean line of the terminal
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                       show_unchanged=args.show_unchanged, colour=_tty(out))
@@ -128,32 +130,13 @@ def _unhealthy(outcome: "Outcome", *, waited: bool) -> list[str]:
             and (h.status == Status.FAILED or (waited and h.timed_out))]
 
 
-def _progress_line():
-    """A one-line progress display on a terminal (stderr); nothing when output is redirected."""
-    import sys
-
-    if not sys.stderr.isatty():
-        return None
-
-    def show(message: str) -> None:
-        width = 119
-        sys.stderr.write("\r\033[K" + message[:width])
-        sys.stderr.flush()
-
-    return show
-
-
 def print_health(outcome: "Outcome", out: TextIO, *, waited: bool) -> bool:
     """Print each Operator's health; True when one is unhealthy (failed, or not healthy in time when waited for)."""
-    import sys
-
     from reconciler.cluster.health import Status
 
     health = outcome.sync.health
     if not health:
         return False
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
     print("Health:", file=out)
     unhealthy = False
     for name, h in sorted(health.items()):
@@ -371,6 +354,7 @@ def print_approvals(outcome: "Outcome", out: TextIO) -> None:
 
 def print_decisions(decisions, repo, out: TextIO) -> None:
     """Each Operator's approval: approved and why, or what waits and the command that approves it."""
+    from reconciler.approve.records import approve_command
     from reconciler.commands.approve import describe_pending
 
     print("Approval:", file=out)
@@ -381,6 +365,9 @@ def print_decisions(decisions, repo, out: TextIO) -> None:
         print(f"  {name}: {d.bundle} WAITS FOR APPROVAL ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
         for line in describe_pending(d):
             print(line, file=out)
-        if d.reason != "DependencyPendingApproval":
-            print(f"    approve with: reconciler approve {repo} {name}   (then commit approvals/{name}.yaml)",
+        if any(v.policy == "crd-stored-version" for v in d.violations):
+            print("    no approval can accept this bundle: the API server refuses to drop a stored version "
+                  "(see above)", file=out)
+        elif d.reason != "DependencyPendingApproval":
+            print(f"    approve with: {approve_command(repo, name, d)}   (then commit approvals/{name}.yaml)",
                   file=out)

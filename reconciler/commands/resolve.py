@@ -96,6 +96,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
             print("", file=out)
             print_decisions(decisions, snapshot.root, out)
+            for note in pipeline.approval_notes(snapshot, counted=False):
+                print(f"  note: {note}", file=out)
         print(f"Lockfile {snapshot.lock_file}: "
               f"{'not written (--no-write)' if args.no_write else 'written' if written else 'unchanged'}",
               file=out)

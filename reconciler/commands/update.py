@@ -110,7 +110,7 @@ def apply(root: Path, snapshot, found, branch: str,  # noqa: ANN001
     commits = []
     for p in found:
         changed = _write_update(root, p, cluster)
-        review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster)
+        review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster, offline=True)
         message = (f"Update {p.operator} to {p.target}\n\n{p.installed} -> {p.target} ({p.level}, {p.scope} the "
                    f"declaration; {p.edge})\n\n" + diff.render(review, "markdown"))
         index = repo.index

@@ -76,6 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="namespace for Events about the cluster-scoped Operator status objects (default: -n)")
     w.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                    help="least severe level logged (default info; -v means debug, -q error)")
+    w.add_argument("--report", action="store_true",
+                   help="also print, on stdout, the change report `reconcile` prints, after each step that changes "
+                        "something (off by default: the log on stderr is the one stream of events)")
     w.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="text, or one JSON object a line with the fields operator, revision, object, action, "
                         "duration, reason and outcome where they apply (default text)")
@@ -200,7 +203,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                 lease_duration=d, renew_deadline=d * 2 / 3, retry_period=d / 7.5)
     loop = Loop(source, kube, interval=args.interval, dry_run=args.dry_run, elector=elector,
                 events_namespace=args.events_namespace or _context_namespace(args) or "default",
-                identity=identity, report=report, cluster=args.cluster)
+                identity=identity, report=report if args.report else None, cluster=args.cluster)
     if elector is not None:
         elector.on_change = lambda leading: loop.trigger("leadership acquired") if leading else None
     relay = None

@@ -13,8 +13,10 @@ Any exception while preparing a revision rejects it, an unexpected one (a
 bug, reported as an internal error) included: no input stops the loop.
 Failures that are not the revision's fault (a fetch that cannot reach the
 remote, an API server that refuses or drops a request, an unexpected
-exception while applying) are retried with exponential backoff. With a leader elector, only the replica holding the
-Lease reconciles. ``stop()`` (SIGTERM) lets the current step finish, or
+exception while applying) are retried with exponential backoff: the drift
+interval and the polls wait for the retry, only a trigger (a change, a hook,
+leadership) comes sooner; the replica is not ready meanwhile. With a leader
+elector, only the replica holding the Lease reconciles. ``stop()`` (SIGTERM) lets the current step finish, or
 aborts it before its first write, then releases the Lease.
 """
 
@@ -82,6 +84,7 @@ class Loop:
         self._good_key: str | None = None
         self._bad: tuple[str | None, str] | None = None  # (key or revision, message) of the last rejection
         self._failures = 0
+        self._retry_due: float | None = None
         self.steps = 0
         self.last: StepResult | None = None
         self.running = False
@@ -111,10 +114,27 @@ class Loop:
 
     @property
     def ready(self) -> bool:
-        """Ready once a first step has finished, or while standing by for the Lease."""
+        """Ready once a step has finished without failing, or while standing by for the Lease.
+
+        A failed step (the source or the API server could not be reached, or refused) makes the replica
+        unready until a step succeeds: it cannot do its work. A rejected revision does not: the last good
+        state stays applied and is still corrected for drift; the repository is what needs fixing.
+        """
         if self.elector is not None and not self.elector.leading:
             return self.running
-        return self.last is not None
+        return self.last is not None and self.last.outcome != FAILED
+
+    @property
+    def failures(self) -> int:
+        """Steps failed in a row."""
+        return self._failures
+
+    @property
+    def retry_in(self) -> float | None:
+        """Seconds until the retry of a failed step (sooner on a trigger); None when nothing failed."""
+        if self._retry_due is None:
+            return None
+        return max(0.0, self._retry_due - time.monotonic())
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -137,7 +157,7 @@ class Loop:
                 self.metrics.leader.set(1)
                 now = time.monotonic()
                 woken = bool(self._reasons)
-                if woken or now >= min(drift_due, poll_due, retry_due):
+                if woken or now >= self._due(drift_due, poll_due, retry_due):
                     drift = now >= drift_due or now >= retry_due
                     reasons, self._reasons = self._reasons, []
                     try:
@@ -153,16 +173,25 @@ class Loop:
                         retry_due = now + self._backoff_delay()
                     else:
                         retry_due = float("inf")
+                        self._failures = 0
+                        self.metrics.failures.set(0)
                         if drift or result.outcome in (APPLIED, UNCHANGED):
                             drift_due = now + self.interval
                         if (recheck := self._health_recheck(result)) is not None:
                             drift_due = min(drift_due, now + recheck)
-                timeout = max(0.0, min(drift_due, poll_due, retry_due) - time.monotonic())
+                    self._retry_due = retry_due if retry_due != float("inf") else None
+                timeout = max(0.0, self._due(drift_due, poll_due, retry_due) - time.monotonic())
                 if self._wake.wait(timeout):
                     self._wake.clear()
         finally:
             self.source.stop()
             self.running = False
+
+    @staticmethod
+    def _due(drift_due: float, poll_due: float, retry_due: float) -> float:
+        """When the next step of the loop's own comes: after a failure, the retry and nothing sooner (the drift
+        interval and the polls wait for it, as the log says); else the drift interval or the next poll."""
+        return retry_due if retry_due != float("inf") else min(drift_due, poll_due)
 
     def _backoff_delay(self) -> float:
         base, cap = self.backoff
@@ -259,6 +288,7 @@ class Loop:
             duration = time.monotonic() - started
             self.metrics.reconcile_duration.observe(duration)
             self.metrics.reconciles.labels(result.outcome).inc()
+            self.metrics.last_outcome(result.outcome)
             log.info("step %s in %.2fs", result.outcome, duration,
                      extra={"outcome": result.outcome, "revision": result.revision or "", "duration": duration})
         if self.report:
@@ -305,11 +335,13 @@ class Loop:
         else:
             log.info("%s is applied: no changes (%s)", revision, reason, extra={"revision": revision, "reason": reason})
         if fresh and not self.dry_run:
+            from reconciler.approve.records import approve_command
+
             for d in outcome.pending:
                 log.warning("%s: %s waits for approval: %s", d.operator, d.bundle, d.message)
                 self._event(d.operator, "Warning", "ApprovalPending",
-                            f"{d.bundle} at {revision} waits: {d.message}; approve with `reconciler approve REPO "
-                            f"{d.operator}` and commit approvals/{d.operator}.yaml")
+                            f"{d.bundle} at {revision} waits: {d.message}; approve with "
+                            f"`{approve_command('REPO', d.operator, d)}` and commit approvals/{d.operator}.yaml")
 
     def _reject(self, target: Target, exc: ReconcilerError) -> StepResult:
         key = target.key or target.revision
@@ -331,6 +363,7 @@ class Loop:
 
     def _failed(self, revision: str | None, exc: ReconcilerError, stage: str) -> StepResult:
         self._failures += 1
+        self.metrics.failures.set(self._failures)
         if stage == "apply" and self._good is not None and not self.dry_run:
             for sel in self._good.resolution.selections:
                 if sel.apply:

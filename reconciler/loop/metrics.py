@@ -9,6 +9,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+OUTCOMES = ("applied", "unchanged", "rejected", "failed")
 
 
 class Metrics:
@@ -46,10 +47,21 @@ class Metrics:
             registry=r)
         self._operators: set[str] = set()
         self.leader = Gauge("reconciler_leader", "1 while this replica is the one reconciling (it holds the Lease, or runs without leader election)", registry=r)
-        for outcome in ("applied", "unchanged", "rejected", "failed"):
+        self.last_step = Gauge(
+            "reconciler_last_step_outcome", "1 for the outcome of the last step (applied, unchanged, rejected, "
+            "failed), 0 for the others", ["outcome"], registry=r)
+        self.failures = Gauge(
+            "reconciler_consecutive_failures", "Steps failed in a row (the source or the API server could not be "
+            "reached, or refused); 0 once a step succeeds", registry=r)
+        for outcome in OUTCOMES:
             self.reconciles.labels(outcome)
+            self.last_step.labels(outcome)
         for action in ("created", "configured", "deleted"):
             self.objects.labels(action)
+
+    def last_outcome(self, outcome: str) -> None:
+        for o in OUTCOMES:
+            self.last_step.labels(o).set(1 if o == outcome else 0)
 
     def condition(self, operator: str, type_: str, status: str) -> None:
         self._operators.add(operator)

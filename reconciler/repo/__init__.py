@@ -111,6 +111,9 @@ class RepoSnapshot:
     input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     provisioner_classes: dict[str, ProvisionerClass] = field(default_factory=lambda: dict(BUILTIN_CLASSES))
     approvals: dict = field(default_factory=dict)   # Operator name -> approve.records.ApprovalRecord
+    # The approvals as committed at HEAD, in a git working tree (None elsewhere: a fetched commit's tree is
+    # committed by construction, a tree outside git has no commits): what a real apply counts.
+    committed_approvals: dict | None = None
     identity: str = ""              # the repository's identity, recorded on what it installs (identity.py)
     git_dir: Path | None = None     # where its commits can be looked up (a recorded revision's provenance)
     clusters: dict = field(default_factory=dict)   # a fleet's clusters by name (model.fleet.ClusterDecl)
@@ -150,6 +153,7 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
                         operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes,
                         provisioner_classes=provisioners, approvals=read_records(top),
+                        committed_approvals=committed_records(top),
                         identity=settings.repository or identity.detect(top), git_dir=identity.git_dir(top),
                         clusters=clusters)
 
@@ -158,7 +162,13 @@ def _read_settings(top: Path) -> Settings:
     path = top / SETTINGS_FILE
     if not os.path.lexists(path):
         return Settings()
-    doc: Any = yamlio.load_one(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE, strict=True)
+    docs = yamlio.load_all(yamlio.read_text(path, SETTINGS_FILE), SETTINGS_FILE, strict=True)
+    if not docs:   # empty, or only comments: every setting at its default, as when the file is absent
+        return Settings()
+    if len(docs) > 1:
+        raise InputError(f"expected one YAML document (the settings), found {len(docs)}", path=SETTINGS_FILE,
+                         hint="put every setting in one mapping")
+    doc: Any = docs[0]
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
@@ -452,6 +462,51 @@ def _rel(top: Path, path: Path) -> str:
         return path.relative_to(top).as_posix()
     except ValueError:
         return str(path)
+
+
+def committed_records(top: Path) -> dict | None:
+    """The approval records of ``top``'s ``approvals/`` as committed at HEAD; None when ``top`` is not in a git
+    working tree. Read from the object database as the working tree's files are read (regular files only,
+    bounded, UTF-8), so an uncommitted edit, added or deleted file counts for nothing here."""
+    import pygit2
+
+    from reconciler.approve.records import is_record_file, records_from
+
+    try:
+        found = pygit2.discover_repository(str(top))
+        repo = pygit2.Repository(found) if found else None
+    except pygit2.GitError:
+        return None
+    if repo is None or repo.is_bare or not repo.workdir:
+        return None
+    workdir = Path(repo.workdir).resolve()
+    if top != workdir and workdir not in top.parents:
+        return None
+    if repo.head_is_unborn:
+        return {}
+    rel = top.relative_to(workdir).as_posix()
+    folder = APPROVALS_DIR if rel == "." else f"{rel}/{APPROVALS_DIR}"
+    try:
+        tree = repo.head.peel(pygit2.Commit).tree[folder]
+    except KeyError:
+        return {}
+    if not isinstance(tree, pygit2.Tree):
+        return {}
+    files = []
+    for entry in sorted(tree, key=lambda e: e.name):
+        if not isinstance(entry, pygit2.Blob) or entry.filemode not in (pygit2.enums.FileMode.BLOB,
+                                                                        pygit2.enums.FileMode.BLOB_EXECUTABLE):
+            continue
+        if not is_record_file(entry.name):
+            continue
+        name = f"{APPROVALS_DIR}/{entry.name}"
+        if entry.size > yamlio.MAX_FILE_BYTES:
+            raise InputError(f"file is over the {yamlio.MAX_FILE_BYTES}-byte limit (as committed)", path=name)
+        try:
+            files.append((name, entry.data.decode("utf-8")))
+        except UnicodeDecodeError:
+            raise InputError("file is not UTF-8 text (as committed)", path=name) from None
+    return records_from(files)
 
 
 def git_revision(path: Path) -> str | None:

@@ -16,11 +16,12 @@ from tests.e2e.support import EXAMPLE, managed
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run_on_pty(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """Run the CLI with stderr on a pseudo-terminal and stdout on a pipe; return (code, stdout, terminal)."""
+def _run_on_pty(*args: str, env: dict[str, str] | None = None, shared: bool = False) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal and stdout on a pipe (or, ``shared``, on the same terminal,
+    as in a shell); return (code, stdout, terminal)."""
     master, slave = pty.openpty()
     environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "reconciler", *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "reconciler", *args], stdout=slave if shared else subprocess.PIPE,
                             stderr=slave, stdin=subprocess.DEVNULL, env=environ)
     os.close(slave)
     chunks = []
@@ -33,7 +34,7 @@ def _run_on_pty(*args: str, env: dict[str, str] | None = None) -> tuple[int, str
             break
         chunks.append(data)
     os.close(master)
-    out = proc.stdout.read().decode()
+    out = proc.stdout.read().decode() if proc.stdout else ""
     return proc.wait(timeout=300), out, b"".join(chunks).decode().replace("\r\n", "\n")
 
 
@@ -84,3 +85,83 @@ def test_nothing_with_quiet_or_off_a_terminal(repo, tmp_path):
     assert proc.returncode == 1 and proc.stderr == ""
     code, _, term = _run_on_pty("reconcile", str(repo), "--dry-run", env=env)
     assert code == 1 and "loading catalogs" in term  # the same run on a terminal does show it
+
+
+def screen(transcript: str) -> list[str]:
+    """The lines a terminal shows for ``transcript``: a carriage return goes back to the line's start and
+    ``ESC [ K`` erases from the cursor to the line's end, as a VT100 does."""
+    lines, line, col = [], [], 0
+    i = 0
+    while i < len(transcript):
+        if transcript.startswith("\033[K", i):
+            del line[col:]
+            i += 3
+            continue
+        ch = transcript[i]
+        if ch == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        elif ch == "\r":
+            col = 0
+        else:
+            if col < len(line):
+                line[col] = ch
+            else:
+                line.append(ch)
+            col += 1
+        i += 1
+    lines.append("".join(line))
+    return lines
+
+
+def test_a_status_line_is_erased_before_anything_else_is_written():
+    import io
+
+    from reconciler.progress import TerminalProgress
+
+    term = io.StringIO()
+    progress = TerminalProgress(term)
+    progress.status("waiting for 1 Operator(s): plumbus: Deployment plumbus-system/plumbus: updated replicas 0/1")
+    progress.status("waiting for 1 Operator(s): plumbus: ready")
+    progress.stage("judging health")
+    progress.status("waiting again")
+    progress.clear()
+    term.write("Repository /src/gitops at 2ecf09f\n")   # what a command prints next on the same terminal
+    shown = screen(term.getvalue())
+    assert shown[-2] == "Repository /src/gitops at 2ecf09f", shown
+    assert [ln for ln in shown if ln.strip()][0].endswith("] judging health"), shown
+    progress.clear()   # nothing shown: nothing written
+    assert term.getvalue().endswith("2ecf09f\n")
+
+
+def test_the_report_starts_on_a_clean_line_after_waiting_for_the_rollout(control_plane, repo):
+    import uuid
+
+    from reconciler.cluster.kube import Kube
+    from tests.loop.conftest import uninstall
+
+    from reconciler import yamlio
+
+    namespace = f"progress-{uuid.uuid4().hex[:8]}"
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace("namespace: plumbus-system", f"namespace: {namespace}"))
+    # Pods no node can take: the rollout never ends, so the run waits (showing its status line) until --timeout.
+    csv_file = next((repo / "bundles" / "plumbus" / "1.1.0" / "manifests").glob("*clusterserviceversion*"))
+    csv = yamlio.read_all(csv_file)[0]
+    for deployment in csv["spec"]["install"]["spec"]["deployments"]:
+        deployment["spec"]["template"]["spec"]["nodeSelector"] = {"example.invalid/no-such-node": "true"}
+    csv_file.write_text(yamlio.dump(csv))
+    assert subprocess.run([sys.executable, "-m", "reconciler", "approve", str(repo), "plumbus", "--offline"],
+                          capture_output=True).returncode == 0
+    kube = Kube(control_plane.admin_client())
+    try:
+        code, _, transcript = _run_on_pty("reconcile", str(repo), "--timeout", "3s", "--kubeconfig",
+                                          str(control_plane.kubeconfig_path), shared=True)
+        assert code == 5, transcript   # not healthy in time: reported after the changes
+        assert "waiting for 1 Operator(s)" in transcript, "the run showed no status line: nothing to check"
+        shown = screen(transcript)
+        assert f"Repository {repo} at an unversioned tree (not a git repository)" in shown, shown
+        assert not any("waiting for" in ln for ln in shown), shown   # erased, not continued by the report
+    finally:
+        uninstall(kube)
+    assert managed(kube, "plumbus") == set()

@@ -280,3 +280,35 @@ def test_a_guardrail_violation_holds_back_only_its_operator(repo, kc, k8s, capsy
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "fleeb-is-admin") is not None
+
+
+def test_in_git_only_a_committed_approval_counts_and_a_dry_run_previews_one_saying_so(repo, kc, k8s, capsys):
+    from .support import cli
+
+    repo.remove("operators/fleeb.yaml")
+    repo.commit("only plumbus")
+    code, out, err = cli("approve", str(repo.path), "plumbus", "--offline", capsys=capsys)
+    assert code == 0, err
+    assert "Commit to approve (a reconcile counts only committed approvals): git add approvals/plumbus.yaml" in out
+    not_counted = "approvals/plumbus.yaml: uncommitted changes, not counted: a reconcile counts only committed"
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 4, run.out + run.err
+    assert "plumbus: plumbus.v1.2.0 WAITS FOR APPROVAL" in run.out and not_counted in run.out
+    assert managed(k8s, "plumbus") == set()
+    run = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert run.code == 1, run.out + run.err
+    assert "plumbus: plumbus.v1.2.0 approved" in run.out
+    assert "approvals/plumbus.yaml: uncommitted changes, counted by this dry run as if committed" in run.out
+    assert "once approved" not in run.out
+    # Running approve again writes nothing new, and still says what needs a commit.
+    code, out, _ = cli("approve", str(repo.path), "plumbus", "--offline", capsys=capsys)
+    assert code == 0 and "nothing of its own waits" in out and "git add approvals/plumbus.yaml" in out
+
+    repo.commit("Approve plumbus")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert "uncommitted" not in run.out and any(s.startswith("Deployment ") for s in managed(k8s, "plumbus"))
+    # Withdrawing the approval in the working tree does not withdraw it either, until committed.
+    repo.remove("approvals/plumbus.yaml")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0 and "approvals/plumbus.yaml: uncommitted changes, not counted" in run.out, run.out

@@ -63,6 +63,7 @@ def approve_namespace(repo: GitOpsRepo) -> None:
     for version in ("1.1.0", "1.0.0"):
         repo.set_version(version)
         assert main(["approve", str(repo.path), "plumbus", "--offline"], out=io.StringIO()) == 0
+    repo.commit("Approve plumbus in its namespace")   # an approval counts once committed
 
 
 def test_killed_reconciles_converge_on_the_next_run(tmp_path, kc, k8s):

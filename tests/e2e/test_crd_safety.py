@@ -104,6 +104,7 @@ def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bun
         capsys.readouterr()
         assert main(["approve", str(repo.path), "plumbus", "--offline", "--waive", "crd-upgrade-safety"]) == 0
         assert "waivedPolicies: [crd-upgrade-safety]" in (repo.path / "approvals/plumbus.yaml").read_text()
+        repo.commit("Accept the CRD change of this bundle")
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 0, run.err
         assert managed(k8s, "plumbus") == V110

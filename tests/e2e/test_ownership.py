@@ -353,6 +353,27 @@ def test_a_tampered_lock_is_refused_not_rewritten(repo, kc, k8s, capsys):
     assert reconcile(repo, kc, capsys=capsys).code == 0
 
 
+def test_a_tampered_lock_of_an_installed_operator_is_refused_by_reconcile_and_approve(repo, kc, k8s, capsys):
+    """Once installed, what is installed comes from the cluster; a lock entry naming another bundle that no
+    catalog has is still a tampered lock, refused (not rewritten) by every command that reads it."""
+    from .support import cli
+
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    lock = repo.path / "olm.lock"
+    good = lock.read_text()
+    tampered = good.replace("name: plumbus.v1.1.0", "name: plumbus.v9.9.9")
+    lock.write_text(tampered)
+    message = "olm.lock: entry plumbus: names bundle plumbus.v9.9.9 (package plumbus), which catalog " \
+              "'community' does not have"
+    for argv in (["reconcile", str(repo.path)], ["reconcile", str(repo.path), "--dry-run"],
+                 ["approve", str(repo.path), "plumbus"]):
+        code, out, err = cli(*argv, "--kubeconfig", str(kc), capsys=capsys)
+        assert code == 2 and message in err, (argv, out, err)
+        assert lock.read_text() == tampered
+    lock.write_text(good)
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+
+
 def _custom_resources(k8s: Kube, *names: str) -> None:
     info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus")
     for name in names:

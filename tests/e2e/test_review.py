@@ -76,6 +76,14 @@ def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
     return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
+@pytest.fixture(autouse=True)
+def no_cluster_configured(monkeypatch, tmp_path):
+    """`diff` reads the cluster configured (for its version) as every command does: here, none."""
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
 def based(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> GitOpsRepo:
     """The example at plumbus 1.1.0 on Kubernetes 1.24, resolved and committed: the target branch."""
     repo = GitOpsRepo(tmp_path / "repo")
@@ -245,3 +253,24 @@ def test_the_cluster_named_gives_the_kubernetes_version(tmp_path, capsys, kc):
     assert (doc["kubernetesVersion"], doc["nextKubernetesVersion"]) == ("1.36", "1.37")
     assert [(f["kind"], f["kubernetesVersion"], f["status"], f["replacement"]) for f in doc["apiRemovals"]] == [
         ("FlowSchema", "1.36", "removed", "flowcontrol.apiserver.k8s.io/v1")]
+
+
+@pytest.mark.cluster
+def test_diff_reads_the_cluster_of_kubeconfig_as_every_command_does(tmp_path, capsys, kc, monkeypatch):
+    """$KUBECONFIG is the default of --kubeconfig, as `--help` says; --offline does without the cluster."""
+    repo = based(tmp_path, capsys)
+    repo.write("operators/widget.yaml", WIDGET)
+    repo.write("bundles/widget/manifests/objects.yaml",
+               "apiVersion: flowcontrol.apiserver.k8s.io/v1beta3\nkind: FlowSchema\nmetadata: {name: widget}\n"
+               "spec: {priorityLevelConfiguration: {name: workload-low}}\n")
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    run = cli("diff", str(repo.path), "-o", "json", capsys=capsys)
+    assert run.code == 1, run.err
+    assert json.loads(run.out)["kubernetesVersion"] == "1.36"
+    run = cli("diff", str(repo.path), "-o", "json", "--offline", capsys=capsys)
+    assert run.code == 1, run.err
+    assert json.loads(run.out)["kubernetesVersion"] == "1.24"
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    run = cli("diff", str(repo.path), "-o", "json", capsys=capsys)
+    assert run.code == 3 and "missing" in run.err, run.err   # a kubeconfig that cannot be read is said so
+    assert cli("diff", str(repo.path), "-o", "json", "--offline", capsys=capsys).code == 1

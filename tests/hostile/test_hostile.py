@@ -16,7 +16,8 @@ against the test control plane; a first install creates directly, so what of
 Operator ``hostile`` exists afterwards must all be in its recorded inventory,
 and removing the Operator must leave nothing), ``exit`` and ``message`` (in
 the one ``error:`` line; for exit 0 or 1, input that only looks hostile, in
-the output).
+the output; with ``violation: true``, a guardrail violation, exit 2 with no
+error line: the Operator is held back and the output says why).
 
 Operations: ``write`` (a file with ``text``), ``remove`` (a file or a directory), ``set``/``delete``
 (a field, by dotted path, of the documents of ``kind`` in the files matching
@@ -238,6 +239,9 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     assert result.returncode == case["exit"], f"exit {result.returncode}, expected {case['exit']}:\n{result.stderr}"
     if case["exit"] in (0, 1):  # input that looks hostile but is valid: read as any other
         assert case["message"] in result.stdout, result.stdout
+        return
+    if case.get("violation"):  # held back by a guardrail: said in the approval section, not as an error
+        assert case["message"] in result.stdout and "error:" not in result.stderr, result.stdout + result.stderr
         return
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.stderr

@@ -81,3 +81,53 @@ def test_the_service_account_rbac_is_enough_to_lead_apply_and_report(control_pla
     lease = k8s.get(k8s.resource("coordination.k8s.io/v1", "Lease"), "reconciler-system", "reconciler")
     assert lease["spec"].get("leaseTransitions", 0) >= 0 and not lease["spec"].get("holderIdentity")
     uninstall(k8s)
+
+
+def _as_deployed(control_plane, k8s) -> Kube:
+    """deploy/base applied for real; a client acting as its ServiceAccount, not as an administrator."""
+    for doc in objects("base"):
+        k8s.apply(k8s.require_resource(doc), doc, field_manager="deploy-test", dry_run=False)
+    return Kube(control_plane.service_account_client("reconciler-system", "reconciler"))
+
+
+def _drift(k8s: Kube) -> None:
+    """Someone edits a field the reconciler applies: the next plan dry-runs the Deployment to put it back."""
+    info = k8s.resource("apps/v1", "Deployment")
+    k8s.request("PATCH", info.path("plumbus-system", "plumbus-controller-manager"),
+                body={"spec": {"revisionHistoryLimit": 3}}, content_type="application/merge-patch+json")
+
+
+def test_an_installed_operators_installer_is_found_in_place_without_a_write(control_plane, k8s, gitops, clean):
+    from reconciler import pipeline
+    from reconciler.approve.permissions import PermissionSet, Rule
+    from reconciler.cluster import installer
+    from reconciler.cluster.apply.plan import shipped_namespaces
+    from tests.e2e.support import RecordingKube
+
+    sa = _as_deployed(control_plane, k8s)
+    assert pipeline.reconcile(gitops.path, sa, dry_run=False).sync.changed
+    prepared = pipeline.prepare(gitops.path, kube=sa)
+    [op] = pipeline.desired_state(prepared.installs, prepared.resolution, prepared.decisions)
+    wanted = {"plumbus": (op.installer, shipped_namespaces(op))}
+    reader = RecordingKube(control_plane.service_account_client("reconciler-system", "reconciler"))
+    found = installer.in_place(reader, "reconciler-system", wanted)
+    assert set(found) == {"plumbus"} and {m for m, _, _ in reader.calls} == {"GET"}   # reads only
+    _drift(k8s)
+    deployment = next(o for o in op.objects if o["kind"] == "Deployment")
+    writer = found["plumbus"]
+    dry = writer.apply(writer.require_resource(deployment), deployment, field_manager="reconciler", dry_run=True)
+    assert dry["spec"].get("revisionHistoryLimit", 10) != 3   # validated as the installer, as the real run writes it
+    more = op.installer | PermissionSet.of([Rule("*", ("",), ("secrets",), ("get",))])
+    assert installer.in_place(sa, "reconciler-system", {"plumbus": (more, set())}) == {}   # other permissions
+    assert installer.in_place(sa, "reconciler-system", {"fleeb": (op.installer, set())}) == {}   # none at all
+
+
+def test_a_dry_run_as_the_deployed_service_account_plans_as_each_installer(control_plane, k8s, gitops, clean):
+    from reconciler import pipeline
+
+    sa = _as_deployed(control_plane, k8s)
+    assert pipeline.reconcile(gitops.path, sa, dry_run=False).sync.changed
+    _drift(k8s)
+    outcome = pipeline.reconcile(gitops.path, sa, dry_run=True)   # 403 on every kind it dry-runs, as itself
+    [change] = [c for c in outcome.sync.changes if c.action.value == "configured"]
+    assert change.ref.kind == "Deployment" and any("revisionHistoryLimit" in d for d in change.diff)

@@ -160,3 +160,33 @@ def test_a_swapped_symlink_root_is_seen_and_followed(tmp_path: Path):
     with source.tree(source.current()) as tree:
         assert tree == second.path.resolve()
         assert str(read_repository(tree).operators[0].version) == "1.0.0"
+
+
+@pytest.mark.parametrize("report", [False, True])
+def test_watch_logs_on_stderr_and_prints_the_report_only_when_asked(gitops, k8s, clean, control_plane, tmp_path,
+                                                                      report):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    head = str(gitops.git.head.target)
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reconciler", "watch", str(gitops.path), "--interval", "3600",
+             "--kubeconfig", str(control_plane.kubeconfig_path), *(["--report"] if report else [])],
+            stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            wait_until(lambda: applied_at(k8s, head), "the example applied")
+            wait_until(lambda: "Deployment.apps plumbus-system/plumbus-controller-manager created" in err.read_text(),
+                       "the change logged")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=120) == 0
+    if report:
+        assert "Changes (applied to " in out.read_text() and "Summary: " in out.read_text()
+    else:
+        assert out.read_text() == "", out.read_text()
+    logged = err.read_text()
+    assert "Changes (" not in logged and "Summary: " not in logged   # the report never mixes into the log

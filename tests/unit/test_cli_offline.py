@@ -236,3 +236,25 @@ def test_an_approved_dry_run_marks_nothing_as_waiting(repo, capsys):
     assert code == 1
     doc = json.loads(out)
     assert doc["summary"]["waitingForApproval"] == 0 and not any(c["waitsForApproval"] for c in doc["changes"])
+
+
+def test_the_printed_approve_command_of_a_guardrail_violation_works_as_printed(repo, capsys):
+    import shlex
+
+    write(repo, "bundles/plumbus/1.1.0/manifests/admin-binding.yaml", """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: plumbus-is-admin}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: plumbus-controller, namespace: plumbus-system}]
+""")
+    code, out = run("reconcile", str(repo), "--dry-run")
+    assert code == 2, out
+    hint = next(ln for ln in out.splitlines() if "approve with:" in ln)
+    command = hint.split("approve with:", 1)[1].split("   (then commit", 1)[0]
+    assert command.strip().endswith("plumbus --waive no-cluster-admin-binding"), hint
+    argv = shlex.split(command)
+    assert argv[0] == "reconciler"
+    assert run(*argv[1:])[0] == 0, capsys.readouterr().err
+    code, out = run("reconcile", str(repo), "--dry-run")
+    assert code == 1 and "plumbus: plumbus.v1.1.0 approved" in out, out

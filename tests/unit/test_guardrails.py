@@ -36,7 +36,8 @@ def cm(ns: str = "team", name: str = "c", **extra) -> dict:
 def test_defaults_pass_an_ordinary_bundle_and_catch_each_kind_of_abuse() -> None:
     policies = guardrails.load_policies(None)
     assert {p.name for p in policies} >= {"no-system-namespaces", "no-cluster-admin-binding",
-                                          "no-wildcard-cluster-rules", "catalogs-of-the-repository"}
+                                          "no-wildcard-cluster-rules", "catalogs-of-the-repository",
+                                          "no-catch-all-webhooks", "no-builtin-apiservices"}
     ok = [cm(), {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"},
                  "rules": [{"apiGroups": ["apps"], "resources": ["*"], "verbs": ["get"]}]}]
     assert guardrails.check_objects(policies, ok, resource_of, PARAMS) == []
@@ -115,3 +116,74 @@ def test_a_repository_replaces_or_switches_off_a_default(tmp_path: Path) -> None
     assert "no-cluster-admin-binding" not in names and {"only-team-namespaces", "no-system-namespaces"} <= names
     found = guardrails.check_objects(guardrails.load_policies(tmp_path), [cm(ns="other")], resource_of, PARAMS)
     assert [(v.policy, v.path) for v in found] == [("only-team-namespaces", "policies/off.yaml")]
+
+
+def _reader_binding(*subjects: dict, role: str = "extension-apiserver-authentication-reader", kind: str = "Role",
+                    namespace: str = "kube-system") -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "x-auth-reader", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+            "subjects": list(subjects)}
+
+
+def _sa(name: str, namespace: str = "op-system") -> dict:
+    return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+
+
+def _policies_of(objects: list[dict], service_accounts: list[str]) -> list[tuple[str, str]]:
+    from reconciler.approve.required import guess_plural
+
+    params = {**PARAMS, "serviceAccounts": service_accounts}
+    return [(v.policy, v.subject) for v in guardrails.check_objects(
+        guardrails.load_policies(None), objects, lambda av, k: guess_plural(k), params)]
+
+
+def test_the_binding_an_aggregated_api_server_needs_is_the_one_exception_in_kube_system() -> None:
+    own = ["op-system/op-controller"]
+    assert _policies_of([_reader_binding(_sa("op-controller"))], own) == []
+    held = [_reader_binding(_sa("other")), _reader_binding(_sa("op-controller"), _sa("default", "kube-system")),
+            _reader_binding(), _reader_binding(_sa("op-controller"), role="system:controller:bootstrap-signer"),
+            _reader_binding(_sa("op-controller"), kind="ClusterRole"),
+            _reader_binding({"kind": "User", "name": "op-controller"}),
+            _reader_binding(_sa("op-controller"), namespace="kube-public"),
+            {**cm(ns="kube-system"), "metadata": {"name": "x-auth-reader", "namespace": "kube-system"}}]
+    found = _policies_of(held, own)
+    assert [p for p, _ in found] == ["no-system-namespaces"] * len(held), found
+
+
+def test_webhooks_that_intercept_everything_and_fail_closed_are_refused() -> None:
+    def hook(kind: str, failure: str | None, resources: list[str], groups: list[str] = ["*"]) -> dict:
+        narrow = {"name": "narrow.example.com", "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                                                           "resources": ["deployments"]}]}
+        wide = {"name": "wide.example.com", "rules": [{"apiGroups": groups, "apiVersions": ["*"],
+                                                       "resources": resources, "operations": ["*"]}]}
+        if failure:
+            wide["failurePolicy"] = failure
+        return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": kind.lower()},
+                "webhooks": [narrow, wide]}
+    refused = [hook("ValidatingWebhookConfiguration", None, ["*/*"]),
+               hook("ValidatingWebhookConfiguration", "Fail", ["*"]),
+               hook("MutatingWebhookConfiguration", "Fail", ["*"])]
+    assert [p for p, _ in _policies_of(refused, [])] == ["no-catch-all-webhooks"] * 3
+    allowed = [hook("ValidatingWebhookConfiguration", "Ignore", ["*/*"]),
+               hook("MutatingWebhookConfiguration", "Fail", ["pods"]),
+               hook("ValidatingWebhookConfiguration", None, ["*"], groups=["apps"])]
+    assert _policies_of(allowed, []) == []
+    [violation] = guardrails.check_objects(guardrails.load_policies(None), refused[:1],
+                                           lambda av, k: k.lower() + "s", PARAMS)
+    assert violation.message.startswith("webhook wide.example.com intercepts every resource of every API group "
+                                        "with failurePolicy Fail (the default)")
+
+
+def test_an_apiservice_may_not_claim_a_group_kubernetes_serves() -> None:
+    def api(group: str | None) -> dict:
+        spec = {"version": "v1", "service": {"name": "s", "namespace": "n"}}
+        if group is not None:
+            spec["group"] = group
+        return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": f"v1.{group or ''}"}, "spec": spec}
+    refused = ["apps", "batch", "", None, "storage.k8s.io", "node.kubernetes.io"]
+    assert [p for p, _ in _policies_of([api(g) for g in refused], [])] == ["no-builtin-apiservices"] * 6
+    allowed = ["metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.example.com",
+               "cluster.x-k8s.io"]
+    assert _policies_of([api(g) for g in allowed], []) == []

@@ -190,3 +190,17 @@ def test_every_exit_code_an_error_can_carry_is_documented_in_help():
 
     carried = {cls.exit_code for cls in subclasses(errors.ReconcilerError)}
     assert carried <= documented and {2, 3, 64, 70} <= carried
+
+
+def test_secret_data_that_is_not_base64_names_the_key_and_never_the_value():
+    from reconciler.bundle import shapes
+    from reconciler.errors import BundleError
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
+              "data": {"ok": "aGVsbG8=", "wrapped": "aGVs\nbG8=\n", "empty": "", "token": "hunter2!"}}
+    with pytest.raises(BundleError) as caught:
+        shapes.check_manifest(secret, "manifests/creds.yaml", "file://bundles/x")
+    assert "data.token: is not base64" in caught.value.message and "hunter2" not in caught.value.render()
+    assert caught.value.exit_code == 2 and caught.value.path == "manifests/creds.yaml"
+    del secret["data"]["token"]
+    shapes.check_manifest(secret, "manifests/creds.yaml", "file://bundles/x")   # line breaks are ignored

@@ -370,3 +370,9 @@ def test_git_revision_of_a_subdirectory_ignores_changes_elsewhere(tmp_path):
     assert read_repository(repo).revision == commit
     write(repo, "operators/new.yaml", "")
     assert read_repository(repo).revision == f"{commit}-dirty"
+
+
+@pytest.mark.parametrize("text", ["", "# nothing set yet\n", "---\n# defaultInstallNamespace: operators\n"])
+def test_empty_or_comment_only_settings_are_no_settings(tmp_path, text):
+    (tmp_path / "reconciler.yaml").write_text(text)
+    assert read_repository(tmp_path).settings == Settings()

@@ -86,8 +86,14 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
             instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)))
     elif any(op.installer is not None for op in desired):
-        result.notes.append("a dry run creates no installer ServiceAccounts: objects were checked with the "
-                            "reconciler's own identity, not each Operator's")
+        # A dry run writes nothing, so it plans as the installers already in place (the real run's identities);
+        # an Operator whose installer a real run would first create or rebind is checked as the caller.
+        wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None}
+        writers = installer.in_place(kube, installer_namespace, wanted, instance=instance.name)
+        missing = sorted(set(wanted) - set(writers))
+        if missing:
+            result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of {', '.join(missing)} "
+                                f"were checked with the reconciler's own identity, not each Operator's")
     owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
     # A first install (nothing recorded, so nothing running to protect) creates its new objects directly, one
     # request each, without a dry-run pass first: its inventory is recorded before the first write, so a refusal
