@@ -9,7 +9,7 @@ import sys
 
 from reconciler import __version__
 from reconciler.commands import COMMANDS, EXIT_CODES
-from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
+from reconciler.errors import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -22,6 +22,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> "NoReturn":
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _print_message(self, message: str, file: TextIO | None = None) -> None:
+        # argparse swallows a failed write; a closed pipe must end the run as it does for every other output
+        if message:
+            (file or sys.stderr).write(message)
 
     def _get_formatter(self) -> argparse.HelpFormatter:
         # argparse's own asks shutil for the width: importing shutil (and bz2 and lzma with it) is a tenth of a
@@ -117,7 +122,35 @@ def invoked(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        try:
+            return _main(sys.argv[1:] if argv is None else list(argv), out)
+        finally:  # what is still buffered (help included) meets a closed pipe here, not at the interpreter's exit
+            for stream in {id(s): s for s in (out, sys.stdout) if s is not None}.values():
+                stream.flush()
+    except BrokenPipeError:
+        # The reader went away (`reconciler ... | head`): stop printing, say nothing, and exit as a tool
+        # stopped by SIGPIPE does, whatever was being written (help, a table, an error) and by whichever command.
+        _silence_closed_streams()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_closed_streams() -> None:
+    """Point stdout and stderr at /dev/null when their reader is gone, so that the interpreter's final flush
+    of what is still buffered neither fails nor prints "Exception ignored"."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError):  # not a file descriptor (captured in-process)
+                pass
+
+
+def _main(argv: list[str], out: TextIO | None) -> int:
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
         import argcomplete
 
@@ -139,6 +172,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        raise   # not a bug: main() ends the run quietly
     except Exception as exc:  # noqa: BLE001 - a bug must still end in one line and its own exit code
         text = " ".join(str(exc).split())[:500]
         print(f"error: internal error: {type(exc).__name__}: {text}\n"

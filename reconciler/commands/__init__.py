@@ -28,6 +28,8 @@ exit codes: (they say whose move it is; see docs/hardening.md)
   64  a usage error: an unknown flag or a missing argument
   70  an internal error: a bug in the reconciler, in one line (RECONCILER_TRACEBACK=1 shows the
       traceback); please report it with the command that failed
+  141 the output was closed before it was all written (`reconciler ... | head`): the run stops
+      printing and exits quietly, as a tool stopped by SIGPIPE does (128 + 13)
 """
 
 COMMANDS = {  # each command's line in `reconciler --help`, in this order
