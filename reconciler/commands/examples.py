@@ -99,7 +99,8 @@ EXAMPLES: dict[str, str] = {
   reconciler bundle render bundles/plumbus-v1.1.0 -n plumbus-system
   reconciler bundle render quay.io/org/plumbus-bundle:v1.1.0 --watch-namespace team-a -o json""",
     "bundle validate": """\
-  reconciler bundle validate bundles/plumbus-v1.1.0""",
+  reconciler bundle validate bundles/plumbus-v1.1.0
+  reconciler bundle validate bundles/plumbus-v1.1.0 -n team-a --watch-namespace team-a -o json | jq .valid""",
     "bundle build": """\
   reconciler bundle build bundles/plumbus-v1.1.0 --tag registry.example.com/org/plumbus-bundle:v1.1.0
   reconciler bundle build bundles/plumbus-v1.1.0 --tag plumbus:v1.1.0 --layout out/ --no-push""",
