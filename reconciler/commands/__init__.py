@@ -49,6 +49,28 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
 }
 
 
+_DECLARED = ("each Operator's install namespace is declared, not given on the command line: "
+             "spec.install.namespace in its declaration, else the bundle's suggested namespace, else "
+             "defaultInstallNamespace in reconciler.yaml")
+
+# Why a command takes no -n/--namespace, and what to do instead (by command path; the first word as fallback).
+# Commands with a namespace of their own (status, watch, bundle render and validate) define -n themselves.
+NO_NAMESPACE = {
+    "reconcile": f"{_DECLARED}; `reconciler status -n NS` lists the Operators installed in NS",
+    "resolve": _DECLARED,
+    "diff": _DECLARED,
+    "update": f"{_DECLARED}; --only NAME limits the updates to one Operator",
+    "approve": f"{_DECLARED}; name the Operators to approve",
+    "catalog": "catalogs have no namespace: -c DIR names the catalog directory",
+    "bundle build": "a bundle image holds the bundle as it is; `reconciler bundle render SOURCE -n NS` shows its "
+                    "objects for one install namespace",
+    "bundle convert": "the bundle written installs anywhere; `reconciler bundle render OUTDIR -n NS` shows its "
+                      "objects for one install namespace",
+    "cluster": "the local cluster is a whole cluster; pass -n to kubectl once KUBECONFIG names it",
+    "completion": "completion prints shell code and reads no cluster",
+}
+
+
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: the files in $KUBECONFIG merged as kubectl does, "
                                        "else ~/.kube/config, else the pod's service account)")

@@ -41,6 +41,7 @@ EXAMPLES: dict[str, str] = {
   reconciler update . --apply --allow minor   # one commit per Operator on branch reconciler/updates""",
     "status": """\
   reconciler status                           # every Operator in the cluster: bundle, health, approval
+  reconciler status -n plumbus-system         # only those installed in one namespace
   reconciler status .                         # also compare with the repository's olm.lock
   reconciler status . -o json                 # for scripts""",
     "watch": """\
