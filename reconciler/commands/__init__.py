@@ -36,7 +36,7 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "reconcile": "resolve, convert, diff, apply and prune once",
     "resolve": "choose the exact bundles, explain why, and write olm.lock",
     "diff": "review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
-    "update": "list the updates each Operator could take; --apply commits them, one per Operator",
+    "update": "list the updates each Operator could take; --apply commits each on a branch of its own",
     "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
     "status": "show each installed Operator's bundle, health, updates and revision",
     "watch": "reconcile continuously from a working tree or a remote git repository",

@@ -38,7 +38,8 @@ EXAMPLES: dict[str, str] = {
     "update": """\
   reconciler update .                         # updates within each declaration's channel and range
   reconciler update . --include-out-of-range  # and beyond: other channels, catalogs, ranges
-  reconciler update . --apply --allow minor   # one commit per Operator on branch reconciler/updates""",
+  reconciler update . --apply --allow minor   # a branch per Operator: reconciler/NAME-VERSION
+  reconciler update . --apply --branch reconciler/updates   # every update on one branch""",
     "status": """\
   reconciler status                           # every Operator in the cluster: bundle, health, approval
   reconciler status -n plumbus-system         # only those installed in one namespace

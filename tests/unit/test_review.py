@@ -265,9 +265,25 @@ spec:
 """
     p = Proposal("app", "app", "app.v1.4.0", "1.4.0", "app.v2.1.0", "2.1.0", "mirror", "fast", "outside",
                  "replaces app.v1.4.0 (channel fast)", "major",
-                 ("catalog community -> mirror", "channel stable -> fast", "version '>=1.0.0 <2.0.0' -> x"))
+                 ("catalog community -> mirror", "channel stable -> fast", "version '>=1.0.0 <2.0.0' -> x"),
+                 ">=2.1.0 <3.0.0")
     out = rewrite_declaration(text, "app", p, "community", "stable")
     assert "    name: mirror\n    package: app\n    channel: fast\n" in out
     assert 'version: ">=2.1.0 <3.0.0"' in out
     assert out.split("---")[0] == text.split("---")[0]   # the other document is untouched
     assert widened("0.3.1") == ">=0.3.1 <0.4.0"
+
+
+@pytest.mark.parametrize("declared, target, expected", [
+    ("0.7.0", "0.7.1", "0.7.1"),            # a pin stays a pin, in the form it was written
+    ("v0.7.0", "0.7.1", "v0.7.1"),
+    ("=0.7.0", "0.8.0", "=0.8.0"),
+    ("1.2.3", "2.0.0", "2.0.0"),
+    (">=0.7.0 <0.7.1", "0.7.1", ">=0.7.1 <0.8.0"),   # a range that happens to hold one version is widened
+    ("~1.2", "1.3.0", ">=1.3.0 <2.0.0"),
+])
+def test_a_pinned_version_stays_a_pin(declared, target, expected):
+    from reconciler.model.semver_range import VersionRange
+    from reconciler.review.updates import new_version_text
+
+    assert new_version_text(declared, target, pinned=VersionRange.parse(declared).is_exact) == expected
