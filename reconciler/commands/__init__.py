@@ -61,6 +61,9 @@ NO_NAMESPACE = {
     "diff": _DECLARED,
     "update": f"{_DECLARED}; --only NAME limits the updates to one Operator",
     "approve": f"{_DECLARED}; name the Operators to approve",
+    "promote": f"a promotion moves bundles between a fleet's stages, whatever their namespace; {_DECLARED}",
+    "fleet": "fleet status shows every cluster's Operators, whatever their namespace; `reconciler status REPO "
+             "--cluster NAME -n NS` lists one cluster's Operators installed in NS",
     "catalog": "catalogs have no namespace: -c DIR names the catalog directory",
     "bundle build": "a bundle image holds the bundle as it is; `reconciler bundle render SOURCE -n NS` shows its "
                     "objects for one install namespace",

@@ -3,7 +3,7 @@
 Resolution already assumes the next Kubernetes minor for such declarations;
 this adds the API check at that minor on the chosen bundle's rendered
 objects, says which version was assumed, and shows what would change: the
-objects of the bundle installed now (as ``olm.lock`` records it) compared with
+objects of the bundle installed now (as the lockfile records it) compared with
 the chosen bundle's, by the review's own object diff (Secret data redacted).
 Nothing is applied.
 """
@@ -27,6 +27,7 @@ class NextMinorCheck:
     installed: str | None = None         # the bundle olm.lock records for the owner; None when none is
     objects: tuple[ObjectChange, ...] = ()   # what would change, from the installed bundle's objects
     installed_error: str = ""            # the installed bundle could not be rendered to compare with
+    lock_file: str = "olm.lock"          # the lockfile that records the installed bundle
 
     def to_dict(self) -> dict:
         from reconciler.review.render import object_document
@@ -53,7 +54,7 @@ class NextMinorCheck:
         if not self.findings:
             lines.append("    no object uses an API deprecated or removed there")
         lines += [f"    ! {f.describe()}" for f in self.findings]
-        against = f"{self.installed}, installed per olm.lock" if self.installed else "nothing installed"
+        against = f"{self.installed}, installed per {self.lock_file}" if self.installed else "nothing installed"
         if self.installed_error:
             return lines + [f"  {self.owner}: objects not compared with {self.installed}: {self.installed_error}"]
         if not self.objects:
@@ -94,5 +95,5 @@ def next_minor_checks(snapshot, resolution) -> list[NextMinorCheck]:  # noqa: AN
         changes = () if before_error else tuple(object_changes(before, bundle.objects))
         out.append(NextMinorCheck(sel.owner, sel.bundle_name, assumed, tuple(found),
                                   installed=entry.name if entry is not None else None, objects=changes,
-                                  installed_error=before_error))
+                                  installed_error=before_error, lock_file=snapshot.lock_file))
     return out

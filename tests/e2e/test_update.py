@@ -238,3 +238,13 @@ def test_resolve_graph_draws_operators_bundles_and_the_installed_bundle_replaced
     assert '  n2["Operator plumbus"] --> n3("plumbus.v1.1.0<br/>community, stable")' in lines
     assert '  n4("plumbus.v1.0.0<br/>installed") -.->|upgrade| n3' in lines
     assert "  class n1,n3 chosen" in lines and "  class n4 installed" in lines
+
+
+def test_branch_names_follow_update_bots():
+    from reconciler.commands.update import branch_name
+    from reconciler.review.updates import Proposal
+
+    p = Proposal("plumbus", "plumbus", "plumbus.v1.0.0", "1.0.0", "plumbus.v1.1.0", "1.1.0", "community", "stable",
+                 "within", "replaces plumbus.v1.0.0 (channel stable)", "minor")
+    assert branch_name(p) == "reconciler/plumbus-1.1.0"
+    assert branch_name(p, "prod-eu") == "reconciler/prod-eu/plumbus-1.1.0"   # a fleet's cluster, as a directory
