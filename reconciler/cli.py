@@ -8,8 +8,8 @@ import os
 import sys
 
 from reconciler import __version__
-from reconciler.commands import COMMANDS, EXIT_CODES
-from reconciler.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
+from reconciler.commands import COMMANDS, EXIT_CODES, NO_NAMESPACE
+from reconciler.errors import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -22,6 +22,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> "NoReturn":
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _print_message(self, message: str, file: TextIO | None = None) -> None:
+        # argparse swallows a failed write; a closed pipe must end the run as it does for every other output
+        if message:
+            (file or sys.stderr).write(message)
 
     def _get_formatter(self) -> argparse.HelpFormatter:
         # argparse's own asks shutil for the width: importing shutil (and bz2 and lzma with it) is a tenth of a
@@ -58,7 +63,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="reconciler",
         description="Keep a cluster's operators equal to what a GitOps repository declares: resolve "
                     "Operator declarations against file-based catalogs, convert bundles to plain manifests, "
-                    "and apply them with server-side apply, pruning what is no longer declared.",
+                    "and apply them with server-side apply, pruning what is no longer declared. -n/--namespace "
+                    "may come before or after a command, as with kubectl; a command with no namespace to "
+                    "choose says where it comes from instead.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -70,7 +77,46 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             lines_only.append(sub.add_parser(name, help=line))
     _add_global_flags(parser, top=True, skip=lines_only)
     _add_examples(parser, "")
+    for path, p in subcommands(parser).items():
+        if path and p not in lines_only and "-n" not in p._option_string_actions:
+            why = NO_NAMESPACE.get(path) or NO_NAMESPACE.get(path.split()[0]) or f"`reconciler {path}` takes no namespace"
+            p.add_argument("-n", "--namespace", action=_NoNamespace, why=why)
     return parser
+
+
+class _NoNamespace(argparse.Action):
+    """-n/--namespace on a command that has no namespace to take: a usage error that says why (kubectl users
+    type it everywhere), instead of argparse's "unrecognized arguments", or a value mistaken for REPO."""
+
+    def __init__(self, option_strings: list[str], dest: str, why: str) -> None:
+        super().__init__(option_strings, dest, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        self.why = why
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string}: {self.why}")
+
+
+def namespace_last(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each -n/--namespace (and its value) moved after the command's own words.
+
+    As with kubectl (``kubectl -n NS get pods``), the namespace may come before the command; only the command
+    that takes it (or says why it does not) knows the flag, so it is handed to that command. Nothing after a
+    ``--`` moves.
+    """
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    head, moved, i = [], [], 0
+    while i < end:
+        w = words[i]
+        if w in ("-n", "--namespace") and i + 1 < end:
+            moved += words[i:i + 2]
+            i += 2
+            continue
+        (moved if w.startswith("--namespace=") or (w.startswith("-n") and len(w) > 2 and w[2] != "-")
+         else head).append(w)
+        i += 1
+    return head + moved + words[end:]
 
 
 def subcommands(parser: argparse.ArgumentParser, path: str = "") -> dict[str, argparse.ArgumentParser]:
@@ -117,7 +163,36 @@ def invoked(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        try:
+            return _main(sys.argv[1:] if argv is None else list(argv), out)
+        finally:  # what is still buffered (help included) meets a closed pipe here, not at the interpreter's exit
+            for stream in {id(s): s for s in (out, sys.stdout) if s is not None}.values():
+                stream.flush()
+    except BrokenPipeError:
+        # The reader went away (`reconciler ... | head`): stop printing, say nothing, and exit as a tool
+        # stopped by SIGPIPE does, whatever was being written (help, a table, an error) and by whichever command.
+        _silence_closed_streams()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_closed_streams() -> None:
+    """Point stdout and stderr at /dev/null when their reader is gone, so that the interpreter's final flush
+    of what is still buffered neither fails nor prints "Exception ignored"."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError):  # not a file descriptor (captured in-process)
+                pass
+
+
+def _main(argv: list[str], out: TextIO | None) -> int:
+    argv = namespace_last(argv)
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
         import argcomplete
 
@@ -139,6 +214,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        raise   # not a bug: main() ends the run quietly
     except Exception as exc:  # noqa: BLE001 - a bug must still end in one line and its own exit code
         text = " ".join(str(exc).split())[:500]
         print(f"error: internal error: {type(exc).__name__}: {text}\n"

@@ -5,8 +5,9 @@ to do. The CLI maps the hierarchy to exit codes that say whose move it is:
 0 success, 1 changes found by a dry run or a diff (as ``kubectl diff``), 2 the
 repository's content (fix a file), 3 the cluster (check the cluster), 4 an
 approval is pending (commit one), 5 applied but not healthy, 64 a usage error
-(fix the command line, as sysexits' EX_USAGE) and 70 an internal error (a bug
-to report, as EX_SOFTWARE).
+(fix the command line, as sysexits' EX_USAGE), 70 an internal error (a bug
+to report, as EX_SOFTWARE) and 141 when the reader of the output went away
+(128 + SIGPIPE, as a shell reports for other tools in ``... | head``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ EXIT_PENDING_APPROVAL = 4
 EXIT_UNHEALTHY = 5
 EXIT_USAGE = 64
 EXIT_INTERNAL = 70
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
 
 
 class ReconcilerError(Exception):

@@ -190,18 +190,30 @@ def _id(name: str, ids: dict[str, str]) -> str:
 
 
 def _label(n: Node, channel: str | None = None, marks: dict[str, str] | None = None) -> list[str]:
-    if n.collapsed:
-        return [n.note]
-    parts = [n.name]
-    if (marks or {}).get(n.name):
+    """A node's label lines: the bundle (or a collapsed fan's note), its mark, where it sits, deprecation.
+
+    Every label names its channel, so a node read on its own (a DOT file fed to another tool, a search in an
+    SVG, a bundle drawn once per channel) still says which channel it belongs to and whether it heads it.
+    """
+    parts = [n.note] if n.collapsed else [n.name]
+    if not n.collapsed and (marks or {}).get(n.name):
         parts.append(marks[n.name])
-    if n.head_of and (channel is None or channel in n.head_of):
-        parts.append(f"head of {', '.join(n.head_of) if channel is None else channel}")
+    parts.append(_where(n, channel))
     if n.deprecated:
         parts.append("deprecated")
-    if not n.present:
-        parts.append("not in channel")
     return parts
+
+
+def _where(n: Node, channel: str | None) -> str:
+    """The channel of a node in ``channel``'s box, or all its channels in a graph drawn as one."""
+    if channel is not None:
+        if not n.present:
+            return f"not in channel {channel}"
+        return f"channel {channel}" + (" (head)" if channel in n.head_of else "")
+    if not n.channels:
+        return "not in any channel"
+    names = [c + (" (head)" if c in n.head_of else "") for c in n.channels]
+    return f"channel{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
 def to_mermaid(graph: UpgradeGraph, *, group: bool = False, marks: dict[str, str] | None = None) -> str:

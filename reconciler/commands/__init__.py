@@ -28,13 +28,15 @@ exit codes: (they say whose move it is; see docs/hardening.md)
   64  a usage error: an unknown flag or a missing argument
   70  an internal error: a bug in the reconciler, in one line (RECONCILER_TRACEBACK=1 shows the
       traceback); please report it with the command that failed
+  141 the output was closed before it was all written (`reconciler ... | head`): the run stops
+      printing and exits quietly, as a tool stopped by SIGPIPE does (128 + 13)
 """
 
 COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "reconcile": "resolve, convert, diff, apply and prune once",
     "resolve": "choose the exact bundles, explain why, and write olm.lock",
     "diff": "review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
-    "update": "list the updates each Operator could take; --apply commits them, one per Operator",
+    "update": "list the updates each Operator could take; --apply commits each on a branch of its own",
     "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
     "status": "show each installed Operator's bundle, health, updates and revision",
     "watch": "reconcile continuously from a working tree or a remote git repository",
@@ -44,6 +46,31 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "catalog": "validate, list, graph and render file-based catalogs",
     "bundle": "render, validate or build a bundle",
     "completion": "print the shell code for tab completion",
+}
+
+
+_DECLARED = ("each Operator's install namespace is declared, not given on the command line: "
+             "spec.install.namespace in its declaration, else the bundle's suggested namespace, else "
+             "defaultInstallNamespace in reconciler.yaml")
+
+# Why a command takes no -n/--namespace, and what to do instead (by command path; the first word as fallback).
+# Commands with a namespace of their own (status, watch, bundle render and validate) define -n themselves.
+NO_NAMESPACE = {
+    "reconcile": f"{_DECLARED}; `reconciler status -n NS` lists the Operators installed in NS",
+    "resolve": _DECLARED,
+    "diff": _DECLARED,
+    "update": f"{_DECLARED}; --only NAME limits the updates to one Operator",
+    "approve": f"{_DECLARED}; name the Operators to approve",
+    "promote": f"a promotion moves bundles between a fleet's stages, whatever their namespace; {_DECLARED}",
+    "fleet": "fleet status shows every cluster's Operators, whatever their namespace; `reconciler status REPO "
+             "--cluster NAME -n NS` lists one cluster's Operators installed in NS",
+    "catalog": "catalogs have no namespace: -c DIR names the catalog directory",
+    "bundle build": "a bundle image holds the bundle as it is; `reconciler bundle render SOURCE -n NS` shows its "
+                    "objects for one install namespace",
+    "bundle convert": "the bundle written installs anywhere; `reconciler bundle render OUTDIR -n NS` shows its "
+                      "objects for one install namespace",
+    "cluster": "the local cluster is a whole cluster; pass -n to kubectl once KUBECONFIG names it",
+    "completion": "completion prints shell code and reads no cluster",
 }
 
 

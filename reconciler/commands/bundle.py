@@ -38,18 +38,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = bs.add_parser("render", help="print the plain manifests a bundle becomes", epilog=BUNDLE_EXIT_CODES,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("source", metavar="SOURCE", help="a bundle directory, or an OCI image reference")
-    r.add_argument("-n", "--namespace", help="install namespace (default: the CSV's suggested namespace, else "
-                                       "'operators')")
-    r.add_argument("--watch-namespace", action="append", dest="watch", metavar="NS",
-                   help="a target namespace (repeat for several; '' for all namespaces; default: all if the "
-                        "bundle supports it, else its own)")
+    _add_install_args(r)
     r.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     r.add_argument("--cert-provider", choices=("self-signed", "cert-manager"), default="self-signed",
                    help="who issues webhook and APIService serving certificates")
     r.set_defaults(run=run_render)
     v = bs.add_parser("validate", help="check that a bundle converts, and say what it is",
+                      description="Convert the bundle as the reconciler would (for the install -n and "
+                                  "--watch-namespace describe, else its default one) and say what it is. With -o "
+                                  "json the verdict is a document on stdout, invalid bundles included: "
+                                  '{"valid": false, "error": {"message", "file", "object", "hint"}}.',
                       epilog=BUNDLE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("source", metavar="DIR", help="a bundle directory (or an OCI image reference)")
+    _add_install_args(v)
+    v.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                   help="text: one line; json: the bundle's identity, install, objects and warnings (or the "
+                        "error) as a document")
     v.set_defaults(run=run_validate)
     bu = bs.add_parser("build", help="build a bundle image (OCI layout, no container engine) and push it",
                        epilog=BUNDLE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,6 +72,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="a file-based catalog whose bundles may provide the APIs the bundle's RBAC requires: "
                          "their CRDs name the kinds written to metadata/dependencies.yaml (repeatable)")
     cv.set_defaults(run=run_convert)
+
+
+def _add_install_args(p: argparse.ArgumentParser) -> None:
+    """The install a bundle is converted for, as in a declaration's spec.install."""
+    p.add_argument("-n", "--namespace", help="install namespace (default: the CSV's suggested namespace, else "
+                                       "'operators')")
+    p.add_argument("--watch-namespace", action="append", dest="watch", metavar="NS",
+                   help="a target namespace (repeat for several; '' for all namespaces; default: all if the "
+                        "bundle supports it, else its own)")
 
 
 def _render(source: str, namespace: str | None, watch: list[str] | None, provider: str = "self-signed"):
@@ -126,10 +139,23 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_validate(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        rendered = _render(args.source, None, None)
+        rendered = _render(args.source, args.namespace, args.watch)
     except ReconcilerError as exc:
+        if args.output == "json":
+            error = {"message": exc.message, "file": exc.path or "", "object": exc.obj or "", "hint": exc.hint or ""}
+            out.write(json.dumps({"valid": False, "source": args.source, "error": error}, indent=2) + "\n")
         return _one_line(exc, out)
     _warn(rendered)
+    if args.output == "json":
+        from reconciler.model.kube import ObjectRef
+
+        out.write(json.dumps({
+            "valid": True, "source": args.source, "mediatype": rendered.mediatype, "package": rendered.package,
+            "name": rendered.name, "version": rendered.version, "digest": rendered.digest,
+            "namespace": rendered.namespace, "targetNamespaces": list(rendered.target_namespaces),
+            "objects": [ObjectRef.of(o).to_dict() for o in rendered.objects],
+            "warnings": list(rendered.warnings)}, indent=2) + "\n")
+        return EXIT_OK
     what = f"{rendered.name} {rendered.version}".strip()
     print(f"valid {rendered.mediatype} bundle {what} ({rendered.digest}): {len(rendered.objects)} objects for "
           f"namespace {rendered.namespace}", file=out)

@@ -51,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(run=run_list)
 
     g = csub.add_parser("graph", help="draw a package's upgrade graph (Mermaid, DOT or SVG)",
+                        description="Draw a package's upgrade graph: an arrow from each bundle to one that may "
+                                    "replace it (replaces, skips, skipRange). Every node's label names the bundle "
+                                    "and its channel, '(head)' when it heads it, so a node read on its own still "
+                                    "says where it belongs; each channel is also drawn in a box of its own.",
                         epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("package", metavar="PACKAGE")
     g.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")

@@ -51,13 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.cluster is None:
-        from reconciler.repo import read_repository
+        from reconciler.repo.fleet import cluster_names
 
-        snapshot = read_repository(args.repo)
-        if snapshot.is_fleet:   # the change across every cluster, grouped by outcome
+        if cluster_names(args.repo):   # a fleet: the change across every cluster, grouped by outcome
             from reconciler.fleet.review import compute_fleet, render_fleet
 
-            fleet = compute_fleet(Path(args.repo), args.base, snapshot=snapshot)
+            fleet = compute_fleet(Path(args.repo), args.base)
             out.write(render_fleet(fleet, args.output, colour=_tty(out)))
             return EXIT_CHANGES if fleet.changed else EXIT_OK
     else:

@@ -38,9 +38,11 @@ EXAMPLES: dict[str, str] = {
     "update": """\
   reconciler update .                         # updates within each declaration's channel and range
   reconciler update . --include-out-of-range  # and beyond: other channels, catalogs, ranges
-  reconciler update . --apply --allow minor   # one commit per Operator on branch reconciler/updates""",
+  reconciler update . --apply --allow minor   # a branch per Operator: reconciler/NAME-VERSION
+  reconciler update . --apply --branch reconciler/updates   # every update on one branch""",
     "status": """\
   reconciler status                           # every Operator in the cluster: bundle, health, approval
+  reconciler status -n plumbus-system         # only those installed in one namespace
   reconciler status .                         # also compare with the repository's olm.lock
   reconciler status . -o json                 # for scripts""",
     "watch": """\
@@ -99,7 +101,8 @@ EXAMPLES: dict[str, str] = {
   reconciler bundle render bundles/plumbus-v1.1.0 -n plumbus-system
   reconciler bundle render quay.io/org/plumbus-bundle:v1.1.0 --watch-namespace team-a -o json""",
     "bundle validate": """\
-  reconciler bundle validate bundles/plumbus-v1.1.0""",
+  reconciler bundle validate bundles/plumbus-v1.1.0
+  reconciler bundle validate bundles/plumbus-v1.1.0 -n team-a --watch-namespace team-a -o json | jq .valid""",
     "bundle build": """\
   reconciler bundle build bundles/plumbus-v1.1.0 --tag registry.example.com/org/plumbus-bundle:v1.1.0
   reconciler bundle build bundles/plumbus-v1.1.0 --tag plumbus:v1.1.0 --layout out/ --no-push""",

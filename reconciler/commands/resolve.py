@@ -27,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "the cluster does not have while it still satisfies their declarations; without a "
                     "cluster, from olm.lock. Nothing is applied. In a fleet repository, --cluster resolves one "
                     "cluster into clusters/<name>/olm.lock; without it, every cluster is resolved offline, once "
-                    "per distinct set of facts (docs/fleet.md).",
+                    "per distinct set of facts (docs/fleet.md). A declaration of input class dry-run-next is "
+                    "also rendered, checked for APIs the next Kubernetes minor deprecates or removes, and "
+                    "compared object by object with the bundle its lockfile records for it (what would change).",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")

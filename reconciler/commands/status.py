@@ -16,20 +16,29 @@ exit codes:
   3  the cluster could not be reached, or none is configured
 """
 
-COLUMNS = ("NAME", "PACKAGE", "VERSION", "READY", "STATUS", "APPROVAL", "UPDATES", "REVISION", "LOCK")
+COLUMNS = ("INSTANCE", "NAME", "NAMESPACE", "PACKAGE", "VERSION", "READY", "STATUS", "APPROVAL", "UPDATES",
+           "REVISION", "LOCK")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "status", help=COMMANDS["status"],
-        description="List the Operators installed in the cluster (the operators.reconciler.dev status objects): "
-                    "bundle and version, whether their components are healthy, whether an approval is pending, "
-                    "whether updates are available and the revision last applied. With REPO, also compare each "
-                    "with the repository's olm.lock: in sync, out of date, not installed or not declared.",
+        description="List the Operators installed in the cluster (the operators.reconciler.dev status objects) "
+                    "of every reconciler instance, each with its instance, install namespace, bundle and version, "
+                    "whether its components are healthy (READY, and STATUS: the reason, e.g. Healthy, "
+                    "HealthTimeout, PendingApproval; the message of each that is not ready follows the table), "
+                    "whether an approval is pending, whether updates are available and the revision last "
+                    "applied. With REPO, only the Operators of its instance, each compared with the "
+                    "repository's olm.lock: in sync, out of date, not installed or not declared.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", nargs="?",
                    help="a GitOps repository working tree to compare with (then only the Operators of its "
                         "reconciler instance are listed)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("-n", "--namespace", metavar="NS",
+                       help="only the Operators installed in namespace NS (as kubectl get -n)")
+    where.add_argument("-A", "--all-namespaces", action="store_true",
+                       help="Operators of every install namespace (the default)")
     p.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
     add_cluster_args(p)
     add_fleet_arg(p)
@@ -60,10 +69,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         instance = snapshot.settings.instance   # only the Operators of the repository's own instance
         locked = {e.operator: {"name": e.name, "version": e.version, "digest": e.digest}
                   for e in (snapshot.lock.entries if snapshot.lock else ())}
-    recorded = {name: rec.status for name, rec in status_objects.read_all(Kube(api), instance).items()}
-    rows = summarize(recorded, locked)
+    records = status_objects.read_all(Kube(api), instance)
+    rows = summarize({name: rec.status for name, rec in records.items()}, locked,
+                     instances={name: rec.instance for name, rec in records.items()})
+    if args.namespace is not None:
+        rows = [r for r in rows if r.get("namespace") == args.namespace]
     if args.output == "table":
-        print_table(rows, out, with_lock=locked is not None)
+        print_table(rows, out, with_lock=locked is not None, with_instance=instance is None,
+                    namespace=args.namespace)
     elif args.output == "json":
         out.write(json.dumps({"operators": rows}, indent=2) + "\n")
     else:
@@ -73,14 +86,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def summarize(recorded: dict[str, dict[str, Any]], locked: dict[str, dict[str, str]] | None) -> list[dict[str, Any]]:
-    """One row per Operator from its status (and, given the lockfile's entries, how it compares)."""
+def summarize(recorded: dict[str, dict[str, Any]], locked: dict[str, dict[str, str]] | None, *,
+              instances: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One row per Operator from its status (and, given the lockfile's entries, how it compares), by instance
+    (given ``instances``, each Operator's) and name."""
     rows = []
-    for name in sorted(set(recorded) | set(locked or {})):
+    for name in sorted(set(recorded) | set(locked or {}), key=lambda n: ((instances or {}).get(n, ""), n)):
         status = recorded.get(name)
         row: dict[str, Any] = {"name": name}
+        if instances is not None and name in instances:
+            row["instance"] = instances[name]
         if status is not None:
             bundle = status.get("bundle") or {}
+            row["namespace"] = bundle.get("namespace", "")
             conds = {c.get("type"): c for c in status.get("conditions") or []}
             ready = conds.get("Ready", {})
             updates = [o for u in status.get("updates") or [] for o in u.get("options") or []]
@@ -110,26 +128,33 @@ def _compare(status: dict[str, Any] | None, entry: dict[str, str] | None) -> str
     return "in sync"
 
 
-def print_table(rows: list[dict[str, Any]], out: TextIO, *, with_lock: bool) -> None:
+def print_table(rows: list[dict[str, Any]], out: TextIO, *, with_lock: bool, with_instance: bool = False,
+                namespace: str | None = None) -> None:
+    """The table, then the full Ready message of every installed Operator that is not ready.
+
+    STATUS is the Ready condition's reason, one word as in kubectl's STATUS column; its message (which names
+    the revision applied, or the component that is not healthy and for how long) is never cut to fit a cell.
+    """
     if not rows:
-        print("No Operators installed.", file=out)
+        print(f"No Operators installed{f' in namespace {namespace}' if namespace is not None else ''}.", file=out)
         return
-    columns = COLUMNS if with_lock else COLUMNS[:-1]
+    columns = COLUMNS[0 if with_instance else 1:None if with_lock else -1]
     table = [columns]
     for r in rows:
         installed = "ready" in r
-        status = f"{r['reason']}: {r['message']}" if r.get("reason") else r.get("message", "")
-        table.append(tuple(str(v) for v in (
-            r["name"], r.get("package", "-") or "-", r.get("version", "-") or "-",
-            r.get("ready", "-") if installed else "-", _short(status) if installed else "-",
-            ("pending" if r.get("pendingApproval") else "-") if installed else "-",
-            ", ".join(r.get("updatesAvailable") or []) or "-",
-            (r.get("revision") or "-")[:12] if installed else "-",
-            *((r["lock"],) if with_lock else ()))))
+        cells = {
+            "INSTANCE": r.get("instance") or "-", "NAME": r["name"], "NAMESPACE": r.get("namespace") or "-",
+            "PACKAGE": r.get("package") or "-", "VERSION": r.get("version") or "-",
+            "READY": r["ready"] if installed else "-", "STATUS": (r.get("reason") or "-") if installed else "-",
+            "APPROVAL": "pending" if r.get("pendingApproval") else "-",
+            "UPDATES": ", ".join(r.get("updatesAvailable") or []) or "-",
+            "REVISION": (r.get("revision") or "-")[:12], "LOCK": r.get("lock", "-")}
+        table.append(tuple(str(cells[c]) for c in columns))
     widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)
-
-
-def _short(text: str, limit: int = 70) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    unready = [r for r in rows if r.get("ready") not in (None, "True") and r.get("message")]
+    if unready:
+        print("", file=out)
+    for r in unready:
+        print(f"{r['name']}: {r['reason'] or 'NotReady'}: {r['message']}", file=out)

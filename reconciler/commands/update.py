@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from reconciler.commands import COMMANDS, add_fleet_arg
-from reconciler.errors import EXIT_OK, UsageError
+from reconciler.errors import EXIT_OK, InputError, UsageError
 
 EXIT_CODES = """\
 exit codes:
   0   updates listed (possibly none), or committed with --apply
-  2   an error in the repository, a catalog, resolution or a bundle
-  64  a usage error, e.g. --apply on a working tree with uncommitted changes, or a branch that exists
+  2   an error in the repository, a catalog, resolution or a bundle; or, with --apply, a working tree with
+      uncommitted changes, a repository with no commit, or a --branch that exists (nothing is changed)
+  64  a usage error, e.g. --only naming no Operator
 """
+
+BRANCH_PREFIX = "reconciler/"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,13 +28,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Find every Operator with a newer bundle: within its declaration (what a resolution with "
                     "olm.lock as installed picks; only olm.lock changes) and, with --include-out-of-range, "
                     "outside it (another channel, beyond the version range, another catalog; the declaration "
-                    "changes too). Only bundles newer than the locked one and reached by an upgrade edge from "
-                    "it are proposed. --apply writes the changes on a new branch, one commit per Operator, "
-                    "each commit message carrying the `reconciler diff` markdown of that change.",
+                    "changes too: a pinned version moves to the new version, a range is widened). Without "
+                    "--include-out-of-range the summary counts the Operators with a newer bundle beyond their "
+                    "range. Only bundles newer than the locked one and reached by an upgrade edge from it are "
+                    "proposed. --apply commits each update on a branch of its own made from HEAD, named "
+                    f"{BRANCH_PREFIX}OPERATOR-VERSION as update bots name theirs (an existing one is left as it "
+                    "is and said so), each commit message carrying the `reconciler diff` markdown of that "
+                    "change, then checks out again the branch it started on; --branch B puts every update on "
+                    "one branch B instead.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
-    p.add_argument("--apply", action="store_true", help="commit the updates on a new branch (pygit2)")
-    p.add_argument("--branch", default="reconciler/updates", help="the branch --apply creates (default: %(default)s)")
+    p.add_argument("--apply", action="store_true",
+                   help=f"commit each update on a new branch {BRANCH_PREFIX}OPERATOR-VERSION (pygit2); the "
+                        "working tree ends on the branch it started on")
+    p.add_argument("--branch", metavar="BRANCH",
+                   help="with --apply, commit every update on this one new branch instead, one commit each")
     p.add_argument("--only", action="append", default=[], metavar="NAME", help="only this Operator (repeatable)")
     p.add_argument("--allow", choices=("major", "minor", "patch"), default="major",
                    help="the largest semver step to propose (default: %(default)s)")
@@ -42,6 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...], cluster: str | None = None):
+    """The repository, the updates to propose, and the Operators with a newer update beyond their declaration
+    that are not proposed (none when ``include_outside``)."""
     from reconciler import pipeline
     from reconciler.repo import read_repository
     from reconciler.repo.fleet import select_cluster
@@ -56,26 +70,42 @@ def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...]
     resolution = pipeline.resolve(snapshot, None)
     installed = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
-    return snapshot, proposals(snapshot, resolution, catalogs, installed, allow=allow,
-                               include_outside=include_outside, only=only, semver_catalogs=semver)
+
+    def propose(outside: bool):  # noqa: ANN202
+        return proposals(snapshot, resolution, catalogs, installed, allow=allow, include_outside=outside,
+                         only=only, semver_catalogs=semver)
+
+    found = propose(include_outside)
+    beyond: list[str] = []
+    if not include_outside:
+        shown = {(p.operator, p.target) for p in found}
+        beyond = [p.operator for p in propose(True) if p.scope == "outside" and (p.operator, p.target) not in shown]
+    return snapshot, found, beyond
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     root = Path(args.repo)
-    snapshot, found = find(root, allow=args.allow, include_outside=args.include_out_of_range,
-                           only=tuple(args.only), cluster=args.cluster)
-    commits: list[tuple[str, str]] = []
+    if args.branch is not None and not args.apply:
+        raise UsageError("--branch names the branch --apply commits on", hint="add --apply, or drop --branch")
+    snapshot, found, beyond = find(root, allow=args.allow, include_outside=args.include_out_of_range,
+                                   only=tuple(args.only), cluster=args.cluster)
+    applied = Applied()
     if args.apply and found:
-        commits = apply(root, snapshot, found, args.branch, cluster=args.cluster)
+        applied = apply(root, snapshot, found, args.branch, cluster=args.cluster)
     if args.output == "json":
-        doc = {"updates": [p.to_dict() for p in found]}
+        doc = {"updates": [p.to_dict() for p in found], "beyondRange": len(beyond)}
         if args.apply:
             doc["branch"] = args.branch
-            doc["commits"] = [{"operator": op, "commit": c} for op, c in commits]
+            doc["commits"] = [{"operator": op, "branch": b, "commit": c} for op, b, c in applied.commits]
+            doc["skipped"] = [{"operator": op, "branch": b} for op, b in applied.skipped]
+            doc["returnedTo"] = applied.returned_to
         out.write(json.dumps(doc, indent=2) + "\n")
         return EXIT_OK
+    more = f"{len(beyond)} more beyond your range: --include-out-of-range" if beyond else ""
     if not found:
-        print("No updates available.", file=out)
+        print("No updates available within the declarations." if more else "No updates available.", file=out)
+        if more:
+            print(more, file=out)
         return EXIT_OK
     rows = [("OPERATOR", "INSTALLED", "UPDATE", "LEVEL", "SCOPE", "EDGE", "DECLARATION CHANGES")]
     for p in found:
@@ -83,54 +113,124 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
-    for op, commit in commits:
-        print(f"committed {op} as {commit[:12]} on branch {args.branch}", file=out)
+    summary = f"{len(found)} update{'s' if len(found) != 1 else ''}"
+    print(f"{summary}; {more}" if more else summary, file=out)
+    for op, branch, commit in applied.commits:
+        print(f"committed {op} as {commit[:12]} on branch {branch}", file=out)
+    for op, branch in applied.skipped:
+        print(f"skipped {op}: branch {branch} already exists (delete it to propose this update again)", file=out)
+    if applied.returned_to:
+        print(f"back on {applied.returned_to}", file=out)
     return EXIT_OK
 
 
-def apply(root: Path, snapshot, found, branch: str,  # noqa: ANN001
-          cluster: str | None = None) -> list[tuple[str, str]]:
-    """One commit per proposal on a new branch made from HEAD; the working tree ends on that branch."""
+@dataclass
+class Applied:
+    commits: list[tuple[str, str, str]] = field(default_factory=list)   # (operator, branch, commit)
+    skipped: list[tuple[str, str]] = field(default_factory=list)        # (operator, branch that exists)
+    returned_to: str = ""                                                # the branch (or commit) started on
+
+
+def branch_name(p, cluster: str | None = None) -> str:  # noqa: ANN001 - a review.updates.Proposal
+    """One branch per update, named as update bots name theirs: the tool's prefix, where the change is (a fleet's
+    cluster, as Dependabot names a directory), the dependency (here the Operator) and the version it moves to."""
+    return f"{BRANCH_PREFIX}{f'{cluster}/' if cluster else ''}{p.operator}-{p.target_version}"
+
+
+def apply(root: Path, snapshot, found, branch: str | None,  # noqa: ANN001
+          cluster: str | None = None) -> Applied:
+    """Commit the updates on new branches made from HEAD (one per Operator, or all on ``branch``), then check
+    out again what HEAD was: on success and on failure the working tree is as it was found."""
     import pygit2
 
-    from reconciler.commands import diff
     from reconciler.review.collect import _dirty, open_git
 
     repo, rel = open_git(root)
     if repo.head_is_unborn:
-        raise UsageError("the repository has no commit to branch from", path=str(root))
+        raise InputError("the repository has no commit to branch from", path=str(root),
+                         hint="commit the repository first: --apply makes branches from HEAD")
     if _dirty(repo, rel):
-        raise UsageError("the working tree has uncommitted changes", path=str(root),
-                         hint="commit or stash them first: --apply commits on a new branch")
-    if f"refs/heads/{branch}" in repo.references:
-        raise UsageError(f"branch {branch} already exists", hint="pass --branch NAME, or delete the branch")
-    head = repo.head.peel(pygit2.Commit)
-    ref = repo.references.create(f"refs/heads/{branch}", head.id)
-    repo.checkout(ref)
-    commits = []
-    for p in found:
-        changed = _write_update(root, p, cluster)
-        review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster, offline=True)
-        message = (f"Update {p.operator} to {p.target}\n\n{p.installed} -> {p.target} ({p.level}, {p.scope} the "
-                   f"declaration; {p.edge})\n\n" + diff.render(review, "markdown"))
-        index = repo.index
-        index.read()
+        raise InputError("the working tree has uncommitted changes, and --apply switches branches", path=str(root),
+                         hint="commit or stash them first (git stash), then run update --apply again")
+    plan = [(branch, list(found))] if branch else [(branch_name(p, cluster), [p]) for p in found]
+    done = Applied()
+    for name, props in plan:
+        if not pygit2.reference_is_valid_name(f"refs/heads/{name}"):
+            raise InputError(f"{name!r} is not a valid branch name", hint="pass --branch NAME with a valid name")
+        if f"refs/heads/{name}" in repo.references:
+            if branch:
+                raise InputError(f"branch {branch} already exists", path=str(root),
+                                 hint="pass --branch with another name, or delete the branch")
+            done.skipped += [(p.operator, name) for p in props]
+    plan = [(name, props) for name, props in plan if f"refs/heads/{name}" not in repo.references]
+    start = repo.head.peel(pygit2.Commit)
+    home = None if repo.head_is_detached else repo.head.name
+    done.returned_to = f"branch {repo.head.shorthand}" if home else f"commit {str(start.id)[:12]}"
+    written: list[Path] = []
+    current = None
+    try:
+        for name, props in plan:
+            current = repo.references.create(f"refs/heads/{name}", start.id)
+            repo.checkout(current)
+            for p in props:
+                written.clear()
+                _commit_update(repo, root, p, written, cluster)
+                done.commits.append((p.operator, name, str(repo.head.target)))
+            _return(repo, start, home)
+            current = None
+    except BaseException:
+        _return(repo, start, home, restore=written)
+        if current is not None and current.target == start.id:
+            current.delete()   # a branch that got no commit is no proposal
+        raise
+    return done
+
+
+def _return(repo, start, home: str | None, restore: list[Path] = ()) -> None:  # noqa: ANN001
+    """Check out again what HEAD was; ``restore``: files an interrupted update wrote, first put back as the
+    branch it was written on has them (the tree was clean when --apply started, so they are ours alone)."""
+    import pygit2
+
+    if restore:
         workdir = Path(repo.workdir).resolve()
-        for path in changed:
-            index.add(path.resolve().relative_to(workdir).as_posix())
-        index.write()
-        tree = index.write_tree()
-        try:
-            sig = repo.default_signature
-        except (KeyError, pygit2.GitError):
-            sig = pygit2.Signature("reconciler", "reconciler@localhost")
-        commit = repo.create_commit("HEAD", sig, sig, message, tree, [repo.head.target])
-        commits.append((p.operator, str(commit)))
-    return commits
+        paths = [p.resolve().relative_to(workdir).as_posix() for p in restore]
+        repo.checkout_tree(repo.head.peel(pygit2.Commit).tree, strategy=pygit2.enums.CheckoutStrategy.FORCE,
+                           paths=paths)
+    if home is not None:
+        repo.checkout(home)
+    else:
+        repo.checkout_tree(start.tree)
+        repo.set_head(start.id)
 
 
-def _write_update(root: Path, p, cluster: str | None = None) -> list[Path]:  # noqa: ANN001 - a review.updates.Proposal
-    """Point the declaration at the update (when it must change) and lock it; the files written."""
+def _commit_update(repo, root: Path, p, written: list[Path], cluster: str | None = None) -> str:  # noqa: ANN001
+    """Write one update on the checked-out branch and commit it with its review in the message."""
+    import pygit2
+
+    from reconciler.commands import diff
+
+    _write_update(root, p, written, cluster)
+    review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster, offline=True)
+    message = (f"Update {p.operator} to {p.target}\n\n{p.installed} -> {p.target} ({p.level}, {p.scope} the "
+               f"declaration; {p.edge})\n\n" + diff.render(review, "markdown"))
+    index = repo.index
+    index.read()
+    workdir = Path(repo.workdir).resolve()
+    for path in written:
+        index.add(path.resolve().relative_to(workdir).as_posix())
+    index.write()
+    tree = index.write_tree()
+    try:
+        sig = repo.default_signature
+    except (KeyError, pygit2.GitError):
+        sig = pygit2.Signature("reconciler", "reconciler@localhost")
+    return str(repo.create_commit("HEAD", sig, sig, message, tree, [repo.head.target]))
+
+
+def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review.updates.Proposal
+                  cluster: str | None = None) -> None:
+    """Point the declaration at the update (when it must change) and lock it; each file is added to
+    ``written`` before it is written."""
     from reconciler import pipeline, yamlio
     from reconciler.model.lock import Lockfile
     from reconciler.repo import read_repository
@@ -138,14 +238,20 @@ def _write_update(root: Path, p, cluster: str | None = None) -> list[Path]:  # n
     from reconciler.review.updates import rewrite_declaration
 
     snapshot = select_cluster(read_repository(root), cluster)
-    written = []
     decl = next(d for d in snapshot.operators if d.name == p.operator)
     if p.changes:
         path = snapshot.root / decl.origin.path
         text = path.read_text(encoding="utf-8")
-        yamlio.write_atomic(path, rewrite_declaration(text, p.operator, p, decl.catalog.name,
-                                                      decl.catalog.channel))
+        try:
+            rewritten = rewrite_declaration(text, p.operator, p, decl.catalog.name, decl.catalog.channel)
+        except ValueError as exc:
+            raise InputError(f"cannot point the declaration at {p.target}: {exc}", path=str(decl.origin.path),
+                             obj=f"Operator {p.operator}",
+                             hint=f"make the change by hand ({'; '.join(p.changes)}), or write each of "
+                                  "spec.catalog.name, spec.catalog.channel and spec.version on a line of its "
+                                  "own") from None
         written.append(path)
+        yamlio.write_atomic(path, rewritten)
         snapshot = select_cluster(read_repository(root), cluster)
     resolution = pipeline.resolve(snapshot, None)
     planned = pipeline.plan_lock(snapshot, resolution)
@@ -158,6 +264,5 @@ def _write_update(root: Path, p, cluster: str | None = None) -> list[Path]:  # n
     entries = {o: e for o, e in old.items() if o not in moving
                and not (o not in fresh and p.operator in e.required_by.split(","))}
     entries.update({o: fresh[o] for o in moving})
-    pipeline.write_lock(snapshot, Lockfile(tuple(sorted(entries.values()))))
     written.append(snapshot.lock_path)
-    return written
+    pipeline.write_lock(snapshot, Lockfile(tuple(sorted(entries.values()))))

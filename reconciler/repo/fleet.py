@@ -35,9 +35,7 @@ def cluster_context(root: str | os.PathLike[str], name: str | None) -> str | Non
     from reconciler.errors import UsageError
     from reconciler.model.fleet import parse_cluster
 
-    base = Path(root) / CLUSTERS_DIR
-    files = {p.name.rsplit(".", 1)[0]: p for p in sorted(base.iterdir()) if p.is_file()
-             and p.name.endswith((".yaml", ".yml")) and not p.name.startswith(".")} if base.is_dir() else {}
+    files = cluster_names(root)
     if not files:
         if name is not None:
             raise UsageError(f"--cluster {name}: this repository declares no clusters",
@@ -51,6 +49,16 @@ def cluster_context(root: str | os.PathLike[str], name: str | None) -> str | Non
     rel = f"{CLUSTERS_DIR}/{files[name].name}"
     docs = yamlio.read_all(files[name], rel, strict=True)
     return parse_cluster(docs[0], rel).kube_context if len(docs) == 1 and isinstance(docs[0], dict) else name
+
+
+def cluster_names(root: str | os.PathLike[str]) -> dict[str, Path]:
+    """The clusters a repository declares, by the names of their files (nothing else is read): empty outside a
+    fleet."""
+    base = Path(root) / CLUSTERS_DIR
+    if not base.is_dir():
+        return {}
+    return {p.name.rsplit(".", 1)[0]: p for p in sorted(base.iterdir())
+            if p.is_file() and p.name.endswith((".yaml", ".yml")) and not p.name.startswith(".")}
 
 
 def lock_file_of(cluster: str) -> str:

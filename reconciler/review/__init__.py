@@ -27,7 +27,8 @@ from reconciler.model.semver_range import VersionRange
 from reconciler.review.apis import ApiFinding, check_versions, minor, next_minor
 
 __all__ = ["ApiFinding", "BundleInfo", "ObjectChange", "OperatorChange", "Review", "Side", "crd_changes",
-           "catalog_deprecations", "object_changes", "rbac_delta", "review", "upgrade_edge", "SECRET_MASK"]
+           "catalog_deprecations", "object_changes", "rbac_delta", "review", "secret_lookup", "upgrade_edge",
+           "SECRET_MASK"]
 
 SECRET_MASK = "<redacted>"
 MAX_DIFF_LINES = 400   # per object: a huge object is cut with a note, never silently
@@ -214,6 +215,17 @@ def mask_secrets(obj: Manifest, other: Manifest | None = None, side: str = "") -
             differs = other is not None and k in theirs and theirs[k] != values[k]
             values[k] = f"{SECRET_MASK} ({side})" if differs and side else SECRET_MASK
     return out
+
+
+def secret_lookup(objects: Iterable[Manifest]):  # noqa: ANN201 - a bundle.certs.Lookup
+    """A certificate lookup over rendered Secrets: a render that reuses another's webhook certificates does
+    not show an unchanged webhook as a changed caBundle."""
+    found = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+            found[(meta.get("namespace", ""), meta.get("name", ""))] = obj
+    return lambda namespace, name: found.get((namespace, name))
 
 
 def object_changes(old: Iterable[Manifest], new: Iterable[Manifest],

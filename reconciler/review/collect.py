@@ -26,7 +26,7 @@ from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import select_cluster, stage_holds
 from reconciler.repo.git import materialise
-from reconciler.review import Approval, BundleInfo, Owner, Side
+from reconciler.review import Approval, BundleInfo, Owner, Side, secret_lookup
 
 
 @dataclass(frozen=True)
@@ -107,15 +107,8 @@ def checkout(repo: pygit2.Repository, commit: str | None, rel: str) -> Iterator[
 
 
 def secrets_of(side: Side | None):  # noqa: ANN201 - a bundle.certs.Lookup
-    """A certificate lookup over a side's rendered Secrets: the other side reuses its webhook
-    certificates, so an unchanged webhook does not show as a changed caBundle."""
-    found = {}
-    for owner in (side.owners.values() if side else ()):
-        for obj in owner.objects:
-            meta = obj.get("metadata") or {}
-            if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
-                found[(meta.get("namespace", ""), meta.get("name", ""))] = obj
-    return lambda namespace, name: found.get((namespace, name))
+    """A certificate lookup over a side's rendered Secrets, for the other side to reuse."""
+    return secret_lookup(obj for owner in (side.owners.values() if side else ()) for obj in owner.objects)
 
 
 def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = None,

@@ -2,7 +2,10 @@
 
 Resolution already assumes the next Kubernetes minor for such declarations;
 this adds the API check at that minor on the chosen bundle's rendered
-objects, and says which version was assumed. Nothing is applied.
+objects, says which version was assumed, and shows what would change: the
+objects of the bundle installed now (as the lockfile records it) compared with
+the chosen bundle's, by the review's own object diff (Secret data redacted).
+Nothing is applied.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.errors import ReconcilerError
+from reconciler.review import ObjectChange, object_changes, secret_lookup
 from reconciler.review.apis import ApiFinding, check, check_versions, next_minor
 
 
@@ -20,43 +24,76 @@ class NextMinorCheck:
     assumed: str | None                  # the Kubernetes minor assumed ("1.22"); None when unknown
     findings: tuple[ApiFinding, ...]
     error: str = ""                      # the bundle could not be rendered
+    installed: str | None = None         # the bundle olm.lock records for the owner; None when none is
+    objects: tuple[ObjectChange, ...] = ()   # what would change, from the installed bundle's objects
+    installed_error: str = ""            # the installed bundle could not be rendered to compare with
+    lock_file: str = "olm.lock"          # the lockfile that records the installed bundle
 
     def to_dict(self) -> dict:
+        from reconciler.review.render import object_document
+
         doc = {"operator": self.owner, "bundle": self.bundle, "assumedKubernetesVersion": self.assumed,
-               "apiRemovals": [f.to_dict() for f in self.findings]}
+               "apiRemovals": [f.to_dict() for f in self.findings], "installed": self.installed,
+               "objects": [object_document(o) for o in self.objects]}
         if self.error:
             doc["error"] = self.error
+        if self.installed_error:
+            doc["installedError"] = self.installed_error
         return doc
 
     def describe(self) -> list[str]:
+        from reconciler.review.render import object_lines, objects_summary
+
         where = (f"assuming Kubernetes {self.assumed} (the cluster's next minor)" if self.assumed else
                  "Kubernetes version unknown (set kubernetesVersion in reconciler.yaml or name a cluster): "
                  "every listed API is reported at the release that removes it")
         head = f"  {self.owner} (dry-run-next, {self.bundle}): API check {where}:"
         if self.error:
             return [head, f"    not checked: {self.error}"]
+        lines = [head]
         if not self.findings:
-            return [head, "    no object uses an API deprecated or removed there"]
-        return [head] + [f"    ! {f.describe()}" for f in self.findings]
+            lines.append("    no object uses an API deprecated or removed there")
+        lines += [f"    ! {f.describe()}" for f in self.findings]
+        against = f"{self.installed}, installed per {self.lock_file}" if self.installed else "nothing installed"
+        if self.installed_error:
+            return lines + [f"  {self.owner}: objects not compared with {self.installed}: {self.installed_error}"]
+        if not self.objects:
+            return lines + [f"  {self.owner}: no object would change ({against})"]
+        lines.append(f"  {self.owner}: objects that would change ({against}): {objects_summary(self.objects)}")
+        return lines + object_lines(self.objects, "    ")
 
 
 def next_minor_checks(snapshot, resolution) -> list[NextMinorCheck]:  # noqa: ANN001 - RepoSnapshot, Resolution
     """One check per declaration whose input class looks one Kubernetes minor ahead."""
     from reconciler.bundle import render
+    from reconciler.bundle.certs import SelfSignedProvider
 
     out = []
     assumed = next_minor(resolution.kube_version) if resolution.kube_version else None
+    locked = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    default_ns = snapshot.settings.default_install_namespace
     for sel in resolution.selections:
         decl = sel.declaration
         cls = snapshot.input_classes.get(decl.input_class) if decl is not None else None
         if cls is None or not cls.next_kube_minor:
             continue
-        try:
-            bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace)
+        entry = locked.get(sel.owner)
+        before, before_error = (), ""
+        if entry is not None:
+            try:
+                before = render(entry.source, snapshot.root, sel.install, default_ns).objects
+            except ReconcilerError as exc:
+                before_error = exc.message.splitlines()[0]
+        try:   # the installed bundle's webhook certificates are reused: an unchanged webhook is no change
+            bundle = render(sel.image, snapshot.root, sel.install, default_ns,
+                            SelfSignedProvider(lookup=secret_lookup(before)))
         except ReconcilerError as exc:
             out.append(NextMinorCheck(sel.owner, sel.bundle_name, assumed, (), exc.message.splitlines()[0]))
             continue
         found = check(sel.owner, bundle.objects, assumed) if assumed else check_versions(sel.owner, bundle.objects,
                                                                                           None)
-        out.append(NextMinorCheck(sel.owner, sel.bundle_name, assumed, tuple(found)))
+        changes = () if before_error else tuple(object_changes(before, bundle.objects))
+        out.append(NextMinorCheck(sel.owner, sel.bundle_name, assumed, tuple(found),
+                                  installed=entry.name if entry is not None else None, objects=changes,
+                                  installed_error=before_error, lock_file=snapshot.lock_file))
     return out

@@ -6,9 +6,9 @@ docs/review.md); text and markdown are for people and may change.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable
 
-from reconciler.review import OperatorChange, Review
+from reconciler.review import ObjectChange, OperatorChange, Review
 
 SCHEMA_VERSION = 1
 
@@ -17,9 +17,31 @@ _RESET = "\033[0m"
 _SIGN = {"created": "+", "changed": "~", "deleted": "-"}
 
 
-def _objects_summary(op: OperatorChange) -> str:
-    counts = {a: sum(1 for o in op.objects if o.action == a) for a in ("created", "changed", "deleted")}
+def objects_summary(objects: Iterable[ObjectChange]) -> str:
+    objects = list(objects)
+    counts = {a: sum(1 for o in objects if o.action == a) for a in ("created", "changed", "deleted")}
     return f"+{counts['created']} ~{counts['changed']} -{counts['deleted']}"
+
+
+def _objects_summary(op: OperatorChange) -> str:
+    return objects_summary(op.objects)
+
+
+def object_lines(objects: Iterable[ObjectChange], indent: str = "  ",
+                 paint: Callable[[str, str | None], str] = lambda line, key=None: line) -> list[str]:
+    """Each object created, changed or deleted, and a changed one's diff below it, for a terminal."""
+    out = []
+    for o in objects:
+        sign = _SIGN[o.action]
+        out.append(paint(f"{indent}{sign} {o.ref}  {o.action}", sign))
+        if o.action == "changed":
+            for line in o.diff[2:]:
+                out.append(paint(f"{indent}    {line}", line[:1] if line[:1] in "+-@" else None))
+    return out
+
+
+def object_document(o: ObjectChange) -> dict[str, Any]:
+    return {"action": o.action, **o.ref.to_dict(), "diff": list(o.diff)}
 
 
 def _bundle(b: Any) -> str:
@@ -60,7 +82,7 @@ def _operator_doc(op: OperatorChange) -> dict[str, Any]:
         "edge": op.edge,
         "dependencies": {"added": [{"meets": m, "bundle": b} for m, b in op.dependencies_added],
                          "dropped": [{"meets": m, "bundle": b} for m, b in op.dependencies_dropped]},
-        "objects": [{"action": o.action, **o.ref.to_dict(), "diff": list(o.diff)} for o in op.objects],
+        "objects": [object_document(o) for o in op.objects],
         "rbac": {"gained": op.rbac_gained.to_list(), "lost": op.rbac_lost.to_list()},
         "crds": list(op.crds),
         "deprecations": list(op.deprecations),
@@ -92,12 +114,7 @@ def as_text(r: Review, colour: bool = False) -> str:
             out.append(paint(f"  - dependency {b} (was for {need})", "-"))
         if op.objects:
             out.append(f"  objects: {_objects_summary(op)}")
-        for o in op.objects:
-            sign = _SIGN[o.action]
-            out.append(paint(f"  {sign} {o.ref}  {o.action}", sign))
-            if o.action == "changed":
-                for line in o.diff[2:]:
-                    out.append(paint(f"      {line}", line[:1] if line[:1] in "+-@" else None))
+        out += object_lines(op.objects, "  ", paint)
         if op.rbac_gained:
             out.append(paint("  permissions gained:", "+"))
             out += [paint(line, "+") for line in op.rbac_gained.describe("    ")]

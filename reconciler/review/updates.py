@@ -37,6 +37,7 @@ class Proposal:
     edge: str
     level: str                # patch, minor or major
     changes: tuple[str, ...] = ()   # what the declaration must change ("channel stable -> fast", ...)
+    version_text: str = ""          # the spec.version written when it must change: a pin stays a pin
 
     def to_dict(self) -> dict:
         return {"operator": self.operator, "package": self.package,
@@ -85,11 +86,12 @@ def proposals(snapshot, resolution, catalogs: Mapping[str, Catalog], installed: 
                     for ch in cat.channels_of(entry.package):
                         if ch.entry(b.name) is None:
                             continue
-                        changes = _declaration_changes(decl, name, ch.name, str(b.version))
+                        changes, version_text = _declaration_changes(decl, name, ch.name, str(b.version))
                         if not changes:
                             continue  # the declaration already allows it; the resolution did not pick it
                         options += _option(decl.name, entry, b.name, str(b.version), name, ch.name, "outside",
-                                           catalogs, semver_catalogs, forced=False, changes=changes)
+                                           catalogs, semver_catalogs, forced=False, changes=changes,
+                                           version_text=version_text)
         options = [p for p in options if allowed(p.level, allow)]
         if options:
             best = max(options, key=lambda p: (parse_version(p.target_version), p.scope == "within",
@@ -100,7 +102,7 @@ def proposals(snapshot, resolution, catalogs: Mapping[str, Catalog], installed: 
 
 def _option(operator: str, entry: LockEntry, target: str, version: str, catalog: str, channel: str, scope: str,
             catalogs: Mapping[str, Catalog], semver_catalogs: frozenset[str], *, forced: bool,
-            changes: tuple[str, ...]) -> list[Proposal]:
+            changes: tuple[str, ...], version_text: str = "") -> list[Proposal]:
     try:
         if parse_version(version) <= parse_version(entry.version):
             return []   # never a downgrade, nor a "move" to the same version
@@ -111,19 +113,34 @@ def _option(operator: str, entry: LockEntry, target: str, version: str, catalog:
     if edge == "no upgrade edge":
         return []
     return [Proposal(operator, entry.package, entry.name, entry.version, target, version, catalog, channel, scope,
-                     edge, level(entry.version, version), changes)]
+                     edge, level(entry.version, version), changes, version_text)]
 
 
-def _declaration_changes(decl, catalog: str, channel: str, version: str) -> tuple[str, ...]:
+def _declaration_changes(decl, catalog: str, channel: str, version: str) -> tuple[tuple[str, ...], str]:
+    """What the declaration must change to reach ``version`` in ``catalog``/``channel``, and its new
+    spec.version ("" when the version stays)."""
     ref = decl.catalog
     out = []
+    text = ""
     if ref.name != catalog:
         out.append(f"catalog {ref.name} -> {catalog}")
     if (ref.channel or "") and ref.channel != channel:
         out.append(f"channel {ref.channel} -> {channel}")
     if decl.version is not None and not decl.version.contains(parse_version(version)):
-        out.append(f"version {str(decl.version)!r} -> {widened(version)!r}")
-    return tuple(out)
+        text = new_version_text(str(decl.version), version, pinned=decl.version.is_exact)
+        out.append(f"version {str(decl.version)!r} -> {text!r}")
+    return tuple(out), text
+
+
+def new_version_text(declared: str, version: str, *, pinned: bool) -> str:
+    """The spec.version that admits ``version``: a pin moves to the new version, written as it was (``0.7.0``,
+    ``v0.7.0``, ``=0.7.0`` stay in their form), as update bots keep a pinned dependency pinned; a range is
+    widened (``widened``)."""
+    if not pinned:
+        return widened(version)
+    body = declared.strip()
+    prefix = body[:len(body) - len(body.lstrip("=v "))]
+    return f"{prefix}{version}"
 
 
 def widened(version: str) -> str:
@@ -150,7 +167,7 @@ def rewrite_declaration(text: str, name: str, p: Proposal, current_catalog: str,
         for change in p.changes:
             what = change.split(" ", 1)[0]
             if what == "version":
-                doc, n = re.subn(r"^(\s+version:\s*).*$", lambda m: f'{m.group(1)}"{widened(p.target_version)}"',
+                doc, n = re.subn(r"^(\s+version:\s*).*$", lambda m: f'{m.group(1)}"{p.version_text}"',
                                  doc, count=1, flags=re.M)
             elif what == "channel":
                 doc, n = re.subn(rf"^(\s+channel:\s*)['\"]?{re.escape(current_channel or '')}['\"]?\s*$",

@@ -127,6 +127,30 @@ def test_validate(tmp_path, capsys):
     assert rc == 2 and "spec.webhookdefinitions[0] (x) has type 'Nope'" in capsys.readouterr().err
 
 
+def test_validate_json_and_the_install_it_checks(tmp_path, capsys):
+    src = str(_bundle(tmp_path))
+    rc, out = run("bundle", "validate", src, "-o", "json", "-n", "team-a", "--watch-namespace", "team-a")
+    assert rc == 0, capsys.readouterr().err
+    doc = json.loads(out)
+    assert {k: doc[k] for k in ("valid", "mediatype", "name", "version", "namespace", "targetNamespaces")} == {
+        "valid": True, "mediatype": "registry+v1", "name": "demo.v0.1.0", "version": "0.1.0",
+        "namespace": "team-a", "targetNamespaces": ["team-a"]}
+    assert doc["digest"].startswith("sha256:") and doc["warnings"] == []
+    assert {"group": "apiextensions.k8s.io", "version": "v1", "kind": "CustomResourceDefinition",
+            "name": "widgets.demo.example.com"} in doc["objects"]
+    assert all(o.get("namespace") in (None, "team-a") for o in doc["objects"])
+    # the text form says the same install
+    rc, out = run("bundle", "validate", src, "--namespace", "team-a")
+    assert rc == 0 and out.rstrip().endswith("objects for namespace team-a")
+    # an invalid bundle is still a document on stdout (and one line on stderr), exit 2
+    write_bundle(tmp_path, "bad", csv_doc(webhookdefinitions=[{"type": "Nope", "generateName": "x"}]))
+    rc, out = run("bundle", "validate", str(tmp_path / "bad"), "-o", "json")
+    doc = json.loads(out)
+    assert rc == 2 and doc["valid"] is False and "has type 'Nope'" in doc["error"]["message"]
+    assert set(doc["error"]) == {"message", "file", "object", "hint"}
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_unknown_image_is_a_one_line_error(oci_registry, oci_cache, capsys):
     rc, _ = run("bundle", "render", oci_registry.ref("missing/bundle", "v1"))
     err = capsys.readouterr().err

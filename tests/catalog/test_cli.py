@@ -111,8 +111,8 @@ def test_graph_mermaid(tmp_path):
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "graph LR"
-    assert '  n0_demo_v1_0_0["demo.v1.0.0<br/>deprecated"]' in lines
-    assert '  n2_demo_v1_2_0["demo.v1.2.0<br/>head of stable"]' in lines
+    assert '  n0_demo_v1_0_0["demo.v1.0.0<br/>channel stable<br/>deprecated"]' in lines
+    assert '  n2_demo_v1_2_0["demo.v1.2.0<br/>channel stable (head)"]' in lines
     assert "  n0_demo_v1_0_0 -->|replaces| n1_demo_v1_1_0" in lines
     assert "  n0_demo_v1_0_0 -.->|skipRange| n2_demo_v1_2_0" in lines
     assert "  n1_demo_v1_1_0 -.->|skipRange| n2_demo_v1_2_0" in lines
@@ -129,12 +129,12 @@ def test_graph_marks_the_installed_and_the_target_bundle(tmp_path):
                     "--lock", str(tmp_path / "olm.lock"), "--target", "demo.v1.2.0")
     assert code == 0, out
     lines = out.splitlines()
-    assert '  n0_demo_v1_0_0["demo.v1.0.0<br/>installed<br/>deprecated"]' in lines
-    assert '  n2_demo_v1_2_0["demo.v1.2.0<br/>target<br/>head of stable"]' in lines
+    assert '  n0_demo_v1_0_0["demo.v1.0.0<br/>installed<br/>channel stable<br/>deprecated"]' in lines
+    assert '  n2_demo_v1_2_0["demo.v1.2.0<br/>target<br/>channel stable (head)"]' in lines
     assert "  class n0_demo_v1_0_0 installed" in lines and "  class n2_demo_v1_2_0 target" in lines
     _, dot = run("catalog", "graph", "demo", "-c", catalog, "--channel", "stable", "-f", "dot",
                  "--installed", "demo.v1.1.0")
-    assert '"demo.v1.1.0" [label="demo.v1.1.0\\ninstalled", fillcolor="#dde8ff"' in dot
+    assert '"demo.v1.1.0" [label="demo.v1.1.0\\ninstalled\\nchannel stable", fillcolor="#dde8ff"' in dot
 
 
 @pytest.mark.parametrize("flag", ["--installed", "--target"])
@@ -153,13 +153,53 @@ def test_graph_dot_and_unknown_names(tmp_path, capsys):
     # Two channels: each is a cluster of its own, with channel-qualified node ids.
     assert '  subgraph "cluster_stable" {' in out and '  subgraph "cluster_fast" {' in out
     assert '    "stable/demo.v1.1.0" -> "stable/demo.v1.2.0" [label="replaces", style=solid];' in out
-    assert '"fast/demo.v1.1.0"' not in out and '"fast/demo.v1.2.0" [label="demo.v1.2.0\\nhead of fast"' in out
+    assert '"fast/demo.v1.1.0"' not in out and '"fast/demo.v1.2.0" [label="demo.v1.2.0\\nchannel fast (head)"' in out
     _, flat = run("catalog", "graph", "demo", "-c", str(tmp_path), "-f", "dot", "--group-by", "none")
     assert '  "demo.v1.1.0" -> "demo.v1.2.0" [label="replaces", style=solid];' in flat
     assert run("catalog", "graph", "ghost", "-c", str(tmp_path))[0] == 2
     assert "package 'ghost' is not in catalog" in capsys.readouterr().err
     assert run("catalog", "graph", "demo", "-c", str(tmp_path), "--channel", "beta")[0] == 2
     assert "package 'demo' has no channel 'beta'" in capsys.readouterr().err
+
+
+def _dot_labels(text: str) -> dict[str, list[str]]:
+    """Each DOT node's id and the lines of its label."""
+    import re
+
+    return {m[1]: m[2].split("\\n") for m in re.finditer(r'^\s*"([^"]+)" \[label="((?:[^"\\]|\\.)*)"', text, re.M)}
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # two channels, one box each: a bundle drawn in both says in each which channel it is and whether it leads
+    ((), {"stable/demo.v1.0.0": ["demo.v1.0.0", "channel stable", "deprecated"],
+          "stable/demo.v1.1.0": ["demo.v1.1.0", "channel stable"],
+          "stable/demo.v1.2.0": ["demo.v1.2.0", "channel stable (head)"],
+          "fast/demo.v1.2.0": ["demo.v1.2.0", "channel fast (head)"]}),
+    # one graph: every channel of the bundle
+    (("--group-by", "none"), {"demo.v1.0.0": ["demo.v1.0.0", "channel stable", "deprecated"],
+                              "demo.v1.1.0": ["demo.v1.1.0", "channel stable"],
+                              "demo.v1.2.0": ["demo.v1.2.0", "channels fast (head), stable (head)"]}),
+    # one channel asked for: no box at all, so only the label can say it
+    (("--channel", "fast"), {"demo.v1.2.0": ["demo.v1.2.0", "channel fast (head)"]}),
+])
+def test_graph_dot_nodes_name_their_channel(tmp_path, argv, expected):
+    code, out = run("catalog", "graph", "demo", "-c", str(demo_catalog(tmp_path)), "-f", "dot", *argv)
+    assert code == 0
+    assert _dot_labels(out) == expected
+
+
+def test_graph_dot_names_the_channel_of_a_missing_and_a_collapsed_node(tmp_path):
+    names = _long_package(tmp_path)
+    _, out = run("catalog", "graph", "long", "-c", str(tmp_path), "--channel", "stable", "-f", "dot")
+    labels = _dot_labels(out)
+    fan = next(v for k, v in labels.items() if k.startswith("11 bundles skipped by"))
+    assert fan[1:] == ["channel stable"]
+    assert labels[names[-1]][1] == "channel stable (head)"
+    write_docs(tmp_path / "gap", "gap/catalog.yaml", package("gap"),
+               channel(pkg="gap", entries=[("gap.v1.1.0", "gap.v1.0.0")]),
+               bundle("gap.v1.1.0", pkg="gap", version="1.1.0"))
+    _, out = run("catalog", "graph", "gap", "-c", str(tmp_path / "gap"), "-f", "dot")
+    assert _dot_labels(out)["gap.v1.0.0"] == ["gap.v1.0.0", "not in any channel"]
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

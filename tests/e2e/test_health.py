@@ -118,8 +118,8 @@ def test_a_broken_deployment_is_not_ready_and_does_not_block_another_operator(re
     out = io.StringIO()
     assert main(["status", "--kubeconfig", str(kc)], out=out) == 0
     lines = out.getvalue().splitlines()
-    assert lines[0].split()[:5] == ["NAME", "PACKAGE", "VERSION", "READY", "STATUS"]
-    assert any(line.startswith(bad) and "HealthTimeout" in line for line in lines)
+    assert lines[0].split()[:7] == ["INSTANCE", "NAME", "NAMESPACE", "PACKAGE", "VERSION", "READY", "STATUS"]
+    assert any(bad in line.split() and "HealthTimeout" in line.split() for line in lines)
 
     # Fixed in the repository, it becomes Ready on the next reconcile, and the transition is recorded.
     # Meanwhile a user created a custom resource of the good one's CRD, which is not ready yet.

@@ -274,3 +274,50 @@ def test_diff_reads_the_cluster_of_kubeconfig_as_every_command_does(tmp_path, ca
     run = cli("diff", str(repo.path), "-o", "json", capsys=capsys)
     assert run.code == 3 and "missing" in run.err, run.err   # a kubeconfig that cannot be read is said so
     assert cli("diff", str(repo.path), "-o", "json", "--offline", capsys=capsys).code == 1
+
+
+def test_dry_run_next_shows_what_would_change_from_the_installed_bundle(tmp_path, capsys):
+    """plumbus is installed at 1.0.0 (olm.lock); declared dry-run-next, its next-minor resolution picks 1.1.0
+    (here keeping its Deployment's name, with a new image), and resolve and a dry run show the objects that
+    would change, by the review's own object diff."""
+    repo = GitOpsRepo(tmp_path / "repo")
+    repo.write("reconciler.yaml", 'defaultInstallNamespace: operators\nkubernetesVersion: "1.30.0"\n')
+    csv = repo.path / "bundles/plumbus/1.1.0/manifests/plumbus.clusterserviceversion.yaml"
+    csv.write_text(csv.read_text().replace("name: plumbus-controller-manager", "name: plumbus-controller"))
+    repo.set_version(">=1.0.0 <1.1.0")
+    assert cli("resolve", str(repo.path), "--offline", capsys=capsys).code == 0
+    repo.set_version(">=1.0.0 <2.0.0")
+    declaration = (repo.path / "operators/plumbus.yaml").read_text()
+    repo.write("operators/plumbus.yaml", declaration.replace("inputClass: subscription", "inputClass: dry-run-next"))
+    repo.commit("plumbus at 1.0.0, looked at one minor ahead")
+
+    resolved = cli("resolve", str(repo.path), "--offline", "--no-write", capsys=capsys)
+    assert resolved.code == 0, resolved.err
+    assert "plumbus (dry-run-next, plumbus.v1.1.0): API check assuming Kubernetes 1.31" in resolved.out
+    # the Deployment changes; the RBAC objects are named after the bundle, so they are replaced
+    assert "plumbus: objects that would change (plumbus.v1.0.0, installed per olm.lock): +4 ~1 -4" in resolved.out
+    shown = resolved.out.split("objects that would change", 1)[1].splitlines()[1:]
+    assert shown[0] == "  ~ Deployment.apps plumbus-system/plumbus-controller  changed"
+    assert "      -        image: registry.example.com/plumbus/controller:v1.0.0" in shown
+    assert "      +        image: registry.example.com/plumbus/controller:v1.1.0" in shown
+    assert "  + ClusterRole.rbac.authorization.k8s.io plumbus.v1.1.0-plumbus-controller-af1045a6  created" in shown
+
+    doc = json.loads(cli("resolve", str(repo.path), "--offline", "--no-write", "-o", "json", capsys=capsys).out)
+    [check] = doc["nextMinorChecks"]
+    assert check["installed"] == "plumbus.v1.0.0"
+    [changed] = [o for o in check["objects"] if o["action"] == "changed"]
+    assert (changed["action"], changed["kind"], changed["name"]) == ("changed", "Deployment", "plumbus-controller")
+    assert changed["diff"][:2] == ["--- before", "+++ after"]
+
+    dry = cli("reconcile", str(repo.path), "--dry-run", capsys=capsys)
+    assert "  plumbus: objects that would change (plumbus.v1.0.0, installed per olm.lock): +4 ~1 -4" in dry.out
+    assert "    ~ Deployment.apps plumbus-system/plumbus-controller  changed" in dry.out
+
+    # Looked at one minor ahead, the same bundle as installed: nothing would change.
+    repo.set_version(">=1.0.0 <1.1.0")
+    same = cli("resolve", str(repo.path), "--offline", "--no-write", capsys=capsys)
+    assert "plumbus: no object would change (plumbus.v1.0.0, installed per olm.lock)" in same.out
+    # Nothing installed yet: every object would be created.
+    repo.remove("olm.lock")
+    fresh = cli("resolve", str(repo.path), "--offline", "--no-write", capsys=capsys)
+    assert "plumbus: objects that would change (nothing installed): +" in fresh.out

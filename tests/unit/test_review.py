@@ -265,7 +265,8 @@ spec:
 """
     p = Proposal("app", "app", "app.v1.4.0", "1.4.0", "app.v2.1.0", "2.1.0", "mirror", "fast", "outside",
                  "replaces app.v1.4.0 (channel fast)", "major",
-                 ("catalog community -> mirror", "channel stable -> fast", "version '>=1.0.0 <2.0.0' -> x"))
+                 ("catalog community -> mirror", "channel stable -> fast", "version '>=1.0.0 <2.0.0' -> x"),
+                 ">=2.1.0 <3.0.0")
     out = rewrite_declaration(text, "app", p, "community", "stable")
     assert "    name: mirror\n    package: app\n    channel: fast\n" in out
     assert 'version: ">=2.1.0 <3.0.0"' in out
@@ -292,3 +293,18 @@ def test_a_crd_schema_change_names_the_fields_it_touches():
     [line] = [ln for ln in crd_changes(old, new) if "schema of version v1" in ln]
     assert line == ("CRD things.example.com: the schema of version v1 changes: fields added: spec.items[].weight, "
                     "spec.paused; constraints changed: spec.mode (enum); descriptions changed: 1")
+
+
+@pytest.mark.parametrize("declared, target, expected", [
+    ("0.7.0", "0.7.1", "0.7.1"),            # a pin stays a pin, in the form it was written
+    ("v0.7.0", "0.7.1", "v0.7.1"),
+    ("=0.7.0", "0.8.0", "=0.8.0"),
+    ("1.2.3", "2.0.0", "2.0.0"),
+    (">=0.7.0 <0.7.1", "0.7.1", ">=0.7.1 <0.8.0"),   # a range that happens to hold one version is widened
+    ("~1.2", "1.3.0", ">=1.3.0 <2.0.0"),
+])
+def test_a_pinned_version_stays_a_pin(declared, target, expected):
+    from reconciler.model.semver_range import VersionRange
+    from reconciler.review.updates import new_version_text
+
+    assert new_version_text(declared, target, pinned=VersionRange.parse(declared).is_exact) == expected

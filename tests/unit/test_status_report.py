@@ -114,3 +114,27 @@ def test_progress_is_a_normal_event_and_failure_a_warning(cond, expected):
     from reconciler.cluster.status import event_type
 
     assert event_type(cond) == expected
+
+
+def test_table_status_is_the_ready_reason_and_a_message_is_never_cut():
+    import io
+
+    from reconciler.commands.status import print_table
+
+    revision = "3f2a9c1d0b7e" + "5" * 28
+    ok = status("p.v1", revision=revision, bundle={"package": "p", "name": "p.v1", "version": "1.0.0",
+                                                   "namespace": "p-system"},
+                conditions=[{"type": "Ready", "status": "True", "reason": "Healthy",
+                             "message": f"p.v1 applied at {revision}; all 3 component(s) are healthy"}])
+    slow = "Deployment.apps q-system/q-controller: available replicas: 0/1; " + "x" * 80 + " (not healthy after 300s)"
+    bad = status("q.v1", conditions=[{"type": "Ready", "status": "False", "reason": "HealthTimeout", "message": slow}])
+    rows = summarize({"p": ok, "q": bad}, None, instances={"p": "default", "q": "team-b"})
+    out = io.StringIO()
+    print_table(rows, out, with_lock=False, with_instance=True)
+    table, details = out.getvalue().split("\n\n")
+    header, *lines = table.splitlines()
+    assert header.split() == ["INSTANCE", "NAME", "NAMESPACE", "PACKAGE", "VERSION", "READY", "STATUS", "APPROVAL",
+                              "UPDATES", "REVISION"]
+    assert lines[0].split() == ["default", "p", "p-system", "p", "1.0.0", "True", "Healthy", "-", "-", "3f2a9c1d0b7e"]
+    assert lines[1].split()[:7] == ["team-b", "q", "-", "p", "1.0.0", "False", "HealthTimeout"]
+    assert details == f"q: HealthTimeout: {slow}\n"
