@@ -110,3 +110,12 @@ def _describe_atom(a: Atom) -> str:
     where = "cluster-wide" if a.scope == CLUSTER else f"in {a.scope}"
     name = f"/{a.name}" if a.name else ""
     return f"{a.verb} {a.resource}{name} ({a.api_group or 'core'}) {where}"
+
+
+def approve_command(repo: object, name: str, d: Decision) -> str:
+    """The command that approves what ``d`` waits for, as it must be typed: with a ``--waive`` for each
+    guardrail the bundle violates (without them, `approve` refuses it)."""
+    import shlex
+
+    waive = "".join(f" --waive {shlex.quote(p)}" for p in sorted({v.policy for v in d.violations}))
+    return f"reconciler approve {shlex.quote(str(repo))} {shlex.quote(name)}{waive}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -21,8 +21,6 @@ from reconciler.approve.permissions import PermissionSet
 from reconciler.errors import InputError
 from reconciler.model.kube import API_GROUP
 
-if TYPE_CHECKING:
-    from reconciler.approve.policy import Decision
 
 APPROVALS_DIR = "approvals"
 API_VERSION = f"{API_GROUP}/v1alpha1"
@@ -139,10 +137,3 @@ def add_approval(root: Path, existing: ApprovalRecord | None, operator: str, bun
     return path
 
 
-def approve_command(repo: object, name: str, d: Decision) -> str:
-    """The command that approves what ``d`` waits for, as it must be typed: with a ``--waive`` for each
-    guardrail the bundle violates (without them, `approve` refuses it)."""
-    import shlex
-
-    waive = "".join(f" --waive {shlex.quote(p)}" for p in sorted({v.policy for v in d.violations}))
-    return f"reconciler approve {shlex.quote(str(repo))} {shlex.quote(name)}{waive}"

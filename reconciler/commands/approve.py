@@ -8,7 +8,7 @@ write, and it says which files still need a commit.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
 from reconciler.approve.records import ApprovedBundle, add_approval, read_records
@@ -166,3 +166,36 @@ def describe_pending(d: "Decision", indent: str = "    ") -> list[str]:
     for v in d.violations:
         lines.append(f"{indent}violates: {v.describe()}")
     return lines
+
+
+def print_decisions(decisions, repo, out: TextIO) -> None:
+    """Each Operator's approval: approved and why, or what waits and the command that approves it."""
+    from reconciler.approve.policy import approve_command
+
+    print("Approval:", file=out)
+    for name, d in sorted(decisions.items()):
+        if d.approved:
+            print(f"  {name}: {d.bundle} approved ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
+            continue
+        print(f"  {name}: {d.bundle} WAITS FOR APPROVAL ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
+        for line in describe_pending(d):
+            print(line, file=out)
+        if any(v.policy == "crd-stored-version" for v in d.violations):
+            print("    no approval can accept this bundle: the API server refuses to drop a stored version "
+                  "(see above)", file=out)
+        elif d.reason != "DependencyPendingApproval":
+            print(f"    approve with: {approve_command(repo, name, d)}   (then commit approvals/{name}.yaml)",
+                  file=out)
+
+
+def approval_document(d: Any) -> dict[str, Any]:
+    """One approval decision in the stable output schema."""
+    doc: dict[str, Any] = {"operator": d.operator, "bundle": d.bundle, "digest": d.digest,
+                           "provisionerClass": d.provisioner_class, "policy": d.policy, "approved": d.approved,
+                           "reason": d.reason, "message": d.message, "pending": d.pending.to_list()}
+    if d.denied:
+        doc["denied"] = list(d.denied)
+    if d.violations:
+        doc["violations"] = [{"policy": v.policy, "file": v.path, "object": v.subject, "message": v.message}
+                             for v in d.violations]
+    return doc

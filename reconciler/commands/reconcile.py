@@ -169,7 +169,7 @@ def _lock_state(outcome: "Outcome") -> str:
 def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dict[str, Any]:
     """The run as a versioned document for scripts (documented in docs/output.md; fields are only added)."""
     from reconciler.cluster.apply import Action
-    from reconciler.commands.resolve import approval_document
+    from reconciler.commands.approve import approval_document
 
     snap = outcome.snapshot
     resolution = outcome.resolution
@@ -340,10 +340,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     print(f"Summary: {counts}", file=out)
 
 
-
-
 def print_approvals(outcome: "Outcome", out: TextIO) -> None:
     if outcome.decisions:
+        from reconciler.commands.approve import print_decisions
+
         print_decisions(outcome.decisions, outcome.snapshot.root, out)
     used = {d.provisioner_class for d in outcome.decisions.values()}
     for name, pcls in sorted(outcome.snapshot.provisioner_classes.items()):
@@ -352,22 +352,3 @@ def print_approvals(outcome: "Outcome", out: TextIO) -> None:
                   f"{', '.join(pcls.ignored_parameters)} are kept but have no effect here", file=out)
 
 
-def print_decisions(decisions, repo, out: TextIO) -> None:
-    """Each Operator's approval: approved and why, or what waits and the command that approves it."""
-    from reconciler.approve.records import approve_command
-    from reconciler.commands.approve import describe_pending
-
-    print("Approval:", file=out)
-    for name, d in sorted(decisions.items()):
-        if d.approved:
-            print(f"  {name}: {d.bundle} approved ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
-            continue
-        print(f"  {name}: {d.bundle} WAITS FOR APPROVAL ({d.provisioner_class}, {d.policy}): {d.message}", file=out)
-        for line in describe_pending(d):
-            print(line, file=out)
-        if any(v.policy == "crd-stored-version" for v in d.violations):
-            print("    no approval can accept this bundle: the API server refuses to drop a stored version "
-                  "(see above)", file=out)
-        elif d.reason != "DependencyPendingApproval":
-            print(f"    approve with: {approve_command(repo, name, d)}   (then commit approvals/{name}.yaml)",
-                  file=out)

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if not_evaluated:
             print(f"\nApproval: not evaluated: {not_evaluated}", file=out)
         elif decisions:
-            from reconciler.commands.reconcile import print_decisions
+            from reconciler.commands.approve import print_decisions
 
             print("", file=out)
             print_decisions(decisions, snapshot.root, out)
@@ -105,6 +105,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
               file=out)
     else:
         doc = as_document(resolution, lockfile, explain=args.explain)
+        from reconciler.commands.approve import approval_document
+
         doc["approvals"] = [approval_document(d) for _, d in sorted(decisions.items())]
         if checks:
             doc["nextMinorChecks"] = [c.to_dict() for c in checks]
@@ -154,19 +156,6 @@ def _approvals(snapshot: Any, resolution: Any, lockfile: Any, kube: Any) -> tupl
         return pipeline.approvals(snapshot, installs, kube), ""
     except ReconcilerError as exc:
         return {}, exc.message.splitlines()[0]
-
-
-def approval_document(d: Any) -> dict[str, Any]:
-    """One approval decision in the stable output schema."""
-    doc: dict[str, Any] = {"operator": d.operator, "bundle": d.bundle, "digest": d.digest,
-                           "provisionerClass": d.provisioner_class, "policy": d.policy, "approved": d.approved,
-                           "reason": d.reason, "message": d.message, "pending": d.pending.to_list()}
-    if d.denied:
-        doc["denied"] = list(d.denied)
-    if d.violations:
-        doc["violations"] = [{"policy": v.policy, "file": v.path, "object": v.subject, "message": v.message}
-                             for v in d.violations]
-    return doc
 
 
 def as_document(resolution: Any, lockfile: Any, *, explain: bool) -> dict[str, Any]:

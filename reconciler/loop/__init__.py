@@ -335,7 +335,7 @@ class Loop:
         else:
             log.info("%s is applied: no changes (%s)", revision, reason, extra={"revision": revision, "reason": reason})
         if fresh and not self.dry_run:
-            from reconciler.approve.records import approve_command
+            from reconciler.approve.policy import approve_command
 
             for d in outcome.pending:
                 log.warning("%s: %s waits for approval: %s", d.operator, d.bundle, d.message)
