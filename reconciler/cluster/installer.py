@@ -73,7 +73,7 @@ def installer_objects(namespace: str, operator: str, permissions: PermissionSet,
 
 def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]], *,
                instance: str = DEFAULT_INSTANCE, keep: frozenset[str] = frozenset(),
-               elsewhere: frozenset[str] = frozenset()) -> dict[str, Kube]:
+               elsewhere: frozenset[str] = frozenset(), collect: bool = True) -> dict[str, Kube]:
     """Bind each Operator's installer to its permissions; a client acting as each. Delete the rest of the
     instance's installers, but those of ``keep`` (Operators still being uninstalled).
 
@@ -83,8 +83,12 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
     one LIST per kind for all Operators (a no-op reconcile costs the same for one Operator or fifty); only
     what differs is written, and RBAC that an Operator's installer no longer needs is deleted. An installer
     written before installers carried their instance is this instance's unless ``elsewhere`` (the Operators
-    of other instances) names its Operator.
+    of other instances) names its Operator. With nothing wanted and nothing to ``collect`` (no Operator of
+    the instance has ended), one labelled LIST of the namespace's ServiceAccounts says whether any installer
+    of the instance is left over (an Operator handed to another instance, say) before anything more is read.
     """
+    if not wanted and not collect and not _any_left(kube, namespace, instance):
+        return {}
     live = _live(kube)
     ns_info = kube.resource("v1", "Namespace")
     existing = {(o.get("metadata") or {}).get("name") for o in kube.list(ns_info, metadata_only=True)} \
@@ -145,6 +149,18 @@ def in_place(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, 
                 == _rbac_body(o) for o in objects):
             out[operator] = kube.impersonating(username(namespace, operator))
     return out
+
+
+def _any_left(kube: Kube, namespace: str, instance: str) -> bool:
+    """Whether an installer ServiceAccount of ``instance`` (or of none: from before instances) exists."""
+    info = kube.resource("v1", "ServiceAccount")
+    if info is None:
+        return False
+    for item in kube.list(info, namespace=namespace, label_selector=LABEL_INSTALLER, metadata_only=True):
+        owner = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTANCE)
+        if owner in (None, instance):
+            return True
+    return False
 
 
 def remove(kube: Kube, namespace: str, operator: str) -> None:

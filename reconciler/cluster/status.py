@@ -50,6 +50,8 @@ STATUS_CRD: Manifest = {
                 {"name": "Version", "type": "string", "jsonPath": ".status.bundle.version"},
                 {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
                 {"name": "Status", "type": "string",
+                 "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"},
+                {"name": "Message", "type": "string", "priority": 1,
                  "jsonPath": ".status.conditions[?(@.type==\"Ready\")].message"},
                 {"name": "Revision", "type": "string", "jsonPath": ".status.revision", "priority": 1},
                 {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

@@ -84,7 +84,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
         uninstalling = frozenset(set(recorded) - {op.name for op in desired})
         writers = installer.ensure_all(kube, installer_namespace, {
             op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
-            instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)))
+            instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)),
+            collect=bool(set(mine) - {op.name for op in desired}))   # an Operator of the instance has ended
     elif any(op.installer is not None for op in desired):
         # A dry run writes nothing, so it plans as the installers already in place (the real run's identities);
         # an Operator whose installer a real run would first create or rebind is checked as the caller.
