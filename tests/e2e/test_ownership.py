@@ -213,6 +213,10 @@ def test_an_operator_recorded_before_repositories_stays_with_the_repository_that
         repo, tmp_path, kc, k8s, capsys):
     """Upgrading from a version that recorded no repository uninstalls nothing: an unrecorded Operator is
     claimed by the repository that declares it or holds the commit it was applied at, and by no other."""
+    # Two copies of the example committed in the same second are the same commit, hence the same history:
+    # give this repository a commit of its own to be applied at.
+    repo.write("README.txt", f"{tmp_path}\n")
+    repo.commit("this repository's own")
     assert reconcile(repo, kc, capsys=capsys).code == 0
     uids = _uids(k8s, "plumbus")
     info = k8s.resource(*OPERATOR)
