@@ -224,9 +224,20 @@ def gvk_text(group: str, version: str, kind: str) -> str:
 
 
 def _semver_compare(a: Any, b: Any) -> Any:
-    import celpy
+    """``semver_compare(a, b)``: -1, 0 or 1; a CEL error value when either is not a semantic version.
 
-    return celpy.celtypes.IntType(parse_version(str(a)).compare(parse_version(str(b))))
+    The error is a value, not an exception, as in OLM's CEL environment: a rule
+    such as ``properties.exists(p, p.type == 'olm.package' && semver_compare(...))``
+    also meets ``olm.gvk`` properties, whose ``version`` (``v1``) is not semver,
+    and CEL's ``&&`` and ``||`` absorb an error when the other side decides.
+    """
+    import celpy
+    from celpy.evaluation import CELEvalError
+
+    try:
+        return celpy.celtypes.IntType(parse_version(str(a)).compare(parse_version(str(b))))
+    except InputError as exc:
+        return CELEvalError(f"semver_compare: {exc.message}")
 
 
 def compile_cel(rule: str) -> Cel:
