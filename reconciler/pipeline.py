@@ -302,7 +302,7 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
 def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kube | None = None
               ) -> dict[str, Decision]:
     """The approval stage: one decision per bundle to apply (reads the cluster only to ask SubjectAccessReviews)."""
-    subjects = [Subject(i.selection.owner, i.bundle.name or i.lock.name, i.lock.digest, i.bundle.objects,
+    subjects = [Subject(i.selection.owner, i.lock.name or i.bundle.name, i.lock.digest, i.bundle.objects,
                         i.selection.declaration) for i in installs]
     def from_cluster(api_version: str, kind: str) -> tuple[str, bool] | None:
         info = kube.resource(api_version, kind) if kube is not None else None

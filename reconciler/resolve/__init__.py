@@ -25,7 +25,7 @@ from reconciler.model.declarations import (
     BUILTIN_INPUT_CLASSES, InputClass, InstallSettings, OperatorDecl, class_range,
 )
 from reconciler.model.lock import LockEntry
-from reconciler.model.semver_range import VersionRange, parse_version
+from reconciler.model.semver_range import VersionRange, order_key, parse_version
 from reconciler.resolve.sat import Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
@@ -242,7 +242,8 @@ def _nothing_matches(d: OperatorDecl, pred: Predicate, catalogs: Mapping[str, Ca
         [f"constraint {c.type}" for c in d.constraints]
     bundles = [catalog.bundles[(d.catalog.package, e.name)]
                for e in catalog.channels[(d.catalog.package, channel)].entries]
-    have = ", ".join(f"{b.name} ({b.version})" for b in sorted(bundles, key=lambda b: b.version, reverse=True))
+    newest = sorted(bundles, key=lambda b: order_key(b.version), reverse=True)
+    have = ", ".join(f"{b.name} ({b.version})" for b in newest)
     return ResolutionError(f"no bundle in channel {channel!r} of package {d.catalog.package!r} satisfies "
                            f"{' and '.join(wants) or 'the declaration'}", path=where, obj=obj,
                            hint=f"the channel has: {have or 'no bundles'}")
@@ -443,12 +444,12 @@ def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[
     reachable = {c.key for c in req.candidates}
     newer: dict[tuple[str, str], list[Candidate]] = {}
     for cand in universe.by_package.get(chosen.package, []):
-        if cand.version <= chosen.version or cand.key in reachable:
+        if order_key(cand.version) <= order_key(chosen.version) or cand.key in reachable:
             continue
         for ch in cand.channels:   # other catalogs too: a newer bundle elsewhere is an update as well
             newer.setdefault((cand.catalog, ch), []).append(cand)
     return [Update(d.name, catalog, chosen.package, ch,
-                   tuple(c.name for c in sorted(cands, key=lambda c: c.version, reverse=True)))
+                   tuple(c.name for c in sorted(cands, key=lambda c: order_key(c.version), reverse=True)))
             for (catalog, ch), cands in sorted(newer.items())]
 
 

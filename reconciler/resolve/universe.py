@@ -29,7 +29,7 @@ from reconciler.model.catalog import Bundle, Catalog, Channel
 from reconciler.model.constraints import (
     AllOf, AnyOf, Labelled, Located, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
 )
-from reconciler.model.semver_range import VersionRange
+from reconciler.model.semver_range import VersionRange, order_key
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def dependency_order(cands: Iterable[Candidate], dependent: Candidate, minimal: 
 
 def _stable(cands: Iterable[Candidate], key, newest_first: bool) -> list[Candidate]:
     ordered = sorted(cands, key=lambda c: c.key)
-    ordered.sort(key=lambda c: c.version, reverse=newest_first)
+    ordered.sort(key=lambda c: order_key(c.version), reverse=newest_first)
     ordered.sort(key=key)
     return ordered
 
