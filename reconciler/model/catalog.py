@@ -37,8 +37,26 @@ PROP_BUNDLE_OBJECT = "olm.bundle.object"
 PROP_CSV_METADATA = "olm.csv.metadata"
 PROP_DEPRECATED = "olm.deprecated"
 PROP_LABEL = "olm.label"
+PROP_LABEL_REQUIRED = "olm.label.required"
 PROP_CHANNEL = "olm.channel"
 PROP_BUNDLE_MEDIATYPE = "olm.bundle.mediatype"
+
+# What each property type means here; any other type is kept as written (rendered, seen by CEL rules) and plays
+# no part in resolution, as OLM ignores property types it does not know (catalog validate says so).
+PROPERTY_MEANINGS = {
+    PROP_PACKAGE: "the bundle's package and version",
+    PROP_GVK: "an API the bundle provides",
+    PROP_GVK_REQUIRED: "an API the bundle needs another bundle to provide",
+    PROP_PACKAGE_REQUIRED: "a package (within a version range) the bundle needs installed",
+    PROP_LABEL: "a label the bundle provides",
+    PROP_LABEL_REQUIRED: "a label the bundle needs another bundle to provide",
+    PROP_CONSTRAINT: "a constraint another bundle must satisfy (gvk, package, cel, all, any, not)",
+    PROP_BUNDLE_OBJECT: "one of the bundle's manifests",
+    PROP_CSV_METADATA: "the ClusterServiceVersion's display fields and minKubeVersion",
+    PROP_DEPRECATED: "the bundle is deprecated",
+    PROP_CHANNEL: "a channel the bundle belongs to (opm's older form)",
+    PROP_BUNDLE_MEDIATYPE: "the bundle's format (registry+v1, k8s+v1, plain+v0)",
+}
 
 SCHEMA_PACKAGE = "olm.package"
 SCHEMA_CHANNEL = "olm.channel"

@@ -25,9 +25,9 @@ from typing import Iterable, Mapping
 import semver
 
 from reconciler.errors import InputError
-from reconciler.model.catalog import Bundle, Catalog, Channel
+from reconciler.model.catalog import PROP_LABEL, Bundle, Catalog, Channel
 from reconciler.model.constraints import (
-    AllOf, AnyOf, Labelled, Located, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
+    AllOf, AnyOf, HasLabel, Labelled, Located, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
 )
 from reconciler.model.semver_range import VersionRange, order_key
 
@@ -74,10 +74,11 @@ class CatalogIndex:
     by_package: dict[str, list[Candidate]]
     by_api: dict[tuple[str, str, str], list[Candidate]]
     by_name: dict[str, list[Candidate]]
+    by_label: dict[str, list[Candidate]]
 
     @classmethod
     def build(cls, name: str, cat: Catalog) -> CatalogIndex:
-        index = cls([], {}, {}, {})
+        index = cls([], {}, {}, {}, {})
         member: dict[tuple[str, str], list[Channel]] = {}
         for channel in cat.channels.values():
             for entry in channel.entries:
@@ -100,6 +101,10 @@ class CatalogIndex:
                 if isinstance(v, dict):
                     api = (v.get("group") or "", v.get("version") or "", v.get("kind") or "")
                     index.by_api.setdefault(api, []).append(cand)
+            for v in bundle.properties_of(PROP_LABEL):
+                label = v.get("label") if isinstance(v, dict) else v
+                if isinstance(label, str):
+                    index.by_label.setdefault(label, []).append(cand)
         return index
 
 
@@ -140,16 +145,17 @@ class Universe:
         self.by_package: dict[str, list[Candidate]] = {}
         self.by_api: dict[tuple[str, str, str], list[Candidate]] = {}
         self.by_name: dict[str, list[Candidate]] = {}
+        self.by_label: dict[str, list[Candidate]] = {}
         indexes = [_index(name, catalogs[name]) for name in sorted(catalogs)]
         if len(indexes) == 1:
             only = indexes[0]
-            self.candidates, self.by_package, self.by_api, self.by_name = (
-                only.candidates, only.by_package, only.by_api, only.by_name)
+            self.candidates, self.by_package, self.by_api, self.by_name, self.by_label = (
+                only.candidates, only.by_package, only.by_api, only.by_name, only.by_label)
             return
         for index in indexes:
             self.candidates.extend(index.candidates)
             for mine, theirs in ((self.by_package, index.by_package), (self.by_api, index.by_api),
-                                 (self.by_name, index.by_name)):
+                                 (self.by_name, index.by_name), (self.by_label, index.by_label)):
                 for k, v in theirs.items():
                     mine.setdefault(k, []).extend(v)
 
@@ -168,6 +174,8 @@ class Universe:
             return self.by_api.get((pred.group, pred.version, pred.kind), [])
         if isinstance(pred, NameIs):
             return self.by_name.get(pred.name, [])
+        if isinstance(pred, HasLabel):
+            return self.by_label.get(pred.label, [])
         if isinstance(pred, (Labelled, Located)):
             return self._pool(pred.inner)
         if isinstance(pred, AllOf):
