@@ -386,7 +386,7 @@ def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[d
             continue
         display = f"{name}/metadata/{f.name}"
         try:
-            docs = yamlio.read_all(f, display)
+            docs = yamlio.read_all(f, display, go=True)
         except InputError as exc:
             if f.name in ("dependencies.yaml", "properties.yaml"):
                 raise BundleError(exc.message, path=exc.path,
