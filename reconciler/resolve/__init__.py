@@ -114,9 +114,11 @@ class Resolver(Protocol):
 
 
 class SatResolver:
+    universe: Universe | None = None   # the last resolution's: which packages it looked at (the closure)
+
     def resolve(self, request: ResolutionRequest) -> Resolution:
         _check_packages_unique(request.declarations)
-        universe = Universe(request.catalogs)
+        universe = self.universe = Universe(request.catalogs)
         current = _kube(request.kube_version)
         direct = [d for d in request.declarations if d.bundle is not None]
         resolved = [d for d in request.declarations if d.bundle is None]
@@ -409,7 +411,7 @@ def _channel_of(cand: Candidate, decl: OperatorDecl | None) -> str:
 def _installed_candidate(universe: Universe, entry: LockEntry | None, package: str | None) -> Candidate | None:
     if entry is None or (package and entry.package != package):
         return None
-    for cand in universe.by_package.get(entry.package, []):
+    for cand in universe.package(entry.package):
         if cand.name == entry.name and (not entry.catalog or cand.catalog == entry.catalog):
             return cand
     return None
@@ -431,7 +433,7 @@ def _held_dependencies(universe: Universe, request: ResolutionRequest) -> tuple[
     for owner, entry in sorted(request.installed.items()):
         if owner in declared or not entry.package or entry.package in declared_packages:
             continue
-        if not universe.by_package.get(entry.package):
+        if not universe.package(entry.package):
             continue   # in no catalog: nothing of it can be chosen anyway
         installed = _installed_candidate(universe, entry, entry.package)
         if installed is not None:
@@ -454,7 +456,7 @@ def _held_dependencies(universe: Universe, request: ResolutionRequest) -> tuple[
 
 def _same_package(entry: LockEntry, d: OperatorDecl, universe: Universe) -> bool:
     """Whether what is installed is the declaration's package (and that package is in some catalog)."""
-    return d.package is not None and entry.package == d.package and bool(universe.by_package.get(entry.package))
+    return d.package is not None and entry.package == d.package and bool(universe.package(entry.package))
 
 
 def _heirs_of_gone(universe: Universe, request: ResolutionRequest, entry: LockEntry,
@@ -481,7 +483,7 @@ def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[
     req = next(r for r in reqs if r.name == d.name)
     reachable = {c.key for c in req.candidates}
     newer: dict[tuple[str, str], list[Candidate]] = {}
-    for cand in universe.by_package.get(chosen.package, []):
+    for cand in universe.package(chosen.package):
         if order_key(cand.version) <= order_key(chosen.version) or cand.key in reachable:
             continue
         for ch in cand.channels:   # other catalogs too: a newer bundle elsewhere is an update as well
