@@ -118,7 +118,7 @@ def deppy_shaped(variables: int = 256, seed: int = 3) -> tuple[Catalog, tuple[Op
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object, float]:
-    """(median of the repeats after the first, result, first run); the first run builds the catalog index."""
+    """(median of the repeats after the first, result, first run); the first run builds the closure's candidates."""
     times, result = [], None
     for _ in range(repeat):
         start = time.perf_counter()
@@ -147,7 +147,7 @@ def main() -> None:
         seconds, result, first = timed(lambda: SatResolver().resolve(request), args.repeat)
         chosen = len(result.selections) if hasattr(result, "selections") else "unsat"
         rows.append((f"(a) 50 Operators, {size:,} bundles", f"{seconds * 1000:.0f} ms",
-                     f"{chosen} bundles chosen; first run {first * 1000:.0f} ms (builds the catalog index)"))
+                     f"{chosen} bundles chosen; first run {first * 1000:.0f} ms (builds the closure's candidates)"))
     if CORPUS.is_dir():
         total, ok, unsat, count = 0.0, 0, 0, 0
         for path in sorted(CORPUS.glob("*/*/catalog.yaml")):

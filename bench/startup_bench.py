@@ -71,15 +71,15 @@ if __name__ == "__main__":
 """
 
 
-def installed(tmp: Path) -> tuple[str, dict[str, str]]:
-    """An interpreter with the package installed as a wheel would be; and its environment.
+def installed(tmp: Path, root: Path = ROOT) -> tuple[str, dict[str, str]]:
+    """An interpreter with the package (of the checkout ``root``) installed as a wheel would be; and its environment.
 
     The ``reconciler`` command beside the interpreter is the script pip writes for the entry point.
     """
     venv = tmp / "venv"
     subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python*/site-packages"))
-    shutil.copytree(ROOT / "reconciler", site / "reconciler", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "reconciler", site / "reconciler", ignore=shutil.ignore_patterns("__pycache__"))
     # The libraries of this environment, as plain path entries: their .pth hooks are not run.
     (site / "libraries.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
     python = str(venv / "bin" / "python")

@@ -363,7 +363,7 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
 
     Only committed approvals count, unless ``uncommitted`` (``counted_approvals``)."""
     records = counted_approvals(snapshot, uncommitted)
-    subjects = [Subject(i.selection.owner, i.bundle.name or i.lock.name, i.lock.digest, i.bundle.objects,
+    subjects = [Subject(i.selection.owner, i.lock.name or i.bundle.name, i.lock.digest, i.bundle.objects,
                         i.selection.declaration) for i in installs]
     def from_cluster(api_version: str, kind: str) -> tuple[str, bool] | None:
         info = kube.resource(api_version, kind) if kube is not None else None

@@ -24,7 +24,7 @@ from reconciler.catalog.load import Builder, adopt, empty_document_findings, ite
 from reconciler.catalog.parallel import parse_all
 from reconciler.catalog.validate import validate
 from reconciler.errors import CatalogError
-from reconciler.model.catalog import Catalog, LazyBundle
+from reconciler.model.catalog import Catalog
 from reconciler.model.record import Record
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
@@ -99,9 +99,8 @@ def load(root: str | PathLike[str], name: str | None = None, display_root: str |
             builder.findings.append(Finding("parse", message, path or f.display, None, hint))
     catalog = builder.catalog(name, display_root, priority, digest=f"sha256:{ckey}" if ckey else "")
     findings = tuple(extra) + tuple(builder.findings) + tuple(validate(catalog))
-    if use_cache:
-        compact = catalog.replace(bundles={k: LazyBundle.of(b) for k, b in catalog.bundles.items()})
-        _cache.put(ckey, {"catalog": compact, "findings": findings}, skey)
+    if use_cache:   # kept per package, with its contents index: a warm load decodes only what is looked into
+        _cache.put(ckey, {"catalog": catalog.shelved(), "findings": findings}, skey)
     return Loaded(catalog, findings)
 
 

@@ -75,6 +75,8 @@ RULES: dict[str, str] = {
                                "with a strict semantic version",
     "bundle-image": "each bundle has an image (or olm.bundle.object properties)",
     "property-value": "properties have a type and a value of the shape their type declares",
+    "property-type": "(warning) a property type the reconciler does not interpret is kept as written and plays no "
+                     "part in resolution, as OLM ignores it; one finding per type",
     "channel-head": "each channel has exactly one head (an entry nothing replaces or skips)",
     "replaces-cycle": "following replaces from the channel head never comes back to a bundle",
     "stranded-bundle": "every entry is reachable from the head by replaces, or skipped",

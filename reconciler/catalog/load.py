@@ -116,7 +116,7 @@ def iter_blobs(root: str | PathLike[str], display_root: str) -> list[tuple[str, 
     """Every blob under ``root`` as (display path, index in file, blob); raises on the first bad file."""
     out = []
     for f in walk(root, display_root).files:
-        for i, doc in enumerate(yamlio.read_all(f.path, f.display)):
+        for i, doc in enumerate(yamlio.read_all(f.path, f.display, go=True)):
             if not isinstance(doc, dict):
                 raise CatalogError(f"blob {i + 1} is not a mapping", path=f.display)
             out.append((f.display, i, doc))
@@ -387,7 +387,7 @@ def _required(blob: dict[str, Any], key: str, what: str) -> str:
 
 def read_file(f: CatalogFile) -> list[Any]:
     """Every document of one catalog file (raises InputError naming the file)."""
-    return yamlio.read_all(f.path, f.display)
+    return yamlio.read_all(f.path, f.display, go=True)
 
 
 # How opm splits a YAML stream (Kubernetes' YAML reader): at each line that starts with ``---`` (followed by

@@ -48,9 +48,9 @@ def parse(f: CatalogFile, piece: str | None = None) -> Parsed:
     documents; the file is read once for both."""
     try:
         if piece is not None:
-            return yamlio.load_all(piece, f.display), None, ()
+            return yamlio.load_all(piece, f.display, go=True), None, ()
         text = yamlio.read_text(f.path, f.display)
-        return yamlio.load_all(text, f.display), None, tuple(empty_documents(text))
+        return yamlio.load_all(text, f.display, go=True), None, tuple(empty_documents(text))
     except InputError as exc:
         return None, (exc.message, exc.path, exc.hint), ()
 

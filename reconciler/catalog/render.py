@@ -7,7 +7,9 @@ registry+v1 follows what ``opm render`` derives from a bundle:
 * ``olm.gvk.required``: the CSV's required CRDs and APIServices, and ``olm.gvk`` entries of
   ``metadata/dependencies.yaml``;
 * ``olm.package.required``: ``olm.package`` entries of ``dependencies.yaml`` (their ``version`` is a range);
-* other dependencies (``olm.constraint``, ``olm.label``, ...) and every entry of
+* ``olm.label.required``: ``olm.label`` entries of ``dependencies.yaml``, as OLM v0 reads such a
+  dependency (opm writes it as ``olm.label``, which would make the bundle provide the label it needs);
+* other dependencies (``olm.constraint``, ...) and every entry of
   ``metadata/properties.yaml`` and of the CSV's ``olm.properties`` annotation, verbatim;
 * ``olm.bundle.object``: every manifest (the first document of each file, the first CSV) as base64
   of its JSON as Go writes it, after the other properties, ordered by that text as opm sorts
@@ -54,7 +56,7 @@ from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.model.shape import kind_of
 from reconciler.model.catalog import (
     PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED,
-    PROP_PACKAGE, PROP_PACKAGE_REQUIRED, csv_metadata,
+    PROP_LABEL, PROP_LABEL_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED, csv_metadata,
 )
 
 CSV_PROPERTIES_ANNOTATION = "olm.properties"   # operator-registry's key for extra bundle properties
@@ -384,7 +386,7 @@ def _metadata_lists(root: Path, name: str) -> tuple[list[dict[str, Any]], list[d
             continue
         display = f"{name}/metadata/{f.name}"
         try:
-            docs = yamlio.read_all(f, display)
+            docs = yamlio.read_all(f, display, go=True)
         except InputError as exc:
             if f.name in ("dependencies.yaml", "properties.yaml"):
                 raise BundleError(exc.message, path=exc.path,
@@ -527,6 +529,8 @@ def _registry_v1(content: BundleContent, root: Path, name: str, image: str, migr
             value = value if isinstance(value, dict) else {}
             package_required.append({"type": PROP_PACKAGE_REQUIRED, "value": {
                 "packageName": str(value.get("packageName") or ""), "versionRange": str(value.get("version") or "")}})
+        elif dep["type"] == PROP_LABEL:   # a requirement, as OLM v0 reads it (see the module's docstring)
+            others.append({"type": PROP_LABEL_REQUIRED, "value": value})
         else:
             others.append({"type": dep["type"], "value": value})
     provided += _crd_gvks(firsts)

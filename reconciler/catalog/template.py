@@ -4,15 +4,20 @@
   ``image``; each such bundle is rendered from its content.
 * ``olm.semver``: bundles listed under ``Candidate``, ``Fast`` and ``Stable``;
   channels are generated per major (``stable-v1``) and/or minor
-  (``stable-v1.2``) version. Within a minor version the highest bundle skips
-  the lower ones; the highest bundle of each minor version replaces the
-  highest of the previous minor version of the same major; no edge crosses a
-  major version. The default channel is the most stable channel type that
-  has bundles, then the highest head, then the ``DefaultChannelTypePreference``
-  (``minor`` or ``major``; by default minor when minor channels are
-  generated). Without either ``Generate*`` flag only minor channels are
-  generated. Field names match case-insensitively (``schema`` or ``Schema``)
-  and unknown fields are refused, as opm's strict decoding does.
+  (``stable-v1.2``) version. Edges are opm's, walking one channel type's
+  bundles in version order: the highest bundle of each minor version
+  replaces the highest of the previous minor version of the same major, and
+  skips every other bundle of that major below it (earlier minors too, as
+  opm accumulates them); no edge crosses a major version, and an edge may
+  name a bundle of another minor channel, as opm's do. The default channel
+  is opm's high-water mark: the most stable channel type that has bundles,
+  then the channel whose first (lowest) bundle is highest, then the
+  ``DefaultChannelTypePreference`` (``minor`` or ``major``; by default minor
+  when minor channels are generated). Without either ``Generate*`` flag only
+  minor channels are generated. Field names match case-insensitively
+  (``schema`` or ``Schema``) and unknown fields are refused, as opm's strict
+  decoding does. ``tests/catalog/test_template.py`` compares all of this
+  with opm on generated templates.
 
 A bundle reference is a bundle directory (``file://`` or a path, relative to
 the template file) or an OCI image reference, pulled through ``reconciler.oci``.
@@ -129,25 +134,27 @@ def render_semver(doc: dict[str, Any], render: BundleRenderer, source: str) -> l
     if package is None:
         raise CatalogError("the semver template lists no bundles", path=source)
     channels: list[dict[str, Any]] = []
-    # (type rank, head version, 1 for the preferred channel kind, channel): opm's most stable, highest head
+    # (type rank, first version, 1 for the preferred channel kind, channel): opm's high-water mark, which it
+    # compares when it creates a channel, that is at the channel's first (lowest) bundle
     heads: list[tuple[int, semver.Version, int, str]] = []
     for rank, kind in enumerate(SEMVER_TYPES):
-        bundles = sorted(set(by_type.get(kind, [])))
+        bundles = sorted(set(by_type.get(kind, [])), key=lambda b: (b[0], b[1]))
         if not bundles:
             continue
+        _check_builds(kind, bundles, source)
         edges = _edges(bundles)
         if major:
             for mj in sorted({v.major for v, _ in bundles}):
                 members = [(v, n) for v, n in bundles if v.major == mj]
                 name = f"{kind.lower()}-v{mj}"
                 channels.append(_channel(package, name, members, edges))
-                heads.append((rank, members[-1][0], int(preference == "major"), name))
+                heads.append((rank, members[0][0], int(preference == "major"), name))
         if minor:
             for mj, mn in sorted({(v.major, v.minor) for v, _ in bundles}):
                 members = [(v, n) for v, n in bundles if (v.major, v.minor) == (mj, mn)]
                 name = f"{kind.lower()}-v{mj}.{mn}"
                 channels.append(_channel(package, name, members, edges))
-                heads.append((rank, members[-1][0], int(preference == "minor"), name))
+                heads.append((rank, members[0][0], int(preference == "minor"), name))
     default = max(heads, key=lambda h: h[:3])[3]   # a full tie keeps the first, as opm's high-water mark does
     out: list[dict[str, Any]] = [{"schema": "olm.package", "name": package, "defaultChannel": default}]
     out += sorted(channels, key=lambda c: c["name"])
@@ -158,30 +165,51 @@ def render_semver(doc: dict[str, Any], render: BundleRenderer, source: str) -> l
 def _version(blob: dict[str, Any], ref: str, source: str) -> semver.Version:
     for p in blob.get("properties", []):
         if p.get("type") == "olm.package":
-            v = parse_version(str(p["value"].get("version", "")))
-            if v.build:
-                raise CatalogError(f"{ref} has build metadata ({v}); the semver template cannot order it",
-                                   path=source, hint="semver precedence ignores build metadata")
-            return v
+            return parse_version(str(p["value"].get("version", "")))
     raise CatalogError(f"{ref} has no olm.package property", path=source)
 
 
+def _check_builds(kind: str, bundles: list[tuple[semver.Version, str]], source: str) -> None:
+    """As opm: versions of one channel type that differ only by build metadata cannot be ordered."""
+    seen: dict[semver.Version, str] = {}
+    for v, name in bundles:
+        core = v.replace(build=None)
+        if core in seen and seen[core] != name:
+            raise CatalogError(f"{kind}: bundles {seen[core]} and {name} have versions that differ only by build "
+                               f"metadata ({core}), which the semver template cannot order", path=source,
+                               hint="semver precedence ignores build metadata; list one of them, or give them "
+                                    "different versions")
+        seen.setdefault(core, name)
+
+
 def _edges(bundles: list[tuple[semver.Version, str]]) -> dict[str, dict[str, Any]]:
-    """Skips within each minor version to its highest bundle; replaces between minors of one major."""
+    """opm's edges for one channel type's bundles (ascending): set on the highest bundle of each minor version.
+
+    It replaces the highest bundle of the previous minor version of the same
+    major, and skips every bundle of that major seen before it but the one it
+    replaces (sorted by name, as opm lists a set); a new major starts afresh.
+    """
     edges: dict[str, dict[str, Any]] = {}
-    streams: dict[tuple[int, int], list[tuple[semver.Version, str]]] = {}
-    for v, n in bundles:
-        streams.setdefault((v.major, v.minor), []).append((v, n))
-    previous_head: dict[int, str] = {}
-    for (mj, _mn), members in sorted(streams.items()):
-        head = members[-1][1]
-        entry: dict[str, Any] = {}
-        if mj in previous_head:
-            entry["replaces"] = previous_head[mj]
-        if len(members) > 1:
-            entry["skips"] = [n for _, n in members[:-1]]
-        edges[head] = entry
-        previous_head[mj] = head
+    replaces, seen = "", set()
+
+    def link(name: str) -> None:
+        entry: dict[str, Any] = {"replaces": replaces} if replaces else {}
+        if skips := sorted(seen - {replaces}):
+            entry["skips"] = skips
+        if entry:
+            edges[name] = entry
+
+    for (prev, prev_name), (cur, _) in zip(bundles, bundles[1:]):
+        if prev.major != cur.major:
+            link(prev_name)
+            replaces, seen = "", set()
+            continue
+        if prev.minor != cur.minor:
+            link(prev_name)
+            replaces = prev_name
+        seen.add(prev_name)
+    if len(bundles) > 1 and bundles[-2][0].major == bundles[-1][0].major:
+        link(bundles[-1][1])
     return edges
 
 

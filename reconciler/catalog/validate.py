@@ -20,11 +20,11 @@ import binascii
 import re
 from collections import defaultdict
 
-from reconciler.catalog.findings import Finding
+from reconciler.catalog.findings import WARNING, Finding
 from reconciler.errors import InputError
 from reconciler.model.catalog import (
     PROP_BUNDLE_OBJECT, PROP_CHANNEL, PROP_CSV_METADATA, PROP_GVK, PROP_GVK_REQUIRED, PROP_PACKAGE,
-    PROP_PACKAGE_REQUIRED, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Catalog, Channel,
+    PROP_PACKAGE_REQUIRED, PROPERTY_MEANINGS, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Catalog, Channel,
 )
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
@@ -93,7 +93,26 @@ def validate(catalog: Catalog) -> list[Finding]:
             out.extend(_bundle(b, in_channels[pkg_name]))
         out.extend(_unique_versions(pkg_name, bundles, in_channels[pkg_name]))
     out.extend(_deprecations(catalog))
+    out.extend(_property_types(catalog))
     return out
+
+
+def _property_types(catalog: Catalog) -> Iterable[Finding]:
+    """One warning per property type with no meaning here, at its first bundle: what happens to it."""
+    first: dict[str, Bundle] = {}
+    count: dict[str, int] = defaultdict(int)
+    for _, b in sorted(catalog.bundles.items()):
+        for t in {p.type for p in b.properties if p.type and p.type not in PROPERTY_MEANINGS}:
+            first.setdefault(t, b)
+            count[t] += 1
+    for t, b in sorted(first.items()):
+        n = count[t] - 1
+        others = f" (and {n} other bundle{'s' if n > 1 else ''})" if n else ""
+        yield Finding("property-type", f"property type {t!r}{others} is not one the reconciler interprets: it is kept "
+                      f"as written (rendered, and seen by CEL rules) and plays no part in resolution, as OLM ignores "
+                      f"property types it does not know", b.source, f"olm.bundle {b.name}",
+                      "a requirement is written as olm.gvk.required, olm.package.required, olm.label.required or "
+                      "olm.constraint; check the spelling if it was meant as one", severity=WARNING)
 
 
 def _package(name: str, catalog: Catalog, channels: list[Channel]) -> Iterable[Finding]:

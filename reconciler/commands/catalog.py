@@ -121,7 +121,7 @@ def run_template(args: argparse.Namespace, out: TextIO) -> int:
         text, base, source = yamlio.read_text(path, args.file), path.parent, args.file
     renderer = bundle_renderer(base, api_kinds_of_catalogs(args.catalog),
                                warn=lambda text: print(f"warning: {text}", file=sys.stderr))
-    blobs = render_template(args.kind, yamlio.load_one(text, source), base, source, renderer)
+    blobs = render_template(args.kind, yamlio.load_one(text, source, go=True), base, source, renderer)
     if args.output == "json":
         out.write("".join(json.dumps(b, indent=2, ensure_ascii=False) + "\n" for b in blobs))
     else:

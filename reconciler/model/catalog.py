@@ -17,13 +17,14 @@ import base64
 import binascii
 import marshal
 import re
+from collections.abc import Mapping
 from functools import cached_property
 
 from reconciler.model.record import Record
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:  # semver is imported by the first version read (semver_range), not by loading a catalog
-    from typing import Any
+    from typing import Any, Iterable
     import semver
 
     from reconciler.model.views import GVK, PackageRequired, RelatedImage
@@ -37,8 +38,26 @@ PROP_BUNDLE_OBJECT = "olm.bundle.object"
 PROP_CSV_METADATA = "olm.csv.metadata"
 PROP_DEPRECATED = "olm.deprecated"
 PROP_LABEL = "olm.label"
+PROP_LABEL_REQUIRED = "olm.label.required"
 PROP_CHANNEL = "olm.channel"
 PROP_BUNDLE_MEDIATYPE = "olm.bundle.mediatype"
+
+# What each property type means here; any other type is kept as written (rendered, seen by CEL rules) and plays
+# no part in resolution, as OLM ignores property types it does not know (catalog validate says so).
+PROPERTY_MEANINGS = {
+    PROP_PACKAGE: "the bundle's package and version",
+    PROP_GVK: "an API the bundle provides",
+    PROP_GVK_REQUIRED: "an API the bundle needs another bundle to provide",
+    PROP_PACKAGE_REQUIRED: "a package (within a version range) the bundle needs installed",
+    PROP_LABEL: "a label the bundle provides",
+    PROP_LABEL_REQUIRED: "a label the bundle needs another bundle to provide",
+    PROP_CONSTRAINT: "a constraint another bundle must satisfy (gvk, package, cel, all, any, not)",
+    PROP_BUNDLE_OBJECT: "one of the bundle's manifests",
+    PROP_CSV_METADATA: "the ClusterServiceVersion's display fields and minKubeVersion",
+    PROP_DEPRECATED: "the bundle is deprecated",
+    PROP_CHANNEL: "a channel the bundle belongs to (opm's older form)",
+    PROP_BUNDLE_MEDIATYPE: "the bundle's format (registry+v1, k8s+v1, plain+v0)",
+}
 
 SCHEMA_PACKAGE = "olm.package"
 SCHEMA_CHANNEL = "olm.channel"
@@ -290,33 +309,136 @@ class Bundle(Record):
         return tuple(RelatedImage(n, i) for n, i in zip(names, self.related_images))
 
 
-class LazyBundle(Bundle):
-    """A ``Bundle`` whose properties stay marshalled until first read.
+class Contents(Record):
+    """What a catalog offers, by package: the index resolution starts from instead of reading every bundle.
 
-    The catalog cache stores bundles in this form: a warm load then builds
-    one small object per bundle, and only the bundles a caller looks into
-    pay for decoding their properties.
+    ``members`` lists each package's channels and bundles; ``apis`` and
+    ``labels`` the packages whose bundles provide an API (``olm.gvk``) or a
+    label (``olm.label``); ``names`` the packages that have a bundle of a
+    name. Built once per loaded catalog and kept with it in the catalog cache,
+    so a warm load knows where to look without decoding any bundle.
     """
 
+    members: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]   # package -> (channel names, bundle names)
+    apis: dict[tuple[str, str, str], tuple[str, ...]]
+    labels: dict[str, tuple[str, ...]]
+    names: dict[str, tuple[str, ...]]
+
+    def __init__(self, members: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+                 apis: dict[tuple[str, str, str], tuple[str, ...]], labels: dict[str, tuple[str, ...]],
+                 names: dict[str, tuple[str, ...]]) -> None:
+        self.__dict__.update(members=members, apis=apis, labels=labels, names=names)
+
     @classmethod
-    def of(cls, b: Bundle) -> LazyBundle:
-        lazy = object.__new__(cls)
-        state = {k: v for k, v in b.__dict__.items() if k not in ("properties", "version", "csv_fields")}
-        state["_raw"] = marshal.dumps(tuple((p.type, p.value) for p in b.properties))
-        lazy.__dict__.update(state)
-        return lazy
+    def of(cls, bundles: Iterable[Bundle], channels: Iterable[tuple[str, str]]) -> Contents:
+        """The contents of these bundles and (package, channel) keys: one pass over every bundle's properties."""
+        members: dict[str, tuple[list[str], list[str]]] = {}
+        apis: dict[tuple[str, str, str], dict[str, None]] = {}
+        labels: dict[str, dict[str, None]] = {}
+        names: dict[str, dict[str, None]] = {}
+        for b in bundles:
+            members.setdefault(b.package, ([], []))[1].append(b.name)
+            names.setdefault(b.name, {})[b.package] = None
+            for p in b.properties:
+                if p.type == PROP_GVK and isinstance(p.value, dict):
+                    v = p.value
+                    apis.setdefault((v.get("group") or "", v.get("version") or "", v.get("kind") or ""),
+                                    {})[b.package] = None
+                elif p.type == PROP_LABEL:
+                    label = p.value.get("label") if isinstance(p.value, dict) else p.value
+                    if isinstance(label, str):
+                        labels.setdefault(label, {})[b.package] = None
+        for pkg, ch in channels:
+            members.setdefault(pkg, ([], []))[0].append(ch)
+        return cls({p: (tuple(sorted(c)), tuple(sorted(b))) for p, (c, b) in sorted(members.items())},
+                   {k: tuple(sorted(v)) for k, v in apis.items()}, {k: tuple(sorted(v)) for k, v in labels.items()},
+                   {k: tuple(sorted(v)) for k, v in names.items()})
 
-    @cached_property
-    def properties(self) -> tuple[Property, ...]:  # type: ignore[override]
-        return tuple(Property(t, v) for t, v in marshal.loads(self.__dict__["_raw"]))
 
-    def __eq__(self, other: object) -> bool:
-        """Equal to a plain ``Bundle`` with the same fields (the cache must not change meanings)."""
-        if not isinstance(other, Bundle):
-            return NotImplemented
-        return self._key(self) == self._key(other)
+class Shelf:
+    """A catalog's channels and bundles kept marshalled per package, decoded one package at a time.
 
-    __hash__ = Bundle.__hash__
+    The catalog cache stores a catalog this way: a warm load unpickles one
+    compressed bytes value per package, and only the packages a caller looks into (a
+    resolution's closure, a graph, a bundle by name) are decoded, into plain
+    ``Channel`` and ``Bundle`` records. ``bundles`` and ``channels`` are the
+    two read-only mappings a ``Catalog`` holds, keyed as its dicts are.
+    """
+
+    def __init__(self, chunks: dict[str, bytes], contents: Contents) -> None:
+        self.chunks = chunks
+        self.contents = contents
+        self.decoded: dict[str, tuple[dict[str, Channel], dict[str, Bundle]]] = {}
+        self.bundles = ShelfView(self, 1)
+        self.channels = ShelfView(self, 0)
+
+    @classmethod
+    def of(cls, channels: dict[tuple[str, str], Channel], bundles: dict[tuple[str, str], Bundle],
+           contents: Contents) -> Shelf:
+        by_package: dict[str, tuple[list[Any], list[Any]]] = {p: ([], []) for p in contents.members}
+        for (pkg, _), ch in sorted(channels.items()):
+            by_package[pkg][0].append((ch.name, tuple((e.name, e.replaces, e.skips, e.skip_range)
+                                                      for e in ch.entries), ch.source, ch.blob))
+        for (pkg, _), b in sorted(bundles.items()):
+            by_package[pkg][1].append((b.name, b.image, tuple((p.type, p.value) for p in b.properties), b.source,
+                                       b.related_images, b.blob, b.related_image_names))
+        import zlib   # only a catalog being cached is shelved
+
+        # level 1: a tenth of the bytes to read and keep (catalog text repeats itself), at 40 us a package to decode
+        return cls({p: zlib.compress(marshal.dumps((tuple(c), tuple(b))), 1) for p, (c, b) in by_package.items()},
+                   contents)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Shelf, (self.chunks, self.contents)   # what was decoded is not kept
+
+    def package(self, name: str) -> tuple[dict[str, Channel], dict[str, Bundle]]:
+        """(channels, bundles) of one package by name, decoded on first use; empty for a package not here."""
+        found = self.decoded.get(name)
+        if found is None:
+            chunk = self.chunks.get(name)
+            if chunk is None:
+                return {}, {}
+            import zlib
+
+            chans, bundles = marshal.loads(zlib.decompress(chunk))
+            found = self.decoded[name] = (
+                {n: Channel(name, n, tuple(ChannelEntry(*e) for e in entries), src, blob)
+                 for n, entries, src, blob in chans},
+                {n: Bundle(name, n, image, tuple(Property(t, v) for t, v in props), src, related, blob, names)
+                 for n, image, props, src, related, blob, names in bundles})
+        return found
+
+
+class ShelfView(Mapping):  # type: ignore[type-arg]
+    """``Catalog.channels`` or ``Catalog.bundles`` of a shelved catalog: (package, name) -> record."""
+
+    def __init__(self, shelf: Shelf, which: int) -> None:
+        self.shelf, self.which = shelf, which
+
+    def __getitem__(self, key: tuple[str, str]) -> Any:
+        return self.shelf.package(key[0])[self.which][key[1]]
+
+    def __iter__(self) -> Any:
+        for pkg, names in self.shelf.contents.members.items():
+            for name in names[self.which]:
+                yield pkg, name
+
+    def __len__(self) -> int:
+        return sum(len(names[self.which]) for names in self.shelf.contents.members.values())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, tuple) and len(key) == 2 and key[1] in self.shelf.package(key[0])[self.which]
+
+    def of(self, package: str) -> list[Any]:
+        """The records of one package, by name."""
+        return [v for _, v in sorted(self.shelf.package(package)[self.which].items())]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _view, (self.shelf, self.which)
+
+
+def _view(shelf: Shelf, which: int) -> ShelfView:
+    return shelf.bundles if which else shelf.channels
 
 
 class DeprecationEntry(Record):
@@ -379,14 +501,32 @@ class Catalog(Record):
                              priority=priority, deprecations={} if deprecations is None else deprecations,
                              others=others, digest=digest)
 
+    @cached_property
+    def contents(self) -> Contents:
+        """The catalog's index by package, API, label and bundle name (kept in the cache with a shelved catalog)."""
+        if isinstance(self.bundles, ShelfView):
+            return self.bundles.shelf.contents
+        return Contents.of(self.bundles.values(), self.channels)
+
+    def shelved(self) -> Catalog:
+        """This catalog with its channels and bundles kept per package (``Shelf``), as the catalog cache keeps it."""
+        shelf = Shelf.of(self.channels, self.bundles, self.contents)
+        return self.replace(channels=shelf.channels, bundles=shelf.bundles)
+
     def channels_of(self, package: str) -> list[Channel]:
-        return [c for (p, _), c in sorted(self.channels.items()) if p == package]
+        if isinstance(self.channels, ShelfView):
+            return self.channels.of(package)
+        names = self.contents.members.get(package, ((), ()))[0]
+        return [self.channels[(package, n)] for n in names if (package, n) in self.channels]
 
     def bundle(self, package: str, name: str) -> Bundle | None:
         return self.bundles.get((package, name))
 
     def bundles_of(self, package: str) -> list[Bundle]:
-        return [b for (p, _), b in sorted(self.bundles.items()) if p == package]
+        if isinstance(self.bundles, ShelfView):
+            return self.bundles.of(package)
+        names = self.contents.members.get(package, ((), ()))[1]
+        return [self.bundles[(package, n)] for n in names if (package, n) in self.bundles]
 
     def deprecation(self, package: str, schema: str = SCHEMA_PACKAGE, name: str = "") -> str | None:
         """The deprecation message for a package, channel or bundle, if the catalog deprecates it."""

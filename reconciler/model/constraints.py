@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from reconciler.errors import InputError
-from reconciler.model.catalog import PROP_GVK, PROP_PACKAGE, Bundle
+from reconciler.model.catalog import (
+    PROP_CONSTRAINT, PROP_GVK, PROP_GVK_REQUIRED, PROP_LABEL, PROP_LABEL_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+    Bundle,
+)
 from reconciler.model.semver_range import VersionRange, parse_version
-
-PROP_LABEL = "olm.label"
 
 
 class Predicate(Protocol):
@@ -224,9 +225,20 @@ def gvk_text(group: str, version: str, kind: str) -> str:
 
 
 def _semver_compare(a: Any, b: Any) -> Any:
-    import celpy
+    """``semver_compare(a, b)``: -1, 0 or 1; a CEL error value when either is not a semantic version.
 
-    return celpy.celtypes.IntType(parse_version(str(a)).compare(parse_version(str(b))))
+    The error is a value, not an exception, as in OLM's CEL environment: a rule
+    such as ``properties.exists(p, p.type == 'olm.package' && semver_compare(...))``
+    also meets ``olm.gvk`` properties, whose ``version`` (``v1``) is not semver,
+    and CEL's ``&&`` and ``||`` absorb an error when the other side decides.
+    """
+    import celpy
+    from celpy.evaluation import CELEvalError
+
+    try:
+        return celpy.celtypes.IntType(parse_version(str(a)).compare(parse_version(str(b))))
+    except InputError as exc:
+        return CELEvalError(f"semver_compare: {exc.message}")
 
 
 def compile_cel(rule: str) -> Cel:
@@ -312,13 +324,10 @@ def parse_constraint(type_: str, value: Any, where: str) -> Predicate:
     if type_ == PROP_GVK:
         return _gvk(value, f"{where}: olm.gvk")
     if type_ == PROP_LABEL:
-        label = value.get("label") if isinstance(value, dict) else value
-        if not isinstance(label, str) or not label:
-            raise InputError(f"{where}: olm.label needs a label")
-        return HasLabel(label)
-    if type_ == "olm.package.required":
+        return _label(value, f"{where}: olm.label")
+    if type_ == PROP_PACKAGE_REQUIRED:
         return _package_range(value, f"{where}: olm.package.required", "versionRange")
-    if type_ == "olm.constraint":
+    if type_ == PROP_CONSTRAINT:
         return parse_olm_constraint(value, f"{where}: olm.constraint")
     if type_ == "olm.rego":
         raise InputError(f"{where}: olm.rego constraints are not supported",
@@ -328,16 +337,30 @@ def parse_constraint(type_: str, value: Any, where: str) -> Predicate:
                           "olm.package.required, olm.constraint")
 
 
+def _label(value: Any, where: str) -> HasLabel:
+    label = value.get("label") if isinstance(value, dict) else value
+    if not isinstance(label, str) or not label:
+        raise InputError(f"{where} needs a label", hint="write it as {label: <the label>}")
+    return HasLabel(label)
+
+
 def bundle_dependencies(bundle: Bundle) -> list[Predicate]:
-    """What a bundle requires of other bundles: olm.gvk.required, olm.package.required, olm.constraint."""
+    """What a bundle requires of other bundles, as OLM reads its properties.
+
+    ``olm.gvk.required``, ``olm.package.required``, ``olm.label.required``
+    (met by a bundle with that ``olm.label``) and ``olm.constraint``; other
+    property types are not requirements, as in OLM.
+    """
     deps: list[Predicate] = []
     for p in bundle.properties:
         try:
-            if p.type == "olm.gvk.required":
-                deps.append(_gvk(p.value, "olm.gvk.required"))
-            elif p.type == "olm.package.required":
-                deps.append(_package_range(p.value, "olm.package.required", "versionRange"))
-            elif p.type == "olm.constraint":
+            if p.type == PROP_GVK_REQUIRED:
+                deps.append(_gvk(p.value, PROP_GVK_REQUIRED))
+            elif p.type == PROP_PACKAGE_REQUIRED:
+                deps.append(_package_range(p.value, PROP_PACKAGE_REQUIRED, "versionRange"))
+            elif p.type == PROP_LABEL_REQUIRED:
+                deps.append(_label(p.value, PROP_LABEL_REQUIRED))
+            elif p.type == PROP_CONSTRAINT:
                 deps.append(parse_olm_constraint(p.value))
         except InputError as exc:
             raise InputError(f"bundle {bundle.name}: {exc.message}", path=bundle.source, hint=exc.hint) from None

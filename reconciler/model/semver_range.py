@@ -14,7 +14,9 @@ pre-releases are ordered like any other version.
 Both dialects parse into the same shape: a ``VersionRange`` is an OR of
 ``Clause``s; a clause is one ``Interval`` (the AND of its bounds) minus some
 excluded intervals (from ``!=``), plus whether pre-releases may match it.
-Versions themselves are ``semver.Version``; build metadata never matters.
+Versions themselves are ``semver.Version``; build metadata never matters to a
+range, and orders two versions only when they are otherwise equal
+(``release_key``: a rebuild of the same version, ``1.0.0+2`` after ``1.0.0+1``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,25 @@ def parse_version(text: str) -> semver.Version:
     except (ValueError, TypeError):
         raise InputError(f'invalid version "{text}": expected {VERSION_FORMS}',
                          hint="loose forms such as 1.2, 01.2.3 or 1.2.3.4 are not semantic versions") from None
+
+
+def release_key(version: semver.Version) -> tuple[tuple[int, int | str], ...]:
+    """How the build metadata of two otherwise equal versions orders them, as OLM v1 orders releases.
+
+    Precedence ignores build metadata, so ``1.0.0+1`` and ``1.0.0+2`` are the
+    same version; publishers use it to number rebuilds, and operator-controller
+    prefers the higher one. Identifiers compare as pre-release identifiers do
+    (numbers numerically, below words, which compare as text); no build
+    metadata sorts before any.
+    """
+    if not version.build:
+        return ()
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in version.build.split("."))
+
+
+def order_key(version: semver.Version) -> tuple[semver.Version, tuple[tuple[int, int | str], ...]]:
+    """A sort key for "newer": precedence, then ``release_key`` between rebuilds of one version."""
+    return version, release_key(version)
 
 
 def _release(version: semver.Version) -> semver.Version:

@@ -15,7 +15,7 @@ from typing import Any
 
 from reconciler.model.catalog import (
     PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_DEPRECATED, PROP_GVK, PROP_GVK_REQUIRED, PROP_LABEL,
-    PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+    PROP_LABEL_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
 )
 
 
@@ -81,7 +81,7 @@ class CSVMetadata:
 
 @dataclass(frozen=True)
 class Label:
-    """``olm.label``: a free-form label constraints can match."""
+    """``olm.label`` (provided) and ``olm.label.required``: a free-form label."""
 
     label: str
 
@@ -114,7 +114,7 @@ def typed(type_: str, value: Any) -> Any:
         return BundleObject(_s(value, "data"), _s(value, "ref"))
     if type_ == PROP_CSV_METADATA and isinstance(value, dict):
         return CSVMetadata(value)
-    if type_ == PROP_LABEL:
+    if type_ in (PROP_LABEL, PROP_LABEL_REQUIRED):
         return Label(_s(value, "label"))
     if type_ == PROP_DEPRECATED:
         return Deprecated(value)

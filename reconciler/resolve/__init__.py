@@ -25,8 +25,8 @@ from reconciler.model.declarations import (
     BUILTIN_INPUT_CLASSES, InputClass, InstallSettings, OperatorDecl, class_range,
 )
 from reconciler.model.lock import LockEntry
-from reconciler.model.semver_range import VersionRange, parse_version
-from reconciler.resolve.sat import Problem, Requirement
+from reconciler.model.semver_range import VersionRange, order_key, parse_version
+from reconciler.resolve.sat import Hold, Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
 __all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
@@ -115,9 +115,11 @@ class Resolver(Protocol):
 
 
 class SatResolver:
+    universe: Universe | None = None   # the last resolution's: which packages it looked at (the closure)
+
     def resolve(self, request: ResolutionRequest) -> Resolution:
         _check_packages_unique(request.declarations)
-        universe = Universe(request.catalogs, request.holds)
+        universe = self.universe = Universe(request.catalogs, request.holds)
         current = _kube(request.kube_version)
         direct = [d for d in request.declarations if d.bundle is not None]
         resolved = [d for d in request.declarations if d.bundle is None]
@@ -243,7 +245,8 @@ def _nothing_matches(d: OperatorDecl, pred: Predicate, catalogs: Mapping[str, Ca
         [f"constraint {c.type}" for c in d.constraints]
     bundles = [catalog.bundles[(d.catalog.package, e.name)]
                for e in catalog.channels[(d.catalog.package, channel)].entries]
-    have = ", ".join(f"{b.name} ({b.version})" for b in sorted(bundles, key=lambda b: b.version, reverse=True))
+    newest = sorted(bundles, key=lambda b: order_key(b.version), reverse=True)
+    have = ", ".join(f"{b.name} ({b.version})" for b in newest)
     return ResolutionError(f"no bundle in channel {channel!r} of package {d.catalog.package!r} satisfies "
                            f"{' and '.join(wants) or 'the declaration'}", path=where, obj=obj,
                            hint=f"the channel has: {have or 'no bundles'}")
@@ -292,8 +295,9 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
         cands = own_order(universe.matching(pred), channel, ranged=d.version is not None)
         if not cands:
             raise _nothing_matches(d, pred, request.catalogs, installed_entry)
-        installed = _installed_candidate(universe, installed_entry, d)
-        pinned = _installed_candidate(universe, request.pins.get(d.name), d) if installed_entry is None else None
+        installed = _installed_candidate(universe, installed_entry, d.package)
+        pinned = (_installed_candidate(universe, request.pins.get(d.name), d.package) if installed_entry is None
+                  else None)
         if pinned is not None and pinned in cands:
             cands = [pinned] + [c for c in cands if c is not pinned]
         allowed = None
@@ -309,7 +313,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
                                 candidates=cands, allowed=allowed, installed=installed,
                                 installed_name=installed_name, force=cls.force,
                                 minimal_version=cls.minimal_version))
-    problem = Problem(universe, reqs, _min_kube_check(kube))
+    problem = Problem(universe, reqs, _min_kube_check(kube), _held_dependencies(universe, request))
     try:
         out = problem.solve()
     finally:
@@ -405,18 +409,55 @@ def _channel_of(cand: Candidate, decl: OperatorDecl | None) -> str:
     return sorted(cand.channels)[0] if cand.channels else ""
 
 
-def _installed_candidate(universe: Universe, entry: LockEntry | None, d: OperatorDecl) -> Candidate | None:
-    if entry is None or (d.package and entry.package != d.package):
+def _installed_candidate(universe: Universe, entry: LockEntry | None, package: str | None) -> Candidate | None:
+    if entry is None or (package and entry.package != package):
         return None
-    for cand in universe.by_package.get(entry.package, []):
+    for cand in universe.package(entry.package):
         if cand.name == entry.name and (not entry.catalog or cand.catalog == entry.catalog):
             return cand
     return None
 
 
+def _held_dependencies(universe: Universe, request: ResolutionRequest) -> tuple[Hold, ...]:
+    """Installed dependencies: each may stay, or move one upgrade edge, never jump to the newest.
+
+    OLM v0 gives every dependency it installs a Subscription of its own,
+    and a Subscription moves one edge at a time; so does a declared
+    Operator here. An installed bundle whose owner is no declaration (a
+    dependency, or an Operator whose declaration was removed while something
+    still needs it) holds its package the same way, unless a declaration
+    names that package (it then follows the declaration).
+    """
+    declared = {d.name for d in request.declarations}
+    declared_packages = {d.package for d in request.declarations if d.package}
+    holds = []
+    for owner, entry in sorted(request.installed.items()):
+        if owner in declared or not entry.package or entry.package in declared_packages:
+            continue
+        if not universe.package(entry.package):
+            continue   # in no catalog: nothing of it can be chosen anyway
+        installed = _installed_candidate(universe, entry, entry.package)
+        if installed is not None:
+            semver_mode = installed.catalog in request.semver_catalogs
+            allowed = {installed.key} | {s.key for s in successors(universe, installed, semver_mode)}
+        else:
+            try:
+                version = parse_version(entry.version) if entry.version else None
+            except InputError:
+                version = None
+            allowed = {c.key for c in heirs(universe, entry.catalog, entry.package, entry.name, version,
+                                            entry.catalog in request.semver_catalogs)}
+        reachable = ", ".join(sorted(key[2] for key in allowed)) or "nothing (the catalog no longer has it)"
+        holds.append(Hold(entry.package, frozenset(allowed),
+                          f"dependency {owner} has {entry.name} installed, and a dependency follows the catalog's "
+                          f"upgrade edges one hop at a time, as the Subscription OLM gives it would, which allow "
+                          f"only: {reachable}"))
+    return tuple(holds)
+
+
 def _same_package(entry: LockEntry, d: OperatorDecl, universe: Universe) -> bool:
     """Whether what is installed is the declaration's package (and that package is in some catalog)."""
-    return d.package is not None and entry.package == d.package and bool(universe.by_package.get(entry.package))
+    return d.package is not None and entry.package == d.package and bool(universe.package(entry.package))
 
 
 def _heirs_of_gone(universe: Universe, request: ResolutionRequest, entry: LockEntry,
@@ -443,13 +484,13 @@ def _updates(universe: Universe, d: OperatorDecl, chosen: Candidate, reqs: list[
     req = next(r for r in reqs if r.name == d.name)
     reachable = {c.key for c in req.candidates}
     newer: dict[tuple[str, str], list[Candidate]] = {}
-    for cand in universe.by_package.get(chosen.package, []):
-        if cand.version <= chosen.version or cand.key in reachable:
+    for cand in universe.package(chosen.package):
+        if order_key(cand.version) <= order_key(chosen.version) or cand.key in reachable:
             continue
         for ch in cand.channels:   # other catalogs too: a newer bundle elsewhere is an update as well
             newer.setdefault((cand.catalog, ch), []).append(cand)
     return [Update(d.name, catalog, chosen.package, ch,
-                   tuple(c.name for c in sorted(cands, key=lambda c: c.version, reverse=True)))
+                   tuple(c.name for c in sorted(cands, key=lambda c: order_key(c.version), reverse=True)))
             for (catalog, ch), cands in sorted(newer.items())]
 
 

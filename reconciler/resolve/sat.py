@@ -7,7 +7,8 @@ Encoding (deppy's, on CNF):
 * each chosen bundle's dependencies: ``not b or d1 or ... or dn``;
 * at most one bundle per package, and at most one provider per API;
 * what is installed restricts an Operator to its installed bundle and the
-  bundles one upgrade edge away;
+  bundles one upgrade edge away, and an installed dependency's package the
+  same way (``Hold``);
 * bundles that need a newer Kubernetes than the cluster runs are excluded.
 
 Every group of clauses is guarded by a selector literal and described as a
@@ -52,6 +53,15 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class Hold:
+    """An installed dependency: its package may only stay at ``allowed`` (what is installed, one edge on)."""
+
+    package: str
+    allowed: frozenset[tuple[str, str, str]]
+    text: str                                   # the fact, for explanations
+
+
+@dataclass(frozen=True)
 class Fact:
     selector: int
     text: str
@@ -77,9 +87,10 @@ class Outcome:
 
 class Problem:
     def __init__(self, universe: Universe, requirements: list[Requirement],
-                 exclude: Callable[[Candidate], str | None] | None = None) -> None:
+                 exclude: Callable[[Candidate], str | None] | None = None, holds: tuple[Hold, ...] = ()) -> None:
         self.universe = universe
         self.requirements = requirements
+        self.holds = holds
         self.exclude = exclude                 # why a candidate may not be chosen (e.g. minKubeVersion), or None
         self.excluded: dict[tuple[str, str, str], str] = {}   # asked of the candidates in the problem only
         self.pool = IDPool()
@@ -150,6 +161,11 @@ class Problem:
                         self.minimal.add(o.key)
                     queue.append((o, False))
             self.dep_lists[cand.key] = lists
+        for hold in self.holds:
+            blocked = sorted((c for c in self.in_problem.values() if c.package == hold.package
+                              and c.key not in hold.allowed), key=lambda c: c.key)
+            if blocked:
+                self._fact(hold.text, [[-self.var(c)] for c in blocked])
         self._uniqueness()
 
     def _uniqueness(self) -> None:

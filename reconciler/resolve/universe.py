@@ -20,16 +20,16 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import semver
 
 from reconciler.errors import InputError
-from reconciler.model.catalog import Bundle, Catalog, Channel
+from reconciler.model.catalog import SCHEMA_BUNDLE, Bundle, Catalog, Channel
 from reconciler.model.constraints import (
-    AllOf, AnyOf, Labelled, Located, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
+    AllOf, AnyOf, CatalogIs, HasLabel, Labelled, Located, MatchContext, NameIs, PackageIs, Predicate, ProvidesGVK,
 )
-from reconciler.model.semver_range import VersionRange
+from reconciler.model.semver_range import VersionRange, order_key
 
 
 @dataclass(frozen=True)
@@ -66,140 +66,163 @@ class Candidate:
         return f"{self.bundle.name} (catalog {self.catalog})"
 
 
-@dataclass
-class CatalogIndex:
-    """The candidates of one catalog, indexed; built once per loaded catalog."""
+class CatalogCandidates:
+    """One catalog's candidates, built a package at a time when resolution first asks for that package.
 
-    candidates: list[Candidate]
-    by_package: dict[str, list[Candidate]]
-    by_api: dict[tuple[str, str, str], list[Candidate]]
-    by_name: dict[str, list[Candidate]]
+    A package's candidates need its channels (membership, heads), its
+    default channel and its deprecations, and nothing of any other package:
+    the catalog's ``Contents`` says which packages an API, a label or a
+    bundle name leads to, so a resolution builds (and, in a cached catalog,
+    decodes) only the closure its declarations reach.
+    """
 
-    @classmethod
-    def build(cls, name: str, cat: Catalog) -> CatalogIndex:
-        index = cls([], {}, {}, {})
-        member: dict[tuple[str, str], list[Channel]] = {}
-        for channel in cat.channels.values():
+    def __init__(self, name: str, catalog: Catalog) -> None:
+        self.name = name
+        self.catalog = catalog
+        self.packages: dict[str, list[Candidate]] = {}
+
+    def package(self, pkg: str) -> list[Candidate]:
+        found = self.packages.get(pkg)
+        if found is None:
+            found = self.packages[pkg] = self._build(pkg)
+        return found
+
+    def _build(self, pkg: str) -> list[Candidate]:
+        cat = self.catalog
+        member: dict[str, list[Channel]] = {}
+        for channel in cat.channels_of(pkg):
             for entry in channel.entries:
-                member.setdefault((channel.package, entry.name), []).append(channel)
-        deprecated_packages = {pkg for pkg in cat.packages if cat.deprecation(pkg) is not None}
-        for (pkg, bname), bundle in sorted(cat.bundles.items()):
-            chans = member.get((pkg, bname), [])
-            package = cat.packages.get(pkg)
-            cand = Candidate(
-                catalog=name, priority=cat.priority, bundle=bundle,
+                member.setdefault(entry.name, []).append(channel)
+        package = cat.packages.get(pkg)
+        default = package.default_channel if package else None
+        package_deprecated = cat.deprecation(pkg) is not None
+        out = []
+        for bundle in cat.bundles_of(pkg):   # by name
+            chans = member.get(bundle.name, [])
+            out.append(Candidate(
+                catalog=self.name, priority=cat.priority, bundle=bundle,
                 channels=frozenset(c.name for c in chans),
-                heads_of=frozenset(c.name for c in chans if bname in c.heads),
-                default_channel=package.default_channel if package else None,
-                deprecated=pkg in deprecated_packages or cat.deprecation(pkg, "olm.bundle", bname) is not None,
-            )
-            index.candidates.append(cand)
-            index.by_package.setdefault(pkg, []).append(cand)
-            index.by_name.setdefault(bname, []).append(cand)
-            for v in bundle.properties_of("olm.gvk"):
-                if isinstance(v, dict):
-                    api = (v.get("group") or "", v.get("version") or "", v.get("kind") or "")
-                    index.by_api.setdefault(api, []).append(cand)
-        return index
+                heads_of=frozenset(c.name for c in chans if bundle.name in c.heads),
+                default_channel=default,
+                deprecated=package_deprecated or cat.deprecation(pkg, SCHEMA_BUNDLE, bundle.name) is not None,
+            ))
+        return out
 
 
-_BY_OBJECT: dict[int, tuple[str, CatalogIndex]] = {}
-_BY_DIGEST: dict[tuple[str, str, int], CatalogIndex] = {}
+_BY_OBJECT: dict[int, tuple[str, CatalogCandidates]] = {}
+_BY_DIGEST: dict[tuple[str, str, int], CatalogCandidates] = {}
 _KEEP_DIGESTS = 8
 
 
-def _index(name: str, cat: Catalog) -> CatalogIndex:
-    """The catalog's index, built once: catalogs are immutable once loaded.
+def _candidates(name: str, cat: Catalog) -> CatalogCandidates:
+    """The catalog's candidates, shared by every resolution over it: catalogs are immutable once loaded.
 
     Kept per catalog object while it lives, and per content digest for the
     last few catalogs, so a reconcile loop that reloads an unchanged catalog
-    does not rebuild its index.
+    does not build its candidates again.
     """
     cached = _BY_OBJECT.get(id(cat))
     if cached is not None and cached[0] == name:
         return cached[1]
     key = (name, cat.digest, cat.priority)
-    index = _BY_DIGEST.get(key) if cat.digest else None
-    if index is None:
-        index = CatalogIndex.build(name, cat)
+    found = _BY_DIGEST.get(key) if cat.digest else None
+    if found is None:
+        found = CatalogCandidates(name, cat)
         if cat.digest:
-            _BY_DIGEST[key] = index
+            _BY_DIGEST[key] = found
             while len(_BY_DIGEST) > _KEEP_DIGESTS:
                 _BY_DIGEST.pop(next(iter(_BY_DIGEST)))
-    _BY_OBJECT[id(cat)] = (name, index)
+    _BY_OBJECT[id(cat)] = (name, found)
     weakref.finalize(cat, _BY_OBJECT.pop, id(cat), None)
-    return index
+    return found
+
+
+class _Whole(set):  # type: ignore[type-arg]
+    """A scope that is a whole catalog: within an ``AllOf``, any narrower part's scope is used instead."""
 
 
 class Universe:
-    """The candidates of all catalogs, with indexes by package, provided API and name."""
+    """The candidates of all catalogs, found through each catalog's contents index and built on demand.
+
+    Nothing is built up front: ``package``, and ``matching`` through the
+    packages a predicate can reach (``scope``), build the candidates of the
+    packages asked for. Only a predicate no index narrows (a CEL rule, a
+    version or channel alone) builds every package of every catalog.
+    """
 
     def __init__(self, catalogs: Mapping[str, Catalog], holds: Mapping[str, frozenset[str]] | None = None) -> None:
         """``holds`` (package -> bundle names) leaves only those bundles of each package it names: what a later
-        stage of a fleet may run. The catalogs' indexes stay shared; only the lists that change are copied."""
+        stage of a fleet may run. The catalogs' candidates stay shared; only a held package's list is filtered."""
         self.catalogs = dict(catalogs)
-        self.candidates: list[Candidate] = []
-        self.by_package: dict[str, list[Candidate]] = {}
-        self.by_api: dict[tuple[str, str, str], list[Candidate]] = {}
-        self.by_name: dict[str, list[Candidate]] = {}
-        indexes = [_index(name, catalogs[name]) for name in sorted(catalogs)]
-        if len(indexes) == 1:
-            only = indexes[0]
-            self.candidates, self.by_package, self.by_api, self.by_name = (
-                only.candidates, only.by_package, only.by_api, only.by_name)
-        else:
-            for index in indexes:
-                self.candidates.extend(index.candidates)
-                for mine, theirs in ((self.by_package, index.by_package), (self.by_api, index.by_api),
-                                     (self.by_name, index.by_name)):
-                    for k, v in theirs.items():
-                        mine.setdefault(k, []).extend(v)
-        if holds:
-            self._hold(holds)
+        self.sources = {name: _candidates(name, catalogs[name]) for name in sorted(catalogs)}
+        self.built: dict[str, list[Candidate]] = {}   # package -> its candidates in every catalog
+        self.holds = dict(holds or {})
 
-    def _hold(self, holds: Mapping[str, frozenset[str]]) -> None:
-        drop = {id(c) for pkg, names in holds.items() for c in self.by_package.get(pkg, ()) if c.name not in names}
-        if not drop:
-            return
+    def _of(self, catalog: str, pkg: str) -> list[Candidate]:
+        found = self.sources[catalog].package(pkg)
+        allowed = self.holds.get(pkg)
+        return found if allowed is None else [c for c in found if c.name in allowed]
 
-        def keep(cands: list[Candidate]) -> list[Candidate]:
-            return [c for c in cands if id(c) not in drop]
-
-        self.candidates = keep(self.candidates)
-        self.by_package = {**self.by_package, **{p: keep(self.by_package[p]) for p in holds if p in self.by_package}}
-        self.by_api = {k: keep(v) if any(id(c) in drop for c in v) else v for k, v in self.by_api.items()}
-        self.by_name = {k: keep(v) if any(id(c) in drop for c in v) else v for k, v in self.by_name.items()}
+    def package(self, pkg: str) -> list[Candidate]:
+        """Every catalog's candidates of a package, catalogs by name, bundles by name."""
+        found = self.built.get(pkg)
+        if found is None:
+            found = self.built[pkg] = [c for name in self.sources for c in self._of(name, pkg)]
+        return found
 
     def matching(self, predicate: Predicate, within: Iterable[Candidate] | None = None) -> list[Candidate]:
-        """Candidates the predicate accepts, looked for only where the indexes say they can be."""
+        """Candidates the predicate accepts, looked for only in the packages the indexes say it can reach."""
         if within is None:
-            narrowed = self._pool(predicate)
-            within = self.candidates if narrowed is None else narrowed
+            within = self._pool(predicate)
         return [c for c in within if predicate.matches(c.bundle, c.context)]
 
-    def _pool(self, pred: Predicate) -> list[Candidate] | None:
-        """A superset of the candidates ``pred`` can accept, from an index; None when no index applies."""
+    def _pool(self, predicate: Predicate) -> list[Candidate]:
+        scope = self.scope(predicate)
+        if scope is None:
+            scope = {(name, pkg) for name, src in self.sources.items() for pkg in src.catalog.contents.members}
+        pool = []
+        for name, pkg in sorted(scope):
+            self.package(pkg)   # the package is in this resolution's closure
+            pool.extend(self._of(name, pkg))
+        return pool
+
+    def scope(self, pred: Predicate) -> set[tuple[str, str]] | None:
+        """(catalog, package) pairs holding every bundle ``pred`` can accept; None when no index applies."""
         if isinstance(pred, PackageIs):
-            return self.by_package.get(pred.package, [])
+            return {(n, pred.package) for n, src in self.sources.items()
+                    if pred.package in src.catalog.contents.members}
         if isinstance(pred, ProvidesGVK):
-            return self.by_api.get((pred.group, pred.version, pred.kind), [])
+            return self._indexed("apis", (pred.group, pred.version, pred.kind))
         if isinstance(pred, NameIs):
-            return self.by_name.get(pred.name, [])
+            return self._indexed("names", pred.name)
+        if isinstance(pred, HasLabel):
+            return self._indexed("labels", pred.label)
+        if isinstance(pred, CatalogIs):
+            src = self.sources.get(pred.catalog)
+            return _Whole((pred.catalog, pkg) for pkg in src.catalog.contents.members) if src is not None else _Whole()
         if isinstance(pred, (Labelled, Located)):
-            return self._pool(pred.inner)
-        if isinstance(pred, AllOf):
-            pools = [p for p in map(self._pool, pred.parts) if p is not None]
-            return min(pools, key=len) if pools else None
+            return self.scope(pred.inner)
+        if isinstance(pred, AllOf):   # a catalog narrows the others' scope, listed only when nothing else does
+            catalogs = {p.catalog for p in pred.parts if isinstance(p, CatalogIs)}
+            scopes = [s for s in (self.scope(p) for p in pred.parts if not isinstance(p, CatalogIs))
+                      if s is not None and not isinstance(s, _Whole)]
+            if not scopes:
+                return set.intersection(*(self.scope(CatalogIs(c)) for c in catalogs)) if catalogs else None
+            found = set.intersection(*scopes)
+            return {pair for pair in found if pair[0] in catalogs} if catalogs else found
         if isinstance(pred, AnyOf):
-            pools = [self._pool(p) for p in pred.parts]
-            if any(p is None for p in pools):
-                return None
-            seen: dict[tuple[str, str, str], Candidate] = {}
-            for pool in pools:
-                for c in pool or ():
-                    seen.setdefault(c.key, c)
-            return list(seen.values())
+            union: set[tuple[str, str]] = set()
+            for part in pred.parts:
+                found = self.scope(part)
+                if found is None:
+                    return None
+                union |= found
+            return union
         return None
+
+    def _indexed(self, index: str, key: Any) -> set[tuple[str, str]]:
+        return {(n, pkg) for n, src in self.sources.items()
+                for pkg in getattr(src.catalog.contents, index).get(key, ())}
 
     def channel(self, cand: Candidate, name: str) -> Channel | None:
         return self.catalogs[cand.catalog].channels.get((cand.package, name))
@@ -231,7 +254,7 @@ def dependency_order(cands: Iterable[Candidate], dependent: Candidate, minimal: 
 
 def _stable(cands: Iterable[Candidate], key, newest_first: bool) -> list[Candidate]:
     ordered = sorted(cands, key=lambda c: c.key)
-    ordered.sort(key=lambda c: c.version, reverse=newest_first)
+    ordered.sort(key=lambda c: order_key(c.version), reverse=newest_first)
     ordered.sort(key=key)
     return ordered
 
@@ -244,7 +267,7 @@ def successors(universe: Universe, installed: Candidate, semver_mode: bool = Fal
     minor for 0.x) is a successor.
     """
     out: dict[tuple[str, str, str], Candidate] = {}
-    same_catalog = [c for c in universe.by_package.get(installed.package, []) if c.catalog == installed.catalog]
+    same_catalog = [c for c in universe.package(installed.package) if c.catalog == installed.catalog]
     by_name = {c.name: c for c in same_catalog}
     for channel_name in installed.channels:
         channel = universe.channel(installed, channel_name)
@@ -287,7 +310,7 @@ def heirs(universe: Universe, catalog: str, package: str, name: str, version: se
     cat = universe.catalogs.get(catalog)
     if cat is None:
         return []
-    by_name = {c.name: c for c in universe.by_package.get(package, []) if c.catalog == catalog}
+    by_name = {c.name: c for c in universe.package(package) if c.catalog == catalog}
     out: dict[tuple[str, str, str], Candidate] = {}
     for channel in cat.channels_of(package):
         for entry in channel.entries:

@@ -298,6 +298,8 @@ def test_render_dependencies_and_properties(tmp_path):
             value: {group: etcd.database.coreos.com, kind: EtcdCluster, version: v1beta2}
           - type: olm.constraint
             value: {failureMessage: needs x, cel: {rule: "true"}}
+          - type: olm.label
+            value: {label: lts}
         """)
     write(tmp_path, "metadata/properties.yaml", """
         properties:
@@ -344,6 +346,7 @@ def test_render_dependencies_and_properties(tmp_path):
         ("olm.gvk.required", {"group": "b.io", "kind": "Backup", "version": "v1"}),
         ("olm.gvk.required", {"group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"}),
         ("olm.label", {"label": "stable"}),
+        ("olm.label.required", {"label": "lts"}),   # a dependency: required, as OLM v0 reads it (opm: olm.label)
         ("olm.package", {"packageName": "demo", "version": "1.0.0"}),
         ("olm.package.required", {"packageName": "etcd", "versionRange": ">=0.9.0"}),
     ]

@@ -7,6 +7,7 @@ or on PATH. A cold build of opm takes many minutes, so tests never start one.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,11 +37,15 @@ def opm() -> str | None:
 
 
 def opm_valid(directory: Path) -> tuple[bool, str]:
+    proc = subprocess.run([opm_or_skip(), "validate", str(directory)], capture_output=True, text=True, timeout=300)
+    return proc.returncode == 0, proc.stderr
+
+
+def opm_or_skip() -> str:
     exe = opm()
     if exe is None:
         pytest.skip("opm is not built (run `python -m bench.catalog_bench` once) and not on PATH")
-    proc = subprocess.run([exe, "validate", str(directory)], capture_output=True, text=True, timeout=300)
-    return proc.returncode == 0, proc.stderr
+    return exe
 
 
 def _id(p: Path) -> str:
@@ -147,3 +152,44 @@ def test_file_of_another_name_verdict_and_content_match_opm(tmp_path):
     rendered = subprocess.run([opm(), "render", str(tmp_path), "-o", "yaml"], capture_output=True, text=True,
                               check=True).stdout
     assert "name: demo.v1.0.0" in rendered and sorted(ours.catalog.packages) == ["demo", "other"]
+
+
+GO_SCALARS = """\
+schema: olm.package
+name: demo
+defaultChannel: stable
+---
+schema: olm.channel
+package: demo
+name: stable
+entries:
+- name: demo.v1.0.0
+---
+schema: olm.bundle
+package: demo
+name: demo.v1.0.0
+image: quay.io/demo/demo:1
+properties:
+- type: olm.package
+  value: {packageName: demo, version: 1.0.0}
+- type: example.com/flags
+  value: {a: y, b: N, c: 1e5, d: 0o17, e: 1:20, f: 09, y: 1}
+"""
+
+
+def test_plain_scalars_mean_what_they_mean_to_opm(tmp_path):
+    """opm reads YAML as Go's YAML 1.1 decoder does: a bare y or N is a boolean (also as a key), 1e5 and 09 are
+    numbers, 1:20 is text. The catalog holds opm's values; where a field needs a string, both refuse it."""
+    write(tmp_path, "catalog.yaml", GO_SCALARS)
+    rendered = subprocess.run([opm_or_skip(), "render", str(tmp_path), "-o", "json"], capture_output=True,
+                              text=True, check=True).stdout
+    theirs = [json.loads(doc) for doc in rendered.replace("}\n{", "}\n\0{").split("\0")]
+    value = next(p["value"] for b in theirs if b["schema"] == "olm.bundle" for p in b["properties"]
+                 if p["type"] == "example.com/flags")
+    ours = load(tmp_path, use_cache=False).catalog.bundle("demo", "demo.v1.0.0").properties_of("example.com/flags")
+    assert json.loads(json.dumps(ours[0])) == value == {"a": True, "b": False, "c": 100000, "d": 15, "e": "1:20",
+                                                       "f": 9, "true": 1}
+    write(tmp_path, "catalog.yaml", GO_SCALARS.replace("defaultChannel: stable", "defaultChannel: y"))
+    valid, _ = opm_valid(tmp_path)
+    errors = load(tmp_path, use_cache=False).errors
+    assert not valid and errors[0].message == "olm.package demo: 'defaultChannel' must be a string, not a boolean"

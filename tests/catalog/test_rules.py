@@ -244,12 +244,33 @@ def test_opaque_properties_pass_through(tmp_path):
     write_docs(tmp_path, "c.yaml", package(), channel(), bundle(props=props),
                {"schema": "example.com/custom", "package": "demo", "data": 1})
     loaded = load(tmp_path, use_cache=False)
-    assert loaded.findings == ()
+    assert rules(loaded.findings) == ["property-type"]   # a warning saying what becomes of it: no error
     b = loaded.catalog.bundle("demo", "demo.v1.0.0")
     assert b.properties_of("example.com/anything") == [[1, {"x": None}]]
     c = b.typed_properties("olm.constraint")[0]
     assert (c.failure_message, c.kind, c.spec) == ("m", "cel", {"rule": "true"})
     assert [(m.schema, m.blob["data"]) for m in loaded.catalog.others] == [("example.com/custom", 1)]
+
+
+def test_property_type(tmp_path):
+    """A type nothing here interprets is said once per type, at its first bundle, with what becomes of it."""
+    def props(version: str, *types: str) -> list:
+        return [{"type": "olm.package", "value": {"packageName": "demo", "version": version}},
+                *({"type": t, "value": {"label": "lts"}} for t in types)]
+    ch = channel(entries=[("demo.v1.0.0", None), ("demo.v1.1.0", "demo.v1.0.0")])
+    found = findings(tmp_path, package(), ch,
+                     bundle(props=props("1.0.0", "olm.label.requires", "olm.label", "olm.label.required")),
+                     bundle("demo.v1.1.0", version="1.1.0", props=props("1.1.0", "olm.label.requires",
+                                                                         "olm.maxOpenShiftVersion")))
+    assert [f.rule for f in found] == ["property-type", "property-type"]
+    CHECKED.add("property-type")
+    first, second = found
+    assert (first.obj, first.severity) == ("olm.bundle demo.v1.0.0", "warning")
+    assert first.message.startswith("property type 'olm.label.requires' (and 1 other bundle) is not one the "
+                                    "reconciler interprets: it is kept as written")
+    assert "plays no part in resolution" in first.message and "olm.label.required" in first.hint
+    assert second.message.startswith("property type 'olm.maxOpenShiftVersion' is not one")
+    assert second.obj == "olm.bundle demo.v1.1.0"
 
 
 def test_channel_head_multiple(tmp_path):

@@ -8,6 +8,9 @@ loader, resolver, lockfile) twice, and the two lockfiles must be identical.
 
 Scenario keys:
   description      what the case shows
+  upstream         for a case translated from OLM v0's or deppy's own resolver tests: the repository, file
+                   and test (and sub-case) it translates; the expectation is upstream's unless
+  differs          says why the answer here differs on purpose (docs/resolution.md, "Upstream test cases")
   catalogs         {name: {priority, upgradeGraph, packages: {pkg: {defaultChannel, channels: {ch: [entry]}, bundles: {name: spec}}},
                            deprecations: {pkg: [{schema, name, message}]}}}
                    entry: a bundle name, or {name, replaces, skips, skipRange}
@@ -15,7 +18,8 @@ Scenario keys:
                                  requiresPackage: {pkg: range}, properties: [...], minKubeVersion,
                                  objects: true (the CSV, and a CRD, as olm.bundle.object, not olm.csv.metadata)}
   declarations     YAML documents (Operator, Input, InputClass)
-  installed        {owner: "catalog/bundle"}  (a bundle the catalog lacks is of the package its name starts with)
+  installed        {owner: "catalog/bundle"}  (a bundle the catalog lacks is of the package its name starts with;
+                   "catalog/bundle@1.2.3" gives the installed version where the name does not carry it)
   kubernetesVersion
   expect           bundles: {owner: bundle or catalog/bundle}  (the complete set)
                    applied: {owner: false}    required_by: {owner: [names]}
@@ -116,9 +120,13 @@ def _materialise(scenario: dict[str, Any], root: Path) -> None:
     entries = []
     for owner, ref in sorted((scenario.get("installed") or {}).items()):
         catalog, _, bundle = ref.partition("/")
-        pkg = next((p for p, spec in scenario["catalogs"][catalog]["packages"].items()
-                    if bundle in (spec.get("bundles") or {})), bundle.rsplit(".v", 1)[0])  # gone: by its name
-        entries.append(LockEntry(operator=owner, package=pkg, name=bundle, version=_version_of(bundle),
+        bundle, _, version = bundle.partition("@")
+        specs = scenario["catalogs"][catalog]["packages"]
+        pkg = next((p for p, spec in specs.items() if bundle in (spec.get("bundles") or {})),
+                   bundle.rsplit(".v", 1)[0])  # gone: by its name
+        known = (specs.get(pkg, {}).get("bundles") or {}).get(bundle) or {}
+        version = version or str(known.get("version") or _version_of(bundle))
+        entries.append(LockEntry(operator=owner, package=pkg, name=bundle, version=version,
                                  catalog=catalog, channel="", source=f"registry.invalid/{pkg}-bundle",
                                  digest=""))
     if entries:
@@ -176,3 +184,17 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
 
 def test_there_are_at_least_forty_scenarios() -> None:
     assert len(SCENARIOS) >= 40
+
+
+def test_upstream_translations_cite_their_test() -> None:
+    """Every translated OLM v0 or deppy case names the upstream test it translates; a deliberate difference
+    is one docs/resolution.md lists."""
+    docs = (Path(__file__).parents[2] / "docs" / "resolution.md").read_text()
+    translated = [p for p in SCENARIOS if p.name[0] in "12" and p.name[3:].startswith(("-olm-", "-deppy-"))]
+    assert len(translated) >= 79
+    for path in translated:
+        scenario = yamlio.load_one(path.read_text(), str(path))
+        assert str(scenario.get("upstream", "")).startswith("operator-framework/"), path.name
+        if scenario.get("differs"):
+            assert f"| {path.name[:3]} |" in docs, f"{path.name} differs from upstream but docs/resolution.md " \
+                                                     f"does not list it"

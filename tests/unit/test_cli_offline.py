@@ -258,3 +258,22 @@ subjects: [{kind: ServiceAccount, name: plumbus-controller, namespace: plumbus-s
     assert run(*argv[1:])[0] == 0, capsys.readouterr().err
     code, out = run("reconcile", str(repo), "--dry-run")
     assert code == 1 and "plumbus: plumbus.v1.1.0 approved" in out, out
+
+
+def test_the_approval_line_names_the_bundle_as_the_catalog_and_lock_do(repo):
+    """A rebuild named ``plumbus.v1.1.0-1`` (version 1.1.0+1) whose CSV keeps another name: approval speaks of the
+    bundle the resolution chose, by the name olm.lock records, and `approve` binds that name."""
+    import shutil
+
+    catalog = next((repo / "catalogs" / "community").iterdir())
+    text = catalog.read_text()
+    catalog.write_text(text.replace("name: plumbus.v1.1.0\n", "name: plumbus.v1.1.0-1\n")
+                       .replace("version: 1.1.0}", "version: 1.1.0+1}"))
+    shutil.rmtree(repo / "approvals")
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert code == 1, out
+    assert "  plumbus: plumbus.v1.1.0-1 WAITS FOR APPROVAL" in out, out
+    assert run("approve", str(repo), "plumbus")[0] == 0
+    assert "name: plumbus.v1.1.0-1" in (repo / "approvals" / "plumbus.yaml").read_text()
+    code, out = run("reconcile", "--dry-run", str(repo))
+    assert "  plumbus: plumbus.v1.1.0-1 approved" in out, out

@@ -8,13 +8,14 @@ decoded on first read, and only for the bundles resolution looks at.
 from __future__ import annotations
 
 import base64
+import pickle
 import json
 
 import pytest
 
 from reconciler.errors import ResolutionError
 from reconciler.model.catalog import (
-    Bundle, Catalog, Channel, ChannelEntry, LazyBundle, Package, Property, embedded_csv,
+    Bundle, Catalog, Channel, ChannelEntry, Package, Property, embedded_csv,
 )
 from reconciler.model.declarations import CatalogSelector, OperatorDecl, Origin
 from reconciler.resolve import ResolutionRequest, SatResolver
@@ -72,9 +73,10 @@ def test_no_csv_no_fields_and_broken_objects_are_passed_over():
 
 
 def test_a_cached_bundle_reads_the_same_fields_once():
-    lazy = LazyBundle.of(bundle(obj(CRD), obj(CSV)))
-    assert lazy.csv_fields["minKubeVersion"] == "1.29.0"
-    assert lazy.csv_fields is lazy.csv_fields
+    shelved = pickle.loads(pickle.dumps(_catalog(bundle(obj(CRD), obj(CSV))).shelved()))
+    b = shelved.bundle("gizmo", "gizmo.v1.0.0")
+    assert b.csv_fields["minKubeVersion"] == "1.29.0"
+    assert b.csv_fields is b.csv_fields and shelved.bundle("gizmo", "gizmo.v1.0.0") is b
 
 
 def _catalog(*bundles: Bundle) -> Catalog:

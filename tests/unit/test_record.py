@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 import reconciler.catalog  # noqa: F401 - defines Loaded, Finding, CatalogFile and Walk
-from reconciler.model.catalog import Bundle, Catalog, LazyBundle, Meta, Package, Property
+from reconciler.model.catalog import Bundle, Catalog, Channel, ChannelEntry, Meta, Package, Property
 from reconciler.model.record import Record
 
 
@@ -93,12 +93,18 @@ def test_catalog_default_deprecations_are_not_shared():
     assert b.deprecations == {}
 
 
-def test_records_survive_pickling_and_a_lazy_bundle_equals_its_bundle():
+def test_records_survive_pickling_and_a_shelved_catalog_equals_its_catalog():
     b = Bundle("demo", "demo.v1", "img", (Property("olm.package", {"packageName": "demo", "version": "1.0.0"}),),
                "a.yaml")
     assert str(b.version) == "1.0.0"  # a cached_property on an immutable record
-    lazy = LazyBundle.of(b)
-    assert lazy == b and b == lazy and hash(lazy) == hash(b)
-    for value in (b, lazy, Catalog("c", "r", {}, {}, {("demo", "demo.v1"): lazy})):
+    ch = Channel("demo", "stable", (ChannelEntry("demo.v1"),), "a.yaml")
+    plain = Catalog("c", "r", {"demo": Package("demo", "stable", "a.yaml")}, {("demo", "stable"): ch},
+                    {("demo", "demo.v1"): b})
+    shelved = plain.shelved()
+    assert shelved == plain and plain == shelved
+    for value in (b, plain, shelved):
         again = pickle.loads(pickle.dumps(value))
         assert again == value and type(again) is type(value)
+    again = pickle.loads(pickle.dumps(shelved))
+    assert again.bundles.shelf.decoded == {}   # nothing decoded until asked
+    assert again.bundle("demo", "demo.v1") == b and list(again.bundles) == [("demo", "demo.v1")]

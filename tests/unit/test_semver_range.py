@@ -8,7 +8,7 @@ import pytest
 import semver
 
 from reconciler.errors import InputError
-from reconciler.model.semver_range import VersionRange, parse_version
+from reconciler.model.semver_range import VersionRange, order_key, parse_version
 
 # (range, version, expected) for Operator.spec.version, Masterminds semver v3 semantics.
 MASTERMINDS = [
@@ -333,3 +333,11 @@ def test_parse_version_invalid(text: str) -> None:
         parse_version(text)
     assert f'"{text}"' in err.value.message
     assert "MAJOR.MINOR.PATCH" in err.value.message
+
+
+def test_build_metadata_orders_only_rebuilds_of_one_version() -> None:
+    texts = ["1.0.0+2", "1.0.0", "1.0.0+10", "1.0.0+1.a", "0.9.0+99", "1.0.0+1", "1.0.0+rc", "1.0.1-0+5"]
+    ordered = sorted((parse_version(t) for t in texts), key=order_key)
+    assert [str(v) for v in ordered] == ["0.9.0+99", "1.0.0", "1.0.0+1", "1.0.0+1.a", "1.0.0+2", "1.0.0+10",
+                                         "1.0.0+rc", "1.0.1-0+5"]
+    assert VersionRange.parse("1.0.0").contains("1.0.0+2")

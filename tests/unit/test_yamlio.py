@@ -149,7 +149,22 @@ def test_dump_is_deterministic_across_insertion_order():
     a = {"kind": "Lock", "apiVersion": "v1", "bundles": [{"z": 1, "a": {"y": 2, "b": 3}}]}
     b = {"bundles": [{"a": {"b": 3, "y": 2}, "z": 1}], "apiVersion": "v1", "kind": "Lock"}
     assert yamlio.dump(a).encode() == yamlio.dump(b).encode()
-    assert yamlio.dump(a) == "apiVersion: v1\nbundles:\n- a:\n    b: 3\n    y: 2\n  z: 1\nkind: Lock\n"
+    # 'y' is quoted: Go's YAML decoder (opm, kubectl) would read a plain y as the boolean true
+    assert yamlio.dump(a) == "apiVersion: v1\nbundles:\n- a:\n    b: 3\n    'y': 2\n  z: 1\nkind: Lock\n"
+
+
+@pytest.mark.parametrize(("text", "go", "plain"), [
+    ("y", True, "y"), ("Y", True, "Y"), ("n", False, "n"), ("N", False, "N"), ("yes", True, True),
+    ("1e5", 100000.0, "1e5"), ("12e03", 12000.0, "12e03"), ("1.e3", 1000.0, "1.e3"), ("09", 9.0, "09"),
+    ("0o17", 15, "0o17"), ("017", 15, 15), ("1_000", 1000, 1000), ("0b101", 5, 5), ("-0x1F", -31, -31),
+    ("1:20", "1:20", 80), (".5", 0.5, 0.5), ("1.2.3", "1.2.3", "1.2.3"), ("~", None, None), ("2001-12-14",) * 3,
+])
+def test_go_scalars_read_plain_scalars_as_opm_does(text, go, plain):
+    """Catalogs are read with Go's YAML 1.1 resolution (yaml.v2, what opm and kubectl use; each value here was
+    checked against opm v1.61.0's render); other content keeps PyYAML's."""
+    assert yamlio.load_one(f"v: {text}\n", "c.yaml", go=True) == {"v": go}
+    assert yamlio.load_one(f"v: {text}\n", "c.yaml") == {"v": plain}
+    assert yamlio.load_one(yamlio.dump({"v": text}), "c.yaml", go=True) == {"v": text}   # written quoted
 
 
 def test_dump_writes_no_aliases_and_round_trips():
