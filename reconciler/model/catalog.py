@@ -29,18 +29,10 @@ if TYPE_CHECKING:  # semver is imported by the first version read (semver_range)
 
     from reconciler.model.views import GVK, PackageRequired, RelatedImage
 
-PROP_PACKAGE = "olm.package"
-PROP_GVK = "olm.gvk"
-PROP_GVK_REQUIRED = "olm.gvk.required"
-PROP_PACKAGE_REQUIRED = "olm.package.required"
-PROP_CONSTRAINT = "olm.constraint"
-PROP_BUNDLE_OBJECT = "olm.bundle.object"
-PROP_CSV_METADATA = "olm.csv.metadata"
-PROP_DEPRECATED = "olm.deprecated"
-PROP_LABEL = "olm.label"
-PROP_LABEL_REQUIRED = "olm.label.required"
-PROP_CHANNEL = "olm.channel"
-PROP_BUNDLE_MEDIATYPE = "olm.bundle.mediatype"
+from reconciler.model.properties import (  # noqa: F401 - the catalog model's vocabulary, importable from here
+    PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CHANNEL, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_DEPRECATED,
+    PROP_GVK, PROP_GVK_REQUIRED, PROP_LABEL, PROP_LABEL_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+)
 
 # What each property type means here; any other type is kept as written (rendered, seen by CEL rules) and plays
 # no part in resolution, as OLM ignores property types it does not know (catalog validate says so).

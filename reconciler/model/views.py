@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.model.catalog import (
+from reconciler.model.properties import (
     PROP_BUNDLE_OBJECT, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_DEPRECATED, PROP_GVK, PROP_GVK_REQUIRED, PROP_LABEL,
     PROP_LABEL_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
 )
