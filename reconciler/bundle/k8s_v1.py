@@ -199,9 +199,14 @@ def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
         dep = service_deployment(str(svc.get("name")), a, f"APIService {_name(a.obj)}")
         port = next((p.get("targetPort") for p in (services[str(svc.get("name"))].obj.get("spec") or {}).get("ports")
                      or [] if p.get("port") == (svc.get("port") or 443)), 443)
-        owned_api.append({"group": spec.get("group"), "version": spec.get("version"),
-                          "kind": spec.get("group"), "name": spec.get("group"), "deploymentName": dep,
-                          "containerPort": int(port) if str(port).isdigit() else 443})
+        served = sorted({resource.partition("/")[0] for resource, _, group in (api.partition(".") for api in provided)
+                         if group == spec.get("group")})
+        # RBAC names the resources an APIService serves, never their kinds: each is listed by its resource,
+        # with no kind, rather than a guessed one (a group serving none that RBAC names is listed once, bare)
+        for resource in served or [""]:
+            owned_api.append({"group": spec.get("group"), "version": spec.get("version"), "kind": "",
+                              "name": resource, "deploymentName": dep,
+                              "containerPort": int(port) if str(port).isdigit() else 443})
         consumed.add(id(a))
         consumed.add(id(services[str(svc.get("name"))]))
     csv_spec: dict[str, Any] = {k: meta[k] for k in _CSV_FIELDS if k in meta and k not in ("labels", "icon")}

@@ -339,6 +339,7 @@ def _reject_unsupported(csv: Csv, content: BundleContent, plan: InstallPlan) -> 
                 raise UnsupportedBundleError(
                     f"{what} is a conversion webhook for CRDs {missing or '(none listed)'} that the bundle does "
                     f"not contain", path=csv.file, obj=_where(csv))
+    served_by: dict[tuple[str, str], str] = {}
     for i, api in enumerate((csv.spec.get("apiservicedefinitions") or {}).get("owned") or []):
         what = f"spec.apiservicedefinitions.owned[{i}] ({api.get('version')}.{api.get('group')})"
         if not api.get("group") or not api.get("version"):
@@ -346,6 +347,11 @@ def _reject_unsupported(csv: Csv, content: BundleContent, plan: InstallPlan) -> 
         if api.get("deploymentName") not in deployments:
             raise UnsupportedBundleError(f"{what} names deployment {api.get('deploymentName')!r}, which the "
                                          f"install strategy does not define", path=csv.file, obj=_where(csv))
+        other = served_by.setdefault((api["group"], api["version"]), api["deploymentName"])
+        if other != api["deploymentName"]:
+            raise UnsupportedBundleError(f"{what} is served by deployment {api['deploymentName']!r}, but an "
+                                         f"earlier entry of the same group and version names {other!r}; one "
+                                         f"APIService has one backing Service", path=csv.file, obj=_where(csv))
 
 
 def _group_kind(obj: Manifest) -> tuple[str, str]:
@@ -542,7 +548,12 @@ def _webhook_configurations(conv: Conversion) -> Iterator[Manifest]:
 
 
 def _api_services(conv: Conversion) -> Iterator[Manifest]:
+    """One APIService per group and version, however many kinds of it the CSV lists (as OLM names it)."""
+    seen = set()
     for api in (conv.csv.spec.get("apiservicedefinitions") or {}).get("owned") or []:
+        if (api["group"], api["version"]) in seen:
+            continue
+        seen.add((api["group"], api["version"]))
         svc = _service_for(conv, api["deploymentName"])
         cert = conv.certs[svc.name]
         spec: dict[str, Any] = {"group": api["group"], "version": api["version"],

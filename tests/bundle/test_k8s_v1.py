@@ -183,3 +183,50 @@ def test_status_requires_what_rbac_needs_from_other_operators(tmp_path):
     assert out.metadata["apis"]["requires"] == [{"group": "monitoring.coreos.com", "version": "", "kind": "",
                                                  "plural": "servicemonitors", "singular": ""}]
     assert [a["kind"] for a in out.metadata["apis"]["provides"]] == ["Widget"]
+
+
+def _with_api_service(docs: list[dict]) -> list[dict]:
+    """The gizmo bundle serving metrics.k8sop.example.com/v1beta1 through an APIService; RBAC names two resources."""
+    docs[2]["rules"].append({"apiGroups": ["metrics.k8sop.example.com"], "resources": ["podmetrics", "nodemetrics",
+                                                                                        "podmetrics/status"],
+                             "verbs": ["get"]})
+    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gizmo-api"},
+                 "spec": {"selector": {"app": "gizmo"}, "ports": [{"port": 443, "targetPort": 6443}]}})
+    docs.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                 "metadata": {"name": "v1beta1.metrics.k8sop.example.com"},
+                 "spec": {"group": "metrics.k8sop.example.com", "version": "v1beta1",
+                          "service": {"name": "gizmo-api", "namespace": "x"},
+                          "groupPriorityMinimum": 100, "versionPriority": 10}})
+    return docs
+
+
+def test_an_api_service_provides_the_resources_rbac_names_never_a_kind_made_of_its_group(tmp_path):
+    from reconciler.catalog.render import render_bundle_dir
+
+    _bundle(tmp_path, _with_api_service(_docs()))
+    content = read_content(fetch("file://gizmo", tmp_path))
+    csv = k8s_v1.synthesize(content)[0].manifests[0].obj
+    group = "metrics.k8sop.example.com"
+    assert [(a["group"], a["version"], a["kind"], a["name"], a["deploymentName"], a["containerPort"])
+            for a in csv["spec"]["apiservicedefinitions"]["owned"]] == [
+        (group, "v1beta1", "", "nodemetrics", "gizmo", 6443), (group, "v1beta1", "", "podmetrics", "gizmo", 6443)]
+    out = render("file://gizmo", tmp_path, InstallSettings("gizmo-system"), "operators", CertManagerProvider())
+    assert [o["metadata"]["name"] for o in out.objects if o["kind"] == "APIService"] == [f"v1beta1.{group}"]
+    assert [(a["kind"], a["plural"]) for a in out.metadata["apis"]["provides"] if a["group"] == group] == [
+        ("", "nodemetrics"), ("", "podmetrics")]
+    gvks = [p["value"] for p in render_bundle_dir(tmp_path / "gizmo")["properties"] if p["type"] == "olm.gvk"]
+    assert {"group": group, "kind": "", "version": "v1beta1"} in gvks
+    assert all(g["kind"] != g["group"] for g in gvks)
+
+
+def test_two_deployments_cannot_serve_one_api_service(tmp_path):
+    from tests.unit.helpers import csv_doc, deployment, write_bundle
+
+    csv = csv_doc(deployments=[deployment("a", "sa"), deployment("b", "sa")])
+    csv["spec"]["apiservicedefinitions"] = {"owned": [
+        {"group": "m.example.com", "version": "v1", "kind": "A", "name": "as", "deploymentName": "a"},
+        {"group": "m.example.com", "version": "v1", "kind": "B", "name": "bs", "deploymentName": "b"}]}
+    ref = write_bundle(tmp_path, "bundles/demo", csv)
+    with pytest.raises(UnsupportedBundleError, match="spec.apiservicedefinitions.owned\\[1\\] \\(v1.m.example.com\\) "
+                                                     "is served by deployment 'b', but an earlier entry"):
+        render(ref, tmp_path, InstallSettings("ns"), "operators")
