@@ -59,9 +59,11 @@ def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
         raise BundleError(f"a k8s+v1 bundle needs {OLM_YAML}", obj=content.name,
                           hint=f"add {OLM_YAML} with {', '.join(REQUIRED_FIELDS)}")
     try:
-        doc = yamlio.load_one(yamlio.read_text(path, OLM_YAML), OLM_YAML)
+        # strict: a key written twice (seed 000's example repeats ``name:`` under a mis-indented ``provider:``)
+        # would otherwise rename the bundle to whatever came last
+        doc = yamlio.load_one(yamlio.read_text(path, OLM_YAML), OLM_YAML, strict=True)
     except InputError as exc:
-        raise BundleError(exc.message, path=OLM_YAML, obj=content.name) from None
+        raise BundleError(exc.message, path=OLM_YAML, obj=content.name, hint=exc.hint) from None
     if not isinstance(doc, dict):
         raise BundleError("olm.yaml must be a mapping", path=OLM_YAML, obj=content.name)
     missing = [f for f in REQUIRED_FIELDS if not doc.get(f)]

@@ -230,3 +230,30 @@ def test_two_deployments_cannot_serve_one_api_service(tmp_path):
     with pytest.raises(UnsupportedBundleError, match="spec.apiservicedefinitions.owned\\[1\\] \\(v1.m.example.com\\) "
                                                      "is served by deployment 'b', but an earlier entry"):
         render(ref, tmp_path, InstallSettings("ns"), "operators")
+
+
+SEED_000 = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "000_febd3aa71be13dec.txt"
+
+
+def _seed_olm_yaml() -> str | None:
+    """The olm.yaml example of seed 000 as printed (between its ```yaml fence and the closing one)."""
+    if not SEED_000.is_file():
+        return None
+    text = SEED_000.read_text(encoding="utf-8")
+    start = text.index("```yaml", text.index("Ex. _olm.yaml_")) + len("```yaml\n")
+    return text[start:text.index("```", start)]
+
+
+@pytest.mark.parametrize("text", [
+    "name: gizmo.v1.0.0\nversion: 1.0.0\nminKubeVersion: 1.25.0\n"
+    "installModes: [{type: AllNamespaces, supported: true}]\nprovider:\nname: Example Inc\n",
+    pytest.param(_seed_olm_yaml(), id="seed-000", marks=pytest.mark.skipif(
+        _seed_olm_yaml() is None, reason="../shared/seeds is absent"))])
+def test_an_olm_yaml_with_a_key_written_twice_is_refused(tmp_path, text):
+    root = _bundle(tmp_path, olm=None)
+    (root / "metadata" / "olm.yaml").write_text(text)
+    with pytest.raises(BundleError) as err:
+        render("file://gizmo", tmp_path, InstallSettings(), "operators")
+    assert err.value.path == "metadata/olm.yaml"
+    assert err.value.message.startswith("duplicate key 'name' (line ")
+    assert "it is first set on line 1" in err.value.message
