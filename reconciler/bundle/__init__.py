@@ -42,8 +42,10 @@ class RenderedBundle:
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
-           certificates: CertificateProvider | None = None) -> RenderedBundle:
-    return render_content(read_content(fetch(reference, repo_root)), install, default_namespace, certificates)
+           certificates: CertificateProvider | None = None, digest: str | None = None) -> RenderedBundle:
+    """``reference`` converted for one install; ``digest`` (a locked pin) is what an image tag is pulled by."""
+    return render_content(read_content(fetch(reference, repo_root, digest)), install, default_namespace,
+                          certificates)
 
 
 def render_content(content: BundleContent, install: InstallSettings, default_namespace: str,
