@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.bundle import keyed
+from reconciler.bundle import keyed, typed
 from reconciler.bundle.content import (ANNOTATION_MANIFESTS, ANNOTATION_MEDIATYPE, ANNOTATION_PACKAGE,
                                        BundleContent, ParsedManifest)
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
@@ -96,11 +96,30 @@ def _bound_roles(content: BundleContent, accounts: set[str]) -> dict[tuple[str, 
     return out
 
 
+# Kinds projected onto the synthesized CSV, which OLM decodes into Go types like those it creates typed.
+_PROJECTED = frozenset({("apps", "Deployment"), ("apiregistration.k8s.io", "APIService"),
+                        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+                        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")})
+
+
+def _read_typed(content: BundleContent) -> tuple[BundleContent, list[str]]:
+    """Every manifest read through its kind's API type (``typed``), and the notes."""
+    notes: list[str] = []
+    manifests = []
+    for m in content.manifests:
+        mode = typed.FOLD if _gk(m.obj) in typed.OLM_DECODED | _PROJECTED else typed.DROP
+        obj, found = typed.read_object(m.obj, f"{m.file}: {_gk(m.obj)[1]} {_name(m.obj)}", mode)
+        notes += found
+        manifests.append(ParsedManifest(m.file, obj) if found else m)
+    return dataclasses.replace(content, manifests=tuple(manifests)), notes
+
+
 def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
     """A registry+v1 ``BundleContent`` (synthesized CSV + remaining manifests) and the inferred APIs."""
     meta = read_olm_yaml(content)
-    # duplicate keyed-list entries are resolved here, so that the notes name the Deployment's own file
-    repairs: list[str] = []
+    # objects are read through their API types and duplicate keyed-list entries resolved here, so that the
+    # notes name each object's own file (the synthesized CSV is no file of the bundle)
+    content, repairs = _read_typed(content)
     deployments = []
     for m in content.manifests:
         if _gk(m.obj) == ("apps", "Deployment"):

@@ -257,3 +257,22 @@ def test_an_olm_yaml_with_a_key_written_twice_is_refused(tmp_path, text):
     assert err.value.path == "metadata/olm.yaml"
     assert err.value.message.startswith("duplicate key 'name' (line ")
     assert "it is first set on line 1" in err.value.message
+
+
+def test_manifests_are_read_through_their_api_types_naming_their_own_files(tmp_path):
+    docs = _docs()
+    docs[0]["spec"]["selector"]["app"] = "gizmo"                                  # beside matchLabels
+    docs[0]["spec"]["template"]["spec"]["volumes"] = [{"name": "certs", "secretName": "gizmo-certs"}]
+    docs[6]["spec"]["ports"][0]["TargetPort"] = docs[6]["spec"]["ports"][0].pop("targetPort")
+    _bundle(tmp_path, docs)
+    out = render("file://gizmo", tmp_path, InstallSettings("gizmo-system"), "operators", CertManagerProvider())
+    (dep,) = [o for o in out.objects if o["kind"] == "Deployment"]
+    assert dep["spec"]["selector"] == {"matchLabels": {"app": "gizmo"}}
+    assert {"name": "certs"} in dep["spec"]["template"]["spec"]["volumes"]
+    dropped = "and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown fields)"
+    assert out.warnings == (
+        f"manifests/all.yaml: Deployment gizmo: spec.selector.app is not a field of meta/v1 LabelSelector {dropped}",
+        f"manifests/all.yaml: Deployment gizmo: spec.template.spec.volumes[0].secretName is not a field of core/v1 "
+        f"Volume {dropped}",
+        "manifests/all.yaml: Service gizmo-webhook: spec.ports[0].TargetPort read as targetPort (OLM's typed "
+        "decoding matches keys case-insensitively)")
