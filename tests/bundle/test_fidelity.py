@@ -152,3 +152,16 @@ def test_a_protected_group_with_the_approval_annotation_is_accepted(tmp_path):
                        "annotations": {"api-approved.kubernetes.io": "unapproved, experimental"}}
     assert by_kind(_render(tmp_path, None, crd).objects, "CustomResourceDefinition")
 
+
+def test_an_install_namespace_mapping_replaces_every_namespace_field(tmp_path):
+    """An Install's spec.namespaces: the install namespace and every namespace field of the objects."""
+    csv = csv_doc(annotations={"operatorframework.io/suggested-namespace": "default"})
+    ref = write_bundle(tmp_path, "bundles/demo", csv)
+    out = render(ref, tmp_path, InstallSettings(namespace_map=(("default", "operators"),)), "elsewhere")
+    assert out.namespace == "operators"
+    namespaces = {str(o.get("metadata", {}).get("namespace")) for o in out.objects} - {"None"}
+    assert namespaces == {"operators"}
+    subjects = [s["namespace"] for o in out.objects for s in o.get("subjects") or []]
+    assert subjects and set(subjects) == {"operators"}
+    (dep,) = by_kind(out.objects, "Deployment")
+    assert dep["spec"]["template"]["metadata"]["annotations"]["olm.operatorNamespace"] == "operators"
