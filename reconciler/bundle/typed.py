@@ -201,7 +201,8 @@ class _Walk:
                 out[field] = item   # of two keys for one field, the last written wins, as in Go
             elif self.mode == REFUSE:
                 self.notes.append(f"{self.where}: {at} is not a field of {describe(name)}")
-            else:
+            else:   # a field of OLM's own types is never applied: dropping it is all OLM does
+                why = "" if name.startswith("olm.") else " (server-side apply refuses unknown fields)"
                 self.notes.append(f"{self.where}: {at} is not a field of {describe(name)} and was dropped, as "
-                                  f"{_DROPPED[self.mode]} (server-side apply refuses unknown fields)")
+                                  f"{_DROPPED[self.mode]}{why}")
         return out
