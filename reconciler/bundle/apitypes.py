@@ -47,7 +47,8 @@ EITHER = {
 
 
 def short(name: str) -> str:
-    """``io.k8s.api.apps.v1.DeploymentSpec`` -> ``apps.v1.DeploymentSpec``; ``…pkg.apis.meta.v1.X`` -> ``meta.v1.X``."""
+    """``io.k8s.api.apps.v1.DeploymentSpec`` -> ``apps.v1.DeploymentSpec``; ``….pkg.apis.meta.v1.X`` -> ``meta.v1.X``.
+    """
     if "pkg.apis." in name:
         return name.split("pkg.apis.", 1)[1]
     return name.removeprefix("io.k8s.api.")

@@ -355,7 +355,8 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
                     other = operators[decl.name]
                     raise DeclarationError(f"{decl.kind} {decl.name} is declared twice", path=str(origin),
                                            hint=f"{other.kind} {other.name} is also declared in {other.origin}; "
-                                                f"Operators, Inputs, Installs, Instances and BundleDeployments share one namespace of names")
+                                                f"Operators, Inputs, Installs, Instances and BundleDeployments "
+                                                f"share one namespace of names")
                 operators[decl.name] = decl
     operators = {name: direct.refer(d, bundles) if d.kind == "Instance" else d for name, d in operators.items()}
     for bundle in bundles.values():

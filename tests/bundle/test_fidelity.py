@@ -121,8 +121,8 @@ def test_jsonpath_in_a_v1_crd_is_read_as_json_path(tmp_path):
     assert got["spec"]["versions"][0]["additionalPrinterColumns"] == [
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
     assert out.warnings == ("manifests/extra-0.yaml: CustomResourceDefinition widgets.demo.example.com: "
-                            "spec.versions[0].additionalPrinterColumns[0].JSONPath read as jsonPath (OLM's typed decoding "
-                            "matches keys case-insensitively)",)
+                            "spec.versions[0].additionalPrinterColumns[0].JSONPath read as jsonPath (OLM's typed "
+                            "decoding matches keys case-insensitively)",)
 
 
 def test_a_v1beta1_crd_without_scope_becomes_namespaced(tmp_path):

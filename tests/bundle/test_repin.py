@@ -31,7 +31,8 @@ def _repo(root: Path, image: str) -> None:
                                                 "spec": {"catalog": {"name": "community", "package": "plumbus"}}})
 
 
-def _moving_tag(tmp_path: Path, ref: str, first: Path, second: Path) -> tuple[str, oci.ImageLayout, oci.ImageLayout, Path]:
+def _moving_tag(tmp_path: Path, ref: str, first: Path,
+                second: Path) -> tuple[str, oci.ImageLayout, oci.ImageLayout, Path]:
     """Two images for one tag, the first pushed; a repository whose Operator's catalog names the tag."""
     one = oci.build_layout(first, tmp_path / "l1", {})
     two = oci.build_layout(second, tmp_path / "l2", {})
@@ -62,7 +63,8 @@ def test_resolve_repins_a_moved_tag_and_says_so(tmp_path, oci_registry, oci_cach
 
 def _plain_image(tmp_path: Path, value: str) -> Path:
     src = tmp_path / "src"
-    write(src, "manifests/cm.yaml", f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: plumbus}}\ndata: {{v: '{value}'}}\n")
+    write(src, "manifests/cm.yaml",
+          f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: plumbus}}\ndata: {{v: '{value}'}}\n")
     write(src, "metadata/annotations.yaml",
           "annotations: {operators.operatorframework.io.bundle.mediatype.v1: plain+v0}\n")
     return src

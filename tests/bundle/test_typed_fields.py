@@ -368,3 +368,36 @@ def test_every_kind_a_bundle_installs_is_in_the_table_and_olm_types_name_table_t
     table = typed._table()[1]
     for fields in typed.OLM_TYPES.values():
         assert all(ref.lstrip("[{?") in table for ref in fields.values() if ref)
+
+
+def test_the_table_notation_of_an_openapi_document():
+    """``apitypes.build`` on a small schema: structs, lists and maps of them, either-shaped types, leaves."""
+    from reconciler.bundle import apitypes
+
+    def ref(name: str) -> dict:
+        return {"allOf": [{"$ref": f"#/components/schemas/{name}"}]}
+    props = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"
+    meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    quantity = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+    doc = {"components": {"schemas": {
+        "io.k8s.api.demo.v1.Widget": {
+            "x-kubernetes-group-version-kind": [{"group": "demo.example.com", "version": "v1", "kind": "Widget"}],
+            "properties": {"apiVersion": {"type": "string"}, "metadata": ref(meta),
+                           "parts": {"type": "array", "items": ref("io.k8s.api.demo.v1.Part")},
+                           "byName": {"type": "object", "additionalProperties": ref("io.k8s.api.demo.v1.Part")},
+                           "size": ref(quantity), "schema": {"$ref": "#/components/schemas/" + props + "OrArray"}}},
+        "io.k8s.api.demo.v1.WidgetList": {
+            "x-kubernetes-group-version-kind": [{"group": "demo.example.com", "version": "v1", "kind": "WidgetList"}],
+            "properties": {"items": {"type": "array", "items": ref("io.k8s.api.demo.v1.Widget")}}},
+        "io.k8s.api.demo.v1.Part": {"properties": {"name": {"type": "string"}}},
+        meta: {"properties": {"name": {"type": "string"}}},
+        quantity: {"type": "string"},
+        props: {"properties": {"type": {"type": "string"}}},
+        props + "OrArray": {"description": "either"}}}}
+    table = apitypes.build([doc], "v9.9.9")
+    assert table["kinds"] == {"demo.example.com/v1 Widget": "demo.v1.Widget"}
+    assert table["types"]["demo.v1.Widget"] == {
+        "apiVersion": "", "byName": "{demo.v1.Part", "metadata": "meta.v1.ObjectMeta", "parts": "[demo.v1.Part",
+        "schema": "?apiextensions.v1.JSONSchemaProps", "size": ""}
+    assert set(table["types"]) == {"demo.v1.Widget", "demo.v1.Part", "meta.v1.ObjectMeta",
+                                   "apiextensions.v1.JSONSchemaProps"}
