@@ -74,12 +74,17 @@ def _table() -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     return doc["kinds"], {**doc["types"], **OLM_TYPES}
 
 
-@functools.cache
-def _shape(name: str) -> tuple[frozenset[str], dict[str, str], tuple[tuple[str, str], ...]]:
+_SHAPES: dict[str, tuple[frozenset[str], dict[str, str], dict[str, str]]] = {}
+
+
+def _shape(name: str) -> tuple[frozenset[str], dict[str, str], dict[str, str]]:
     """A struct's field names, its lower-cased names, and the fields that hold structs (with what they hold)."""
-    fields = _table()[1][name]
-    return (frozenset(fields), {f.lower(): f for f in fields},
-            tuple((f, ref) for f, ref in fields.items() if ref))
+    found = _SHAPES.get(name)
+    if found is None:
+        fields = _table()[1][name]
+        found = _SHAPES[name] = (frozenset(fields), {f.lower(): f for f in fields},
+                                 {f: ref for f, ref in fields.items() if ref})
+    return found
 
 
 def kind_type(api_version: Any, kind: Any) -> str | None:
@@ -130,10 +135,13 @@ _SAME = object()
 
 
 class _Walk:
+    """One reading: ``parts`` is the path walked so far (keys, and list positions as ints), formatted only for a
+    note; a nested struct is read by a direct call, since CRD schemas make this the hot path of conversion."""
+
     def __init__(self, where: str, mode: str, notes: list[str]) -> None:
         self.where, self.mode, self.notes = where, mode, notes
 
-    def value(self, value: Any, ref: str, parts: list[str]) -> Any:
+    def value(self, value: Any, ref: str, parts: list[Any]) -> Any:
         """The value read as ``ref``, or ``_SAME`` when nothing in it changes."""
         lead = ref[0]
         if lead == "[":
@@ -141,12 +149,15 @@ class _Walk:
         if lead == "{":
             if not isinstance(value, dict):
                 return _SAME
-            changed: dict[Any, Any] = {}
+            inner = ref[1:]
+            plain = inner[0] not in "[{?"
+            changed: dict[Any, Any] | None = None
             for key, item in value.items():
-                parts.append(f".{key}")
-                read = self.value(item, ref[1:], parts)
+                parts.append(key)
+                read = self.struct(item, inner, parts) if plain else self.value(item, inner, parts)
                 parts.pop()
                 if read is not _SAME:
+                    changed = changed if changed is not None else {}
                     changed[key] = read
             return dict(value, **changed) if changed else _SAME
         if lead == "?":
@@ -155,10 +166,10 @@ class _Walk:
             return self.struct(value, ref[1:], parts)
         return self.struct(value, ref, parts)
 
-    def items(self, values: list[Any], ref: str, parts: list[str]) -> Any:
+    def items(self, values: list[Any], ref: str, parts: list[Any]) -> Any:
         out: list[Any] | None = None
         for i, item in enumerate(values):
-            parts.append(f"[{i}]")
+            parts.append(i)
             read = self.value(item, ref, parts)
             parts.pop()
             if read is not _SAME:
@@ -166,7 +177,7 @@ class _Walk:
                 out[i] = read
         return out if out is not None else _SAME
 
-    def struct(self, node: Any, name: str, parts: list[str]) -> Any:
+    def struct(self, node: Any, name: str, parts: list[Any]) -> Any:
         if not isinstance(node, dict):
             return _SAME
         names, folded, holders = _shape(name)
@@ -174,21 +185,24 @@ class _Walk:
         if not names.issuperset(node):
             node = self.keys(node, name, names, folded, parts)
             result = node
-        changed: dict[str, Any] = {}
-        for field, ref in holders:
-            if field in node:
-                parts.append(f".{field}")
-                read = self.value(node[field], ref, parts)
-                parts.pop()
-                if read is not _SAME:
-                    changed[field] = read
+        changed: dict[str, Any] | None = None
+        for field, item in node.items():   # a node has a few keys; its type may hold many structs
+            ref = holders.get(field)
+            if ref is None:
+                continue
+            parts.append(field)
+            read = self.struct(item, ref, parts) if ref[0] not in "[{?" else self.value(item, ref, parts)
+            parts.pop()
+            if read is not _SAME:
+                changed = changed if changed is not None else {}
+                changed[field] = read
         if changed:
             return dict(node, **changed)
         return result
 
     def keys(self, node: dict[Any, Any], name: str, names: frozenset[str], folded: dict[str, str],
              parts: list[str]) -> dict[str, Any]:
-        path = "".join(parts).lstrip(".")
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts if p != "").lstrip(".")
         out: dict[str, Any] = {}
         for key, item in node.items():
             at = f"{path}.{key}" if path else str(key)
