@@ -115,9 +115,13 @@ def write(table: dict[str, Any], path: Path = TABLE) -> None:
 
 
 def from_server(kube: Any) -> list[dict[str, Any]]:
-    """Every group version's OpenAPI v3 document a running API server serves (``cluster.kube.Kube``)."""
+    """The OpenAPI v3 document of every group version a running API server serves itself (``cluster.kube.Kube``):
+    those of custom resources are left out, since their schema is their CRD's, not Kubernetes'."""
+    crds = kube.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions").get("items") or []
+    custom = {f"apis/{c['spec']['group']}/{v['name']}" for c in crds for v in c["spec"].get("versions") or []}
     paths = kube.request("GET", "/openapi/v3").get("paths") or {}
-    return [kube.request("GET", f"/openapi/v3/{p}") for p in sorted(paths) if p.startswith(("api/", "apis/"))]
+    return [kube.request("GET", f"/openapi/v3/{p}") for p in sorted(paths)
+            if p.startswith(("api/", "apis/")) and p not in custom]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 
 import pytest
 
@@ -344,12 +345,29 @@ def test_what_olm_reads_applies_where_what_was_written_is_refused(tmp_path, cont
 # --- the field table ---------------------------------------------------------------------------------------------
 
 def test_the_field_table_is_what_the_pinned_api_server_serves(control_plane):
-    """A field missing from the table would be dropped from a valid bundle: it must be exactly the server's."""
+    """A field missing from the table would be dropped from a valid bundle: it must be exactly the server's
+    (whatever custom resources other tests have installed in the shared cluster)."""
     from reconciler.bundle import apitypes
 
     with control_plane.admin_client() as api:
         kube = Kube(api)
-        served = apitypes.build(apitypes.from_server(kube), str(kube.request("GET", "/version")["gitVersion"]))
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "gizmos.typed.example.com"},
+               "spec": {"group": "typed.example.com", "scope": "Namespaced",
+                        "names": {"kind": "Gizmo", "plural": "gizmos", "singular": "gizmo", "listKind": "GizmoList"},
+                        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                            "type": "object", "properties": {"spec": {"type": "object"}}}}}]}}
+        kube.apply(kube.require_resource(crd), crd, field_manager=FIELD_MANAGER, dry_run=False)
+        try:
+            for _ in range(150):   # until the API server publishes the custom resource's schema too
+                if "apis/typed.example.com/v1" in kube.request("GET", "/openapi/v3").get("paths", {}):
+                    break
+                time.sleep(0.2)
+            else:
+                pytest.fail("the CRD's OpenAPI schema was never published")
+            served = apitypes.build(apitypes.from_server(kube), str(kube.request("GET", "/version")["gitVersion"]))
+        finally:
+            kube.delete(kube.require_resource(crd), "", crd["metadata"]["name"])
     committed = json.loads(apitypes.TABLE.read_text())
     assert committed["kubernetes"] == served["kubernetes"]
     assert committed["kinds"] == served["kinds"]
