@@ -307,13 +307,13 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
         if not sel.apply:
             continue
         progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
+        entry = planned[sel.owner]
         bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
-                        certificates)
+                        certificates, digest=entry.digest or None)
         if sel.package and bundle.package and bundle.package != sel.package:
             raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
                                   f"annotations say package {bundle.package!r}", path=sel.origin,
                                   obj=f"{sel.kind} {sel.owner}")
-        entry = planned[sel.owner]
         if entry.digest and entry.digest != bundle.digest:
             raise LockfileError(f"the content of {sel.image} changed: locked {entry.digest}, fetched "
                                 f"{bundle.digest}", path=snapshot.lock_file, obj=f"{sel.kind} {sel.owner}",

@@ -48,7 +48,8 @@ def evaluate(subjects: Iterable[Subject], *, classes: dict[str, ProvisionerClass
         required = required_permissions(s.objects, resource_lookup(s.objects, cluster_lookup))
         out[s.operator] = decide(s.operator, s.bundle, s.digest, required, cls, records.get(s.operator),
                                  approver=decl.approver if decl else None,
-                                 manual=bool(decl and decl.manual_approval), check=check)
+                                 manual=bool(decl and decl.manual_approval),
+                                 declared=bool(decl and decl.approved), check=check)
     return out
 
 

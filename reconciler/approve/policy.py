@@ -52,9 +52,11 @@ class Decision:
 
 def decide(operator: str, bundle: str, digest: str, required: Requirements, cls: ProvisionerClass,
            record: ApprovalRecord | None, *, approver: Identity | None = None, manual: bool = False,
-           check: AccessCheck | None = None) -> Decision:
+           declared: bool = False, check: AccessCheck | None = None) -> Decision:
+    """``manual``: the declaration waits for a record (DenyAll); ``declared``: the declaration itself is the
+    approval (an Install's ``spec.approval: Approved``, committed with the content it approves)."""
     needed = required.all
-    policy = "DenyAll" if manual else cls.approval
+    policy = "DenyAll" if manual else "Declared" if declared else cls.approval
 
     def result(approved: bool, reason: str, message: str, pending: PermissionSet = PermissionSet(),
                denied: tuple[str, ...] = ()) -> Decision:
@@ -71,6 +73,9 @@ def decide(operator: str, bundle: str, digest: str, required: Requirements, cls:
                       exact.permissions.missing(needed))
     if policy == "AllowAll":
         return result(True, "AllowAll", f"ProvisionerClass {cls.name} approves every bundle (AllowAll)")
+    if policy == "Declared":
+        return result(True, "ApprovedByDeclaration", f"{bundle} is approved by its declaration (spec.approval: "
+                                                     f"Approved)")
     before = record.union if record else PermissionSet()
     if policy == "DenyAll":
         why = ("the declaration asks for manual approval" if manual else

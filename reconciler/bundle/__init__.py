@@ -42,8 +42,10 @@ class RenderedBundle:
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
-           certificates: CertificateProvider | None = None) -> RenderedBundle:
-    return render_content(read_content(fetch(reference, repo_root)), install, default_namespace, certificates)
+           certificates: CertificateProvider | None = None, digest: str | None = None) -> RenderedBundle:
+    """``reference`` converted for one install; ``digest`` (a locked pin) is what an image tag is pulled by."""
+    return render_content(read_content(fetch(reference, repo_root, digest)), install, default_namespace,
+                          certificates)
 
 
 def render_content(content: BundleContent, install: InstallSettings, default_namespace: str,
@@ -58,10 +60,14 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         raise UnsupportedBundleError(f"bundle mediatype {content.mediatype!r} is not supported "
                                      f"(supported: registry+v1, k8s+v1, plain+v0)", obj=content.name)
     csv = registry_v1.find_csv(content)
+    mapped = dict(install.namespace_map)
     namespace = (install.namespace or csv.annotations.get(registry_v1.SUGGESTED_NAMESPACE)
                  or default_namespace)
-    plan = registry_v1.plan_install(csv, namespace, install.target_namespaces)
-    objects = registry_v1.convert(content, plan, certificates)
+    namespace = mapped.get(namespace, namespace)
+    targets = install.target_namespaces
+    plan = registry_v1.plan_install(csv, namespace, None if targets is None else
+                                    tuple(mapped.get(t, t) for t in targets))
+    objects = map_namespaces(registry_v1.convert(content, plan, certificates), mapped)
     fetched: FetchedBundle = content.fetched
     for obj in objects:   # names the CSV gives generated objects (Deployments, ServiceAccounts, RBAC)
         name = str((obj.get("metadata") or {}).get("name") or "")
@@ -87,11 +93,29 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
 
 
 def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:
-    objects = plain_v0.convert(content)
+    mapped = dict(install.namespace_map)
+    objects = map_namespaces(plain_v0.convert(content), mapped)
+    namespace = install.namespace or default_namespace
     fetched: FetchedBundle = content.fetched
     name = content.annotations.get(ANNOTATION_PACKAGE, "") or fetched.reference.rstrip("/").rsplit("/", 1)[-1]
     return RenderedBundle(
         reference=fetched.reference, digest=fetched.digest, mediatype=content.mediatype,
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=name, version="",
-        namespace=install.namespace or default_namespace, target_namespaces=(), objects=tuple(objects),
+        namespace=mapped.get(namespace, namespace), target_namespaces=(), objects=tuple(objects),
         warnings=(*content.warnings, *plain_v0.notes(content)))
+
+
+def map_namespaces(objects: list[Manifest], mapping: dict[str, str]) -> list[Manifest]:
+    """Every namespace field of ``objects`` (``metadata.namespace``, a binding's subjects, a webhook's service,
+    at any depth) whose value is a key of ``mapping`` replaced by its value: an Install's namespace mapping."""
+    if not mapping:
+        return objects
+
+    def walk(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: (mapping.get(v, v) if k == "namespace" and isinstance(v, str) else walk(v))
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+    return [walk(o) for o in objects]   # type: ignore[misc]

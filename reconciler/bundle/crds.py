@@ -97,9 +97,9 @@ def to_v1(crd: Manifest) -> Manifest:
 def normalise(crd: Manifest, file: str, bundle: str) -> tuple[Manifest, tuple[str, ...]]:
     """The v1 CRD to apply, with a note for each repair; refuses what the API server and OLM refuse.
 
-    Repairs what Go's case-insensitive decoding reads but server-side apply's
-    schema does not (``JSONPath`` in a v1 ``additionalPrinterColumns`` entry).
-    Refuses, before anything is applied, a CRD the API server would refuse:
+    The v1 CRD is read as OLM decodes it into the apiextensions v1 types
+    (``typed``: ``JSONPath`` in an ``additionalPrinterColumns`` entry is
+    ``jsonPath``, a key no type has is dropped). Refuses, before anything is applied, a CRD the API server would refuse:
     one in a protected group (``k8s.io``, ``kubernetes.io`` and their
     subdomains) without the ``api-approved.kubernetes.io`` annotation, and a
     v1 CRD without ``scope``.
@@ -108,7 +108,6 @@ def normalise(crd: Manifest, file: str, bundle: str) -> tuple[Manifest, tuple[st
 
     v1 = crd.get("apiVersion") == V1
     out = to_v1(crd)
-    notes = []
     spec = out.get("spec") or {}
     name = str((out.get("metadata") or {}).get("name"))
     if v1 and not spec.get("scope"):
@@ -122,24 +121,8 @@ def normalise(crd: Manifest, file: str, bundle: str) -> tuple[Manifest, tuple[st
             f"annotation, so the API server refuses it", path=file, obj=bundle,
             hint=f"groups under k8s.io and kubernetes.io need {API_APPROVED} (a URL of the approved API "
                  f"review, or 'unapproved, <reason>')")
-    where = f"{file}: CustomResourceDefinition {name}"
-    read, found = typed.struct(spec, typed.CRD_SPEC, "a v1 CustomResourceDefinitionSpec", "spec", where)
-    if found:
-        out["spec"] = spec = read
-        notes += found
-    for i, version in enumerate(spec.get("versions") or []):
-        root = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version, dict) else None
-        if isinstance(root, dict):
-            read, found = typed.schema(root, f"spec.versions[{i}].schema.openAPIV3Schema", where)
-            if found:
-                version["schema"] = dict(version["schema"], openAPIV3Schema=read)
-                notes += found
-        for j, col in enumerate(version.get("additionalPrinterColumns") or []):
-            if v1 and isinstance(col, dict) and "JSONPath" in col and "jsonPath" not in col:
-                version["additionalPrinterColumns"][j] = _column(col)
-                notes.append(f"{file}: CustomResourceDefinition {name}: spec.versions[{i}]."
-                             f"additionalPrinterColumns[{j}].JSONPath read as jsonPath")
-    return out, tuple(notes)
+    read, notes = typed.read_object(out, f"{file}: CustomResourceDefinition {name}")
+    return read, tuple(notes)
 
 
 API_APPROVED = "api-approved.kubernetes.io"

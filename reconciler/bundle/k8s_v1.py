@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.bundle import keyed
+from reconciler.bundle import keyed, typed
 from reconciler.bundle.content import (ANNOTATION_MANIFESTS, ANNOTATION_MEDIATYPE, ANNOTATION_PACKAGE,
                                        BundleContent, ParsedManifest)
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
@@ -59,9 +59,11 @@ def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
         raise BundleError(f"a k8s+v1 bundle needs {OLM_YAML}", obj=content.name,
                           hint=f"add {OLM_YAML} with {', '.join(REQUIRED_FIELDS)}")
     try:
-        doc = yamlio.load_one(yamlio.read_text(path, OLM_YAML), OLM_YAML)
+        # strict: a key written twice (seed 000's example repeats ``name:`` under a mis-indented ``provider:``)
+        # would otherwise rename the bundle to whatever came last
+        doc = yamlio.load_one(yamlio.read_text(path, OLM_YAML), OLM_YAML, strict=True)
     except InputError as exc:
-        raise BundleError(exc.message, path=OLM_YAML, obj=content.name) from None
+        raise BundleError(exc.message, path=OLM_YAML, obj=content.name, hint=exc.hint) from None
     if not isinstance(doc, dict):
         raise BundleError("olm.yaml must be a mapping", path=OLM_YAML, obj=content.name)
     missing = [f for f in REQUIRED_FIELDS if not doc.get(f)]
@@ -94,11 +96,30 @@ def _bound_roles(content: BundleContent, accounts: set[str]) -> dict[tuple[str, 
     return out
 
 
+# Kinds projected onto the synthesized CSV, which OLM decodes into Go types like those it creates typed.
+_PROJECTED = frozenset({("apps", "Deployment"), ("apiregistration.k8s.io", "APIService"),
+                        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+                        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")})
+
+
+def _read_typed(content: BundleContent) -> tuple[BundleContent, list[str]]:
+    """Every manifest read through its kind's API type (``typed``), and the notes."""
+    notes: list[str] = []
+    manifests = []
+    for m in content.manifests:
+        mode = typed.FOLD if _gk(m.obj) in typed.OLM_DECODED | _PROJECTED else typed.DROP
+        obj, found = typed.read_object(m.obj, f"{m.file}: {_gk(m.obj)[1]} {_name(m.obj)}", mode)
+        notes += found
+        manifests.append(ParsedManifest(m.file, obj) if found else m)
+    return dataclasses.replace(content, manifests=tuple(manifests)), notes
+
+
 def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
     """A registry+v1 ``BundleContent`` (synthesized CSV + remaining manifests) and the inferred APIs."""
     meta = read_olm_yaml(content)
-    # duplicate keyed-list entries are resolved here, so that the notes name the Deployment's own file
-    repairs: list[str] = []
+    # objects are read through their API types and duplicate keyed-list entries resolved here, so that the
+    # notes name each object's own file (the synthesized CSV is no file of the bundle)
+    content, repairs = _read_typed(content)
     deployments = []
     for m in content.manifests:
         if _gk(m.obj) == ("apps", "Deployment"):
@@ -199,9 +220,14 @@ def synthesize(content: BundleContent) -> tuple[BundleContent, InferredAPIs]:
         dep = service_deployment(str(svc.get("name")), a, f"APIService {_name(a.obj)}")
         port = next((p.get("targetPort") for p in (services[str(svc.get("name"))].obj.get("spec") or {}).get("ports")
                      or [] if p.get("port") == (svc.get("port") or 443)), 443)
-        owned_api.append({"group": spec.get("group"), "version": spec.get("version"),
-                          "kind": spec.get("group"), "name": spec.get("group"), "deploymentName": dep,
-                          "containerPort": int(port) if str(port).isdigit() else 443})
+        served = sorted({resource.partition("/")[0] for resource, _, group in (api.partition(".") for api in provided)
+                         if group == spec.get("group")})
+        # RBAC names the resources an APIService serves, never their kinds: each is listed by its resource,
+        # with no kind, rather than a guessed one (a group serving none that RBAC names is listed once, bare)
+        for resource in served or [""]:
+            owned_api.append({"group": spec.get("group"), "version": spec.get("version"), "kind": "",
+                              "name": resource, "deploymentName": dep,
+                              "containerPort": int(port) if str(port).isdigit() else 443})
         consumed.add(id(a))
         consumed.add(id(services[str(svc.get("name"))]))
     csv_spec: dict[str, Any] = {k: meta[k] for k in _CSV_FIELDS if k in meta and k not in ("labels", "icon")}

@@ -76,10 +76,11 @@ class InstallPlan:
 
 @dataclass(frozen=True)
 class Csv:
-    """A typed view over the ClusterServiceVersion dict (not a copy)."""
+    """A typed view over the ClusterServiceVersion dict, its embedded objects read as OLM reads them."""
 
     obj: Manifest
     file: str
+    notes: tuple[str, ...] = ()   # what that reading changed, each naming the file and field
 
     @property
     def name(self) -> str:
@@ -130,7 +131,27 @@ def find_csv(content: BundleContent) -> Csv:
     if not isinstance(obj.get("spec") or {}, dict):
         raise UnsupportedBundleError("the ClusterServiceVersion's spec is not a mapping", path=file,
                                      obj=content.name)
-    return Csv(obj, file)
+    return _typed_csv(obj, file, name)
+
+
+# What a CSV embeds, and the OLM type it is decoded into (``typed``).
+_EMBEDDED = (("install", "olm.NamedInstallStrategy"), ("webhookdefinitions", "[olm.WebhookDescription"),
+             ("apiservicedefinitions", "olm.APIServiceDefinitions"))
+
+
+def _typed_csv(obj: Manifest, file: str, name: str) -> Csv:
+    """The CSV with its install strategy, webhook and APIService definitions read as OLM's Go types read them."""
+    spec = obj.get("spec") or {}
+    read: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, ref in _EMBEDDED:
+        if key in spec:
+            value, found = typed.read(spec[key], ref, f"spec.{key}", f"{file}: ClusterServiceVersion {name}")
+            if found:
+                read[key], notes = value, notes + found
+    if read:
+        obj = dict(obj, spec=dict(spec, **read))
+    return Csv(obj, file, tuple(notes))
 
 
 def status_metadata(csv: Csv, objects: list[Manifest] | tuple[Manifest, ...] = ()) -> dict[str, Any]:
@@ -274,34 +295,14 @@ def notes(content: BundleContent) -> tuple[str, ...]:
         if _group_kind(m.obj) == CRD_GROUP_KIND and m.obj.get("apiVersion") in (crds.V1, crds.V1BETA1):
             found += crds.normalise(m.obj, m.file, content.name)[1]
         elif _group_kind(m.obj) != CSV_GROUP_KIND:
-            found += keyed.normalise(m.obj, m.file, content.name)[1]
+            found += _read_manifest(m, content.name)[1]
     csv = find_csv(content)
-    for key in ("permissions", "clusterPermissions"):
-        found += _typed_rules(csv, key)[1]
+    found += csv.notes
     for i, d in enumerate(csv.install_spec.get("deployments") or []):
         if isinstance(d, dict):
-            spec, typed_notes = _typed_spec(csv, i, d)
-            found += typed_notes
-            found += _deployment_pod(csv, i, d, copy.deepcopy(((spec or {}).get("template") or {}).get("spec")),
-                                     content.name)
+            found += _deployment_pod(csv, i, d, copy.deepcopy(((d.get("spec") or {}).get("template") or {})
+                                                              .get("spec")), content.name)
     return tuple(found)
-
-
-def _typed_spec(csv: Csv, i: int, d: dict[str, Any]) -> tuple[Any, list[str]]:
-    """A CSV deployment's spec as OLM's typed decoding reads it (``typed``)."""
-    return typed.deployment_spec(copy.deepcopy(d.get("spec") or {}), f"spec.install.spec.deployments[{i}].spec",
-                                 f"{csv.file}: {_where(csv)} deployment {d.get('name')}")
-
-
-def _typed_rules(csv: Csv, key: str) -> tuple[list[Any], list[str]]:
-    """The rules of each permissions/clusterPermissions entry as OLM's typed decoding reads them (``typed``)."""
-    rules, notes = [], []
-    for i, entry in enumerate(csv.install_spec.get(key) or []):
-        read, found = typed.policy_rules((entry or {}).get("rules") or [], f"spec.install.spec.{key}[{i}].rules",
-                                         f"{csv.file}: {_where(csv)}")
-        rules.append(read)
-        notes += found
-    return rules, notes
 
 
 def _deployment_pod(csv: Csv, i: int, d: dict[str, Any], pod: Any, bundle: str) -> tuple[str, ...]:
@@ -339,6 +340,7 @@ def _reject_unsupported(csv: Csv, content: BundleContent, plan: InstallPlan) -> 
                 raise UnsupportedBundleError(
                     f"{what} is a conversion webhook for CRDs {missing or '(none listed)'} that the bundle does "
                     f"not contain", path=csv.file, obj=_where(csv))
+    served_by: dict[tuple[str, str], str] = {}
     for i, api in enumerate((csv.spec.get("apiservicedefinitions") or {}).get("owned") or []):
         what = f"spec.apiservicedefinitions.owned[{i}] ({api.get('version')}.{api.get('group')})"
         if not api.get("group") or not api.get("version"):
@@ -346,6 +348,11 @@ def _reject_unsupported(csv: Csv, content: BundleContent, plan: InstallPlan) -> 
         if api.get("deploymentName") not in deployments:
             raise UnsupportedBundleError(f"{what} names deployment {api.get('deploymentName')!r}, which the "
                                          f"install strategy does not define", path=csv.file, obj=_where(csv))
+        other = served_by.setdefault((api["group"], api["version"]), api["deploymentName"])
+        if other != api["deploymentName"]:
+            raise UnsupportedBundleError(f"{what} is served by deployment {api['deploymentName']!r}, but an "
+                                         f"earlier entry of the same group and version names {other!r}; one "
+                                         f"APIService has one backing Service", path=csv.file, obj=_where(csv))
 
 
 def _group_kind(obj: Manifest) -> tuple[str, str]:
@@ -431,11 +438,10 @@ def _rule_sets(csv: Csv, key: str) -> list[tuple[str, str, list[Any]]]:
     the two lists, or two entries for one account, can never share a name.
     """
     out = []
-    rules = _typed_rules(csv, key)[0]
     for i, entry in enumerate(csv.install_spec.get(key) or []):
         sa = entry.get("serviceAccountName") or "default"
         suffix = hashlib.sha256(f"{key}/{sa}/{i}".encode()).hexdigest()[:8]
-        out.append((bounded_name(csv.name, sa, suffix), sa, rules[i]))
+        out.append((bounded_name(csv.name, sa, suffix), sa, entry.get("rules") or []))
     return out
 
 
@@ -542,7 +548,12 @@ def _webhook_configurations(conv: Conversion) -> Iterator[Manifest]:
 
 
 def _api_services(conv: Conversion) -> Iterator[Manifest]:
+    """One APIService per group and version, however many kinds of it the CSV lists (as OLM names it)."""
+    seen = set()
     for api in (conv.csv.spec.get("apiservicedefinitions") or {}).get("owned") or []:
+        if (api["group"], api["version"]) in seen:
+            continue
+        seen.add((api["group"], api["version"]))
         svc = _service_for(conv, api["deploymentName"])
         cert = conv.certs[svc.name]
         spec: dict[str, Any] = {"group": api["group"], "version": api["version"],
@@ -566,7 +577,7 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
         if not name:
             raise UnsupportedBundleError("a deployment in the install strategy has no name",
                                          path=csv.file, obj=_where(csv))
-        spec = _typed_spec(csv, i, d)[0]
+        spec = copy.deepcopy(d.get("spec") or {})
         template = spec.setdefault("template", {})
         _deployment_pod(csv, i, d, template.get("spec"), conv.content.name)
         tmeta = template.setdefault("metadata", {})
@@ -632,12 +643,23 @@ def _optional_objects(conv: Conversion) -> Iterator[Manifest]:
                      + ", ".join(sorted(k for _, k in OPTIONAL_KINDS)))
         if (gk[0], gk[1], (m.obj.get("metadata") or {}).get("name")) in generated:
             continue  # OLM replaces a shipped webhook Service or certificate Secret with its own
-        obj = copy.deepcopy(keyed.normalise(m.obj, m.file, conv.content.name)[0])
-        if obj["apiVersion"] in _RETIRED_VERSIONS:
-            obj["apiVersion"] = _RETIRED_VERSIONS[obj["apiVersion"]]
+        obj = copy.deepcopy(_read_manifest(m, conv.content.name)[0])
         if OPTIONAL_KINDS[gk]:
             obj.setdefault("metadata", {})["namespace"] = conv.plan.namespace
         yield obj
+
+
+def _read_manifest(m: ParsedManifest, bundle: str) -> tuple[Manifest, tuple[str, ...]]:
+    """A manifest beside the CSV and CRDs as OLM creates it, and the notes: duplicate keyed-list entries
+    resolved (``keyed``), a retired version upgraded, and the object read through its kind's type
+    (``typed``: as OLM decodes the kinds it knows, as the API server reads the others)."""
+    obj, notes = keyed.normalise(m.obj, m.file, bundle)
+    if obj.get("apiVersion") in _RETIRED_VERSIONS:
+        obj = dict(obj, apiVersion=_RETIRED_VERSIONS[obj["apiVersion"]])
+    mode = typed.FOLD if _group_kind(obj) in typed.OLM_DECODED else typed.DROP
+    obj, found = typed.read_object(obj, f"{m.file}: {obj.get('kind')} {(obj.get('metadata') or {}).get('name')}",
+                                   mode)
+    return obj, (*notes, *found)
 
 
 # API versions Kubernetes no longer serves whose objects are unchanged in v1: upgraded in place.

@@ -55,7 +55,13 @@ class FetchedBundle:
     digest: str
 
 
-def fetch(reference: str, repo_root: Path) -> FetchedBundle:
+def fetch(reference: str, repo_root: Path, digest: str | None = None) -> FetchedBundle:
+    """The bundle ``reference`` names; ``digest``, a lockfile's pin, is what an image tag is pulled by.
+
+    A tag may have moved since it was locked: the locked image is still the one
+    to install (``resolve`` is what moves a pin). Other sources are fetched as
+    named; their caller compares the digest.
+    """
     if reference.startswith(FILE_SCHEME):
         return _fetch_directory(reference, repo_root)
     if reference.startswith(GIT_PREFIX):
@@ -63,7 +69,7 @@ def fetch(reference: str, repo_root: Path) -> FetchedBundle:
     if reference.startswith(("https://", "http://")):
         return _fetch_tarball(reference)
     if "://" not in reference or reference.startswith("docker://"):
-        return _fetch_image(reference)
+        return _fetch_image(reference, digest)
     scheme = reference.split("://", 1)[0]
     raise BundleError(f"bundle source {reference!r} ({scheme}) cannot be fetched: supported are file:// "
                       f"directories in the repository, OCI image references, git+<url>@<commit>#<path> and "
@@ -195,13 +201,18 @@ def _store(entry: Path, fill) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _fetch_image(reference: str) -> FetchedBundle:
+def _fetch_image(reference: str, digest: str | None = None) -> FetchedBundle:
     from reconciler import oci
 
     try:
-        image = oci.pull(reference)
+        pinned = str(oci.parse_reference(reference).with_digest(digest)) if digest else reference
+        image = oci.pull(pinned)
     except oci.RegistryError as exc:
-        raise BundleError(exc.message, obj=exc.obj or reference, hint=exc.hint) from None
+        hint = exc.hint
+        if digest and pinned != reference:
+            hint = (f"the lockfile pins {reference} to {digest}; if that image is gone from the registry, "
+                    f"`reconciler resolve` re-pins the reference to what it names now")
+        raise BundleError(exc.message, obj=exc.obj or reference, hint=hint) from None
     return FetchedBundle(reference, image.root, image.digest)
 
 

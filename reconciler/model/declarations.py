@@ -74,11 +74,14 @@ class InstallSettings:
     """Where the operator runs and which namespaces it watches.
 
     ``target_namespaces`` None means "let the bundle decide" (AllNamespaces
-    when supported, else OwnNamespace).
+    when supported, else OwnNamespace). ``namespace_map`` (an Install's
+    ``spec.namespaces``) replaces each ``from`` namespace by its ``to`` in
+    every namespace field of the installed objects.
     """
 
     namespace: str | None = None
     target_namespaces: tuple[str, ...] | None = None
+    namespace_map: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ class OperatorDecl:
     install: InstallSettings = InstallSettings()
     provisioner_class: str | None = None      # spec.provisionerClassName: the approval policy
     approver: Identity | None = None          # spec.approver: whom UserPermission checks
-    manual_approval: bool = False             # v2alpha1 approval: Manual, i.e. DenyAll
+    manual_approval: bool = False             # v2alpha1 approval: Manual, an Install's Unapproved: DenyAll
+    approved: bool = False                    # an Install's approval: Approved, the committed approval
     allow_unsafe_crds: str = ""   # metadata.annotations[reconciler.dev/allow-unsafe-crd-upgrade]
     delete_custom_resources: int = 0    # metadata.annotations[reconciler.dev/delete-custom-resources]: at most this many
     placement: Placement | None = None      # spec.placement: which clusters of a fleet, and their overrides
@@ -361,6 +365,14 @@ def _install(spec: _Reader) -> InstallSettings:
     inst = spec.child("install")
     if inst is None:
         return InstallSettings()
+    if "serviceAccountName" in inst.data:
+        raise inst.fail(
+            "spec.install.serviceAccountName cannot be chosen: each declaration is applied as its own installer "
+            "ServiceAccount, install-<name> in the installer namespace (reconciler.yaml installerNamespace, "
+            "default reconciler-system), which the reconciler creates and binds to exactly the permissions "
+            "approved for the bundle; a ServiceAccount named here could hold more or less than was approved",
+            hint="remove spec.install.serviceAccountName; approve the bundle's permissions instead "
+                 "(docs/approval.md)")
     ns = inst.get("namespace", str)
     if ns is not None and not is_dns1123_label(ns):
         raise inst.fail(f"spec.install.namespace {ns!r} is not a valid namespace name")

@@ -3,18 +3,23 @@
 A class is written as in the design document (``apiVersion: rukpak.io/v1``,
 ``provisioner``, free-form ``parameters``). Of the parameters, ``approval``
 chooses the policy and ``approver`` names the identity UserPermission checks;
-every other parameter is kept and reported as having no effect here. Two
-classes exist without being declared, as in the document: ``olm.resolveset``
-(Android) and ``olm.bundle`` (UserPermission); a repository may redeclare
-them to change their policy.
+every other parameter is kept and reported as having no effect here. The
+classes the documents name exist without being declared: ``olm.resolveset``
+and ``deppy.resolveset`` (Android), ``olm.bundle`` (UserPermission), and
+RukPak's ``core-rukpak-io-plain`` and ``core-rukpak-io-registry`` (Android, this
+tool's default: a first install waits for approval); a repository may
+redeclare any of them to change its policy. A name or provisioner id that
+is not one (the document's ``<good name>``, ``<unique id>``) is refused.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.errors import DeclarationError
+from reconciler.model.kube import is_dns1123_subdomain
 
 API_VERSIONS = ("rukpak.io/v1", "core.rukpak.io/v1alpha1")
 POLICIES = ("AllowAll", "DenyAll", "Android", "UserPermission")
@@ -74,7 +79,14 @@ class ProvisionerClass:
 BUILTIN_CLASSES = {
     "olm.resolveset": ProvisionerClass("olm.resolveset", "Android", "operators.coreos.com/olm"),
     "olm.bundle": ProvisionerClass("olm.bundle", "UserPermission", "operators.coreos.com/operators"),
+    # seed 004 also calls the resolve set's class deppy.resolveset; seed 003's Bundles name RukPak's classes
+    "deppy.resolveset": ProvisionerClass("deppy.resolveset", "Android", "deppy.io/resolver"),
+    "core-rukpak-io-plain": ProvisionerClass("core-rukpak-io-plain", "Android", "core.rukpak.io/plain"),
+    "core-rukpak-io-registry": ProvisionerClass("core-rukpak-io-registry", "Android", "core.rukpak.io/registry"),
 }
+# A provisioner's unique id (seed 004: "operators.coreos.com/operators"): a DNS subdomain, '/', a name.
+_PROVISIONER_ID = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+                             r"/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClass:
@@ -83,6 +95,11 @@ def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClas
     if not isinstance(name, str) or not name:
         raise DeclarationError("ProvisionerClass has no metadata.name", path=origin)
     obj = f"ProvisionerClass {name}"
+    if not is_dns1123_subdomain(name):
+        raise DeclarationError(f"metadata.name {name!r} is not a valid name (lowercase letters, digits, '-' and "
+                               f"'.')", path=origin, obj=obj,
+                               hint="the design document's <good name> stands for a name to choose, such as "
+                                    "olm.bundle or careful")
     unknown = sorted(set(doc) - {"apiVersion", "kind", "metadata", "provisioner", "parameters", "spec"}, key=str)
     if unknown:
         raise DeclarationError(f"unknown field {unknown[0]}", path=origin, obj=obj,
@@ -95,6 +112,11 @@ def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClas
     provisioner = body.get("provisioner", "")
     if not isinstance(provisioner, str):
         raise DeclarationError("provisioner must be a string", path=origin, obj=obj)
+    if provisioner and not _PROVISIONER_ID.match(provisioner):
+        raise DeclarationError(f"provisioner {provisioner!r} is not a provisioner id (a domain, '/', a name)",
+                               path=origin, obj=obj,
+                               hint="for example operators.coreos.com/operators; the design document's "
+                                    "<unique id> stands for one")
     params = body.get("parameters") or {}
     if not isinstance(params, dict):
         raise DeclarationError("parameters must be a mapping", path=origin, obj=obj)

@@ -9,7 +9,9 @@ Layout (documented in the README):
 * ``approvals/``         approval records, one file per Operator (written by ``reconciler approve``)
 * ``policies/``          the repository's own guardrail policies
 * ``clusters/<name>.yaml`` a fleet's ``Cluster`` declarations; ``clusters/<name>/olm.lock`` each one's lockfile
-* every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind.
+* every other ``*.yaml`` / ``*.yml`` file holds declarations, recognised by apiVersion and kind (the design
+  documents' Operator, Input, InputClass, ProvisionerClass, Install, Bundle, Instance, BundleDeployment;
+  ``model/direct.py`` maps the last four onto Operators installing a bundle directly).
 
 Hidden files and directories (``.git``, ``.github``) are skipped, and so are nested git repositories
 (a submodule's checkout), which a fetched tree does not have either.
@@ -40,6 +42,7 @@ from reconciler.model.declarations import (
 from reconciler.model.semver_range import parse_version
 from reconciler.model.kube import DEFAULT_INSTANCE, is_dns1123_label
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
+from reconciler.model import direct
 from reconciler.model.provisioner import (
     API_VERSIONS as PROVISIONER_API_VERSIONS, BUILTIN_CLASSES, DEFAULT_CLASS, ProvisionerClass,
     parse_provisioner_class,
@@ -53,23 +56,6 @@ MAX_TREE_DEPTH = 64   # directory levels of a working tree or a fetched one; rea
 POLICIES_DIR = "policies"
 CLUSTERS_DIR = "clusters"
 _NOT_DECLARATIONS = (CATALOGS_DIR, BUNDLES_DIR, APPROVALS_DIR, POLICIES_DIR, CLUSTERS_DIR)
-# Kinds of the design documents that declare nothing this tool can act on, and why (what to write instead).
-_DIRECT = "declare an Operator with spec.bundle {name, refs} to install a bundle without a catalog"
-REFUSED_KINDS = {
-    "Install": "an Install is the cluster-side plan of one installation (content, namespace mapping, approval, "
-               "a ServiceAccount); here the plan is computed from Operator declarations and recorded in olm.lock "
-               "and the Operator status objects, so it is never committed; " + _DIRECT,
-    "Bundle": "a RukPak Bundle only makes content available to a provisioner and installs nothing by itself; "
-              "this tool fetches and pins bundle content itself; " + _DIRECT,
-    "Instance": "a RukPak Instance activates a Bundle through an in-cluster provisioner; this tool is the "
-                "provisioner and activates what Operator declarations select; " + _DIRECT,
-    "BundleDeployment": "a RukPak BundleDeployment is handled by an in-cluster provisioner; this tool applies "
-                        "bundles itself, so " + _DIRECT,
-    "BundleInstance": "a BundleInstance is handled by an in-cluster provisioner; this tool applies bundles "
-                      "itself, so " + _DIRECT,
-}
-
-
 @dataclass(frozen=True)
 class CatalogSettings:
     """Per-catalog settings: ``priority`` orders candidates; ``upgradeGraph: semver`` makes every newer
@@ -110,6 +96,7 @@ class RepoSnapshot:
     lock: Lockfile | None
     input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     provisioner_classes: dict[str, ProvisionerClass] = field(default_factory=lambda: dict(BUILTIN_CLASSES))
+    bundles: dict = field(default_factory=dict)     # RukPak Bundles by name (model.direct.BundleDecl)
     approvals: dict = field(default_factory=dict)   # Operator name -> approve.records.ApprovalRecord
     # The approvals as committed at HEAD, in a git working tree (None elsewhere: a fetched commit's tree is
     # committed by construction, a tree outside git has no commits): what a real apply counts.
@@ -144,7 +131,7 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     lock = None
     if os.path.lexists(top / LOCK_FILENAME):
         lock = Lockfile.parse(yamlio.read_text(top / LOCK_FILENAME, LOCK_FILENAME), LOCK_FILENAME)
-    operators, classes, provisioners = _read_declarations(top, settings)
+    operators, classes, provisioners, bundles = _read_declarations(top, settings)
     clusters = _read_clusters(top, settings)
     _check_overrides(operators, provisioners)
     from reconciler.approve.records import read_records
@@ -152,7 +139,7 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
 
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
                         operators=operators, catalog_dirs=_catalog_dirs(top), lock=lock, input_classes=classes,
-                        provisioner_classes=provisioners, approvals=read_records(top),
+                        provisioner_classes=provisioners, bundles=bundles, approvals=read_records(top),
                         committed_approvals=committed_records(top),
                         identity=settings.repository or identity.detect(top), git_dir=identity.git_dir(top),
                         clusters=clusters)
@@ -334,64 +321,72 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
 
 
 def _read_declarations(top: Path, settings: Settings) -> tuple[
-        tuple[OperatorDecl, ...], dict[str, InputClass], dict[str, ProvisionerClass]]:
+        tuple[OperatorDecl, ...], dict[str, InputClass], dict[str, ProvisionerClass], dict[str, direct.BundleDecl]]:
     operators: dict[str, OperatorDecl] = {}
     classes: dict[str, InputClass] = dict(BUILTIN_INPUT_CLASSES)
     provisioners: dict[str, ProvisionerClass] = dict(BUILTIN_CLASSES)
     declared_provisioners: set[str] = set()
+    bundles: dict[str, direct.BundleDecl] = {}
     for path in _declaration_files(top, settings):
         rel = path.relative_to(top).as_posix()
         for index, doc in enumerate(yamlio.read_all(path, rel, strict=True)):
             origin = Origin(rel, index)
-            if isinstance(doc, dict) and isinstance(doc.get("kind"), str) and doc["kind"] in REFUSED_KINDS:
-                raise DeclarationError(f"{doc.get('apiVersion') or '(no apiVersion)'} {doc['kind']} is not a "
-                                       f"declaration here: {REFUSED_KINDS[doc['kind']]}", path=str(origin),
-                                       obj=f"{doc['kind']} {(doc.get('metadata') or {}).get('name', '')}".strip(),
-                                       hint="see docs/resolution.md (What can be declared) for what each kind of the design "
-                                            "documents means here")
-            if isinstance(doc, dict) and doc.get("kind") == "ProvisionerClass" \
-                    and doc.get("apiVersion") not in PROVISIONER_API_VERSIONS:
-                raise DeclarationError(f"ProvisionerClass needs apiVersion {' or '.join(PROVISIONER_API_VERSIONS)}, "
-                                       f"not {doc.get('apiVersion') or '(none)'}", path=str(origin))
+            if isinstance(doc, dict) and doc.get("kind") in direct.NO_API_VERSION and "apiVersion" not in doc:
+                doc = dict(doc, apiVersion=None)   # seed 004 writes these without one
+            _check_api_version(doc, origin)
             if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
                 raise DeclarationError("not a declaration: every document needs apiVersion and kind",
                                        path=str(origin),
                                        hint=f"move the file out of the repository or list it under "
                                             f"'ignore:' in {SETTINGS_FILE}")
-            if not isinstance(doc["apiVersion"], str) or not isinstance(doc["kind"], str):
+            if not isinstance(doc["apiVersion"], (str, type(None))) or not isinstance(doc["kind"], str):
                 raise DeclarationError("apiVersion and kind must be strings", path=str(origin))
             api_version, kind = doc["apiVersion"], doc["kind"]
             if kind == "InputClass" and api_version in INPUT_API_VERSIONS:
                 cls = parse_input_class(doc, origin)
-                if cls.name in classes:
-                    raise DeclarationError(f"InputClass {cls.name} is declared twice", path=str(origin),
-                                           hint=f"the other declaration is in {classes[cls.name].origin}")
-                classes[cls.name] = cls
+                _once(classes, set(classes) - set(BUILTIN_INPUT_CLASSES), cls.name, cls, kind, origin)
                 continue
-            if kind == "ProvisionerClass" and api_version in PROVISIONER_API_VERSIONS:
+            if kind == "Bundle":
+                bundle = direct.parse_bundle(doc, origin)
+                _once(bundles, set(bundles), bundle.name, bundle, kind, origin)
+                continue
+            if kind == "ProvisionerClass":
                 pcls = parse_provisioner_class(doc, str(origin))
-                if pcls.name in declared_provisioners:
-                    raise DeclarationError(f"ProvisionerClass {pcls.name} is declared twice", path=str(origin),
-                                           hint=f"the other declaration is in {provisioners[pcls.name].origin}")
+                _once(provisioners, declared_provisioners, pcls.name, pcls, kind, origin)
                 declared_provisioners.add(pcls.name)
-                provisioners[pcls.name] = pcls
                 continue
             if kind == "Operator" and api_version in OPERATOR_API_VERSIONS:
-                decl = parse_operator(doc, origin)
+                decls: tuple[OperatorDecl, ...] = (parse_operator(doc, origin),)
             elif kind == "Input" and api_version in INPUT_API_VERSIONS:
-                decl = parse_input(doc, origin)
+                decls = (parse_input(doc, origin),)
+            elif kind == "Install":
+                decls = direct.parse_install(doc, origin)
+            elif kind == "Instance":
+                decls = (direct.parse_instance(doc, origin),)
+            elif kind in ("BundleDeployment", "BundleInstance"):
+                decls = (direct.parse_bundle_deployment(doc, origin),)
             else:
                 raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
                                        hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}), "
                                             f"Input and InputClass ({', '.join(INPUT_API_VERSIONS)}), "
-                                            f"ProvisionerClass ({', '.join(PROVISIONER_API_VERSIONS)}); "
+                                            f"ProvisionerClass ({', '.join(PROVISIONER_API_VERSIONS)}), "
+                                            f"Install ({direct.INSTALL_API_VERSION}), Bundle, Instance, "
+                                            f"BundleDeployment ({', '.join(direct.RUKPAK_API_VERSIONS)}); "
                                             f"list other files under 'ignore:' in {SETTINGS_FILE}")
-            if decl.name in operators:
-                other = operators[decl.name]
-                raise DeclarationError(f"{decl.kind} {decl.name} is declared twice", path=str(origin),
-                                       hint=f"{other.kind} {other.name} is also declared in {other.origin}; "
-                                            f"Operators and Inputs share one namespace of names")
-            operators[decl.name] = decl
+            for decl in decls:
+                if decl.name in operators:
+                    other = operators[decl.name]
+                    raise DeclarationError(f"{decl.kind} {decl.name} is declared twice", path=str(origin),
+                                           hint=f"{other.kind} {other.name} is also declared in {other.origin}; "
+                                                f"Operators, Inputs, Installs, Instances and BundleDeployments "
+                                                f"share one namespace of names")
+                operators[decl.name] = decl
+    operators = {name: direct.refer(d, bundles) if d.kind == "Instance" else d for name, d in operators.items()}
+    for bundle in bundles.values():
+        if bundle.source.bundle_class not in provisioners:
+            raise DeclarationError(f"class {bundle.source.bundle_class!r} names no ProvisionerClass",
+                                   path=str(bundle.origin), obj=f"Bundle {bundle.name}",
+                                   hint=f"known classes: {', '.join(sorted(provisioners))}")
     for decl in operators.values():
         if decl.input_class not in classes:
             raise DeclarationError(f"input class {decl.input_class!r} does not exist", path=str(decl.origin),
@@ -406,7 +401,27 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
     if settings.provisioner_class not in provisioners:
         raise DeclarationError(f"provisionerClassName {settings.provisioner_class!r} names no ProvisionerClass",
                                path=SETTINGS_FILE, hint=f"known classes: {', '.join(sorted(provisioners))}")
-    return tuple(operators[n] for n in sorted(operators)), classes, provisioners
+    return tuple(operators[n] for n in sorted(operators)), classes, provisioners, bundles
+
+
+def _once(table: dict[str, Any], declared: set[str], name: str, item: Any, kind: str, origin: Origin) -> None:
+    """Add a named declaration to ``table``; one already ``declared`` under that name is an error."""
+    if name in declared:
+        raise DeclarationError(f"{kind} {name} is declared twice", path=str(origin),
+                               hint=f"the other declaration is in {table[name].origin}")
+    table[name] = item
+
+
+def _check_api_version(doc: Any, origin: Origin) -> None:
+    """The apiVersions the kinds of the design documents are written with (None: written without one)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return
+    kind, api_version = doc["kind"], doc.get("apiVersion")
+    allowed = PROVISIONER_API_VERSIONS if kind == "ProvisionerClass" else direct.KINDS.get(kind)
+    if allowed is None or api_version in allowed or (api_version is None and kind in direct.NO_API_VERSION):
+        return
+    raise DeclarationError(f"{kind} needs apiVersion {' or '.join(allowed)}"
+                           + (f", not {api_version}" if api_version else ""), path=str(origin))
 
 
 def check_links(top: Path) -> None:

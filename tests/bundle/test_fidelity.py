@@ -121,7 +121,8 @@ def test_jsonpath_in_a_v1_crd_is_read_as_json_path(tmp_path):
     assert got["spec"]["versions"][0]["additionalPrinterColumns"] == [
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
     assert out.warnings == ("manifests/extra-0.yaml: CustomResourceDefinition widgets.demo.example.com: "
-                            "spec.versions[0].additionalPrinterColumns[0].JSONPath read as jsonPath",)
+                            "spec.versions[0].additionalPrinterColumns[0].JSONPath read as jsonPath (OLM's typed "
+                            "decoding matches keys case-insensitively)",)
 
 
 def test_a_v1beta1_crd_without_scope_becomes_namespaced(tmp_path):
@@ -150,3 +151,17 @@ def test_a_protected_group_with_the_approval_annotation_is_accepted(tmp_path):
     crd["metadata"] = {"name": "widgets.widgets.k8s.io",
                        "annotations": {"api-approved.kubernetes.io": "unapproved, experimental"}}
     assert by_kind(_render(tmp_path, None, crd).objects, "CustomResourceDefinition")
+
+
+def test_an_install_namespace_mapping_replaces_every_namespace_field(tmp_path):
+    """An Install's spec.namespaces: the install namespace and every namespace field of the objects."""
+    csv = csv_doc(annotations={"operatorframework.io/suggested-namespace": "default"})
+    ref = write_bundle(tmp_path, "bundles/demo", csv)
+    out = render(ref, tmp_path, InstallSettings(namespace_map=(("default", "operators"),)), "elsewhere")
+    assert out.namespace == "operators"
+    namespaces = {str(o.get("metadata", {}).get("namespace")) for o in out.objects} - {"None"}
+    assert namespaces == {"operators"}
+    subjects = [s["namespace"] for o in out.objects for s in o.get("subjects") or []]
+    assert subjects and set(subjects) == {"operators"}
+    (dep,) = by_kind(out.objects, "Deployment")
+    assert dep["spec"]["template"]["metadata"]["annotations"]["olm.operatorNamespace"] == "operators"

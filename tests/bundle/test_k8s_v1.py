@@ -183,3 +183,96 @@ def test_status_requires_what_rbac_needs_from_other_operators(tmp_path):
     assert out.metadata["apis"]["requires"] == [{"group": "monitoring.coreos.com", "version": "", "kind": "",
                                                  "plural": "servicemonitors", "singular": ""}]
     assert [a["kind"] for a in out.metadata["apis"]["provides"]] == ["Widget"]
+
+
+def _with_api_service(docs: list[dict]) -> list[dict]:
+    """The gizmo bundle serving metrics.k8sop.example.com/v1beta1 through an APIService; RBAC names two resources."""
+    docs[2]["rules"].append({"apiGroups": ["metrics.k8sop.example.com"], "resources": ["podmetrics", "nodemetrics",
+                                                                                        "podmetrics/status"],
+                             "verbs": ["get"]})
+    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gizmo-api"},
+                 "spec": {"selector": {"app": "gizmo"}, "ports": [{"port": 443, "targetPort": 6443}]}})
+    docs.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                 "metadata": {"name": "v1beta1.metrics.k8sop.example.com"},
+                 "spec": {"group": "metrics.k8sop.example.com", "version": "v1beta1",
+                          "service": {"name": "gizmo-api", "namespace": "x"},
+                          "groupPriorityMinimum": 100, "versionPriority": 10}})
+    return docs
+
+
+def test_an_api_service_provides_the_resources_rbac_names_never_a_kind_made_of_its_group(tmp_path):
+    from reconciler.catalog.render import render_bundle_dir
+
+    _bundle(tmp_path, _with_api_service(_docs()))
+    content = read_content(fetch("file://gizmo", tmp_path))
+    csv = k8s_v1.synthesize(content)[0].manifests[0].obj
+    group = "metrics.k8sop.example.com"
+    assert [(a["group"], a["version"], a["kind"], a["name"], a["deploymentName"], a["containerPort"])
+            for a in csv["spec"]["apiservicedefinitions"]["owned"]] == [
+        (group, "v1beta1", "", "nodemetrics", "gizmo", 6443), (group, "v1beta1", "", "podmetrics", "gizmo", 6443)]
+    out = render("file://gizmo", tmp_path, InstallSettings("gizmo-system"), "operators", CertManagerProvider())
+    assert [o["metadata"]["name"] for o in out.objects if o["kind"] == "APIService"] == [f"v1beta1.{group}"]
+    assert [(a["kind"], a["plural"]) for a in out.metadata["apis"]["provides"] if a["group"] == group] == [
+        ("", "nodemetrics"), ("", "podmetrics")]
+    gvks = [p["value"] for p in render_bundle_dir(tmp_path / "gizmo")["properties"] if p["type"] == "olm.gvk"]
+    assert {"group": group, "kind": "", "version": "v1beta1"} in gvks
+    assert all(g["kind"] != g["group"] for g in gvks)
+
+
+def test_two_deployments_cannot_serve_one_api_service(tmp_path):
+    from tests.unit.helpers import csv_doc, deployment, write_bundle
+
+    csv = csv_doc(deployments=[deployment("a", "sa"), deployment("b", "sa")])
+    csv["spec"]["apiservicedefinitions"] = {"owned": [
+        {"group": "m.example.com", "version": "v1", "kind": "A", "name": "as", "deploymentName": "a"},
+        {"group": "m.example.com", "version": "v1", "kind": "B", "name": "bs", "deploymentName": "b"}]}
+    ref = write_bundle(tmp_path, "bundles/demo", csv)
+    with pytest.raises(UnsupportedBundleError, match="spec.apiservicedefinitions.owned\\[1\\] \\(v1.m.example.com\\) "
+                                                     "is served by deployment 'b', but an earlier entry"):
+        render(ref, tmp_path, InstallSettings("ns"), "operators")
+
+
+SEED_000 = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "000_febd3aa71be13dec.txt"
+
+
+def _seed_olm_yaml() -> str | None:
+    """The olm.yaml example of seed 000 as printed (between its ```yaml fence and the closing one)."""
+    if not SEED_000.is_file():
+        return None
+    text = SEED_000.read_text(encoding="utf-8")
+    start = text.index("```yaml", text.index("Ex. _olm.yaml_")) + len("```yaml\n")
+    return text[start:text.index("```", start)]
+
+
+@pytest.mark.parametrize("text", [
+    "name: gizmo.v1.0.0\nversion: 1.0.0\nminKubeVersion: 1.25.0\n"
+    "installModes: [{type: AllNamespaces, supported: true}]\nprovider:\nname: Example Inc\n",
+    pytest.param(_seed_olm_yaml(), id="seed-000", marks=pytest.mark.skipif(
+        _seed_olm_yaml() is None, reason="../shared/seeds is absent"))])
+def test_an_olm_yaml_with_a_key_written_twice_is_refused(tmp_path, text):
+    root = _bundle(tmp_path, olm=None)
+    (root / "metadata" / "olm.yaml").write_text(text)
+    with pytest.raises(BundleError) as err:
+        render("file://gizmo", tmp_path, InstallSettings(), "operators")
+    assert err.value.path == "metadata/olm.yaml"
+    assert err.value.message.startswith("duplicate key 'name' (line ")
+    assert "it is first set on line 1" in err.value.message
+
+
+def test_manifests_are_read_through_their_api_types_naming_their_own_files(tmp_path):
+    docs = _docs()
+    docs[0]["spec"]["selector"]["app"] = "gizmo"                                  # beside matchLabels
+    docs[0]["spec"]["template"]["spec"]["volumes"] = [{"name": "certs", "secretName": "gizmo-certs"}]
+    docs[6]["spec"]["ports"][0]["TargetPort"] = docs[6]["spec"]["ports"][0].pop("targetPort")
+    _bundle(tmp_path, docs)
+    out = render("file://gizmo", tmp_path, InstallSettings("gizmo-system"), "operators", CertManagerProvider())
+    (dep,) = [o for o in out.objects if o["kind"] == "Deployment"]
+    assert dep["spec"]["selector"] == {"matchLabels": {"app": "gizmo"}}
+    assert {"name": "certs"} in dep["spec"]["template"]["spec"]["volumes"]
+    dropped = "and was dropped, as OLM's typed decoding drops it (server-side apply refuses unknown fields)"
+    assert out.warnings == (
+        f"manifests/all.yaml: Deployment gizmo: spec.selector.app is not a field of meta/v1 LabelSelector {dropped}",
+        f"manifests/all.yaml: Deployment gizmo: spec.template.spec.volumes[0].secretName is not a field of core/v1 "
+        f"Volume {dropped}",
+        "manifests/all.yaml: Service gizmo-webhook: spec.ports[0].TargetPort read as targetPort (OLM's typed "
+        "decoding matches keys case-insensitively)")

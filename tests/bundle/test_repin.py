@@ -6,7 +6,9 @@ import io
 from pathlib import Path
 
 from reconciler import oci
+from reconciler.bundle import render
 from reconciler.cli import main
+from reconciler.model.declarations import InstallSettings
 from reconciler.model.lock import Lockfile
 from tests.unit.helpers import write, write_docs
 
@@ -29,13 +31,19 @@ def _repo(root: Path, image: str) -> None:
                                                 "spec": {"catalog": {"name": "community", "package": "plumbus"}}})
 
 
-def test_resolve_repins_a_moved_tag_and_says_so(tmp_path, oci_registry, oci_cache, capsys):
-    ref = oci_registry.ref("moving/plumbus-bundle", "v1.0.0")
-    one = oci.build_layout(_image(tmp_path / "1", "a: 1\n"), tmp_path / "l1", {})
-    two = oci.build_layout(_image(tmp_path / "2", "a: 2\n"), tmp_path / "l2", {})
+def _moving_tag(tmp_path: Path, ref: str, first: Path,
+                second: Path) -> tuple[str, oci.ImageLayout, oci.ImageLayout, Path]:
+    """Two images for one tag, the first pushed; a repository whose Operator's catalog names the tag."""
+    one = oci.build_layout(first, tmp_path / "l1", {})
+    two = oci.build_layout(second, tmp_path / "l2", {})
     oci.push_layout(one.path, ref)
-    repo = tmp_path / "repo"
-    _repo(repo, ref)
+    _repo(tmp_path / "repo", ref)
+    return ref, one, two, tmp_path / "repo"
+
+
+def test_resolve_repins_a_moved_tag_and_says_so(tmp_path, oci_registry, oci_cache, capsys):
+    ref, one, two, repo = _moving_tag(tmp_path, oci_registry.ref("moving/plumbus-bundle", "v1.0.0"),
+                                      _image(tmp_path / "1", "a: 1\n"), _image(tmp_path / "2", "a: 2\n"))
     assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 0
     lock = Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock")
     entry = lock.entries[0]
@@ -50,4 +58,45 @@ def test_resolve_repins_a_moved_tag_and_says_so(tmp_path, oci_registry, oci_cach
     assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 0
     err = capsys.readouterr().err
     assert f"plumbus: re-pinned {ref}: the tag moved from {one.digest} to {two.digest}" in err
+    assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == two.digest
+
+
+def _plain_image(tmp_path: Path, value: str) -> Path:
+    src = tmp_path / "src"
+    write(src, "manifests/cm.yaml",
+          f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: plumbus}}\ndata: {{v: '{value}'}}\n")
+    write(src, "metadata/annotations.yaml",
+          "annotations: {operators.operatorframework.io.bundle.mediatype.v1: plain+v0}\n")
+    return src
+
+
+def test_reconcile_installs_the_locked_digest_after_the_tag_moved(tmp_path, oci_registry, oci_cache, monkeypatch,
+                                                                   capsys):
+    """The lock pins the image: a moved tag changes nothing until `resolve` re-pins it, even with no cache."""
+    import json
+    import shutil
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))   # no ~/.kube/config: compare against an empty cluster
+    ref, one, two, repo = _moving_tag(tmp_path, oci_registry.ref("moving/plain-bundle", "v1"),
+                                      _plain_image(tmp_path / "1", "one"), _plain_image(tmp_path / "2", "two"))
+
+    def dry_run() -> None:
+        out = io.StringIO()
+        code = main(["reconcile", str(repo), "--dry-run", "--write-lock", "-o", "json"], out=out)
+        assert code == 1, capsys.readouterr().err   # 1: there are changes to make
+        assert [c["name"] for c in json.loads(out.getvalue())["changes"] if c["kind"] == "ConfigMap"] == ["plumbus"]
+
+    dry_run()
+    assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == one.digest
+    oci.push_layout(two.path, ref)
+    dry_run()                   # from the cache
+    shutil.rmtree(oci_cache)
+    dry_run()                   # pulled again, by the locked digest
+    assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == one.digest
+    pinned = render(ref, repo, InstallSettings(), "operators", digest=one.digest)   # what those runs installed
+    assert (pinned.digest, pinned.objects[0]["data"]) == (one.digest, {"v": "one"})
+    assert main(["resolve", str(repo)], out=io.StringIO()) == 0   # re-pins, and says so
+    assert f"re-pinned {ref}" in capsys.readouterr().err
+    dry_run()
     assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == two.digest

@@ -133,7 +133,8 @@ def test_duplicate_in_one_file_names_documents(tmp_path):
     write_docs(repo, "ops.yaml", operator_doc("a"), operator_doc("a"))
     err = read_error(repo, DeclarationError)
     assert err.path == "ops.yaml (document 2)"
-    assert err.hint == "Operator a is also declared in ops.yaml; Operators and Inputs share one namespace of names"
+    assert err.hint == ("Operator a is also declared in ops.yaml; Operators, Inputs, Installs, Instances and "
+                        "BundleDeployments share one namespace of names")
 
 
 @pytest.mark.parametrize("api_version", ["deppy.io/v1", "depster.io/v1"])
