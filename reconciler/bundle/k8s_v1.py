@@ -16,17 +16,20 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
 from reconciler.bundle import keyed, typed
+from reconciler.bundle.apikinds import APIKinds, api_kinds_of_objects, group_constraint, kube_version_key
 from reconciler.bundle.content import (ANNOTATION_MANIFESTS, ANNOTATION_MEDIATYPE, ANNOTATION_PACKAGE,
                                        BundleContent, ParsedManifest)
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.bundle.shapes import OLM_YAML as OLM_YAML_SHAPE
 from reconciler.model.shape import check
 from reconciler.model.kube import Manifest, split_api_version
+from reconciler.model.properties import PROP_CONSTRAINT, PROP_GVK_REQUIRED
 
 MEDIATYPE = "k8s+v1"
 OLM_YAML = "metadata/olm.yaml"
@@ -274,13 +277,12 @@ def required_apis(inferred: InferredAPIs, kinds: Any) -> tuple[list[dict[str, st
     """The inferred required APIs as ``olm.gvk.required`` values, and the (group, resource)s with no known kind.
 
     RBAC names a group and a resource (a plural) but no kind and no version;
-    ``kinds`` (``reconciler.catalog.render.APIKinds``: the bundle's own CRDs and
+    ``kinds`` (``reconciler.bundle.apikinds.APIKinds``: the bundle's own CRDs and
     the providers in the catalogs at hand) maps the plural to the kind. The
     version is the provider's highest by Kubernetes' version priority (RBAC
     grants every version; a required GVK names one). Built-in groups are never
     required (the inference leaves them out: the cluster serves them).
     """
-    from reconciler.catalog.render import kube_version_key
 
     gvks: list[dict[str, str]] = []
     unmapped: list[tuple[str, str]] = []
@@ -323,11 +325,10 @@ def export_registry_v1(content: BundleContent, dest: Path, providers: Any = None
     """Write the synthesized registry+v1 bundle (manifests/ and metadata/annotations.yaml) under ``dest``.
 
     The required APIs go to ``metadata/dependencies.yaml`` (an ``olm.gvk``, or
-    an ``olm.constraint`` on the group; see ``catalog.render.required_properties``),
+    an ``olm.constraint`` on the group; see ``required_properties``),
     so that opm renders the written bundle with the requirements ``catalog
     render`` gives the k8s+v1 one.
     """
-    from reconciler.catalog.render import required_properties
 
     converted, inferred = synthesize(content)
     required = required_properties(content, inferred, providers, content.name, warn)
@@ -347,3 +348,23 @@ def export_registry_v1(content: BundleContent, dest: Path, providers: Any = None
                 for p in required]
         (dest / "metadata" / "dependencies.yaml").write_text(yamlio.dump({"dependencies": deps}))
     return dest
+
+
+def required_properties(content: BundleContent, inferred: Any, providers: APIKinds | None, name: str,
+                        warn: Callable[[str], object] | None) -> list[dict[str, Any]]:
+    """A k8s+v1 bundle's required APIs as properties: ``olm.gvk.required``, or an ``olm.constraint`` on the group.
+
+    The kinds come from the bundle's own CRDs and ``providers``; a resource
+    neither defines is required by its group, and ``warn`` hears of it.
+    """
+    from reconciler.bundle.k8s_v1 import required_apis
+
+    own = api_kinds_of_objects([m.obj for m in content.manifests])
+    required, unmapped = required_apis(inferred, own.merged(providers) if providers else own)
+    for group, resource in unmapped:
+        if warn is not None:
+            warn(f"{name}: the operator's RBAC names {resource}.{group}, which neither the bundle nor the given "
+                 f"catalogs define: required as any API of group {group} (an olm.constraint); "
+                 f"pass the provider's catalog (--catalog) to require its kind")
+    return [{"type": PROP_GVK_REQUIRED, "value": g} for g in required] + [
+        {"type": PROP_CONSTRAINT, "value": group_constraint(group, resource)} for group, resource in unmapped]

@@ -45,12 +45,14 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
+from reconciler.bundle.apikinds import (  # noqa: F401 - APIKinds and api_kinds_of_objects are importable from here
+    APIKinds, Table, api_kinds_of_objects, collect, crd_names, finish,
+)
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent
 from reconciler.errors import BundleError, InputError, UnsupportedBundleError
 from reconciler.model.shape import kind_of
@@ -60,77 +62,6 @@ from reconciler.model.catalog import (
 )
 
 CSV_PROPERTIES_ANNOTATION = "olm.properties"   # operator-registry's key for extra bundle properties
-
-
-@dataclass(frozen=True)
-class APIKinds:
-    """Which kind a resource name of an API group stands for, and the versions it is served in.
-
-    RBAC names resources (plurals); ``olm.gvk.required`` names kinds. The
-    mapping comes from CustomResourceDefinitions (a bundle's own, or those of
-    the bundles in a catalog, kept as ``olm.bundle.object``), the owned
-    ``crdDescriptions`` of ``olm.csv.metadata`` (named ``<plural>.<group>``),
-    and, for a kind no such source names, the kind's guessed plural.
-    """
-
-    kinds: Mapping[tuple[str, str], Mapping[str, frozenset[str]]]   # (group, plural) -> kind -> versions
-
-    def merged(self, other: APIKinds) -> APIKinds:
-        out: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
-        for source in (self.kinds, other.kinds):
-            for key, kinds in source.items():
-                for kind, versions in kinds.items():
-                    mine = out.setdefault(key, {})
-                    mine[kind] = mine.get(kind, frozenset()) | versions
-        return APIKinds(out)
-
-    def lookup(self, group: str, resource: str) -> tuple[str, frozenset[str]] | None:
-        """The one kind ``resource`` of ``group`` names, with its versions; None when unknown or ambiguous."""
-        kinds = self.kinds.get((group, resource)) or {}
-        return next(iter(kinds.items())) if len(kinds) == 1 else None
-
-
-Table = dict[tuple[str, str], dict[str, set[str]]]   # (group, plural or "") -> kind -> versions
-
-
-def _collect(table: Table, group: str, plural: str, kind: str, version: str) -> None:
-    if group and kind:
-        table.setdefault((group, plural), {}).setdefault(kind, set()).update({version} if version else set())
-
-
-def _finish(exact: Table, guessed: Table) -> APIKinds:
-    """Exact plurals, then the kinds only ``olm.gvk`` names, under the plural a CRD gives them or a guess."""
-    from reconciler.approve.required import guess_plural
-
-    out: Table = {key: {k: set(v) for k, v in kinds.items()} for key, kinds in exact.items()}
-    plural_of = {(key[0], kind): key for key, kinds in exact.items() for kind in kinds}
-    for (group, _), kinds in guessed.items():
-        for kind, versions in kinds.items():
-            key = plural_of.get((group, kind)) or (group, guess_plural(kind))
-            out.setdefault(key, {}).setdefault(kind, set()).update(versions)
-    return APIKinds({key: {k: frozenset(v) for k, v in kinds.items()} for key, kinds in out.items()})
-
-
-def _crd_names(exact: Table, obj: Any) -> None:
-    if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":
-        return
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
-    group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
-    if not (isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str) and plural):
-        return
-    versions = [v.get("name") for v in spec.get("versions") or [] if isinstance(v, dict)]
-    versions += [spec.get("version")] if spec.get("version") else []
-    for v in versions or [""]:
-        _collect(exact, group, plural, kind, str(v or ""))
-
-
-def api_kinds_of_objects(objects: Iterable[Any]) -> APIKinds:
-    """The plural -> kind mapping the CRDs among ``objects`` give."""
-    exact: Table = {}
-    for obj in objects:
-        _crd_names(exact, obj)
-    return _finish(exact, {})
 
 
 def api_kinds(catalogs: Iterable[Any]) -> APIKinds:
@@ -143,18 +74,18 @@ def api_kinds(catalogs: Iterable[Any]) -> APIKinds:
                 value = p.value if isinstance(p.value, dict) else {}
                 if p.type == PROP_BUNDLE_OBJECT and value.get("data"):
                     try:
-                        _crd_names(exact, json.loads(base64.b64decode(str(value["data"]))))
+                        crd_names(exact, json.loads(base64.b64decode(str(value["data"]))))
                     except (ValueError, RecursionError):
                         continue   # a catalog finding, not ours to report here
                 elif p.type == PROP_CSV_METADATA and isinstance(value.get("crdDescriptions"), dict):
                     for d in value["crdDescriptions"].get("owned") or []:
                         if isinstance(d, dict) and "." in str(d.get("name") or ""):
                             plural, _, group = str(d["name"]).partition(".")
-                            _collect(exact, group, plural, str(d.get("kind") or ""), str(d.get("version") or ""))
+                            collect(exact, group, plural, str(d.get("kind") or ""), str(d.get("version") or ""))
                 elif p.type == PROP_GVK:
-                    _collect(guessed, str(value.get("group") or ""), "", str(value.get("kind") or ""),
+                    collect(guessed, str(value.get("group") or ""), "", str(value.get("kind") or ""),
                              str(value.get("version") or ""))
-    return _finish(exact, guessed)
+    return finish(exact, guessed)
 
 
 def api_kinds_of_catalogs(directories: Iterable[str]) -> APIKinds | None:
@@ -163,24 +94,6 @@ def api_kinds_of_catalogs(directories: Iterable[str]) -> APIKinds | None:
 
     dirs = list(directories)
     return api_kinds(load_catalog(d, Path(d)) for d in dirs) if dirs else None
-
-
-_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
-
-
-def kube_version_key(version: str) -> tuple[int, int, int, str]:
-    """Kubernetes' version priority: GA over beta over alpha, then by number; other names last, by name."""
-    m = _KUBE_VERSION.match(version)
-    if not m:
-        return (0, 0, 0, version)
-    return ({None: 3, "beta": 2, "alpha": 1}[m.group(2)], int(m.group(1)), int(m.group(3) or 0), "")
-
-
-def group_constraint(group: str, resource: str) -> dict[str, Any]:
-    """The ``olm.constraint`` for a required resource whose kind nobody names: some bundle providing its group."""
-    return {"failureMessage": f"requires {resource}.{group} (named by the operator's RBAC): no bundle provides an "
-                              f"API of group {group}",
-            "cel": {"rule": f"properties.exists(p, p.type == 'olm.gvk' && p.value.group == {json.dumps(group)})"}}
 
 
 def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None, version: str | None = None,
@@ -208,7 +121,7 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
     if mediatype == "registry+v1":
         return _registry_v1(content, path, name, image, migrate)
     if mediatype == "k8s+v1":
-        from reconciler.bundle.k8s_v1 import synthesize
+        from reconciler.bundle.k8s_v1 import required_properties, synthesize
 
         synthesized, inferred = synthesize(content)
         extra = required_properties(content, inferred, providers, name, warn)
@@ -221,26 +134,6 @@ def render_bundle_dir(path: Path, image: str = "", *, package: str | None = None
     raise UnsupportedBundleError(f"bundle mediatype {mediatype or '(none)'!r} cannot be rendered",
                                  path=f"{name}/metadata/annotations.yaml",
                                  hint="supported: registry+v1, k8s+v1, plain+v0")
-
-
-def required_properties(content: BundleContent, inferred: Any, providers: APIKinds | None, name: str,
-                        warn: Callable[[str], object] | None) -> list[dict[str, Any]]:
-    """A k8s+v1 bundle's required APIs as properties: ``olm.gvk.required``, or an ``olm.constraint`` on the group.
-
-    The kinds come from the bundle's own CRDs and ``providers``; a resource
-    neither defines is required by its group, and ``warn`` hears of it.
-    """
-    from reconciler.bundle.k8s_v1 import required_apis
-
-    own = api_kinds_of_objects([m.obj for m in content.manifests])
-    required, unmapped = required_apis(inferred, own.merged(providers) if providers else own)
-    for group, resource in unmapped:
-        if warn is not None:
-            warn(f"{name}: the operator's RBAC names {resource}.{group}, which neither the bundle nor the given "
-                 f"catalogs define: required as any API of group {group} (an olm.constraint); "
-                 f"pass the provider's catalog (--catalog) to require its kind")
-    return [{"type": PROP_GVK_REQUIRED, "value": g} for g in required] + [
-        {"type": PROP_CONSTRAINT, "value": group_constraint(group, resource)} for group, resource in unmapped]
 
 
 def go_json(value: Any, *, sort_keys: bool = True, indent: str | None = None, escape_html: bool = True) -> str:
