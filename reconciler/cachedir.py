@@ -15,3 +15,22 @@ def root() -> str:
     if xdg := os.environ.get("XDG_CACHE_HOME"):
         return os.path.join(xdg, "reconciler")
     return os.path.join(os.path.expanduser("~"), ".cache", "reconciler")
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write a cache file whole or not at all: a file of this process's own (created, never reused), then a
+    rename. A reader sees the old entry or the new one, never half of either."""
+    import time
+
+    tmp = os.path.join(os.path.dirname(path), f".tmp-{os.getpid()}-{time.monotonic_ns()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

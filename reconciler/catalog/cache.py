@@ -126,9 +126,9 @@ def put(content_key: str, value: dict[str, Any], stat: str | None) -> None:
     d = directory()
     try:
         os.makedirs(d, exist_ok=True)
-        _atomic_write(_path("pickle", content_key), pickle.dumps({**value, "format": FORMAT}, protocol=5))
+        cachedir.write_atomic(_path("pickle", content_key), pickle.dumps({**value, "format": FORMAT}, protocol=5))
         if stat:
-            _atomic_write(_path("stat", stat), content_key.encode())
+            cachedir.write_atomic(_path("stat", stat), content_key.encode())
         _prune(d)
     except OSError:
         pass
@@ -136,22 +136,9 @@ def put(content_key: str, value: dict[str, Any], stat: str | None) -> None:
 
 def remember_stat(stat: str, content_key: str) -> None:
     try:
-        _atomic_write(_path("stat", stat), content_key.encode())
+        cachedir.write_atomic(_path("stat", stat), content_key.encode())
     except OSError:
         pass
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write ``path`` whole or not at all: a file of this process's own (created, never reused), then a rename."""
-    tmp = os.path.join(os.path.dirname(path), f".tmp-{os.getpid()}-{time.monotonic_ns()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
 
 
 def _unlink(path: str) -> None:
