@@ -65,18 +65,21 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
 
     Returns None when no cluster is configured at all. An unknown context is reported as such, naming the
     files read and the contexts they define. ``preferred`` (a fleet cluster's context) is used when no
-    ``context`` is given and the kubeconfig defines it.
+    ``context`` is given and the kubeconfig defines it. The client library is imported only once there is a
+    cluster to talk to: a dry run without one does not pay for it.
     """
+    from reconciler.cluster.kubeconfig import load_kubeconfig
+
+    merged = load_kubeconfig(kubeconfig)
+    if merged is None and not context and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    path = ", ".join(merged.files) if merged is not None else None
+    if context is None and preferred is not None and merged is not None and preferred in merged.contexts:
+        context = preferred
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
 
-    from reconciler.cluster.kubeconfig import load_kubeconfig
-
-    merged = load_kubeconfig(kubeconfig)
-    path = ", ".join(merged.files) if merged is not None else None
-    if context is None and preferred is not None and merged is not None and preferred in merged.contexts:
-        context = preferred
     try:
         if merged is not None:
             merged.context(context)  # raises a ClusterError naming the files and the contexts available
