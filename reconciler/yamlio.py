@@ -481,8 +481,11 @@ def read_text(path: str | os.PathLike[str], display: str | None = None) -> str:
                              hint="replace it with a regular file")
         if info.st_size > MAX_FILE_BYTES:
             raise InputError(f"file is {info.st_size} bytes, over the {MAX_FILE_BYTES}-byte limit", path=name)
+        want = min(info.st_size, MAX_FILE_BYTES) + 1   # a read of the bound would allocate the bound for each file
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+            data = fh.read(want)
+            if len(data) == want:   # it grew since fstat: read on, up to the bound
+                data += fh.read(MAX_FILE_BYTES + 1 - len(data))
         if len(data) > MAX_FILE_BYTES:
             raise InputError(f"file is over the {MAX_FILE_BYTES}-byte limit", path=name)
         return data.decode("utf-8")
