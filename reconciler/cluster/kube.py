@@ -67,8 +67,9 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
 
     Returns None when no cluster is configured at all. An unknown context is reported as such, naming the
     files read and the contexts they define. ``preferred`` (a fleet cluster's context) is used when no
-    ``context`` is given and the kubeconfig defines it. The client library is imported only once there is a
-    cluster to talk to: a dry run without one does not pay for it.
+    ``context`` is given and the kubeconfig defines it. The official client library is imported only when the
+    kubeconfig needs it (``rest.py`` speaks for certificates, tokens and passwords), and never when no
+    cluster is configured: a dry run without one does not pay for it.
     """
     from reconciler.cluster.kubeconfig import load_kubeconfig
 
@@ -78,6 +79,16 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
     path = ", ".join(merged.files) if merged is not None else None
     if context is None and preferred is not None and merged is not None and preferred in merged.contexts:
         context = preferred
+    if merged is not None:
+        from reconciler.cluster import rest
+
+        wanted = merged.context(context)  # raises a ClusterError naming the files and the contexts available
+        try:
+            light = rest.from_kubeconfig(merged.config, wanted, WORKERS)
+        except Exception:  # noqa: BLE001 - a malformed entry: the official client says what is wrong with it
+            light = None
+        if light is not None:
+            return light   # type: ignore[return-value]   # the part of ApiClient that Kube uses
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
