@@ -91,7 +91,7 @@ def test_verbose_applies_to_logs_of_a_module_imported_after_the_set_up(tmp_path)
 
 def test_a_dry_run_without_a_cluster_loads_no_client_and_a_second_no_cel(tmp_path, monkeypatch):
     """The first dry run judges the guardrails (cel-python); the second finds every verdict remembered and runs
-    no CEL at all. Neither imports the Kubernetes client: no cluster is configured."""
+    no CEL at all. Neither imports the Kubernetes client (no cluster is configured) nor pygit2 (no repository)."""
     import shutil
 
     repo = tmp_path / "repo"
@@ -106,3 +106,4 @@ def test_a_dry_run_without_a_cluster_loads_no_client_and_a_second_no_cel(tmp_pat
     code, out, second = _cli_modules("reconcile", "--dry-run", str(repo))
     assert code == 1 and "Summary: 8 created" in out, out
     assert not {"celpy", "lark", "kubernetes"} & second, sorted(second)
+    assert "pygit2" not in second   # a tree outside any git repository has no revision to read
