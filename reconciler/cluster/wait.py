@@ -170,30 +170,36 @@ def _endpoint_slices(kube: Kube, service: ObjectRef) -> list[Manifest]:
     return list((listing or {}).get("items") or [])
 
 
-def count_operands(kube: Kube, objects: Iterable[Manifest], paths: Mapping[str, str]) -> tuple[dict[str, Any], ...]:
-    """For each CRD among ``objects`` that the CSV owns (``paths``), its custom resources: total, ready, not ready.
+def count_operands(kube: Kube, objects: Mapping[str, Iterable[Manifest]],
+                   paths: Mapping[str, Mapping[str, str]]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """Per Operator, for each CRD among its ``objects`` that its CSV owns (``paths``: Operator -> CRD -> where its
+    custom resources keep their conditions), the custom resources: total, ready, not ready. Every Operator's
+    CRDs are listed at once, one LIST each.
 
     Operands are the users' objects: they are reported, and do not decide
     whether the Operator itself is Ready.
     """
     from reconciler.cluster.apply.order import concurrently
 
-    def owns(obj: Manifest) -> bool:
-        ref = ObjectRef.of(obj)
-        return (ref.group, ref.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition") and ref.name in paths
-    owned = [obj for obj in objects if owns(obj)]
+    owned: list[tuple[str, Manifest]] = []
+    for name, objs in objects.items():
+        for obj in objs:
+            ref = ObjectRef.of(obj)
+            if (ref.group, ref.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition") and \
+                    ref.name in paths.get(name, {}):
+                owned.append((name, obj))
 
-    def custom_resources(obj: Manifest) -> tuple[str, list[Manifest]]:
-        spec = obj.get("spec") or {}
+    def custom_resources(entry: tuple[str, Manifest]) -> tuple[str, list[Manifest]]:
+        spec = entry[1].get("spec") or {}
         versions = [v for v in spec.get("versions") or [] if v.get("served")]
         version = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"] if versions else "")
         kind = (spec.get("names") or {}).get("kind", "")
         info = kube.resource(f"{spec.get('group')}/{version}", kind) if version and kind else None
         return kind, kube.list(info) if info is not None else []
-    out = []
-    for obj, (kind, items) in zip(owned, concurrently(custom_resources, owned)):   # one LIST per CRD, at once
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in paths if name in objects}
+    for (name, obj), (kind, items) in zip(owned, concurrently(custom_resources, owned)):
         ref = ObjectRef.of(obj)
-        verdicts = [(item, operand(item, paths[ref.name])) for item in items]
+        verdicts = [(item, operand(item, paths[name][ref.name])) for item in items]
         not_ready = [v for v in verdicts if not v[1].healthy]
         entry: dict[str, Any] = {"crd": ref.name, "kind": kind, "total": len(items),
                                  "ready": len(items) - len(not_ready)}
@@ -201,8 +207,8 @@ def count_operands(kube: Kube, objects: Iterable[Manifest], paths: Mapping[str, 
             entry["notReady"] = [
                 {"namespace": (i.get("metadata") or {}).get("namespace", ""), "name": (i.get("metadata") or {})
                  .get("name", ""), "reason": h.reason, "message": h.message} for i, h in not_ready[:10]]
-        out.append(entry)
-    return tuple(out)
+        out[name].append(entry)
+    return {name: tuple(entries) for name, entries in out.items()}
 
 
 def wait_healthy(kube: Kube, operators: Mapping[str, Iterable[Manifest]], *, timeout: float,
@@ -230,10 +236,9 @@ def wait_healthy(kube: Kube, operators: Mapping[str, Iterable[Manifest]], *, tim
             if timeout > 0:
                 for name in pending:
                     results[name] = dataclasses.replace(results[name], timed_out=True)
-            for name, paths in (operands or {}).items():
-                if paths and name in results:
-                    results[name] = dataclasses.replace(results[name],
-                                                        operands=count_operands(kube, objects[name], paths))
+            wanted = {name: paths for name, paths in (operands or {}).items() if paths and name in results}
+            for name, counted in count_operands(kube, {n: objects[n] for n in wanted}, wanted).items():
+                results[name] = dataclasses.replace(results[name], operands=counted)
             return {name: results[name] for name in sorted(results)}
         if progress is not None:
             waiting = results[pending[0]]
