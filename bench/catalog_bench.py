@@ -7,6 +7,10 @@ runtime start-up count on both sides:
 * ours warm:  a child process timing ``reconciler.catalog.load(DIR)`` on a primed cache, and its peak RSS
 * opm:        ``opm validate DIR`` and ``opm render DIR -o json`` (output discarded)
 
+A first ``catalog validate`` of the corpus catalogs (every version in one directory) and of the corpus's bundles
+rendered into one YAML index (``rendered_index``: 726 bundles, each manifest an ``olm.bundle.object``, about
+130 MB) is measured for its peak RSS as well, beside opm's.
+
 Scenarios: each version index the corpus samples (../shared/corpus/catalogs/v4.*, one catalog of
 its packages, as an index image holds them), all of their packages as one index (``all-versions``:
 nearer the size of a real index, which holds hundreds of packages), the corpus catalogs one process
@@ -59,6 +63,65 @@ def _timed(cmd: list[str], env: dict[str, str]) -> float:
 
 def _best(n: int, fn) -> float:
     return min(fn() for _ in range(n))
+
+
+def _measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, the largest of the process and any child it forked) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return time.perf_counter() - start, usage.ru_maxrss / 1024
+
+
+def memory_row(label: str, directory: Path, opm: Path, env: dict[str, str], repeat: int) -> dict:
+    """A first ``catalog validate`` (nothing cached: it parses, validates and writes the cache, as a user's
+    first run does), its time and peak RSS beside ``opm validate``'s; the best of ``repeat``, each with an empty
+    cache directory."""
+    ours = []
+    for attempt in range(repeat):
+        cold = dict(env, RECONCILER_CACHE_DIR=str(Path(env["RECONCILER_CACHE_DIR"]) / f"memory-{label}-{attempt}"))
+        ours.append(_measured([command(PY), "catalog", "validate", str(directory)], cold))
+    theirs = [_measured([str(opm), "validate", str(directory)], env) for _ in range(repeat)]
+    files = [f for f in directory.rglob("*") if f.is_file()]
+    return {"label": label, "files": len(files), "mb": sum(f.stat().st_size for f in files) / 1e6,
+            "ours_s": min(t for t, _ in ours), "ours_mib": min(m for _, m in ours),
+            "opm_s": min(t for t, _ in theirs), "opm_mib": min(m for _, m in theirs)}
+
+
+def rendered_index(work: Path) -> Path | None:
+    """Every bundle of the corpus's operators rendered (``catalog render``, as opm renders them: each manifest
+    an ``olm.bundle.object``) into one YAML index, a package per directory and a file per bundle: the shape and
+    size of a real community index, written by the reconciler's own renderer."""
+    operators = CORPUS.parent / "operators"
+    if not operators.is_dir():
+        return None
+    from bench.bundle_corpus import find_bundles
+    from reconciler import yamlio
+    from reconciler.catalog.render import render_bundle_dir
+    from reconciler.errors import ReconcilerError
+
+    out = work / "rendered-index"
+    bundles, _ = find_bundles(operators)
+    by_package: dict[str, list[dict]] = {}
+    for root in bundles:
+        package, version = root.relative_to(operators).parts[:2]
+        try:
+            blob = render_bundle_dir(root, f"quay.io/example/{package}-bundle:{version}")
+        except ReconcilerError:
+            continue   # the two the renderer refuses (docs/catalogs.md)
+        if all(b["name"] != blob["name"] for b in by_package.get(package, [])):
+            by_package.setdefault(package, []).append(blob)
+    for package, blobs in by_package.items():
+        for blob in blobs:
+            (out / package / "bundles").mkdir(parents=True, exist_ok=True)
+            (out / package / "bundles" / f"{blob['name']}.yaml").write_text(yamlio.dump(blob))
+        name = blobs[0]["package"]
+        entries = [{"name": b["name"], **({"replaces": blobs[i - 1]["name"]} if i else {})} for i, b in enumerate(blobs)]
+        (out / package / "package.yaml").write_text(yamlio.dump_all([
+            {"schema": "olm.package", "name": name, "defaultChannel": "stable"},
+            {"schema": "olm.channel", "package": name, "name": "stable", "entries": entries}]))
+    return out
 
 
 def index_row(index: Path, opm: Path, env: dict[str, str], repeat: int) -> dict:
@@ -116,6 +179,11 @@ def main() -> None:
         indexes.append(index_row(_together(work), opm, env, args.repeat))
         dirs = sorted(p.parent for p in CORPUS.glob("v4.*/*/catalog.yaml"))
         rows.append(scenario(f"corpus ({len(dirs)} catalogs)", dirs, opm, env, args.repeat))
+    memory = []
+    if CORPUS.is_dir():
+        memory.append(memory_row("corpus catalogs, every version (one directory)", CORPUS, opm, env, args.repeat))
+        if (index := rendered_index(work)) is not None:
+            memory.append(memory_row("corpus bundles rendered as one YAML index", index, opm, env, args.repeat))
     sizes = [] if args.skip_synthetic else [(300, 3000)] + ([] if args.skip_large else [(2000, 30000)])
     for packages, bundles in sizes:
         d = generate(work / f"synthetic-{bundles}", packages, bundles)
@@ -131,6 +199,15 @@ def main() -> None:
               f"| {r['ours_cold'] / r['opm_render']:5.2f} | {r['ours_warm']:8.3f}s | {r['warm_rss_mb']:5.0f} MB |")
     print("ratio = ours / opm (below 1: faster than opm). warm = load() from the cache, import time excluded "
           "(import: %.2fs).\n" % rows[-1]["warm_import"])
+    if memory:
+        print(f"a first `catalog validate` (nothing cached; the cache written), best of {args.repeat}: time and peak "
+              f"RSS beside `opm validate`\n")
+        print("| catalog | files | MB | ours s | ours peak MiB | opm s | opm peak MiB |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in memory:
+            print(f"| {r['label']} | {r['files']} | {r['mb']:.1f} | {r['ours_s']:.2f} | {r['ours_mib']:.0f} | "
+                  f"{r['opm_s']:.2f} | {r['opm_mib']:.0f} |")
+        print()
     if indexes:
         print(f"each version index of the corpus as one catalog, cold, best of {args.repeat}\n")
         print("| index | packages | MB | ours cold+validate s | opm validate s | ratio |")

@@ -157,6 +157,11 @@ def configmaps(name: str, ns: str, count: int) -> DesiredOperator:
 
 def largest_real(corpus: Path, kube: Kube, count: int = 5) -> list[DesiredOperator]:
     """The ``count`` corpus operators (newest bundle each) with the most manifest bytes that convert cleanly."""
+    return [op for _, op in largest_real_bundles(corpus, kube, count)]
+
+
+def largest_real_bundles(corpus: Path, kube: Kube, count: int = 5) -> list[tuple[Path, DesiredOperator]]:
+    """``largest_real``, with each operator's bundle directory."""
     from bench.bundle_corpus import convert_one, find_bundles, install_stand_ins
 
     install_stand_ins(kube)
@@ -165,7 +170,7 @@ def largest_real(corpus: Path, kube: Kube, count: int = 5) -> list[DesiredOperat
     for root in bundles:  # sorted by path; the last of a package is as good a pick as any
         newest[root.relative_to(corpus).parts[0]] = root
     sized = sorted(newest.values(), key=lambda r: -sum(f.stat().st_size for f in (r / "manifests").glob("*")))
-    out: list[DesiredOperator] = []
+    out: list[tuple[Path, DesiredOperator]] = []
     for root in sized:
         outcome = convert_one(corpus, root)
         if outcome.status != "converted" or outcome.rendered is None:
@@ -180,7 +185,7 @@ def largest_real(corpus: Path, kube: Kube, count: int = 5) -> list[DesiredOperat
         except Exception as exc:  # noqa: BLE001 - a bundle this API server refuses is not a benchmark subject
             print(f"  skipping {root.relative_to(corpus)}: {str(exc).splitlines()[0][:100]}")
             continue
-        out.append(op)
+        out.append((root, op))
         if len(out) == count:
             break
     return out

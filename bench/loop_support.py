@@ -14,6 +14,15 @@ from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.cluster.kube import Kube
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gitops-repo"
+# Approved as a class: the benchmarks measure reconciling, not waiting for an approval.
+ALLOW_ALL = """apiVersion: rukpak.io/v1
+kind: ProvisionerClass
+metadata:
+  name: bench-allow-all
+provisioner: operators.coreos.com/operators
+parameters:
+  approval: AllowAll
+"""
 
 
 def start_plane() -> ControlPlane:
@@ -79,15 +88,7 @@ spec:
   catalog: {{name: community, package: {name}, channel: stable}}
   provisionerClassName: bench-allow-all
 """)
-    # Approved as a class: the benchmarks measure reconciling, not waiting for an approval.
-    (path / "operators" / "provisioner-class.yaml").write_text("""apiVersion: rukpak.io/v1
-kind: ProvisionerClass
-metadata:
-  name: bench-allow-all
-provisioner: operators.coreos.com/operators
-parameters:
-  approval: AllowAll
-""")
+    (path / "operators" / "provisioner-class.yaml").write_text(ALLOW_ALL)
     (path / "catalogs" / "community").mkdir(parents=True)
     (path / "catalogs" / "community" / "catalog.yaml").write_text("".join(catalog))
     repo = pygit2.init_repository(str(path), initial_head="main")

@@ -6,7 +6,6 @@ together, so the CLI and the in-cluster loop run exactly the same steps.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -595,10 +594,11 @@ def _deprecation_conditions(sel: Selection, resolution: Resolution | None) -> tu
 
 
 def _stamp(obj: Manifest, operator: str, part_of: str = "") -> Manifest:
-    out = copy.deepcopy(obj)
-    meta = out.setdefault("metadata", {})
+    """The object with its owner labels: a new object and metadata, the rest shared with the rendered bundle
+    (nothing downstream changes an object in place; a deep copy of five real operators' CRDs cost 80 ms)."""
+    meta = dict(obj.get("metadata") or {})
     meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(operator, part_of)}
-    return out
+    return {**obj, "metadata": meta}
 
 
 def write_lock(snapshot: RepoSnapshot, lockfile: Lockfile) -> bool:

@@ -357,15 +357,19 @@ def _build(text: str, source: str, go: bool = False) -> tuple[list[Any], bool]:
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     docs: list[Any] = []
     anchors: dict[str, Any] = {}
-    stack: list[list[Any]] = []   # per open collection: [container, is a mapping, pending key, key pending]
+    # The open collection (None at a document's top), whether it is a mapping, the key read for the value to
+    # come and whether there is one; the enclosing collections' as a stack of the same four.
+    top: Any = None
+    is_map, key, keyed = False, None, False
+    stack: list[tuple[Any, bool, Any, bool]] = []
     root: Any = None
     aliased = False
     plain: dict[str, Any] = {}  # plain scalar text -> its value: keys and values repeat, and values are immutable
+    get_event = loader.get_event
     try:
-        while (event := loader.get_event()) is not None:
+        while (event := get_event()) is not None:
             kind = type(event)
-            opened = False
-            if kind is scalar_event:
+            if kind is scalar_event:   # most events: tested first
                 tag, obj = event.tag, event.value
                 if tag is None or tag == "!":
                     if event.implicit[0]:  # plain: the implicit resolvers decide (null, bool, int, float)
@@ -378,17 +382,18 @@ def _build(text: str, source: str, go: bool = False) -> tuple[list[Any], bool]:
                     if tag == _MERGE or make is None:
                         raise _Unusual
                     obj = make(loader, yaml.ScalarNode(tag, obj, event.start_mark, event.end_mark, event.style))
+                anchor, opened = event.anchor, False
             elif kind is map_start or kind is seq_start:
                 if event.tag not in (None, "!", _MAP if kind is map_start else _SEQ):
                     raise _Unusual
-                obj, opened = ({} if kind is map_start else []), True
+                obj, anchor, opened = ({} if kind is map_start else []), event.anchor, True
             elif kind in ends:
-                stack.pop()
+                top, is_map, key, keyed = stack.pop()
                 continue
             elif kind is alias_event:
                 if event.anchor not in anchors:
                     raise _Unusual
-                obj, aliased = anchors[event.anchor], True
+                obj, anchor, opened, aliased = anchors[event.anchor], None, False, True
             elif kind is yaml.DocumentStartEvent:
                 anchors = {}
                 continue
@@ -398,29 +403,31 @@ def _build(text: str, source: str, go: bool = False) -> tuple[list[Any], bool]:
                 continue
             else:  # the stream's start and end
                 continue
-            if kind is not alias_event and event.anchor is not None:
-                if event.anchor in anchors:
+            if anchor is not None:
+                if anchor in anchors:
                     raise _Unusual
-                anchors[event.anchor] = obj
-            if not stack:
+                anchors[anchor] = obj
+            if top is None:
                 root = obj
-            elif not stack[-1][1]:
-                stack[-1][0].append(obj)
-            elif stack[-1][3]:
-                stack[-1][0][stack[-1][2]] = obj
-                stack[-1][3] = False
-            else:
-                if isinstance(obj, (dict, list)):
-                    raise _Unusual
-                try:
-                    hash(obj)
-                except TypeError:
-                    raise _Unusual from None
-                stack[-1][2], stack[-1][3] = obj, True
+            elif not is_map:
+                top.append(obj)
+            elif keyed:
+                top[key] = obj
+                keyed = False
+            else:   # a key: a scalar that hashes (a collection as a key is left to the general path)
+                if type(obj) is not str:
+                    if isinstance(obj, (dict, list)):
+                        raise _Unusual
+                    try:
+                        hash(obj)
+                    except TypeError:
+                        raise _Unusual from None
+                key, keyed = obj, True
             if opened:
-                stack.append([obj, kind is map_start, None, False])
+                stack.append((top, is_map, key, keyed))
                 if len(stack) > MAX_DEPTH:
                     raise _too_deep(source, event.start_mark.line + 1)
+                top, is_map, key, keyed = obj, kind is map_start, None, False
     except yaml.YAMLError:
         raise _Unusual from None
     finally:
@@ -481,8 +488,11 @@ def read_text(path: str | os.PathLike[str], display: str | None = None) -> str:
                              hint="replace it with a regular file")
         if info.st_size > MAX_FILE_BYTES:
             raise InputError(f"file is {info.st_size} bytes, over the {MAX_FILE_BYTES}-byte limit", path=name)
+        want = min(info.st_size, MAX_FILE_BYTES) + 1   # a read of the bound would allocate the bound for each file
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+            data = fh.read(want)
+            if len(data) == want:   # it grew since fstat: read on, up to the bound
+                data += fh.read(MAX_FILE_BYTES + 1 - len(data))
         if len(data) > MAX_FILE_BYTES:
             raise InputError(f"file is over the {MAX_FILE_BYTES}-byte limit", path=name)
         return data.decode("utf-8")

@@ -24,28 +24,44 @@ The project's defaults come from the top-level ``policies/`` folder
 a repository adds its own in its ``policies/`` folder, and may switch a
 default off by declaring a policy of the same name with no validations.
 An approval record may waive a policy for one exact bundle.
+
+CEL in Python is slow to start (cel-python's parser) and to run (about a
+millisecond per object), while most runs judge what an earlier run judged.
+So verdicts are remembered across processes (``verdicts.py``), keyed by the
+policy and by exactly the inputs its expressions read: the top-level fields
+of ``object``, ``request`` and ``params`` named in the expression text
+(``Policy.reads``), or the whole variable when the text uses it any other
+way. A run with nothing new to judge imports no CEL at all; a new bundle is
+evaluated only for the objects whose inputs are new (a thousand ConfigMaps in
+one namespace are one evaluation of a policy that reads
+``request.namespace``). Whether a policy compiles is remembered the same way,
+and programs are compiled on first use and kept for the process.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
+from reconciler.approve import verdicts
 from reconciler.errors import InputError
 from reconciler.model.kube import API_GROUP, Manifest
 
 POLICY_API_VERSIONS = ("admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1beta1")
 POLICY_KIND = "ValidatingAdmissionPolicy"
 RESOLUTION_RESOURCE = (API_GROUP, "v1alpha1", "resolutions")
-_OBJECT_REF = re.compile(r"\b(object|oldObject)\b")
+VARIABLES = ("object", "oldObject", "request", "params")
+# A variable, and what follows it (a field named like one, ``x.object``, counts too: reading more is safe).
+_VARIABLE = re.compile(r"(?<!\w)(" + "|".join(VARIABLES) + r")\b")
+_FIELD = re.compile(r"\s*\.\s*([A-Za-z_]\w*)\b(\s*\()?")
+WHOLE = None   # in Policy.reads: the expression uses the variable otherwise than by naming a field
 
 
 @dataclass(frozen=True)
@@ -66,10 +82,37 @@ class _Rule:
 @dataclass(frozen=True)
 class _Check:
     expression: str
-    program: Callable[[dict], Any] = field(compare=False, repr=False)
     message: str = ""
-    message_program: Callable[[dict], Any] | None = field(default=None, compare=False, repr=False)
     message_expression: str = ""
+
+    @property
+    def program(self) -> Callable[[dict], Any]:
+        return _compiled(self.expression)
+
+    @property
+    def message_program(self) -> Callable[[dict], Any] | None:
+        return _compiled(self.message_expression) if self.message_expression else None
+
+
+def reads(expressions: Iterable[str]) -> dict[str, frozenset[str] | None]:
+    """Which variables the expressions read, and of each which top-level fields (``WHOLE``: all of it).
+
+    Read from the text, conservatively: a variable followed by ``.field`` reads that field (and whatever
+    lies below it); any other use (indexing, ``.?`` optional access, a method such as ``request.all(...)``,
+    comparing or passing the whole value, a comprehension variable of that name, the word inside a string
+    literal) counts as reading all of it. A verdict keyed by what this returns is therefore never shared by
+    two inputs the expressions could tell apart.
+    """
+    out: dict[str, frozenset[str] | None] = {}
+    for text in expressions:
+        for match in _VARIABLE.finditer(text):
+            name = match.group(1)
+            named = _FIELD.match(text, match.end())
+            if named is None or named.group(2):
+                out[name] = WHOLE
+            elif name not in out or out[name] is not WHOLE:
+                out[name] = (out.get(name) or frozenset()) | {named.group(1)}
+    return out
 
 
 @dataclass(frozen=True)
@@ -82,29 +125,30 @@ class Policy:
     validations: tuple[_Check, ...]
     fail_closed: bool = True
 
+    @functools.cached_property
+    def reads(self) -> dict[str, frozenset[str] | None]:
+        return reads(text for c in self.conditions + self.validations for text in (c.expression, c.message_expression))
+
+    @functools.cached_property
+    def conditions_read(self) -> dict[str, frozenset[str] | None]:
+        """What ``matchConditions`` read: when not ``object``, an object they exclude is never converted."""
+        return reads(c.expression for c in self.conditions)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """What decides a verdict besides the inputs: the expressions, messages and failure policy."""
+        return json.dumps([[(c.expression, c.message, c.message_expression) for c in part]
+                           for part in (self.conditions, self.validations)] + [self.fail_closed])
+
     def applies(self, group: str, version: str, resource: str) -> bool:
         return any(r.matches(group, version, resource) for r in self.rules) and not any(
             r.matches(group, version, resource) for r in self.excluded)
-
-    @property
-    def reads_object(self) -> bool:
-        """Whether any expression reads ``object``: converting a large CRD for CEL is the costly part."""
-        return _reads_object(self.conditions + self.validations)
-
-    @property
-    def conditions_read_object(self) -> bool:
-        """Whether ``matchConditions`` read ``object``; when not, an object they exclude is never converted."""
-        return _reads_object(self.conditions)
 
     def applies_to_resolutions(self) -> bool:
         """Only rules that name the group reconciler.dev itself select resolutions, never a ``*``."""
         group, version, resource = RESOLUTION_RESOURCE
         return any(group in r.groups and r.matches(group, version, resource) for r in self.rules) and not any(
             r.matches(group, version, resource) for r in self.excluded)
-
-
-def _reads_object(checks: tuple[_Check, ...]) -> bool:
-    return any(_OBJECT_REF.search(c.expression) or _OBJECT_REF.search(c.message_expression) for c in checks)
 
 
 @dataclass(frozen=True)
@@ -145,6 +189,7 @@ def load_policies(repo_root: Path | None = None) -> list[Policy]:
                     raise InputError(f"policy {policy.name} is declared twice", path=rel,
                                      hint=f"the other is in {found[policy.name].path}")
                 found[policy.name] = policy
+    verdicts.store().flush()  # which expressions compile
     return [p for p in found.values() if p.validations]
 
 
@@ -187,10 +232,10 @@ def parse_policy(doc: Any, rel: str) -> Policy:
             if not isinstance(item, dict) or not isinstance(item.get("expression"), str):
                 raise InputError(f"spec.{key}[{i}] needs an expression", path=rel, obj=where)
             msg_expr = item.get("messageExpression")
-            out.append(_Check(item["expression"], _compile(item["expression"], rel, where, f"spec.{key}[{i}]"),
-                              str(item.get(text_key) or ""),
-                              _compile(msg_expr, rel, where, f"spec.{key}[{i}].messageExpression")
-                              if isinstance(msg_expr, str) else None,
+            _verify(item["expression"], rel, where, f"spec.{key}[{i}]")
+            if isinstance(msg_expr, str) and msg_expr:
+                _verify(msg_expr, rel, where, f"spec.{key}[{i}].messageExpression")
+            out.append(_Check(item["expression"], str(item.get(text_key) or ""),
                               msg_expr if isinstance(msg_expr, str) else ""))
         return tuple(out)
 
@@ -201,20 +246,25 @@ def parse_policy(doc: Any, rel: str) -> Policy:
                   checks("validations", "message"), failure == "Fail")
 
 
-def _compile(expression: str, rel: str, where: str, field_path: str) -> Callable[[dict], Any]:
+def _verify(expression: str, rel: str, where: str, field_path: str) -> None:
+    """Refuse an expression that does not compile; one known to compile (``verdicts``) is not parsed again."""
+    store, k = verdicts.store(), verdicts.key("compiles", expression)
+    if store.get(k) is True:
+        return
     try:
-        return _compiled(expression)
+        _compiled(expression)
     except Exception as exc:  # cel-python raises its own parse error types
         raise InputError(f"{field_path}: CEL expression {expression!r} does not compile: "
                          f"{str(exc).strip().splitlines()[0]}", path=rel, obj=where) from None
+    store.put(k, True)
 
 
 @functools.lru_cache(maxsize=512)
 def _compiled(expression: str) -> Callable[[dict], Any]:
-    """Parsing CEL is slow in Python; the loop reads the same policies at every revision."""
-    import celpy
+    """Compiled on first use and kept: the loop judges with the same policies at every revision."""
+    from reconciler.model import celbudget
 
-    env = celpy.Environment()
+    env = celbudget.environment()
     return env.program(env.compile(expression)).evaluate
 
 
@@ -247,17 +297,20 @@ def _as_bool(value: Any) -> Any:
 
 
 def _check(policy: Policy, activation: dict, subject: str,
-           load_object: Callable[[], None] | None = None) -> list[Violation]:
-    """``load_object`` puts ``object`` into the activation: called only once an expression needs it."""
+           load_object: Callable[[], None] | None = None) -> list[str]:
+    """The messages of every validation the subject fails (none when a match condition excludes it).
+
+    ``load_object`` puts ``object`` into the activation: called only once an expression needs it.
+    """
     expression = ""
     try:
-        if load_object is not None and policy.conditions_read_object:
+        if load_object is not None and "object" in policy.conditions_read:
             load_object()
         for cond in policy.conditions:
             expression = cond.expression
             if _as_bool(_run(cond.program, activation)) is not True:
                 return []
-        if load_object is not None and policy.reads_object:
+        if load_object is not None and "object" in policy.reads:
             load_object()
         out = []
         for v in policy.validations:
@@ -273,7 +326,7 @@ def _check(policy: Policy, activation: dict, subject: str,
                         message = str(_run(v.message_program, activation))
                     except _EvalError:
                         pass
-                out.append(Violation(policy.name, policy.path, subject, message))
+                out.append(message)
         return out
     except _TooCostly:
         from reconciler.model.celbudget import BUDGET
@@ -285,67 +338,94 @@ def _check(policy: Policy, activation: dict, subject: str,
     except _EvalError as exc:
         if not policy.fail_closed:
             return []
-        return [Violation(policy.name, policy.path, subject, f"the policy could not be evaluated: {exc}")]
-
-
-_VERDICTS: dict[tuple, list[Violation]] = {}
-_VERDICTS_MAX = 256
+        return [f"the policy could not be evaluated: {exc}"]
 
 
 def check_objects(policies: Iterable[Policy], objects: Iterable[Manifest], resource_of: Callable[[str, str], str],
                   params: dict[str, Any]) -> list[Violation]:
     """Every violation of every rendered object; ``resource_of(apiVersion, kind)`` names its resource.
 
-    A pure function of its inputs, and CEL's interpreter is slow on large objects, so verdicts are
-    remembered per process by a digest of the objects, the policies and the parameters: the loop
-    evaluates a bundle once, not at every interval.
+    Verdicts come from the store when a policy already judged the same inputs (see the module's docstring);
+    only the rest are evaluated, and their verdicts stored.
     """
-    policies, objects = list(policies), list(objects)
-    key = (tuple(policies),
-           hashlib.sha256(json.dumps([objects, params], sort_keys=True, default=str).encode()).hexdigest())
-    if key not in _VERDICTS:
-        if len(_VERDICTS) >= _VERDICTS_MAX:
-            _VERDICTS.clear()
-        _VERDICTS[key] = _check_objects(policies, objects, resource_of, params)
-    return list(_VERDICTS[key])
-
-
-def _check_objects(policies: list[Policy], objects: list[Manifest], resource_of: Callable[[str, str], str],
-                   params: dict[str, Any]) -> list[Violation]:
-    import celpy
-
+    policies = list(policies)
+    judge = _Judge(params)
     out = []
-    for obj in objects:
-        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
-        group, _, version = api_version.rpartition("/")
-        resource = resource_of(api_version, kind)
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        subject = f"{kind} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta.get('name', '?')}"
-        applicable = [p for p in policies if p.applies(group, version, resource)]
-        if not applicable:
-            continue
-        activation = {"oldObject": None, "params": celpy.json_to_cel(params),
-                      "request": celpy.json_to_cel({"operation": "CREATE", "name": meta.get("name", ""),
-                                                    "namespace": meta.get("namespace", ""),
-                                                    "kind": {"group": group, "version": version, "kind": kind},
-                                                    "resource": {"group": group, "version": version,
-                                                                 "resource": resource}})}
-        def load_object(activation: dict = activation, obj: Manifest = obj) -> None:
-            if "object" not in activation:
-                activation["object"] = celpy.json_to_cel(obj)
-        for policy in applicable:
-            out.extend(_check(policy, activation, subject, load_object))
+    try:
+        for obj in objects:
+            api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+            group, _, version = api_version.rpartition("/")
+            resource = resource_of(api_version, kind)
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            subject = f"{kind} {meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta.get('name', '?')}"
+            applicable = [p for p in policies if p.applies(group, version, resource)]
+            if not applicable:
+                continue
+            request = {"operation": "CREATE", "name": meta.get("name", ""), "namespace": meta.get("namespace", ""),
+                       "kind": {"group": group, "version": version, "kind": kind},
+                       "resource": {"group": group, "version": version, "resource": resource}}
+            inputs = {"object": obj, "oldObject": None, "request": request}
+            for policy in applicable:
+                out.extend(judge(policy, inputs, subject))
+    finally:
+        judge.store.flush()
     return out
 
 
 def check_resolution(policies: Iterable[Policy], resolution: dict[str, Any], params: dict[str, Any]) -> list[Violation]:
     """Violations of one Operator's resolution (package, catalog, bundle, source)."""
-    import celpy
-
     group, version, resource = RESOLUTION_RESOURCE
-    activation = {"object": celpy.json_to_cel(resolution), "oldObject": None, "params": celpy.json_to_cel(params),
-                  "request": celpy.json_to_cel({"operation": "CREATE", "name": resolution.get("operator", ""),
-                                                "namespace": "", "kind": {"group": group, "version": version,
-                                                                          "kind": "Resolution"}})}
+    inputs = {"object": resolution, "oldObject": None,
+              "request": {"operation": "CREATE", "name": resolution.get("operator", ""), "namespace": "",
+                          "kind": {"group": group, "version": version, "kind": "Resolution"}}}
     subject = f"resolution of {resolution.get('operator')}"
-    return [v for p in policies if p.applies_to_resolutions() for v in _check(p, activation, subject)]
+    judge = _Judge(params)
+    try:
+        return [v for p in policies if p.applies_to_resolutions() for v in judge(p, inputs, subject)]
+    finally:
+        judge.store.flush()
+
+
+class _Judge:
+    """One policy on one subject: the stored verdict, or an evaluation whose verdict is stored."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+        self.store = verdicts.store()
+        self._cel_params: Any = None
+
+    def __call__(self, policy: Policy, inputs: dict[str, Any], subject: str) -> list[Violation]:
+        inputs = {**inputs, "params": self.params}
+        k = verdicts.key("verdict", policy.fingerprint, _projection(policy.reads, inputs))
+        messages = self.store.get(k)
+        if not isinstance(messages, list):
+            activation = self._activation(inputs)
+
+            def load_object() -> None:
+                import celpy
+
+                if "object" not in activation:
+                    activation["object"] = celpy.json_to_cel(inputs["object"])
+            messages = _check(policy, activation, subject, load_object)
+            self.store.put(k, messages)
+        return [Violation(policy.name, policy.path, subject, m) for m in messages]
+
+    def _activation(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Everything but ``object``: converting a large CRD for CEL is the costly part, done only when read."""
+        import celpy
+
+        if self._cel_params is None:
+            self._cel_params = celpy.json_to_cel(self.params)
+        return {"oldObject": None, "params": self._cel_params, "request": celpy.json_to_cel(inputs["request"])}
+
+
+def _projection(read: dict[str, frozenset[str] | None], inputs: dict[str, Any]) -> str:
+    """The inputs a policy reads, as canonical JSON: a field that is absent is left out, one that is null kept."""
+    out: dict[str, Any] = {}
+    for name, fields in sorted(read.items()):
+        value = inputs.get(name)
+        if fields is WHOLE or not isinstance(value, dict):
+            out[name] = value
+        else:
+            out[name] = {f: value[f] for f in sorted(fields) if f in value}
+    return json.dumps(out, sort_keys=True, separators=(",", ":"), default=str)

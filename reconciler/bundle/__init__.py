@@ -43,9 +43,13 @@ class RenderedBundle:
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
            certificates: CertificateProvider | None = None, digest: str | None = None) -> RenderedBundle:
-    """``reference`` converted for one install; ``digest`` (a locked pin) is what an image tag is pulled by."""
-    return render_content(read_content(fetch(reference, repo_root, digest)), install, default_namespace,
-                          certificates)
+    """The bundle at ``reference`` converted for ``install``; ``digest`` (a locked pin) is what an image tag is
+    pulled by. A rendering of the same content, settings and certificates is reused (``rendered.py``)."""
+    from reconciler.bundle import rendered
+
+    fetched = fetch(reference, repo_root, digest)
+    return rendered.cached((fetched.reference, fetched.digest, repr(install), default_namespace), certificates,
+                           lambda certs: render_content(read_content(fetched), install, default_namespace, certs))
 
 
 def render_content(content: BundleContent, install: InstallSettings, default_namespace: str,

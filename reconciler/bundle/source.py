@@ -25,6 +25,8 @@ Operator's ``spec.bundle.spec.refs``:
 
 Git and tarball bundles are identified, like directories, by the sha256 of
 their files, and cached by their pin (commit and path, or tarball sha256).
+An offline run (``reconciler.network``) uses only what the cache holds: a
+bundle that would need fetching is an ``OfflineError`` naming it.
 Content is hostile input: paths that escape, links that leave the bundle,
 oversized files and oversized bundles are refused.
 """
@@ -104,6 +106,7 @@ def _fetch_git(reference: str, repo_root: Path) -> FetchedBundle:
         raise BundleError(f"the path {subpath!r} in {reference!r} must stay inside the repository")
     entry = _cache("git") / f"{commit}-{hashlib.sha256(f'{url}#{rel}'.encode()).hexdigest()[:16]}"
     if not (entry / _COMPLETE).is_file():
+        _online("fetching the repository", reference)
         remote = RemoteRepository(url, Ref(commit=commit), _cache("git-clones"))
         try:
             remote.fetch()
@@ -147,6 +150,7 @@ def _fetch_tarball(reference: str) -> FetchedBundle:
     want = match.group(1)
     entry = _cache("tarball") / want
     if not (entry / _COMPLETE).is_file():
+        _online("downloading the archive", reference)
         data = _download(url, reference)
         got = hashlib.sha256(data).hexdigest()
         if got != want:
@@ -183,6 +187,14 @@ def _download(url: str, reference: str) -> bytes:
 
 
 _COMPLETE = ".complete"
+
+
+def _online(what: str, reference: str) -> None:
+    """Refuse ``what`` in an offline run: only what the cache holds may be used (``reconciler.network``)."""
+    from reconciler import network
+
+    if network.is_offline():
+        raise network.refuse(what, reference)
 
 
 def _store(entry: Path, fill) -> None:

@@ -103,15 +103,12 @@ def lookup_stat(key: str) -> str | None:
 
 
 def get(content_key: str) -> Any | None:
-    try:
-        data = _read(_path("pickle", content_key))
-    except OSError:
-        return None
     enabled = gc.isenabled()
     gc.disable()  # unpickling builds many small objects; the cyclic GC would rescan them repeatedly
     try:
-        value = pickle.loads(data)
-    except Exception:  # a corrupt or older entry is a miss, never an error
+        with open(_path("pickle", content_key), "rb") as f:   # unpickled as it is read: never held whole
+            value = pickle.load(f)
+    except Exception:  # a missing, corrupt or older entry is a miss, never an error
         return None
     finally:
         if enabled:
@@ -122,13 +119,17 @@ def get(content_key: str) -> Any | None:
 
 
 def put(content_key: str, value: dict[str, Any], stat: str | None) -> None:
-    """Store an entry (and the stat index pointing at it); failures to write are ignored."""
+    """Store an entry (and the stat index pointing at it); failures to write are ignored.
+
+    Pickled straight into the file: the pickle is never held in memory whole beside the catalog it encodes.
+    """
     d = directory()
+    entry = {**value, "format": FORMAT}
     try:
         os.makedirs(d, exist_ok=True)
-        _atomic_write(_path("pickle", content_key), pickle.dumps({**value, "format": FORMAT}, protocol=5))
+        cachedir.write_atomic(_path("pickle", content_key), lambda f: pickle.dump(entry, f, protocol=5))
         if stat:
-            _atomic_write(_path("stat", stat), content_key.encode())
+            cachedir.write_atomic(_path("stat", stat), content_key.encode())
         _prune(d)
     except OSError:
         pass
@@ -136,22 +137,9 @@ def put(content_key: str, value: dict[str, Any], stat: str | None) -> None:
 
 def remember_stat(stat: str, content_key: str) -> None:
     try:
-        _atomic_write(_path("stat", stat), content_key.encode())
+        cachedir.write_atomic(_path("stat", stat), content_key.encode())
     except OSError:
         pass
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write ``path`` whole or not at all: a file of this process's own (created, never reused), then a rename."""
-    tmp = os.path.join(os.path.dirname(path), f".tmp-{os.getpid()}-{time.monotonic_ns()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
 
 
 def _unlink(path: str) -> None:

@@ -6,7 +6,8 @@ package. So when the YAML files of one load add up to more than ``MIN_BYTES``,
 the process forks once (a single large YAML file counts as two pieces, split at
 a document marker): the child parses about half of the bytes and hands the
 parsed documents back, pickled, through a pipe (a fraction of what parsing
-them cost); the parent parses the rest meanwhile. Results keep the load
+them cost; unpickled as they stream, so the parent never holds the pickle
+besides the objects); the parent parses the rest meanwhile. Results keep the load
 order, so findings and the catalog are the same as a serial load's.
 
 Only a process running a single thread forks (the CLI; not the in-cluster
@@ -177,9 +178,9 @@ def _fork(work: Callable[[], list[Parsed]]) -> tuple[int, int] | None:
     code = 1  # the child: never returns into the caller's code, never runs its exit handlers
     try:
         os.close(read)
-        data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-        with os.fdopen(write, "wb") as out:
-            out.write(data)
+        result = work()
+        with os.fdopen(write, "wb") as out:   # streamed: the whole pickle is never held as one bytes object
+            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
         code = 0
     finally:
         os._exit(code)
@@ -198,20 +199,23 @@ def _abandon(child: tuple[int, int]) -> None:
 
 
 def _collect(child: tuple[int, int]) -> list[Parsed] | None:
-    """What the child handed back, or None if it failed."""
+    """What the child handed back, or None if it failed.
+
+    Unpickled as it streams from the pipe: holding the pickled bytes whole (and joined) besides the objects
+    made from them would double the memory the child's half costs the parent.
+    """
     import pickle
 
     pid, read = child
-    chunks = []
+    handed = None
     try:
         with os.fdopen(read, "rb") as pipe:
-            while chunk := pipe.read(1 << 20):
-                chunks.append(chunk)
+            try:
+                handed = pickle.load(pipe)
+            except Exception:  # noqa: BLE001 - a cut-short stream: parse that half in the parent instead
+                handed = None
+            while pipe.read(1 << 16):   # never leave the child blocked on a full pipe
+                pass
     finally:
         _, status = os.waitpid(pid, 0)
-    if status != 0:
-        return None
-    try:
-        return pickle.loads(b"".join(chunks))
-    except Exception:  # noqa: BLE001 - a cut-short stream: parse that half in the parent instead
-        return None
+    return handed if status == 0 else None

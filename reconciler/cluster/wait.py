@@ -125,15 +125,19 @@ def read_listed(kube: Kube, operators: Mapping[str, Iterable[Manifest]]) -> dict
     for name, objs in operators.items():
         for obj in objs:
             kinds.setdefault((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), set()).add(name)
-    out: dict[tuple[str, str, str, str], Manifest] = {}
-    for (api_version, kind), names in sorted(kinds.items()):
+    from reconciler.cluster.apply.order import concurrently
+
+    def listing(kind: tuple[tuple[str, str], set[str]]) -> list[Manifest]:
+        (api_version, name), names = kind
         selector = (f"{LABEL_OPERATOR} in ({','.join(sorted(names))})" if len(names) <= _SELECTOR_NAMES
                     else LABEL_OPERATOR)
         try:
-            info = kube.resource(api_version, kind)
-            items = kube.list(info, label_selector=selector) if info is not None else []
+            info = kube.resource(api_version, name)
+            return kube.list(info, label_selector=selector) if info is not None else []
         except ApiError:
-            continue  # read one by one, as before
+            return []  # read one by one, as before
+    out: dict[tuple[str, str, str, str], Manifest] = {}
+    for items in concurrently(listing, sorted(kinds.items())):   # the kinds are independent: listed at once
         for item in items:
             out[ObjectRef.of(item).key] = item
     return out
@@ -166,24 +170,36 @@ def _endpoint_slices(kube: Kube, service: ObjectRef) -> list[Manifest]:
     return list((listing or {}).get("items") or [])
 
 
-def count_operands(kube: Kube, objects: Iterable[Manifest], paths: Mapping[str, str]) -> tuple[dict[str, Any], ...]:
-    """For each CRD among ``objects`` that the CSV owns (``paths``), its custom resources: total, ready, not ready.
+def count_operands(kube: Kube, objects: Mapping[str, Iterable[Manifest]],
+                   paths: Mapping[str, Mapping[str, str]]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """Per Operator, for each CRD among its ``objects`` that its CSV owns (``paths``: Operator -> CRD -> where its
+    custom resources keep their conditions), the custom resources: total, ready, not ready. Every Operator's
+    CRDs are listed at once, one LIST each.
 
     Operands are the users' objects: they are reported, and do not decide
     whether the Operator itself is Ready.
     """
-    out = []
-    for obj in objects:
-        ref = ObjectRef.of(obj)
-        if (ref.group, ref.kind) != ("apiextensions.k8s.io", "CustomResourceDefinition") or ref.name not in paths:
-            continue
-        spec = obj.get("spec") or {}
+    from reconciler.cluster.apply.order import concurrently
+
+    owned: list[tuple[str, Manifest]] = []
+    for name, objs in objects.items():
+        for obj in objs:
+            ref = ObjectRef.of(obj)
+            if (ref.group, ref.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition") and \
+                    ref.name in paths.get(name, {}):
+                owned.append((name, obj))
+
+    def custom_resources(entry: tuple[str, Manifest]) -> tuple[str, list[Manifest]]:
+        spec = entry[1].get("spec") or {}
         versions = [v for v in spec.get("versions") or [] if v.get("served")]
         version = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"] if versions else "")
         kind = (spec.get("names") or {}).get("kind", "")
         info = kube.resource(f"{spec.get('group')}/{version}", kind) if version and kind else None
-        items = kube.list(info) if info is not None else []
-        verdicts = [(item, operand(item, paths[ref.name])) for item in items]
+        return kind, kube.list(info) if info is not None else []
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in paths if name in objects}
+    for (name, obj), (kind, items) in zip(owned, concurrently(custom_resources, owned)):
+        ref = ObjectRef.of(obj)
+        verdicts = [(item, operand(item, paths[name][ref.name])) for item in items]
         not_ready = [v for v in verdicts if not v[1].healthy]
         entry: dict[str, Any] = {"crd": ref.name, "kind": kind, "total": len(items),
                                  "ready": len(items) - len(not_ready)}
@@ -191,8 +207,8 @@ def count_operands(kube: Kube, objects: Iterable[Manifest], paths: Mapping[str, 
             entry["notReady"] = [
                 {"namespace": (i.get("metadata") or {}).get("namespace", ""), "name": (i.get("metadata") or {})
                  .get("name", ""), "reason": h.reason, "message": h.message} for i, h in not_ready[:10]]
-        out.append(entry)
-    return tuple(out)
+        out[name].append(entry)
+    return {name: tuple(entries) for name, entries in out.items()}
 
 
 def wait_healthy(kube: Kube, operators: Mapping[str, Iterable[Manifest]], *, timeout: float,
@@ -220,10 +236,9 @@ def wait_healthy(kube: Kube, operators: Mapping[str, Iterable[Manifest]], *, tim
             if timeout > 0:
                 for name in pending:
                     results[name] = dataclasses.replace(results[name], timed_out=True)
-            for name, paths in (operands or {}).items():
-                if paths and name in results:
-                    results[name] = dataclasses.replace(results[name],
-                                                        operands=count_operands(kube, objects[name], paths))
+            wanted = {name: paths for name, paths in (operands or {}).items() if paths and name in results}
+            for name, counted in count_operands(kube, {n: objects[n] for n in wanted}, wanted).items():
+                results[name] = dataclasses.replace(results[name], operands=counted)
             return {name: results[name] for name in sorted(results)}
         if progress is not None:
             waiting = results[pending[0]]
@@ -249,13 +264,20 @@ def soften_webhooks(kube: Kube, objects: Iterable[Manifest]) -> tuple[tuple[Mani
     objects and the configurations that were softened.
     """
     out, softened = [], []
+    asked: dict[tuple[str, str], bool] = {}   # webhooks of a bundle mostly share one Service: asked once each
+
+    def unready_service(service: Mapping[str, Any]) -> bool:
+        key = (str(service.get("namespace") or ""), str(service.get("name") or ""))
+        if key not in asked:
+            asked[key] = _service_unready(kube, service)
+        return asked[key]
     for obj in objects:
         ref = ObjectRef.of(obj)
         if (ref.group, ref.kind) not in WEBHOOK_KINDS:
             out.append(obj)
             continue
         unready = [h for h in obj.get("webhooks") or []
-                   if _service_unready(kube, ((h.get("clientConfig") or {}).get("service") or {}))]
+                   if unready_service(((h.get("clientConfig") or {}).get("service") or {}))]
         if not unready or all(h.get("failurePolicy") == "Ignore" for h in unready):
             out.append(obj)
             continue

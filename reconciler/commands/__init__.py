@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import argparse
 
+TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
+if TYPE_CHECKING:
+    from typing import ContextManager
+
 EXIT_CODES = """\
 exit codes: (they say whose move it is; see docs/hardening.md)
   0   success: nothing to change, or every change was applied
@@ -72,6 +76,27 @@ NO_NAMESPACE = {
     "cluster": "the local cluster is a whole cluster; pass -n to kubectl once KUBECONFIG names it",
     "completion": "completion prints shell code and reads no cluster",
 }
+
+
+def add_offline_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--offline", action="store_true",
+                   help="use no network at all: no cluster (what is installed comes from olm.lock), no registry, "
+                        "git remote or download; bundles and catalog images come from the cache, an image tag by "
+                        "the digest olm.lock pins it to (else the one it last resolved to), and tags are not "
+                        "checked for moves. What the cache lacks is reported, not fetched")
+
+
+def offline_run(repo: str) -> ContextManager[None]:
+    """A context in which nothing uses the network (``reconciler.network``), knowing each source olm.lock pins
+    (every cluster's lockfile, in a fleet) by its digest."""
+    from reconciler import network
+    from reconciler.repo import read_repository
+    from reconciler.repo.fleet import lock_file_of, read_lock
+
+    snapshot = read_repository(repo)
+    locks = [snapshot.lock] + [read_lock(snapshot.root, lock_file_of(name)) for name in sorted(snapshot.clusters)]
+    return network.offline({e.source: e.digest for lock in locks if lock for e in lock.entries
+                            if e.source and e.digest})
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
 from reconciler.approve.records import ApprovedBundle, add_approval, read_records
 from reconciler.errors import EXIT_OK
 
@@ -45,14 +45,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also record an exception to this guardrail policy for the approved bundle (repeatable); "
                         "without it, a bundle that violates a policy is not approved. 'crd-upgrade-safety' "
                         "accepts CRD replacements that could break custom resources")
-    p.add_argument("--offline", action="store_true",
-                   help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
+    add_offline_arg(p)
     add_cluster_args(p)
     add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.offline:
+        return _run(args, out)
+    with offline_run(args.repo):
+        return _run(args, out)
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
     import dataclasses
 
     from reconciler import pipeline

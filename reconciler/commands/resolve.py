@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\
@@ -39,14 +39,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explain", action="store_true",
                    help="say why each bundle was chosen and why more preferred ones were not")
     p.add_argument("--no-write", action="store_true", help="do not write olm.lock")
-    p.add_argument("--offline", action="store_true",
-                   help="do not read the cluster even if one is configured (what is installed comes from olm.lock)")
+    add_offline_arg(p)
     add_cluster_args(p)
     add_fleet_arg(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.offline:
+        return _run(args, out)
+    with offline_run(args.repo):
+        return _run(args, out)
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline, yamlio
     from reconciler.repo import read_repository
     from reconciler.resolve import Unsatisfiable
@@ -71,7 +77,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         doc = {"resolved": False, "conflict": exc.facts, "bundles": []}
         out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
         return exc.exit_code
-    lockfile, repinned = pipeline.repin_moved_tags(pipeline.plan_lock(snapshot, resolution))
+    lockfile, repinned = pipeline.plan_lock(snapshot, resolution), ()
+    if not args.offline:   # a moved tag is found by asking its registry
+        lockfile, repinned = pipeline.repin_moved_tags(lockfile)
     written = False if args.no_write else pipeline.write_lock(snapshot, lockfile)
     for note in repinned:
         print(f"note: {note}", file=sys.stderr)

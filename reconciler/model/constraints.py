@@ -242,9 +242,9 @@ def _semver_compare(a: Any, b: Any) -> Any:
 
 
 def compile_cel(rule: str) -> Cel:
-    import celpy
+    from reconciler.model import celbudget
 
-    env = celpy.Environment()
+    env = celbudget.environment()
     try:
         ast = env.compile(rule)
     except Exception as exc:  # cel-python raises its own parse error types

@@ -211,10 +211,56 @@ def _check(resp: Any, ref: Reference, what: str) -> None:
 
 
 def resolve(reference: str) -> str:
-    """The manifest digest a reference names now (a digest reference names itself)."""
+    """The manifest digest a reference names now (a digest reference names itself).
+
+    Offline (``reconciler.network``), a tag is the digest the lock pins it to, else the one it had when it was
+    last resolved here; the registry is never asked.
+    """
+    from reconciler import network
+
     ref = parse_reference(reference)
     if ref.digest:
         return ref.digest
+    if network.is_offline():
+        known = network.pinned(reference) or _tag_index().get(str(ref))
+        if not known:
+            raise network.refuse("resolving the tag", reference)
+        return known
+    digest = _resolve_tag(ref)
+    _remember_tag(str(ref), digest)
+    return digest
+
+
+_TAGS_KEPT = 1000
+
+
+def _tag_index() -> dict[str, str]:
+    """The digest each tag had when this machine last resolved it: what an offline run may use."""
+    try:
+        doc = json.loads((_cache_root() / "tags.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(doc, dict) \
+        else {}
+
+
+def _remember_tag(ref: str, digest: str) -> None:
+    from reconciler import cachedir
+
+    index = _tag_index()
+    if index.get(ref) == digest:
+        return
+    index.pop(ref, None)
+    index[ref] = digest
+    try:
+        _cache_root().mkdir(parents=True, exist_ok=True)
+        cachedir.write_atomic(str(_cache_root() / "tags.json"),
+                              json.dumps(dict(list(index.items())[-_TAGS_KEPT:]), indent=0).encode())
+    except OSError:
+        pass
+
+
+def _resolve_tag(ref: Reference) -> str:
     client = _client(ref)
     url = f"{client.prefix}://{_container(ref).manifest_url()}"
     accept = {"Accept": ", ".join(MANIFEST_TYPES + INDEX_TYPES)}
@@ -251,10 +297,14 @@ def _entry(digest: str) -> Path:
 
 def pull(reference: str, dest: Path | None = None) -> PulledImage:
     """Resolve, fetch and unpack an image; ``root`` is ``dest`` (a copy) or the shared cache entry (read-only)."""
+    from reconciler import network
+
     ref = parse_reference(reference)
     digest = resolve(reference)
     entry = _entry(digest)
     if not (entry / "image.json").is_file():
+        if network.is_offline():
+            raise network.refuse(f"pulling the image {digest}", reference)
         _fetch_into_cache(ref.with_digest(digest), entry)
     meta = json.loads((entry / "image.json").read_text())
     root = entry / "root"

@@ -483,6 +483,10 @@ def committed_records(top: Path) -> dict | None:
     """The approval records of ``top``'s ``approvals/`` as committed at HEAD; None when ``top`` is not in a git
     working tree. Read from the object database as the working tree's files are read (regular files only,
     bounded, UTF-8), so an uncommitted edit, added or deleted file counts for nothing here."""
+    from reconciler.repo.identity import maybe_in_git
+
+    if not maybe_in_git(top):
+        return None
     import pygit2
 
     from reconciler.approve.records import is_record_file, records_from
@@ -526,6 +530,10 @@ def committed_records(top: Path) -> dict | None:
 
 def git_revision(path: Path) -> str | None:
     """The HEAD commit of the git repository containing ``path``, with ``-dirty`` when it has changes."""
+    from reconciler.repo.identity import maybe_in_git
+
+    if not maybe_in_git(path):
+        return None
     import pygit2
 
     try:

@@ -78,8 +78,28 @@ def _local(path: str) -> str:
     return os.path.abspath(path).rstrip("/") or "/"
 
 
+def maybe_in_git(path: Path) -> bool:
+    """Whether ``path`` may lie in a git repository: it or a parent holds ``.git``, or it is a git directory.
+
+    pygit2's import is a fifth of a short command's start-up: a tree outside any repository does not pay it
+    to find that out.
+    """
+    here = os.path.abspath(path)
+    if os.path.isfile(os.path.join(here, "HEAD")) and os.path.isdir(os.path.join(here, "objects")):
+        return True
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+
+
 def detect(top: Path) -> str:
     """The identity of the working tree at ``top`` (no setting given): its origin remote, or its path."""
+    if not maybe_in_git(top):
+        return "file://" + _local(str(top))
     import pygit2
 
     try:
@@ -104,6 +124,8 @@ def with_subdirectory(base: str, subdirectory: str) -> str:
 
 def git_dir(top: Path) -> Path | None:
     """The git repository (its .git directory) a working tree at ``top`` belongs to, if any."""
+    if not maybe_in_git(top):
+        return None
     import pygit2
 
     try:

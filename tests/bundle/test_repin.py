@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from reconciler import oci
 from reconciler.bundle import render
 from reconciler.cli import main
@@ -31,6 +33,14 @@ def _repo(root: Path, image: str) -> None:
                                                 "spec": {"catalog": {"name": "community", "package": "plumbus"}}})
 
 
+@pytest.fixture
+def no_cluster(monkeypatch, tmp_path):
+    """No kubeconfig anywhere and not in a pod: `resolve` reads no cluster, but may ask registries."""
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
 def _moving_tag(tmp_path: Path, ref: str, first: Path,
                 second: Path) -> tuple[str, oci.ImageLayout, oci.ImageLayout, Path]:
     """Two images for one tag, the first pushed; a repository whose Operator's catalog names the tag."""
@@ -41,21 +51,24 @@ def _moving_tag(tmp_path: Path, ref: str, first: Path,
     return ref, one, two, tmp_path / "repo"
 
 
-def test_resolve_repins_a_moved_tag_and_says_so(tmp_path, oci_registry, oci_cache, capsys):
+def test_resolve_repins_a_moved_tag_and_says_so(tmp_path, oci_registry, oci_cache, no_cluster, capsys):
     ref, one, two, repo = _moving_tag(tmp_path, oci_registry.ref("moving/plumbus-bundle", "v1.0.0"),
                                       _image(tmp_path / "1", "a: 1\n"), _image(tmp_path / "2", "a: 2\n"))
-    assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 0
+    assert main(["resolve", str(repo)], out=io.StringIO()) == 0
     lock = Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock")
     entry = lock.entries[0]
     (repo / "olm.lock").write_text(Lockfile((type(entry)(**{**entry.__dict__, "digest": one.digest}),)).render())
 
     capsys.readouterr()
-    assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 0   # tag unchanged: nothing to say
+    assert main(["resolve", str(repo)], out=io.StringIO()) == 0   # tag unchanged: nothing to say
     assert "re-pinned" not in capsys.readouterr().err
     assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == one.digest
 
     oci.push_layout(two.path, ref)
-    assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 0
+    assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 0   # offline: no registry is asked
+    assert "re-pinned" not in capsys.readouterr().err
+    assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == one.digest
+    assert main(["resolve", str(repo)], out=io.StringIO()) == 0
     err = capsys.readouterr().err
     assert f"plumbus: re-pinned {ref}: the tag moved from {one.digest} to {two.digest}" in err
     assert Lockfile.parse((repo / "olm.lock").read_text(), "olm.lock").entries[0].digest == two.digest

@@ -247,6 +247,40 @@ def test_cache_sees_a_file_of_another_name_gain_catalog_blobs(tmp_path):
     assert not third.cached and "extra" in third.catalog.packages
 
 
+def test_a_cache_entry_is_pickled_into_its_file_not_into_memory_first(tmp_path):
+    """The pickle of a large catalog is written as it is made: a cold load that fills the cache never holds
+    it whole beside the catalog (before: pickle.dumps, then write), and a warm load reads it as it unpickles."""
+    import os
+    import tracemalloc
+
+    from reconciler.catalog import cache
+
+    blobs = [{"schema": "olm.package", "name": f"p{i}", "defaultChannel": "stable"} for i in range(40)]
+    blobs += [{"schema": "olm.channel", "package": f"p{i}", "name": "stable", "entries": [{"name": f"p{i}.v1.0.0"}]}
+              for i in range(40)]
+    blobs += [{"schema": "olm.bundle", "package": f"p{i}", "name": f"p{i}.v1.0.0", "image": f"example.com/p{i}:1",
+               "properties": [{"type": "olm.package", "value": {"packageName": f"p{i}", "version": "1.0.0"}},
+                              {"type": "example.com/notes",   # 340 kB that do not compress
+                               "value": {"text": base64.b64encode(os.urandom(255_000)).decode()}}]}
+              for i in range(40)]
+    (tmp_path / "big").mkdir()
+    for i, blob in enumerate(blobs):
+        (tmp_path / "big" / f"{i:03d}.json").write_text(json.dumps(blob))
+    plain = load(tmp_path, use_cache=False)
+    shelved = plain.catalog.shelved()
+    tracemalloc.start()
+    try:
+        cache.put("a" * 64, {"catalog": shelved, "findings": plain.findings}, None)
+        written = tracemalloc.get_traced_memory()[1] / (1 << 20)
+        tracemalloc.reset_peak()
+        assert cache.get("a" * 64)["catalog"].bundles_of("p7") == plain.catalog.bundles_of("p7")
+        read = tracemalloc.get_traced_memory()[1] / (1 << 20)
+    finally:
+        tracemalloc.stop()
+    size = os.path.getsize(os.path.join(cache.directory(), "a" * 64 + ".pickle")) / (1 << 20)
+    assert size > 10 and written < 2 and read < size + 2, (size, written, read)
+
+
 def test_cache_entry_corrupt_is_a_miss(tmp_path, monkeypatch):
     from reconciler.catalog import cache
     demo_catalog(tmp_path)

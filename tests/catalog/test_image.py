@@ -46,16 +46,21 @@ def test_bad_configs_label(tmp_path, oci_registry, label, message):
         load_image_catalog("community", ref)
 
 
-def test_repository_resolves_from_a_catalog_image(tmp_path, oci_registry):
+def test_repository_resolves_from_a_catalog_image(tmp_path, oci_registry, monkeypatch):
     ref = push_catalog(tmp_path, oci_registry, "catalogs/community", {CONFIGS_LABEL: "/configs"})
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE, repo)
     shutil.rmtree(repo / "catalogs")
     (repo / "reconciler.yaml").write_text(yamlio.dump({"catalogs": {"community": {"image": ref}}}))
     out = io.StringIO()
-    assert main(["resolve", str(repo), "--offline", "-o", "json"], out=out) == 0
+    monkeypatch.setenv("KUBECONFIG", "")   # no cluster: the registry is still asked
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["resolve", str(repo), "-o", "json"], out=out) == 0
     doc = yamlio.load_one(out.getvalue(), "out")
     assert [(b["name"], b["catalog"]) for b in doc["bundles"]] == [("plumbus.v1.1.0", "community")]
+    out = io.StringIO()   # offline, the tag is the digest it resolved to, and the image comes from the cache
+    assert main(["resolve", str(repo), "--offline", "-o", "json"], out=out) == 0
+    assert yamlio.load_one(out.getvalue(), "out")["bundles"] == doc["bundles"]
 
 
 def test_a_catalog_name_cannot_be_both_directory_and_image(tmp_path, capsys):

@@ -87,3 +87,23 @@ def test_verbose_applies_to_logs_of_a_module_imported_after_the_set_up(tmp_path)
     assert proc.stdout.splitlines()[-1] == "0", proc.stderr
     [line] = proc.stderr.splitlines()
     assert line.endswith(" INFO reconciler.x: shown with -v")
+
+
+def test_a_dry_run_without_a_cluster_loads_no_client_and_a_second_no_cel(tmp_path, monkeypatch):
+    """The first dry run judges the guardrails (cel-python); the second finds every verdict remembered and runs
+    no CEL at all. Neither imports the Kubernetes client (no cluster is configured) nor pygit2 (no repository)."""
+    import shutil
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "gitops-repo", repo)
+    monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, out, first = _cli_modules("reconcile", "--dry-run", str(repo))
+    assert code == 1 and "Summary: 8 created" in out, out
+    assert "celpy" in first and "kubernetes" not in first
+    code, out, second = _cli_modules("reconcile", "--dry-run", str(repo))
+    assert code == 1 and "Summary: 8 created" in out, out
+    assert not {"celpy", "lark", "kubernetes"} & second, sorted(second)
+    assert "pygit2" not in second   # a tree outside any git repository has no revision to read

@@ -37,3 +37,21 @@ def test_apply_sends_characters_outside_the_bmp_as_written(control_plane):
         assert kube.get(info, "default", "kube-emoji")["data"]["description"] == text
     finally:
         kube.delete(info, "default", "kube-emoji")
+
+
+def test_discovery_reads_every_group_at_once_then_a_new_group_on_its_own(control_plane):
+    """Aggregated discovery: the first lookup costs two requests for all groups; a kind found nowhere (a CRD
+    applied since) is looked up in its own group/version."""
+    from tests.e2e.support import RecordingKube
+
+    kube = RecordingKube(control_plane.admin_client())
+    for api_version, kind, plural in [("v1", "ConfigMap", "configmaps"), ("apps/v1", "Deployment", "deployments"),
+                                      ("rbac.authorization.k8s.io/v1", "Role", "roles"),
+                                      ("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                       "customresourcedefinitions"), ("batch/v1", "Job", "jobs")]:
+        info = kube.resource(api_version, kind)
+        assert info is not None and info.plural == plural
+    assert kube.resource("v1", "Namespace").namespaced is False
+    assert [p for _, p, _ in kube.calls] == ["/api", "/apis"]
+    assert kube.resource("nowhere.example.com/v1", "Gadget") is None
+    assert [p for _, p, _ in kube.calls][2:] == ["/apis/nowhere.example.com/v1"] * 2   # refreshed once

@@ -137,3 +137,50 @@ def test_namespace_defaults_to_the_contexts(control_plane, tmp_path, monkeypatch
     assert _lease_namespace(args) == "mine"
     args = build_parser().parse_args(["watch", "repo", "-n", "mine", "--lease-namespace", "lease"])
     assert _lease_namespace(args) == "lease"
+
+
+def _identity(kube: Kube) -> str:
+    review = kube.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                          body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    return review["status"]["userInfo"]["username"]
+
+
+def test_certificates_tokens_and_passwords_need_no_official_client(control_plane, tmp_path):
+    """Client certificates (inline or in files), a token or a token file: urllib3 alone, the same identity."""
+    from reconciler.cluster.rest import RestClient
+
+    inline = load_api_client(str(control_plane.kubeconfig_path))
+    files = load_api_client(str(_split_admin(control_plane, tmp_path / "files", "files", current="files")))
+    assert isinstance(inline, RestClient) and isinstance(files, RestClient)
+    assert _identity(Kube(inline)) == _identity(Kube(files)) == "reconciler-admin"
+    admin = Kube(inline)
+    token = admin.request("POST", "/api/v1/namespaces/default/serviceaccounts/default/token",
+                          body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                "spec": {"expirationSeconds": 600}})["status"]["token"]
+    config = yaml.safe_load(control_plane.kubeconfig_path.read_text())
+    config["users"][0]["user"] = {"tokenFile": "token"}
+    (tmp_path / "token").write_text(token + "\n")
+    (tmp_path / "token-config").write_text(yaml.safe_dump(config))
+    by_token = load_api_client(str(tmp_path / "token-config"))
+    assert isinstance(by_token, RestClient)
+    assert _identity(Kube(by_token)) == "system:serviceaccount:default:default"
+
+
+def test_an_exec_plugin_is_left_to_the_official_client(control_plane, tmp_path):
+    from kubernetes.client import ApiClient
+
+    config = yaml.safe_load(control_plane.kubeconfig_path.read_text())
+    config["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "true",
+                                           "interactiveMode": "Never"}}
+    (tmp_path / "exec-config").write_text(yaml.safe_dump(config))
+    assert isinstance(load_api_client(str(tmp_path / "exec-config")), ApiClient)
+
+
+def test_a_reconcile_against_a_cluster_imports_no_official_client(control_plane, repo, tmp_path, monkeypatch):
+    from tests.cli.test_startup import _cli_modules
+
+    monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, modules = _cli_modules("reconcile", "--dry-run", str(repo), "--kubeconfig",
+                                      str(control_plane.kubeconfig_path))
+    assert code == 1 and "server-side dry-run" in out, out
+    assert "kubernetes" not in modules

@@ -73,6 +73,33 @@ def test_second_reconcile_changes_nothing_and_writes_nothing(repo, kc, k8s, caps
     assert _resource_versions(k8s) == before
 
 
+def test_a_second_reconcile_in_a_new_process_runs_no_cel(repo, kc, tmp_path, monkeypatch):
+    """Guardrail verdicts are remembered across processes: a no-op judges nothing again (no cel-python)."""
+    from tests.cli.test_startup import _cli_modules
+
+    monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
+    code, _, first = _cli_modules("reconcile", str(repo.path), "--kubeconfig", str(kc))
+    assert code == 0 and "celpy" in first
+    code, out, second = _cli_modules("reconcile", str(repo.path), "--kubeconfig", str(kc))
+    assert code == 0 and "0 created, 0 configured, 7 unchanged, 0 deleted" in out, out
+    assert not {"celpy", "lark"} & second
+
+
+def test_applying_changes_no_rendered_object_in_place(repo, kc, k8s):
+    """Desired objects share their fields with the rendered bundle (only metadata is copied to label them), so
+    nothing that plans, writes, softens webhooks or judges health may change an object in place."""
+    import copy
+
+    from reconciler import pipeline
+
+    prepared = pipeline.prepare(repo.path, kube=k8s)
+    before = copy.deepcopy([i.bundle.objects for i in prepared.installs])
+    outcome = pipeline.apply(prepared, k8s, dry_run=False)
+    assert outcome.sync.changed and [i.bundle.objects for i in prepared.installs] == before
+    assert not pipeline.apply(prepared, k8s, dry_run=False).sync.changed
+    assert [i.bundle.objects for i in prepared.installs] == before
+
+
 def test_upgrade_removes_objects_renamed_between_versions(repo, kc, k8s, capsys):
     repo.set_version("1.0.0")
     repo.commit("pin 1.0.0")

@@ -153,3 +153,19 @@ def test_judging_health_lists_each_kind_once_instead_of_reading_each_object(reco
         assert len(components) == 9 and all(c.uid for c in components)  # every one was found and judged
         configmaps = [c for c in components if c.ref.kind == "ConfigMap"]
         assert configmaps and all(c.health.healthy for c in configmaps)
+
+
+def test_webhooks_that_share_a_service_ask_for_its_endpoints_once(recorded_k8s):
+    from reconciler.cluster.wait import soften_webhooks
+
+    kube, _ = recorded_k8s
+    service = {"namespace": "fast-wh-system", "name": "webhook-service", "path": "/validate"}
+    configs = [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": f"fast-wh-{i}"},
+                "webhooks": [{"name": f"w{j}.example.com", "clientConfig": {"service": service},
+                              "failurePolicy": "Fail"} for j in range(3)]}
+               for i, kind in enumerate(["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"])]
+    kube.calls.clear()
+    softened, refs = soften_webhooks(kube, configs)
+    assert len(refs) == 2 and all(h["failurePolicy"] == "Ignore" for o in softened for h in o["webhooks"])
+    assert [p for _, p, _ in kube.calls if p.endswith("/endpointslices")] == [
+        "/apis/discovery.k8s.io/v1/namespaces/fast-wh-system/endpointslices"]

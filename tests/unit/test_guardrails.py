@@ -187,3 +187,135 @@ def test_an_apiservice_may_not_claim_a_group_kubernetes_serves() -> None:
     allowed = ["metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "metrics.example.com",
                "cluster.x-k8s.io"]
     assert _policies_of([api(g) for g in allowed], []) == []
+
+
+# --- verdicts remembered across processes ---------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test its own verdict store (the store of a cache directory is kept per process, by its path)."""
+    monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def evaluations(monkeypatch) -> list[str]:
+    """The subjects each evaluation of a policy judged, in order."""
+    seen: list[str] = []
+    real = guardrails._check
+
+    def counting(policy, activation, subject, load_object=None):
+        seen.append(f"{policy.name}: {subject}")
+        return real(policy, activation, subject, load_object)
+    monkeypatch.setattr(guardrails, "_check", counting)
+    return seen
+
+
+def new_process() -> None:
+    """What a new process starts with: no store in memory (its file stays)."""
+    from reconciler.approve import verdicts
+
+    verdicts._stores.clear()
+
+
+def test_a_policy_is_evaluated_once_per_distinct_input_it_reads(evaluations) -> None:
+    policies = [p for p in guardrails.load_policies(None) if p.name == "no-system-namespaces"]
+    many = [cm(ns="team", name=f"c{i}") for i in range(1000)]
+    assert guardrails.check_objects(policies, many, resource_of, PARAMS) == []
+    assert evaluations == ["no-system-namespaces: ConfigMap team/c0"]  # it reads request.namespace, nothing else
+    found = guardrails.check_objects(policies, [*many, cm(ns="kube-system", name="x")], resource_of, PARAMS)
+    assert [(v.subject, v.message) for v in found] == [
+        ("ConfigMap kube-system/x", "objects may not be installed in namespace kube-system")]
+    assert len(evaluations) == 2
+
+
+def test_a_new_process_judges_nothing_it_judged_before_and_builds_no_parser(evaluations, monkeypatch) -> None:
+    from celpy import celparser
+
+    objs = [cm(name="a"), {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                           "metadata": {"name": "god"}, "rules": [{"apiGroups": ["*"], "resources": ["*"],
+                                                                   "verbs": ["*"]}]}]
+    first = guardrails.check_objects(guardrails.load_policies(None), objs, resource_of, PARAMS)
+    assert [v.policy for v in first] == ["no-wildcard-cluster-rules"] and len(evaluations) == 3
+    new_process()
+    guardrails._compiled.cache_clear()
+    monkeypatch.setattr(celparser.CELParser, "CEL_PARSER", None)
+    again = guardrails.check_objects(guardrails.load_policies(None), objs, resource_of, PARAMS)
+    assert again == first and len(evaluations) == 3
+    assert celparser.CELParser.CEL_PARSER is None and guardrails._compiled.cache_info().currsize == 0
+    changed = [objs[0], {**objs[1], "rules": [{"apiGroups": ["apps"], "resources": ["*"], "verbs": ["*"]}]}]
+    assert guardrails.check_objects(guardrails.load_policies(None), changed, resource_of, PARAMS) == []
+    assert evaluations[3:] == ["no-wildcard-cluster-rules: ClusterRole god"]   # only what changed
+
+
+def test_a_changed_policy_judges_again(evaluations) -> None:
+    body = ANY_OBJECT + "  validations:\n    - expression: \"request.namespace != 'team'\"\n      message: MESSAGE\n"
+    assert len(guardrails.check_objects([policy(body.replace("MESSAGE", "one"))], [cm()], resource_of, PARAMS)) == 1
+    found = guardrails.check_objects([policy(body.replace("MESSAGE", "two"))], [cm()], resource_of, PARAMS)
+    assert [v.message for v in found] == ["two"] and len(evaluations) == 2
+
+
+def test_a_corrupt_store_is_an_empty_one(tmp_path, evaluations) -> None:
+    from reconciler.approve import verdicts
+
+    policies = guardrails.load_policies(None)
+    guardrails.check_objects(policies, [cm()], resource_of, PARAMS)
+    new_process()
+    Path(verdicts.store().path).write_text("{not json")
+    new_process()
+    assert guardrails.check_objects(policies, [cm()], resource_of, PARAMS) == [] and len(evaluations) == 2
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("request.namespace == 'x'", {"request": frozenset({"namespace"})}),
+    ("request.kind.group == '' && has(request.name)", {"request": frozenset({"kind", "name"})}),
+    ("object.rules.exists(r, r.verbs.exists(v, v == '*'))", {"object": frozenset({"rules"})}),
+    ("object . metadata . name == params.catalogs[0]",
+     {"object": frozenset({"metadata"}), "params": frozenset({"catalogs"})}),
+    ("request.all(k, k != 'x')", {"request": None}),            # a macro over the whole map
+    ("request['namespace'] == 'x'", {"request": None}),         # indexing
+    ("object.?spec.orValue({}) == {}", {"object": None}),       # optional access
+    ("size(object) > 2", {"object": None}),                      # the value itself
+    ("[1].all(request, request > 0)", {"request": None}),       # a comprehension variable of that name
+    ("'request' == 'x'", {"request": None}),                    # the word in a string literal
+    (".object.metadata.name == 'x'", {"object": frozenset({"metadata"})}),   # a leading-dot name
+    ("true", {}),
+])
+def test_what_an_expression_reads_is_read_conservatively(expression, expected) -> None:
+    assert guardrails.reads([expression]) == expected
+
+
+def test_remembered_verdicts_equal_fresh_ones_on_every_default_and_object(evaluations) -> None:
+    from reconciler.approve import verdicts
+
+    objs = [cm(name=f"c{i}", ns=ns) for i, ns in enumerate(["a", "kube-system", "a", "kube-public"])] + [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"r{i}"},
+         "rules": rules} for i, rules in enumerate([[{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get"]}],
+                                                    [{"apiGroups": ["*"], "resources": ["pods"], "verbs": ["*"]}],
+                                                    [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get"]}]])]
+    policies = guardrails.load_policies(None)
+    remembered = guardrails.check_objects(policies, objs, resource_of, PARAMS)
+    fresh = [v for o in objs for v in guardrails.check_objects(policies, [o], resource_of, PARAMS)]
+    direct = []
+    for o in objs:  # each judged by an empty store
+        new_process()
+        Path(verdicts.store().path).unlink(missing_ok=True)
+        direct.extend(guardrails.check_objects(policies, [o], resource_of, PARAMS))
+    assert remembered == fresh == direct and len(remembered) == 4
+
+
+def test_the_cel_parser_is_built_once_per_machine(tmp_path) -> None:
+    """cel-python's Lark parser is analysed by the first process and loaded from the cache by the next."""
+    import os
+    import subprocess
+    import sys
+
+    child = ("import sys, lark.lark\nbuilt = []\nreal = lark.lark.Lark._build_parser\n"
+             "def spy(self):\n    built.append(1)\n    return real(self)\nlark.lark.Lark._build_parser = spy\n"
+             "from reconciler.model import celbudget\nenv = celbudget.environment()\n"
+             "result = env.program(env.compile('true && [1, 2].exists(x, x == 2)')).evaluate({})\n"
+             "print(len(built), result)\n")
+    env = {**os.environ, "RECONCILER_CACHE_DIR": str(tmp_path / "machine")}
+    runs = [subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=120)
+            for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["1", "True"], ["0", "True"]], [r.stderr for r in runs]

@@ -99,6 +99,37 @@ def test_only_regular_files_are_read(tmp_path):
         yamlio.read_text(tmp_path / "zero.yaml", "zero.yaml")
 
 
+def test_a_small_file_is_read_without_allocating_the_size_limit(tmp_path):
+    """Reading the limit's worth at once made every file cost a 64 MB buffer, however small it was."""
+    import tracemalloc
+
+    (tmp_path / "small.yaml").write_text("a: 1\n" * 1000)
+    tracemalloc.start()
+    try:
+        assert yamlio.read_text(tmp_path / "small.yaml", "small.yaml") == "a: 1\n" * 1000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+
+
+def test_a_file_that_grows_while_it_is_read_is_read_whole_up_to_the_limit(tmp_path, monkeypatch):
+    import os
+
+    path = tmp_path / "growing.yaml"
+    path.write_text("a: 1\n")
+    real = os.fstat
+
+    def stale(fd):   # the size fstat saw, before the file grew
+        info = real(fd)
+        return os.stat_result((*info[:6], 2, *info[7:]))
+    monkeypatch.setattr(os, "fstat", stale)
+    assert yamlio.read_text(path, "growing.yaml") == "a: 1\n"
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 3)
+    with pytest.raises(InputError, match="over the 3-byte limit"):
+        yamlio.read_text(path, "growing.yaml")
+
+
 def test_strict_loading_names_the_duplicate_key_and_both_lines():
     text = "a: 1\nspec:\n  channel: stable\n  other: x\n  channel: fast\n"
     assert yamlio.load_one(text, "lenient.yaml") == {"a": 1, "spec": {"channel": "fast", "other": "x"}}

@@ -127,3 +127,31 @@ def test_required_permissions_of_rendered_objects() -> None:
         (CLUSTER, ["bind"], ["rbac.authorization.k8s.io"], ["clusterroles"], ["cluster-admin"])).atoms())
     assert len(req.manages.rules) == 5  # kinds sharing scope, group and verbs are one rule
     assert req.all.covers(req.grants) and req.all.covers(req.manages)
+
+
+def test_the_installer_rule_set_is_merged_without_changing_what_it_allows():
+    """Rules that differ in one list merge into one: the installer's Role stays short, allowing the same."""
+    import random
+
+    from reconciler.cluster.installer import merged_rules
+
+    binds = [Rule.make("ns", verbs=["bind"], api_groups=["rbac.authorization.k8s.io"], resources=["roles"],
+                       resource_names=[f"role{i:02d}"]) for i in range(24)]
+    merged = merged_rules(binds + [Rule.make("ns", verbs=["get"], api_groups=[""], resources=["pods"])])
+    assert len(merged) == 2 and len(merged[1].resource_names) == 24
+    # a rule without names allows every name: it never absorbs one with names
+    named = Rule.make(CLUSTER, verbs=["get"], api_groups=[""], resources=["secrets"], resource_names=["a"])
+    assert merged_rules([named, Rule.make(CLUSTER, verbs=["get"], api_groups=[""], resources=["secrets"])]) == \
+        sorted([named, Rule.make(CLUSTER, verbs=["get"], api_groups=[""], resources=["secrets"])])
+    rng = random.Random(7)
+    for _ in range(300):
+        rules = [Rule.make(rng.choice([CLUSTER, "a", "b"]), verbs=rng.sample(["get", "list", "create", "*"], 2),
+                           api_groups=rng.sample(["", "apps", "*"], rng.randint(1, 2)),
+                           resources=rng.sample(["pods", "secrets", "deployments", "*/scale"], rng.randint(1, 2)),
+                           resource_names=rng.sample(["x", "y"], rng.randint(0, 1)))
+                 for _ in range(rng.randint(1, 12))]
+        rules += [Rule.make(CLUSTER, verbs=[rng.choice(["get", "post"])], non_resource_urls=[rng.choice(["/a", "/b*"])])
+                  for _ in range(rng.randint(0, 3))]
+        out = merged_rules(rules)
+        assert set(PermissionSet.of(out).atoms()) == set(PermissionSet.of(rules).atoms())
+        assert len(out) <= len(set(rules))
