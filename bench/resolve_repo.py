@@ -119,8 +119,10 @@ class Side:
         return seconds, usage.ru_maxrss / 1024
 
     def phases(self, repo: Path) -> dict[str, float]:
+        # run from the home directory: with -c, the current directory comes first on the path, and a checkout
+        # there would be imported instead of the installed package
         out = subprocess.run([self.python, "-c", PHASES, str(repo)], capture_output=True, text=True, env=self.env,
-                             check=True)
+                             check=True, cwd=self.env["HOME"])
         return json.loads(out.stdout)
 
 
