@@ -199,7 +199,7 @@ def test_drift_is_corrected_and_fields_of_others_are_kept(repo, kc, k8s, capsys)
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
     assert "~ Deployment.apps plumbus-system/plumbus-controller-manager  configured" in run.out
-    assert "spec.replicas: 3 -> 1" in run.out
+    assert "-  replicas: 3\n" in run.out and "+  replicas: 1\n" in run.out, run.out
     dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system")
     assert dep["spec"]["replicas"] == 1
     assert dep["metadata"]["annotations"]["team"] == "platform"

@@ -124,10 +124,10 @@ def test_install_instance_and_bundle_deployment_are_reconciled(tmp_path, kc, k8s
         # the Instance's Bundle class approves everything; the Install is Unapproved; RukPak's plain class is
         # Android here, so the BundleDeployment's first install waits too
         assert run.code == 4, run.out + run.err
-        assert "plumbus-plan: planned@sha256:" in run.out and "the declaration asks for manual approval" in run.out
-        assert "my-bundle-deployment: deployed@sha256:" in run.out and "(core-rukpak-io-plain, Android): first " \
+        assert "plumbus-plan: planned WAITS FOR APPROVAL" in run.out and "the declaration asks for manual approval" in run.out
+        assert "my-bundle-deployment: my-bundle-deployment WAITS FOR APPROVAL" in run.out and "(core-rukpak-io-plain, Android): first " \
             "install of" in run.out, run.out
-        assert "plumbus: plumbus.v1.0.0 approved (trusted, AllowAll)" in run.out
+        assert "plumbus: plumbus-operator.v1.0.0 approved (trusted, AllowAll)" in run.out
         assert any(m.startswith("Deployment ") for m in managed(k8s, "plumbus")), managed(k8s, "plumbus")
         assert _configmap(k8s, "planned", "operators") is None and _configmap(k8s, "deployed", "operators") is None
         assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is not None   # its status object
