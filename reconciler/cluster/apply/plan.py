@@ -64,6 +64,7 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
     missing_ns = missing_ns | _shipped_namespaces_missing(kube, desired)
     planned: list[Planned] = []
     errors: list[str] = []
+    unplaced: list[str] = []   # namespaced by the cluster's discovery, yet given no namespace
     unverified = 0
     for op in desired:
         writer = (writers or {}).get(op.name, kube)
@@ -71,6 +72,9 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
             info = kube.resource(obj["apiVersion"], obj["kind"])
             if info is None and (ref.group, ref.kind) not in new_crd_kinds:
                 errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
+                continue
+            if info is not None and info.namespaced and not ref.namespace:
+                unplaced.append(f"{ref} (Operator {op.name})")
                 continue
             planned.append(Planned(op.name, with_digest(obj), ref, info, Action.CREATED, writer=writer))
     live, partial = read_live(kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns],
@@ -161,6 +165,11 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
                           hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
                                f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
                                f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or \"*\")")
+    if unplaced:
+        raise BundleError(f"{len(unplaced)} object(s) of a namespaced kind name no namespace, and neither the "
+                          f"built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not placed in "
+                          f"the install namespace; nothing was applied:\n  " + "\n  ".join(unplaced),
+                          hint="set metadata.namespace on each in its bundle")
     if errors:
         raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
                            + "\n  ".join(errors))
