@@ -81,7 +81,8 @@ def next_minor_checks(snapshot, resolution) -> list[NextMinorCheck]:  # noqa: AN
         before, before_error = (), ""
         if entry is not None:
             try:
-                before = render(entry.source, snapshot.root, sel.install, default_ns).objects
+                before = render(entry.source, snapshot.root, sel.install, default_ns,
+                                digest=entry.digest or None).objects
             except ReconcilerError as exc:
                 before_error = exc.message.splitlines()[0]
         try:   # the installed bundle's webhook certificates are reused: an unchanged webhook is no change
