@@ -72,6 +72,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     records = status_objects.read_all(Kube(api), instance)
     rows = summarize({name: rec.status for name, rec in records.items()}, locked,
                      instances={name: rec.instance for name, rec in records.items()})
+    if args.repo is not None:   # not installed yet: the namespace its declaration names, when it names one
+        declared = {op.name: op.install.namespace for op in snapshot.operators if op.install.namespace}
+        for row in rows:
+            if "namespace" not in row and row["name"] in declared:
+                row["namespace"] = declared[row["name"]]
     if args.namespace is not None:
         rows = [r for r in rows if r.get("namespace") == args.namespace]
     if args.output == "table":

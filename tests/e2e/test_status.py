@@ -131,3 +131,21 @@ def test_with_a_repository_only_its_instance_and_no_instance_column(two_instance
     assert header[0] == "NAME" and "INSTANCE" not in header and header[-1] == "LOCK"
     assert list(rows) == [t["names"]["a"]]
 
+
+
+def test_a_declared_operator_not_installed_yet_is_listed_in_its_namespace(two_instances, kc, capsys):
+    t = two_instances
+    root, later = t["a"], f"later-{t['uid']}"
+    write_docs(root, f"bundles/{later}/manifests/objects.yaml",
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": later, "namespace": t["spaces"]["a"]}})
+    write_docs(root, f"operators/{later}.yaml", operator_doc(
+        later, bundle={"name": later, "spec": {"refs": [f"file://bundles/{later}"]}},
+        install={"namespace": t["spaces"]["a"]}))
+    _commit(root)
+    assert cli("resolve", str(root), "--kubeconfig", str(kc), capsys=capsys).code == 0   # locked, not applied
+    run = cli("status", str(root), "--kubeconfig", str(kc), "-n", t["spaces"]["a"], capsys=capsys)
+    assert run.code == 0, run.err
+    header, rows = _rows(run.out)
+    assert set(rows) == {t["names"]["a"], later}
+    assert rows[later][header.index("NAMESPACE")] == t["spaces"]["a"]
+    assert "not installed" in " ".join(rows[later])
