@@ -227,8 +227,8 @@ class Kube:
             if known is not None:
                 return known
             if not self._aggregated[0]:
+                self._read_aggregated()   # a failure (not a refusal of the format) is the step's: tried again next time
                 self._aggregated[0] = True
-                self._read_aggregated()
                 known = self._groups.get(api_version)
                 if known is not None:
                     return known
@@ -252,8 +252,10 @@ class Kube:
         for path in ("/api", "/apis"):
             try:
                 doc = self.request("GET", path, accept=_AGGREGATED_DISCOVERY)
-            except ApiError:
-                return
+            except ApiError as exc:
+                if exc.status in (404, 406, 415):   # not served, or not in this format: one request per group
+                    return
+                raise
             if not isinstance(doc, dict) or doc.get("kind") != "APIGroupDiscoveryList":
                 return
             for item in doc.get("items") or []:
