@@ -1,6 +1,6 @@
 """`reconciler approve`: record in the repository the permissions that wait for approval; commit to approve.
 
-In a git working tree only committed approvals count for a reconcile (``pipeline.counted_approvals``); this
+In a git working tree only committed approvals count for a reconcile (``approve.stage.counted_approvals``); this
 command counts the working tree's own, so running it again after an uncommitted approval finds nothing new to
 write, and it says which files still need a commit.
 """
@@ -62,6 +62,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     import dataclasses
 
     from reconciler import pipeline
+    from reconciler.approve import stage
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.errors import DeclarationError, UsageError
     from reconciler.repo import read_repository
@@ -107,7 +108,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if snapshot.committed_approvals is None:
         if written:
             print("Outside a git repository an approval counts as soon as it is written.", file=out)
-    elif files := pipeline.uncommitted_approval_files(snapshot):   # written now, or before and not committed
+    elif files := stage.uncommitted_approval_files(snapshot):   # written now, or before and not committed
         print(f"Commit to approve (a reconcile counts only committed approvals): git add {' '.join(files)} && "
               f"git commit", file=out)
     return EXIT_OK

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline, yamlio
+    from reconciler.approve import stage
     from reconciler.repo import read_repository
     from reconciler.resolve import Unsatisfiable
 
@@ -106,7 +107,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
 
             print("", file=out)
             print_decisions(decisions, snapshot.root, out)
-            for note in pipeline.approval_notes(snapshot, counted=False):
+            for note in stage.approval_notes(snapshot, counted=False):
                 print(f"  note: {note}", file=out)
         print(f"Lockfile {snapshot.lock_file}: "
               f"{'not written (--no-write)' if args.no_write else 'written' if written else 'unchanged'}",
@@ -157,11 +158,12 @@ def _resolve_fleet(args: argparse.Namespace, snapshot: Any, out: TextIO) -> int:
 def _approvals(snapshot: Any, resolution: Any, lockfile: Any, kube: Any) -> tuple[dict, str]:
     """The approval stage needs the bundles' content; if it cannot be fetched here, say so instead."""
     from reconciler import pipeline
+    from reconciler.approve import stage
     from reconciler.errors import ReconcilerError
 
     try:
         installs = pipeline.convert(snapshot, resolution, lockfile, kube)
-        return pipeline.approvals(snapshot, installs, kube), ""
+        return stage.approvals(snapshot, installs, kube), ""
     except ReconcilerError as exc:
         return {}, exc.message.splitlines()[0]
 

@@ -21,6 +21,7 @@ from typing import Any
 import pygit2
 
 from reconciler import pipeline
+from reconciler.approve import stage
 from reconciler.errors import InputError, UsageError
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
@@ -175,5 +176,5 @@ def pinned(resolution, lock: Lockfile):  # noqa: ANN001, ANN201 - a resolve.Reso
 def approvals_of(resolved: Resolved) -> dict[str, Approval]:
     """Whether each bundle of the side will be approved, as the approval stage decides it offline (the working
     tree's approvals count: they are part of the change reviewed)."""
-    decisions = pipeline.approvals(resolved.snapshot, resolved.installs, None, uncommitted=True)
+    decisions = stage.approvals(resolved.snapshot, resolved.installs, None, uncommitted=True)
     return {name: Approval(d.approved, d.reason, d.message, d.pending) for name, d in decisions.items()}
