@@ -65,7 +65,9 @@ class VirtualCluster:
             raise ControlPlaneError(f"virtual cluster {self.name} is already running")
         if not self.port:
             self.port = _free_ports(1)[0]
-        env = {**os.environ, "GOGC": "25", "GOMEMLIMIT": "96MiB"} if self.lean else None
+        # A smaller heap (GOGC=25) for many idle servers. No GOMEMLIMIT: a limit below a server's live heap
+        # (about 180 MiB) makes Go's collector run without pause, 15% of a core per idle server.
+        env = {**os.environ, "GOGC": "25"} if self.lean else None
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(self._args(), cwd=self.plane.state_dir, stdin=subprocess.DEVNULL, env=env,
                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
