@@ -114,13 +114,16 @@ def crd_preflight(kube: Kube | None, inst: Installed) -> tuple:
     from reconciler.approve.guardrails import Violation
     from reconciler.cluster.apply.crds import STORED_VERSION_REMOVED, crd_findings
 
+    from reconciler.cluster.apply.order import concurrently
+
     info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    if info is None:
+        return ()
     decl = inst.selection.declaration
+    crds = [obj for obj in inst.bundle.objects if obj.get("kind") == "CustomResourceDefinition"]
+    lives = concurrently(lambda obj: kube.get(info, "", obj["metadata"]["name"]), crds)   # read at once
     out = []
-    for obj in inst.bundle.objects:
-        if obj.get("kind") != "CustomResourceDefinition" or info is None:
-            continue
-        live = kube.get(info, "", obj["metadata"]["name"])
+    for obj, live in zip(crds, lives):
         if live is None:
             continue
         for f in crd_findings(kube, obj, live, decl.allow_unsafe_crds if decl is not None else ""):

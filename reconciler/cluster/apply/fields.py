@@ -38,20 +38,22 @@ def create_only(obj: Manifest, ref: ObjectRef, selectors: Iterable[ObjectSelecto
 
 def respect(sent: Manifest, live: Manifest, rules: Iterable[IgnoreRule]) -> Manifest:
     """``sent`` with the fields the rules name left to their owners (a copy; ``sent`` itself when none apply)."""
-    rules = list(rules)
-    if not rules:
+    # Only rules that name a field, or whose managers own some field of ``live``, change anything: a rule of
+    # managers that never wrote the object (the cainjector default, mostly) costs no copy.
+    work = [(rule, owned_fields(live, rule.managers) if rule.managers else []) for rule in rules]
+    work = [(rule, owned) for rule, owned in work if rule.json_pointers or owned]
+    if not work:
         return sent
     out = copy.deepcopy(sent)
-    for rule in rules:
+    for rule, owned in work:
         for tokens in rule.json_pointers:
             found, value = _get(live, tokens)
             if found:
                 _set(out, tokens, copy.deepcopy(value))
             else:
                 _delete(out, tokens)
-        if rule.managers:
-            for fields in owned_fields(live, rule.managers):
-                _strip(out, fields)
+        for fields in owned:
+            _strip(out, fields)
     return out
 
 
