@@ -16,6 +16,12 @@ cache directory of the run's own, filled by the first run of each row):
              Operator's installer; peer: ``kubectl apply --server-side`` of the same objects into other
              namespaces. Runs alternate, each into fresh namespaces, medians
   roles      the same with 24 Roles per Operator and nothing else (240 Roles)
+  unused     a no-op ``reconcile`` of examples/gitops-repo, alternately without and with an unused
+             30,000-bundle catalog (``bench.gen_catalog``, 2,000 packages) beside its own: what a catalog
+             nobody declares from costs, in time and peak RSS (no peer)
+  watch      ``watch`` of that repository with the unused catalog, ``--interval 1``, for ``--watch-seconds``:
+             its resident memory, sampled from /proc every 0.2 s (peak and at the end), and how many
+             reconciles it ran (no peer; operator-controller's alert fires at 100 MB)
 
 Against the cluster of ``--kubeconfig`` (an admin's), or a local control plane
 started here. Timings are wall clock of whole processes, so the interpreter's
@@ -41,7 +47,7 @@ from bench.startup_bench import command, installed
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gitops-repo"
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "operators"
-ROWS = ("dry-run", "offline", "noop", "apply", "roles")
+ROWS = ("dry-run", "offline", "noop", "apply", "roles", "unused", "watch")
 
 
 def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
@@ -51,6 +57,20 @@ def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> fl
     if proc.returncode not in ok:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return seconds
+
+
+def measured(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, from the child's rusage) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    err = proc.stderr.read() if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code
+    if code not in ok:
+        raise RuntimeError(f"{' '.join(cmd)} exited {code}:\n{err[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024
 
 
 # --- repositories --------------------------------------------------------------------------------------------
@@ -157,6 +177,7 @@ def main() -> None:
     ap.add_argument("--kubeconfig", type=Path, help="an admin kubeconfig; by default a control plane is started")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--watch-seconds", type=float, default=30.0)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-reconcile-"))
     python, env = installed(tmp)
@@ -179,7 +200,7 @@ def main() -> None:
             times = [timed([ours, "resolve", "--offline", "--no-write", str(repo)], offline_env)
                      for _ in range(args.repeat)]
             rows.append(("resolve --offline, example repository", statistics.median(times), {}, ""))
-        cluster_rows = [r for r in args.rows if r in ("noop", "apply", "roles")]
+        cluster_rows = [r for r in args.rows if r in ("noop", "apply", "roles", "unused", "watch")]
         if cluster_rows:
             from reconciler.cluster.kube import Kube, load_api_client
 
@@ -198,6 +219,8 @@ def main() -> None:
             for row in ("apply", "roles"):
                 if row in args.rows:
                     rows.append(apply_row(tmp, args, row, cenv, ours, tools, kubeconfig))
+            if "unused" in args.rows or "watch" in args.rows:
+                rows.extend(unused_catalog_rows(tmp, args, cenv, ours))
     finally:
         if plane is not None:
             plane.stop()
@@ -285,6 +308,66 @@ def apply_row(tmp: Path, args: argparse.Namespace, row: str, env: dict[str, str]
              if row == "apply" else f"first apply, {objects} Roles ({operators} Operators), as installers")
     peer = {tool: statistics.median(t) for tool, t in times.items() if tool != "ours" and t}
     return label, statistics.median(times["ours"]), peer, "peers write as the admin"
+
+
+def unused_catalog_rows(tmp: Path, args: argparse.Namespace, env: dict[str, str],
+                        ours: str) -> list[tuple[str, float, dict[str, float], str]]:
+    """The example repository's no-op reconcile without and with an unused 30,000-bundle catalog (alternating,
+    the catalog moved in and out: its cache stays warm, keyed by content), then ``watch`` with it."""
+    from bench.gen_catalog import generate
+
+    repo = tmp / "unused-catalog"
+    shutil.copytree(EXAMPLE, repo)
+    parked = tmp / "parked" / "unused"
+    generate(parked, 2000, 30000)
+    timed([ours, "reconcile", str(repo)], env)                       # the first install
+    shutil.move(str(parked), repo / "catalogs" / "unused")
+    timed([ours, "reconcile", str(repo)], env)                       # fills the catalog cache
+    runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    for _ in range(args.repeat):
+        for present in (False, True):
+            here = repo / "catalogs" / "unused"
+            if present != here.exists():
+                shutil.move(str(parked if present else here), here if present else parked)
+            runs[present].append(measured([ours, "reconcile", str(repo)], env))
+    out = []
+    if "unused" in args.rows:
+        without = statistics.median(t for t, _ in runs[False]), max(m for _, m in runs[False])
+        with_it = statistics.median(t for t, _ in runs[True]), max(m for _, m in runs[True])
+        out.append(("no-op reconcile, example repository, no unused catalog", without[0], {},
+                    f"peak RSS {without[1]:.0f} MiB"))
+        out.append(("no-op reconcile, example repository + unused 30,000-bundle catalog", with_it[0], {},
+                    f"+{with_it[0] - without[0]:.3f} s, peak RSS {with_it[1]:.0f} MiB "
+                    f"(+{with_it[1] - without[1]:.0f} MiB)"))
+    if "watch" in args.rows:
+        if not (repo / "catalogs" / "unused").exists():
+            shutil.move(str(parked), repo / "catalogs" / "unused")
+        out.append(watch_row(repo, env, ours, args.watch_seconds))
+    return out
+
+
+def watch_row(repo: Path, env: dict[str, str], ours: str, seconds: float) -> tuple[str, float, dict[str, float], str]:
+    """``watch --interval 1`` for ``seconds``: peak and final resident memory, and the reconciles it ran."""
+    log = repo.parent / "watch.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([ours, "watch", str(repo), "--interval", "1", "--log-format", "json"],
+                                stdout=sink, stderr=subprocess.STDOUT, env=env)
+        peak = last = 0.0
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                fields = dict(line.split(":", 1) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                              if ":" in line)
+                last = int(fields["VmRSS"].split()[0]) / 1024
+                peak = max(peak, int(fields["VmHWM"].split()[0]) / 1024)
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    text = log.read_text()
+    steps = text.count("step ")
+    return (f"watch, example repository + unused catalog, --interval 1, {seconds:.0f} s", last, {},
+            f"this row's figure is MiB resident at the end, not seconds; peak {peak:.0f} MiB; {steps} steps run")
 
 
 def in_namespace(objs: list[dict], namespace: str) -> list[dict]:
