@@ -24,7 +24,7 @@ from reconciler.cluster import status as status_objects
 from reconciler.errors import CatalogError, LockfileError, ReconcilerError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
-from reconciler.model.kube import Manifest, ownership_labels
+from reconciler.model.kube import stamped
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.model.fieldrules import DEFAULT_RULES
 from reconciler.repo import RepoSnapshot, Settings, read_repository
@@ -385,7 +385,7 @@ def desired_state(installs: tuple[Installed, ...], resolution: Resolution | None
             continue
         sel = inst.selection
         decl = sel.declaration
-        objects = tuple(_stamp(obj, sel.owner, part_of) for obj in inst.bundle.objects)
+        objects = tuple(stamped(obj, sel.owner, part_of) for obj in inst.bundle.objects)
         spec = _spec(inst)
         bundle = {k: getattr(inst.lock, k) for k in ("name", "package", "version", "catalog", "channel",
                                                      "source", "digest")}
@@ -441,14 +441,6 @@ def _deprecation_conditions(sel: Selection, resolution: Resolution | None) -> tu
     out.insert(0, status_objects.condition("Deprecated", bool(any_dep), "Deprecated" if any_dep else "NotDeprecated",
                                            "; ".join(any_dep) or "nothing chosen for this Operator is deprecated"))
     return tuple(out)
-
-
-def _stamp(obj: Manifest, operator: str, part_of: str = "") -> Manifest:
-    """The object with its owner labels: a new object and metadata, the rest shared with the rendered bundle
-    (nothing downstream changes an object in place; a deep copy of five real operators' CRDs cost 80 ms)."""
-    meta = dict(obj.get("metadata") or {})
-    meta["labels"] = {**(meta.get("labels") or {}), **ownership_labels(operator, part_of)}
-    return {**obj, "metadata": meta}
 
 
 def write_lock(snapshot: RepoSnapshot, lockfile: Lockfile) -> bool:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from reconciler.approve import Decision, Subject, access_check, evaluate
 from reconciler.bundle import RenderedBundle
 from reconciler.cluster.kube import Kube
+from reconciler.model.kube import LABEL_OPERATOR, instance_applyset_id, stamped
 from reconciler.repo import RepoSnapshot
 
 if TYPE_CHECKING:
@@ -72,9 +73,10 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     from reconciler.approve.guardrails import load_policies
 
     policies = load_policies(snapshot.root) if installs else []
+    part_of = instance_applyset_id(snapshot.settings.instance, snapshot.settings.installer_namespace)
     for inst in installs:
         owner = inst.selection.owner
-        found = guardrail_violations(snapshot, inst, policies, lookup) + crd_preflight(kube, inst)
+        found = guardrail_violations(snapshot, inst, policies, lookup) + crd_preflight(kube, inst, part_of)
         record = records.get(owner)
         entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
         waived = set(entry.waived_policies) if entry else set()
@@ -105,22 +107,33 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     return decisions
 
 
-def crd_preflight(kube: Kube | None, inst: Installed) -> tuple:
+def crd_preflight(kube: Kube | None, inst: Installed, part_of: str = "") -> tuple:
     """The CRD upgrade-safety check as violations of ``crd-upgrade-safety``, against the live CRDs of a cluster
     (none without one: `diff` reports the same offline): what `reconcile` would refuse, `approve` shows and
-    waits on, waivable with --waive crd-upgrade-safety, but for a stored version removed, which nothing waives."""
+    waits on, waivable with --waive crd-upgrade-safety, but for a stored version removed, which nothing waives.
+
+    A CRD whose live applied-digest is the one this bundle's CRD would be applied with (labelled for the
+    Operator and ``part_of``, the instance's ApplySet) is what we applied last: replacing it changes
+    nothing, and it is not read. One metadata LIST tells; only the others are read whole. Whatever was changed
+    on a live CRD behind our back is the planner's to find (its field managers moved), which checks again."""
     if kube is None:
         return ()
     from reconciler.approve.guardrails import Violation
     from reconciler.cluster.apply.crds import STORED_VERSION_REMOVED, crd_findings
-
+    from reconciler.cluster.apply.digest import digest_of, with_digest
     from reconciler.cluster.apply.order import concurrently
 
     info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
     if info is None:
         return ()
-    decl = inst.selection.declaration
+    owner, decl = inst.selection.owner, inst.selection.declaration
     crds = [obj for obj in inst.bundle.objects if obj.get("kind") == "CustomResourceDefinition"]
+    if not crds:
+        return ()
+    applied = {item["metadata"]["name"]: digest_of(item)
+               for item in kube.list(info, label_selector=f"{LABEL_OPERATOR}={owner}", metadata_only=True)}
+    crds = [obj for obj in crds if applied.get(obj["metadata"]["name"]) is None
+            or applied[obj["metadata"]["name"]] != digest_of(with_digest(stamped(obj, owner, part_of)))]
     lives = concurrently(lambda obj: kube.get(info, "", obj["metadata"]["name"]), crds)   # read at once
     out = []
     for obj, live in zip(crds, lives):

@@ -21,6 +21,8 @@ CR = {"apiVersion": "how.theydoit.com/v1alpha1", "kind": "Plumbus",
 
 def own_namespace(repo) -> None:
     decl = (repo.path / "operators/plumbus.yaml").read_text()
+    if f"namespace: {NAMESPACE}" in decl:
+        return
     assert "namespace: plumbus-system" in decl
     repo.write("operators/plumbus.yaml", decl.replace("namespace: plumbus-system", f"namespace: {NAMESPACE}"))
     approve_namespace(repo)
@@ -137,3 +139,35 @@ def test_removing_a_stored_version_is_refused_by_approve_and_reconcile_and_no_wa
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 2 and "objects are stored in it" in run.out + run.err
     assert managed(k8s, "plumbus") == V100
+
+
+def test_the_preflight_reads_only_crds_that_differ_from_what_was_applied(repo, kc, k8s: Kube, capsys):
+    """A CRD whose live applied-digest is the one the bundle's CRD would carry is not read whole; a changed one
+    is, and its unsafe change is found."""
+    from reconciler import pipeline
+
+    own_namespace(repo)
+    repo.set_version("1.0.0")
+    assert reconcile(repo, kc, capsys=capsys).code == 0
+    try:
+        reads: list[str] = []
+        real_get = k8s.get
+
+        def get(info, namespace, name):
+            if info.kind == "CustomResourceDefinition":
+                reads.append(name)
+            return real_get(info, namespace, name)
+        k8s.get = get   # type: ignore[method-assign]
+        repo.commit("installed")
+        prepared = pipeline.prepare(repo.path, kube=k8s)
+        assert reads == [] and all(d.approved for d in prepared.decisions.values()), (reads, prepared.decisions)
+
+        with retyped_after_install(repo, kc, k8s, capsys):
+            reads.clear()
+            repo.commit("retyped")
+            decision = pipeline.prepare(repo.path, kube=k8s).decisions["plumbus"]
+            assert reads == ["plumbai.how.theydoit.com"], reads
+            assert not decision.approved and decision.reason == "PolicyViolation", decision
+            assert "type changes from integer to string" in decision.message
+    finally:
+        k8s.get = real_get   # type: ignore[method-assign]
