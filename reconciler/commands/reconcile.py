@@ -141,7 +141,8 @@ def print_health(outcome: "Outcome", out: TextIO, *, waited: bool) -> bool:
     unhealthy = False
     for name, h in sorted(health.items()):
         if h.healthy:
-            print(f"  {name}: healthy ({len(h.components)} components, {h.elapsed:.0f}s)", file=out)
+            count = len(h.components)
+            print(f"  {name}: healthy ({count} component{'' if count == 1 else 's'}, {h.elapsed:.0f}s)", file=out)
             continue
         bad = h.status == Status.FAILED or (waited and h.timed_out)
         unhealthy = unhealthy or bad

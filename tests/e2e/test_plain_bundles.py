@@ -50,9 +50,7 @@ def _repo(tmp_path, *objects: str) -> GitOpsRepo:
 
 
 def test_objects_without_a_namespace_go_to_the_install_namespace(tmp_path, kc, k8s, capsys):
-    repo = _repo(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
-                 "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: settings-reader}\n"
-                 "rules: []\n")
+    repo = _repo(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n")
     preview = reconcile(repo, kc, "--dry-run", capsys=capsys)
     assert preview.code == 1, preview.out + preview.err
     assert "+ ConfigMap operators/settings  would be created" in preview.out
@@ -60,9 +58,9 @@ def test_objects_without_a_namespace_go_to_the_install_namespace(tmp_path, kc, k
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 0, run.out + run.err
         assert "+ ConfigMap operators/settings  created" in run.out
+        assert "settings: healthy (1 component, " in run.out   # one component, said as one
         assert get(k8s, "v1", "ConfigMap", "settings", "operators")["data"] == {"a": "b"}
         assert get(k8s, "v1", "ConfigMap", "settings", "default") is None
-        assert get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRole", "settings-reader") is not None
     finally:
         repo.remove("operators/settings.yaml")
         repo.write("reconciler.yaml", "allowEmpty: true\n")
