@@ -33,6 +33,7 @@ from typing import Any
 
 from reconciler.errors import DeclarationError
 from reconciler.model.declarations import DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader
+from reconciler.model.fleet import parse_selector
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 
 INSTALL_API_VERSION = "operators.coreos.com/v2alpha1"
@@ -136,8 +137,8 @@ def parse_instance(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
     name = _name(doc, origin, "Instance")
     spec = _Reader(spec_doc, "spec", f"Instance {name}", origin)
     selector = spec.get("selector", dict)   # which Bundles are earlier versions: here the Instance's inventory
-    if selector is not None and set(selector) - {"matchLabels", "matchExpressions"}:
-        raise spec.fail("spec.selector must be a label selector (matchLabels, matchExpressions)")
+    if selector is not None:   # checked as any LabelSelector is, though nothing selects by it
+        parse_selector(selector, "spec.selector", str(origin), f"Instance {name}")
     b = spec.child("bundle", required=True)
     assert b is not None
     bname = b.get("name", str, required=True)

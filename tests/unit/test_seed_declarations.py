@@ -212,6 +212,11 @@ def test_provisioner_classes_are_read_with_their_policy(tmp_path: Path, api_vers
     ("kind: Bundle\nmetadata: {name: b}\nspec: {refs: [file://a]}\n---\nkind: Instance\nmetadata: {name: i}\n"
      "spec: {bundle: {name: b, spec: {refs: [file://other]}}}\n",
      "Instance i: spec.bundle embeds a spec for Bundle b, which declarations.yaml declares with other refs"),
+    ("kind: Instance\nmetadata: {name: i}\nspec: {selector: {matchExpressions: [{key: app, operator: Near}]}, "
+     "bundle: {name: b, spec: {refs: [file://a]}}}\n",
+     "Instance i: spec.selector.matchExpressions[0].operator must be one of In, NotIn, Exists, DoesNotExist"),
+    ("kind: Instance\nmetadata: {name: i}\nspec: {selector: {matchLabel: {app: x}}, "
+     "bundle: {name: b, spec: {refs: [file://a]}}}\n", "Instance i: unknown field spec.selector.matchLabel"),
 ])
 def test_direct_installs_that_cannot_work_are_refused_saying_why(tmp_path: Path, doc: str, message: str) -> None:
     (tmp_path / "declarations.yaml").write_text(doc)
