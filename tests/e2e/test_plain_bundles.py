@@ -8,17 +8,11 @@ import time
 import pytest
 
 from .support import GitOpsRepo, get, managed, reconcile
+from .test_seed_kinds import TRUSTED_CLASS
 
 pytestmark = pytest.mark.cluster
 
-DECLARATIONS = """\
-kind: ProvisionerClass
-apiVersion: rukpak.io/v1
-metadata:
-  name: trusted
-provisioner: operators.coreos.com/operators
-parameters:
-  approval: AllowAll
+DECLARATIONS = TRUSTED_CLASS + """\
 ---
 kind: Bundle
 metadata:

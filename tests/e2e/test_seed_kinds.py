@@ -54,7 +54,7 @@ spec:
     namespace: olm
 """
 
-BUNDLE_AND_INSTANCE = """\
+TRUSTED_CLASS = """\
 kind: ProvisionerClass
 apiVersion: rukpak.io/v1
 metadata:
@@ -62,6 +62,9 @@ metadata:
 provisioner: operators.coreos.com/operators
 parameters:
   approval: AllowAll
+"""
+
+BUNDLE_AND_INSTANCE = TRUSTED_CLASS + """\
 ---
 kind: Bundle
 metadata:
