@@ -24,6 +24,9 @@ class Run:
     out: str
     err: str
 
+    def __iter__(self):  # noqa: ANN204 - code, out, err = cli(...) unpacks it
+        return iter((self.code, self.out, self.err))
+
 
 class GitOpsRepo:
     """A copy of the example repository, committed to a real git repository."""
@@ -69,12 +72,12 @@ def reconcile(repo: GitOpsRepo | Path, kubeconfig: Path | None, *extra: str,
     return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
-def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """The CLI in this process: exit code, stdout, stderr."""
+def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
+    """The CLI in this process: exit code, stdout, stderr (a Run, which also unpacks as the three)."""
     capsys.readouterr()
     out = io.StringIO()
     code = main(list(args), out=out)
-    return code, out.getvalue(), capsys.readouterr().err
+    return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
 def example_copy(tmp_path: Path) -> Path:

@@ -4,15 +4,13 @@ its user and left alone."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
 from reconciler.cluster.kube import Kube
 
-from .support import GitOpsRepo, Run, get, reconcile
+from .support import GitOpsRepo, cli, get, reconcile
 
 pytestmark = pytest.mark.cluster
 
@@ -31,13 +29,6 @@ spec:
   install:
     namespace: gadget-system
 """
-
-
-def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
-    capsys.readouterr()
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
 @pytest.fixture

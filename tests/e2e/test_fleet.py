@@ -10,7 +10,6 @@ healthy); cluster ``prod-eu`` is a second kube-apiserver on the same etcd under 
 from __future__ import annotations
 
 import html.parser
-import io
 import json
 import shutil
 import subprocess
@@ -19,10 +18,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.cli import main
 from reconciler.cluster.kube import Kube
 from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts
-from tests.e2e.support import Run, get
+from tests.e2e.support import cli, get
 
 pytestmark = pytest.mark.cluster
 
@@ -44,13 +42,6 @@ spec:
   placement:
     clusterSelector: {matchLabels: {env: dev}}
 """
-
-
-def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
-    capsys.readouterr()
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
 def commit(path: Path, message: str) -> str:

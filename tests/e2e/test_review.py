@@ -8,7 +8,6 @@ the repository's Kubernetes 1.24, removed in 1.25).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -17,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
-from tests.e2e.support import GitOpsRepo, Run
+from tests.e2e.support import GitOpsRepo, cli
 
 GOLDEN = Path(__file__).parent / "golden" / "diff-upgrade-and-add.md"
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "operators"
@@ -67,13 +65,6 @@ properties:
   - type: olm.gvk
     value: {group: how.theydoit.com, kind: Plumbus, version: v1alpha1}
 """
-
-
-def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
-    capsys.readouterr()
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
 @pytest.fixture(autouse=True)

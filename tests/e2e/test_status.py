@@ -13,7 +13,7 @@ import pytest
 
 from tests.unit.helpers import operator_doc, write, write_docs
 
-from .support import Run, cli as run_cli, reconcile
+from .support import cli, reconcile
 
 pytestmark = pytest.mark.cluster
 
@@ -49,10 +49,6 @@ def _repository(root: Path, instance: str, operators: dict[str, tuple[str, bool]
             name, bundle={"name": name, "spec": {"refs": [f"file://bundles/{name}"]}},
             install={"namespace": namespace}))
     return _commit(root)
-
-
-def cli(*args: str, capsys) -> Run:
-    return Run(*run_cli(*args, capsys=capsys))
 
 
 def _rows(table: str) -> tuple[list[str], dict[str, list[str]]]:

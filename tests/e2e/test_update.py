@@ -3,15 +3,13 @@ downgrade or a jump without an upgrade edge, and --apply commits that `reconcile
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pygit2
 import pytest
 
-from reconciler.cli import main
-from tests.e2e.support import GitOpsRepo, Run
+from tests.e2e.support import GitOpsRepo, cli
 
 GADGET_CATALOG = """\
 ---
@@ -60,13 +58,6 @@ spec:
   install:
     namespace: gadget-system
 """
-
-
-def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
-    capsys.readouterr()
-    out = io.StringIO()
-    code = main(list(args), out=out)
-    return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
 @pytest.fixture
