@@ -4,13 +4,12 @@ its user and left alone."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from reconciler.cluster.kube import Kube
 
 from .support import GitOpsRepo, cli, get, reconcile
+from .test_reconcile import repo  # noqa: F401 - fixture: the example, everything uninstalled afterwards
 
 pytestmark = pytest.mark.cluster
 
@@ -29,18 +28,6 @@ spec:
   install:
     namespace: gadget-system
 """
-
-
-@pytest.fixture
-def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
-    r = GitOpsRepo(tmp_path / "repo")
-    yield r
-    for p in (r.path / "operators").glob("*.yaml"):
-        p.unlink()
-    r.write("reconciler.yaml", "allowEmpty: true\n")
-    r.commit("nothing")
-    run = reconcile(r, kc, "--no-wait", capsys=capsys)
-    assert run.code == 0, run.err
 
 
 def scale(k8s: Kube, replicas: int) -> None:
