@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from reconciler.approve.permissions import CLUSTER, Atom, PermissionSet, Rule
 from reconciler.approve.policy import AccessCheck, Decision, decide
-from reconciler.approve.required import Requirements, ResourceLookup, required_permissions, resource_lookup
+from reconciler.approve.required import Requirements, required_permissions
+from reconciler.model.resources import ResourceLookup, resource_lookup
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest
 from reconciler.model.provisioner import BUILTIN_CLASSES, DEFAULT_CLASS, Identity, ProvisionerClass

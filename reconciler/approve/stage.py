@@ -156,7 +156,7 @@ def crd_preflight(kube: Kube | None, inst: Installed, part_of: str = "") -> tupl
 def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list, lookup=None) -> tuple:
     """Every guardrail policy the bundle's objects or its resolution violate."""
     from reconciler.approve import guardrails
-    from reconciler.approve.required import guess_plural, resource_lookup
+    from reconciler.model.resources import guess_plural, resource_lookup
 
     if not policies:
         return ()

@@ -13,6 +13,7 @@ from reconciler.bundle import k8s_v1, plain_v0, registry_v1, shapes
 from reconciler.bundle.certs import CertificateProvider
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent, read_content
 from reconciler.bundle.source import FetchedBundle, fetch
+from reconciler.model.resources import resource_lookup
 from reconciler.errors import BundleError, UnsupportedBundleError
 from reconciler.model.declarations import InstallSettings
 from reconciler.model.kube import Manifest
@@ -118,8 +119,6 @@ def in_namespace(objects: list[Manifest], namespace: str) -> list[Manifest]:
     built-in table and the bundle's own CRDs; an object of a kind neither knows
     is left as written, and the cluster's discovery judges it when planning.
     """
-    from reconciler.approve.required import resource_lookup
-
     lookup = resource_lookup(objects)
     out = []
     for obj in objects:

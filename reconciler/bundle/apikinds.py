@@ -54,7 +54,7 @@ def collect(table: Table, group: str, plural: str, kind: str, version: str) -> N
 
 def finish(exact: Table, guessed: Table) -> APIKinds:
     """Exact plurals, then the kinds only ``olm.gvk`` names, under the plural a CRD gives them or a guess."""
-    from reconciler.approve.required import guess_plural
+    from reconciler.model.resources import guess_plural
 
     out: Table = {key: {k: set(v) for k, v in kinds.items()} for key, kinds in exact.items()}
     plural_of = {(key[0], kind): key for key, kinds in exact.items() for kind in kinds}

@@ -131,7 +131,7 @@ def _sa(name: str, namespace: str = "op-system") -> dict:
 
 
 def _policies_of(objects: list[dict], service_accounts: list[str]) -> list[tuple[str, str]]:
-    from reconciler.approve.required import guess_plural
+    from reconciler.model.resources import guess_plural
 
     params = {**PARAMS, "serviceAccounts": service_accounts}
     return [(v.policy, v.subject) for v in guardrails.check_objects(
