@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from reconciler.approve import Decision, Subject, access_check, evaluate
 from reconciler.bundle import RenderedBundle
 from reconciler.cluster.kube import Kube
-from reconciler.model.kube import LABEL_OPERATOR, instance_applyset_id, stamped
+from reconciler.model.kube import LABEL_OPERATOR, Manifest, ObjectRef, instance_applyset_id, stamped
 from reconciler.repo import RepoSnapshot
 
 if TYPE_CHECKING:
@@ -162,7 +162,8 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
         return ()
     sel = inst.selection
     catalogs = sorted(set(snapshot.catalog_dirs) | {n for n, c in snapshot.settings.catalogs.items() if c.image})
-    params = {"catalogs": catalogs, "serviceAccounts": _service_accounts(inst.bundle)}
+    params = {"catalogs": catalogs, "serviceAccounts": _service_accounts(inst.bundle),
+              "installerNamespace": snapshot.settings.installer_namespace}
     find = resource_lookup(inst.bundle.objects, lookup)
 
     def resource_of(api_version: str, kind: str) -> str:
@@ -172,8 +173,22 @@ def guardrail_violations(snapshot: RepoSnapshot, inst: Installed, policies: list
                   "bundle": sel.bundle_name, "version": sel.version or inst.lock.version, "catalog": sel.catalog,
                   "channel": sel.channel, "source": sel.image,
                   "declaredBundle": bool(sel.declaration is not None and sel.declaration.bundle is not None)}
-    return tuple(guardrails.check_resolution(policies, resolution, params)
-                 + guardrails.check_objects(policies, inst.bundle.objects, resource_of, params))
+    written = dict(inst.bundle.written_namespaces)
+    objects = [_as_written(o, written) for o in inst.bundle.objects] if written else inst.bundle.objects
+    found = guardrails.check_objects(policies, objects, resource_of, params)
+    if written:   # say why an object is judged in a namespace other than where it would be installed
+        moved = {f"{kind} {ns}/{name}": (ns, placed) for (_, kind, placed, name), ns in written.items()}
+        found = [dataclasses.replace(v, message=f"{v.message}; the bundle writes it for namespace "
+                                                 f"{moved[v.subject][0]}, and it is refused there rather than moved "
+                                                 f"into the install namespace {moved[v.subject][1]}")
+                 if v.subject in moved else v for v in found]
+    return tuple(guardrails.check_resolution(policies, resolution, params) + found)
+
+
+def _as_written(obj: Manifest, written: dict[tuple[str, str, str, str], str]) -> Manifest:
+    """``obj`` in the namespace its bundle wrote it for, where conversion placed it elsewhere."""
+    ns = written.get(ObjectRef.of(obj).key)
+    return obj if ns is None else {**obj, "metadata": {**obj["metadata"], "namespace": ns}}
 
 
 def _service_accounts(bundle: RenderedBundle) -> list[str]:

@@ -40,6 +40,10 @@ class RenderedBundle:
     metadata: dict = field(default_factory=dict)
     # Owned CRD name -> where its custom resources keep their conditions (under status), for operand health.
     operand_conditions: dict = field(default_factory=dict)
+    # Objects the bundle wrote for another namespace than the one conversion placed them in (registry+v1 puts its
+    # optional objects in the install namespace, as OLM does): (ObjectRef key as placed, namespace as written).
+    # Guardrails judge them where they were written.
+    written_namespaces: tuple[tuple[tuple[str, str, str, str], str], ...] = ()
 
 
 def render(reference: str, repo_root: Path, install: InstallSettings, default_namespace: str,
@@ -73,6 +77,9 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
     plan = registry_v1.plan_install(csv, namespace, None if targets is None else
                                     tuple(mapped.get(t, t) for t in targets))
     objects = map_namespaces(registry_v1.convert(content, plan, certificates), mapped)
+    placed_in = mapped.get(plan.namespace, plan.namespace)
+    written = tuple(((group, kind, placed_in, name), ns) for (group, kind, name), ns in registry_v1.relocated(content)
+                    if ns != placed_in)
     fetched: FetchedBundle = content.fetched
     for obj in objects:   # names the CSV gives generated objects (Deployments, ServiceAccounts, RBAC)
         name = str((obj.get("metadata") or {}).get("name") or "")
@@ -94,7 +101,7 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         package=content.annotations.get(ANNOTATION_PACKAGE, ""), name=csv.name, version=csv.version,
         namespace=namespace, target_namespaces=plan.target_namespaces, objects=tuple(objects),
         warnings=tuple(warnings), metadata=metadata,
-        operand_conditions=registry_v1.operand_conditions(csv))
+        operand_conditions=registry_v1.operand_conditions(csv), written_namespaces=written)
 
 
 def _render_plain(content: BundleContent, install: InstallSettings, default_namespace: str) -> RenderedBundle:

@@ -649,6 +649,21 @@ def _optional_objects(conv: Conversion) -> Iterator[Manifest]:
         yield obj
 
 
+def relocated(content: BundleContent) -> tuple[tuple[tuple[str, str, str], str], ...]:
+    """The namespaced optional objects that name a namespace of their own, which ``_optional_objects`` replaces
+    with the install namespace: ((group, kind, name), the namespace written)."""
+    out = []
+    for m in content.manifests:
+        gk = _group_kind(m.obj)
+        meta = m.obj.get("metadata")
+        if not OPTIONAL_KINDS.get(gk) or not isinstance(meta, dict):
+            continue
+        ns = meta.get("namespace")
+        if isinstance(ns, str) and ns:
+            out.append(((gk[0], gk[1], str(meta.get("name") or "")), ns))
+    return tuple(out)
+
+
 def _read_manifest(m: ParsedManifest, bundle: str) -> tuple[Manifest, tuple[str, ...]]:
     """A manifest beside the CSV and CRDs as OLM creates it, and the notes: duplicate keyed-list entries
     resolved (``keyed``), a retired version upgraded, and the object read through its kind's type
@@ -675,4 +690,4 @@ GENERATORS: tuple[Callable[[Conversion], Iterator[Manifest]], ...] = (
 )
 
 __all__ = ["ALL", "OWN", "SINGLE", "MULTI", "Conversion", "Csv", "InstallPlan", "ParsedManifest", "convert",
-           "find_csv", "plan_install", "SUGGESTED_NAMESPACE"]
+           "find_csv", "plan_install", "relocated", "SUGGESTED_NAMESPACE"]
