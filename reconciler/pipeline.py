@@ -528,46 +528,12 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                         knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
     desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id,
                             preview=dry_run, settings=snapshot.settings)
-    softened: dict[str, tuple] = {}
-    if kube is not None and not dry_run:
-        desired, softened = _soften_webhooks(kube, desired)
     result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,
                   pending=() if dry_run else pending_state(installs, prepared.decisions),
                   installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
     result.notes.extend(prepared.notes)
-    by_name = {op.name: op for op in desired}
-    for name, (originals, refs) in sorted(softened.items()):
-        which = ", ".join(str(r) for r in refs)
-        health = result.health.get(name)
-        if health is not None and health.healthy:
-            from reconciler.cluster import installer
-            from reconciler.model.kube import FIELD_MANAGER
-
-            writer = kube.impersonating(installer.username(snapshot.settings.installer_namespace, name)) \
-                if by_name[name].installer is not None else kube
-            for obj in originals:
-                writer.apply(kube.require_resource(obj), obj, field_manager=FIELD_MANAGER, dry_run=False)
-            result.notes.append(f"{name}: {which} got its failure policy once its Service had a ready endpoint")
-        else:
-            result.notes.append(f"{name}: {which} applied with failurePolicy Ignore until its Service has a "
-                                f"ready endpoint; a later reconcile applies the bundle's policy")
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
-
-
-def _soften_webhooks(kube: Kube, desired: list[DesiredOperator]) -> tuple[list[DesiredOperator], dict[str, tuple]]:
-    """Webhooks whose server is not ready yet are applied harmless (``wait.soften_webhooks``)."""
-    from reconciler.cluster.wait import soften_webhooks
-    from reconciler.model.kube import ObjectRef
-
-    out, softened = [], {}
-    for op in desired:
-        objects, refs = soften_webhooks(kube, op.objects)
-        if refs:
-            softened[op.name] = (tuple(o for o in op.objects if ObjectRef.of(o) in refs), refs)
-            op = dataclasses.replace(op, objects=objects)
-        out.append(op)
-    return out, softened
 
 
 def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,

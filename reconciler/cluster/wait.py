@@ -256,12 +256,8 @@ WEBHOOK_KINDS = (("admissionregistration.k8s.io", "ValidatingWebhookConfiguratio
 def soften_webhooks(kube: Kube, objects: Iterable[Manifest]) -> tuple[tuple[Manifest, ...], tuple[ObjectRef, ...]]:
     """``objects`` with the webhooks whose Service has no ready endpoint set to ``failurePolicy: Ignore``.
 
-    A webhook configuration applied before the Deployment that serves it is
-    available would refuse (failurePolicy Fail) every request it intercepts,
-    the reconciler's own next dry-run included: a bundle could lock itself
-    out. Until its Service answers, the webhook is made harmless; once the
-    components are healthy the real policy is applied (``harden``). Returns the
-    objects and the configurations that were softened.
+    Returns the objects and the configurations that were softened; the apply
+    engine decides which to soften and restores them (``apply/webhooks.py``).
     """
     out, softened = [], []
     asked: dict[tuple[str, str], bool] = {}   # webhooks of a bundle mostly share one Service: asked once each

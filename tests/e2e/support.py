@@ -133,3 +133,61 @@ class RecordingKube(Kube):
 
     def verbs(self) -> Counter[str]:
         return Counter(m + (" dry-run" if dry else "") for m, _, dry in self.calls)
+
+
+# The kinds a bundle, its installer or a run can write, and what identifies and configures each: a refused run
+# must leave every one of them as it found it.
+STATE_KINDS = [("v1", "Namespace"), ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+               ("apiregistration.k8s.io/v1", "APIService"),
+               ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+               ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+               ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+               ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+               ("v1", "ServiceAccount"), ("v1", "Secret"), ("v1", "ConfigMap"), ("v1", "Service"),
+               ("apps/v1", "Deployment"), ("scheduling.k8s.io/v1", "PriorityClass"),
+               ("policy/v1", "PodDisruptionBudget"), ("reconciler.dev/v1alpha1", "Operator")]
+
+
+def cluster_state(kube: Kube, *, except_operator: str = "") -> dict[str, dict]:
+    """Every object of ``STATE_KINDS`` (all namespaces), by ``Kind namespace/name``, with what it holds
+    (uid, labels, annotations, spec, data, rules, webhooks ...; not resourceVersion, managedFields or status).
+    ``except_operator``'s status object is left out: a refusal is reported there."""
+    state = {}
+    namespaces = kube.resource("v1", "Namespace")
+    assert namespaces is not None
+    # A namespace being deleted is gone as far as a refusal is concerned, and its contents go with it.
+    leaving = {n["metadata"]["name"] for n in kube.list(namespaces) if n["metadata"].get("deletionTimestamp")}
+    for api_version, kind in STATE_KINDS:
+        info = kube.resource(api_version, kind)
+        if info is None:
+            continue
+        for item in kube.list(info):
+            meta = item["metadata"]
+            if kind == "Operator" and meta["name"] == except_operator:
+                continue
+            if meta["name"] in leaving and kind == "Namespace" or meta.get("namespace") in leaving:
+                continue
+            body = {k: v for k, v in item.items() if k not in ("status", "metadata")}
+            body["metadata"] = {k: v for k, v in meta.items()
+                                if k not in ("resourceVersion", "managedFields", "generation")}
+            state[f"{kind} {meta.get('namespace', '')}/{meta['name']}".replace(" /", " ")] = body
+    return state
+
+
+def state_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
+    """What differs between two ``cluster_state`` readings, one line per object."""
+    return sorted([f"added {k}" for k in after.keys() - before.keys()]
+                  + [f"removed {k}" for k in before.keys() - after.keys()]
+                  + [f"changed {k}" for k in before.keys() & after.keys() if before[k] != after[k]])
+
+
+def settled_state(kube: Kube, before: dict[str, dict], *, except_operator: str = "", timeout: float = 60.0) -> list[str]:
+    """``state_changes`` from ``before``, read again while namespaces a refused run removed finish terminating."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        changes = state_changes(before, cluster_state(kube, except_operator=except_operator))
+        if not changes or time.monotonic() > deadline:
+            return changes
+        time.sleep(1.0)

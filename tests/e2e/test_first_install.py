@@ -1,10 +1,12 @@
-"""A first install creates directly; an installed Operator is still validated in full before anything is written.
+"""Every object is validated before the first write, a first install's too: a refusal leaves the cluster as it was.
 
-A first install has nothing running to protect, so its new objects are
-created with one request each (no dry-run pass), after its inventory is
-recorded: an object refused midway leaves a recorded, reported partial
-install, which the next run completes and prunes. A change to an installed
-Operator is dry-run first, and an invalid object stops it with nothing written.
+A first install has nothing running to protect, but its cluster-scoped
+objects (CRDs, APIServices, webhooks, cluster RBAC) act on the whole cluster
+the moment they exist. So its objects are dry-run like any change, then each
+is created with one request; a refusal removes the installer and the
+namespace the run made, and nothing else was written. An object refused
+while writing (one that could not be checked beforehand) stops only its own
+Operator, which is recorded and completed or pruned by the next run.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import pytest
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply import Action, DesiredOperator, SyncResult, sync
 from reconciler.cluster.kube import Kube
-from reconciler.errors import BundleError
+from reconciler.errors import BundleError, ClusterError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
+from tests.e2e.support import cluster_state, settled_state
 
 
 pytestmark = pytest.mark.cluster
@@ -65,17 +68,20 @@ def _keys(refs) -> set[tuple[str, str, str, str]]:
     return {r.key for r in refs}
 
 
-def test_a_first_install_creates_each_object_with_one_request_and_no_dry_run(recorded_k8s):
+def test_a_first_install_is_validated_whole_then_creates_each_object_with_one_request(recorded_k8s):
     kube, names = recorded_k8s
     names.append("first-a")
     result = _sync(kube, _operator("first-a"))
     assert Counter(c.action.value for c in result.changes) == {"created": 10}  # the namespace and 9 objects
-    verbs = kube.verbs()
-    assert "PATCH dry-run" not in verbs, verbs
+    dry = [p for m, p, dry in kube.calls if m == "PATCH" and dry]
+    assert len(dry) == 9 and len(set(dry)) == 9   # every object checked once, before any was written
     # The status CRD and object, and the instance's ApplySet parent (and its namespace), aside.
     writes = [p for m, p, dry in kube.calls
               if m == "PATCH" and not dry and "reconciler.dev" not in p and "reconciler-system" not in p]
     assert len(writes) == 10 and len(set(writes)) == 10  # one apply per object, none sent twice
+    first_write = next(i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and not dry and p in writes[1:])
+    last_check = max(i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and dry)
+    assert last_check < first_write
     assert _keys(_labelled(kube, "first-a")) == _keys(ObjectRef.of(o) for o in _operator("first-a").objects)
 
 
@@ -96,63 +102,102 @@ def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(r
     assert status_objects.read_all(kube)["first-b"].inventory == before.inventory
 
 
-def test_a_first_install_refused_midway_is_recorded_reported_and_completed_by_the_next_run(recorded_k8s):
+def test_a_first_install_refused_by_validation_leaves_the_cluster_as_it_was(recorded_k8s):
     kube, names = recorded_k8s
     names.append("first-c")
+    before = cluster_state(kube)
     broken = _operator("first-c", container="Not_A_DNS_Label")
     with pytest.raises(BundleError) as caught:
         _sync(kube, broken)
     message = caught.value.message
-    assert "refused by the API server as invalid" in message
+    assert "refused by the API server as invalid" in message and "nothing was applied" in message
     assert "Deployment.apps first-c-system/controller" in message
-    assert "recorded in the inventory: 8 object(s) of Operator first-c" in message  # all but the Deployment
-    # The stages before the Deployment were written, and everything written is in the recorded inventory.
-    written = _labelled(kube, "first-c")
-    assert ("ConfigMap", "config4") in {(r.kind, r.name) for r in written}
-    assert ("Deployment", "controller") not in {(r.kind, r.name) for r in written}
-    rec = status_objects.read_all(kube)["first-c"]
-    assert _keys(written) <= _keys(rec.inventory)
-    ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
-    assert (ready["status"], ready["reason"]) == ("False", "ApplyFailed")
-    assert "controller" in ready["message"]
+    # The namespace the run created for it was removed again; nothing of it was written or recorded.
+    assert settled_state(kube, before) == []
+    assert "first-c" not in status_objects.read_all(kube)
 
-    # The corrected bundle no longer has two ConfigMaps the partial install wrote: they are pruned, not orphaned.
     fixed = _operator("first-c", configmaps=3)
     result = _sync(kube, fixed)
-    actions = {(c.ref.kind, c.ref.name): c.action for c in result.changes}
-    assert actions[("Deployment", "controller")] == Action.CREATED
-    assert actions[("ConfigMap", "config4")] == Action.DELETED
-    assert actions[("ConfigMap", "config0")] == Action.UNCHANGED
-    want = _keys(ObjectRef.of(o) for o in fixed.objects)
-    assert _keys(_labelled(kube, "first-c")) == want
-    rec = status_objects.read_all(kube)["first-c"]
-    assert _keys(rec.inventory) == want
-    ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
-    assert ready["reason"] != "ApplyFailed"
+    assert {c.action for c in result.changes} == {Action.CREATED}
+    assert _keys(_labelled(kube, "first-c")) == _keys(ObjectRef.of(o) for o in fixed.objects)
 
 
-def test_a_refused_first_install_stops_only_its_own_operator(recorded_k8s):
-    """An installed Operator upgraded in the same run goes through every stage: never left half-upgraded."""
+def test_a_first_install_in_a_namespace_that_exists_keeps_the_namespace_when_refused(recorded_k8s):
+    """Only a namespace the refused run created is removed: one that was there before is not the run's."""
+    kube, names = recorded_k8s
+    names.append("first-f")
+    ns = kube.resource("v1", "Namespace")
+    kube.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first-f-system"}},
+               field_manager="someone", dry_run=False)
+    try:
+        before = cluster_state(kube)
+        with pytest.raises(BundleError):
+            _sync(kube, _operator("first-f", container="Not_A_DNS_Label"))
+        assert settled_state(kube, before) == []
+    finally:
+        kube.delete(ns, "", "first-f-system")
+
+
+def test_a_refused_first_install_refuses_the_whole_run_before_any_write(recorded_k8s):
+    """Validation covers every Operator of the run before the first write: an installed Operator's upgrade in
+    the same run is not half-applied, and not applied at all (the run is refused as one)."""
     kube, names = recorded_k8s
     names += ["first-d", "first-e"]
     _sync(kube, _operator("first-d"))
+    before = cluster_state(kube)
     upgrade = _operator("first-d", data="two", container="manager-two")
     with pytest.raises(BundleError) as caught:
         _sync(kube, upgrade, _operator("first-e", container="Not_A_DNS_Label"))
     message = caught.value.message
-    assert "Deployment.apps first-e-system/controller" in message
-    assert "the other Operators were applied: first-d" in message
-    # first-d was upgraded through its last stage, the Deployment, and is recorded as applied.
+    assert "Deployment.apps first-e-system/controller" in message and "nothing was applied" in message
+    assert settled_state(kube, before) == []
+    ready = next(c for c in status_objects.read_all(kube)["first-d"].status["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "Applied"
+    # The same upgrade alone goes through.
+    _sync(kube, upgrade)
     info = kube.resource("apps/v1", "Deployment")
     live = kube.get(info, "first-d-system", "controller")
     assert live["spec"]["template"]["spec"]["containers"][0]["name"] == "manager-two"
-    assert kube.get(kube.resource("v1", "ConfigMap"), "first-d-system", "config0")["data"] == {"value": "two"}
-    recorded = status_objects.read_all(kube)
-    ready = {name: next(c for c in recorded[name].status["conditions"] if c["type"] == "Ready")
-             for name in ("first-d", "first-e")}
-    assert ready["first-d"]["reason"] == "Applied"
-    assert (ready["first-e"]["status"], ready["first-e"]["reason"]) == ("False", "ApplyFailed")
-    # What first-e wrote before its Deployment is in its inventory; removing it leaves nothing behind.
-    assert _keys(_labelled(kube, "first-e")) <= _keys(recorded["first-e"].inventory)
-    sync(kube, [], dry_run=False, allow_empty=True, revision="r2", held=frozenset(recorded) - {"first-e"})
-    assert _labelled(kube, "first-e") == set()
+
+
+def test_an_object_refused_while_writing_stops_only_its_own_operator(recorded_k8s):
+    """What validation cannot catch (here a quota admitted at dry-run, then exceeded by the writes of the run
+    itself) is refused while writing: that Operator is recorded and reported, the others finish."""
+    kube, names = recorded_k8s
+    names += ["first-g", "first-h"]
+    _sync(kube, _operator("first-h"))
+    ns = kube.resource("v1", "Namespace")
+    quota = kube.resource("v1", "ResourceQuota")
+    kube.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first-g-system"}},
+               field_manager="someone", dry_run=False)
+    kube.apply(quota, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "few", "namespace":
+               "first-g-system"}, "spec": {"hard": {"configmaps": "4"}}}, field_manager="someone", dry_run=False)
+    _wait_quota_counted(kube, "first-g-system")
+    try:
+        upgrade = _operator("first-h", data="two")
+        with pytest.raises(ClusterError) as caught:
+            _sync(kube, upgrade, _operator("first-g"))
+        message = caught.value.message
+        assert "exceeded quota" in message and "the other Operators were applied: first-h" in message, message
+        recorded = status_objects.read_all(kube)
+        ready = {name: next(c for c in recorded[name].status["conditions"] if c["type"] == "Ready")
+                 for name in ("first-g", "first-h")}
+        assert ready["first-h"]["reason"] == "Applied"
+        assert (ready["first-g"]["status"], ready["first-g"]["reason"]) == ("False", "ApplyFailed")
+        assert kube.get(kube.resource("v1", "ConfigMap"), "first-h-system", "config0")["data"] == {"value": "two"}
+        assert _keys(_labelled(kube, "first-g")) <= _keys(recorded["first-g"].inventory)
+        sync(kube, [], dry_run=False, allow_empty=True, revision="r2", held=frozenset(recorded) - {"first-g"})
+        assert _labelled(kube, "first-g") == set()
+    finally:
+        kube.delete(ns, "", "first-g-system")
+
+
+def _wait_quota_counted(kube: Kube, namespace: str) -> None:
+    """The quota controller fills in what is used; until then the API server admits nothing it governs."""
+    import time
+
+    info = kube.resource("v1", "ResourceQuota")
+    deadline = time.monotonic() + 30
+    while not (kube.get(info, namespace, "few") or {}).get("status", {}).get("used"):
+        assert time.monotonic() < deadline, "the quota was never counted"
+        time.sleep(0.2)

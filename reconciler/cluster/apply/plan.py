@@ -4,8 +4,10 @@ Live objects are read with one labelled LIST per kind; an object whose digest
 and managed fields show it intact is unchanged; every other object is
 server-side dry-run (as its Operator's installer) and compared, ownership is
 checked and CRD replacements are judged for safety. Any refusal here stops
-the run with nothing written. The exception, by design, is an Operator's
-first install: its new objects are not dry-run, their create validates them.
+the run with nothing written. A first install is no exception: its new
+objects are dry-run too, so a bundle the API server refuses leaves no CRD,
+APIService or cluster RBAC behind. Only an object whose namespace or
+CustomResourceDefinition the same run creates cannot be checked beforehand.
 """
 
 from __future__ import annotations
@@ -45,8 +47,7 @@ class Planned:
 def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
           result: SyncResult, writers: dict[str, Kube] | None = None, *,
           owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
-          moves: Mapping[str, str] | None = None, instance: str = "default",
-          first_install: frozenset[str] = frozenset()) -> list[Planned]:
+          moves: Mapping[str, str] | None = None, instance: str = "default") -> list[Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -55,8 +56,9 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
     own are intact is unchanged without further requests; every other object
     is validated by a server-side dry-run (concurrently, as the Operator's
     installer when it has one) and compared. A CRD that would be replaced is
-    checked for changes that break its custom resources. A new object of an
-    Operator in ``first_install`` is not dry-run: its create is its validation.
+    checked for changes that break its custom resources. A new object is
+    dry-run like any other: nothing is written until every object that can
+    be checked has passed.
     """
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
@@ -100,8 +102,6 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
             if is_current(p.obj, current):
                 p.action, p.write = Action.UNCHANGED, False
                 continue
-        elif p.operator in first_install:
-            continue  # nothing live to protect: created directly, validated by the API server as it is written
         checks.append((p, current))
 
     def check(item: tuple[Planned, Manifest | None]) -> list[tuple[str, str]]:
@@ -284,7 +284,10 @@ def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[di
 
 
 def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, result: SyncResult) -> set[str]:
-    """Create missing install namespaces (never pruned); return those that do not exist (dry-run).
+    """Create missing install namespaces (never pruned); return those that did not exist (created unless dry-run).
+
+    A run refused before it writes anything else deletes the ones it created (``sync``), so a refusal leaves
+    the cluster as it was.
 
     A namespace the Operator's bundle ships as an object is left to that object (applied first, and the
     Operator's own): creating it here would make the bundle's Namespace a foreign object in its own way.
@@ -296,11 +299,15 @@ def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool,
     if not wanted:
         return missing
     try:  # one LIST, not a GET per namespace
-        existing = {item["metadata"]["name"] for item in kube.list(info)}
+        listed = [item for item in kube.list(info) if item["metadata"]["name"] in wanted]
     except ApiError as exc:
         if exc.status not in (401, 403):
             raise
-        existing = {ns for ns in wanted if kube.get(info, "", ns) is not None}
+        listed = [item for item in (kube.get(info, "", ns) for ns in sorted(wanted)) if item is not None]
+    existing = {item["metadata"]["name"] for item in listed}
+    leaving = sorted(item["metadata"]["name"] for item in listed if item["metadata"].get("deletionTimestamp"))
+    if leaving and not dry_run:   # e.g. one a refused run removed: created again once it is gone
+        existing -= _wait_gone(kube, info, leaving)
     for op in desired:
         shipped = shipped_namespaces(op)
         for ns in op.namespaces:
@@ -312,7 +319,28 @@ def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool,
                            field_manager=FIELD_MANAGER, dry_run=False)
             result.changes.append(Change(op.name, ObjectRef("", "Namespace", "", ns, "v1"), Action.CREATED,
                                          detail="namespaces are created when missing and never deleted"))
-    return missing if dry_run else set()
+    return missing
+
+
+_TERMINATING_WAIT = 60.0
+
+
+def _wait_gone(kube: Kube, info: ResourceInfo, names: list[str]) -> set[str]:
+    """Wait (bounded) for namespaces being deleted to be gone; returns them, or says which never went."""
+    import time
+
+    deadline = time.monotonic() + _TERMINATING_WAIT
+    left = list(names)
+    while left:
+        left = [ns for ns in left if kube.get(info, "", ns) is not None]
+        if left and time.monotonic() > deadline:
+            raise ClusterError(f"namespace {', '.join(left)} is being deleted and is still there after "
+                               f"{_TERMINATING_WAIT:.0f}s; nothing can be installed into it until it is gone",
+                               hint=f"see what holds it: kubectl get namespace {left[0]} -o yaml (its status "
+                                    f"conditions name what is left); reconcile again once it is gone")
+        if left:
+            time.sleep(0.5)
+    return set(names)
 
 
 def shipped_namespaces(op: DesiredOperator) -> set[str]:

@@ -20,6 +20,7 @@ from reconciler.cluster.apply.prune import prune
 from reconciler.cluster.apply.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
+from reconciler.cluster.apply import webhooks
 from reconciler.cluster.apply.write import execute_all, refused_on_write
 from reconciler.cluster.kube import Kube
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
@@ -77,38 +78,39 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                           hint="set 'allowEmpty: true' in reconciler.yaml to remove them all")
 
     missing_ns = ensure_namespaces(kube, desired, dry_run, result)
+    created_ns = set() if dry_run else missing_ns
     writers: dict[str, Kube] = {}
-    if not dry_run:
-        # Installers of Operators no longer desired and approved go; those still being uninstalled stay until
-        # their objects are pruned (as them), below.
-        uninstalling = frozenset(set(recorded) - {op.name for op in desired})
-        writers = installer.ensure_all(kube, installer_namespace, {
-            op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
-            instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)),
-            collect=bool(set(mine) - {op.name for op in desired}))   # an Operator of the instance has ended
-    elif any(op.installer is not None for op in desired):
-        # A dry run writes nothing, so it plans as the installers already in place (the real run's identities);
-        # an Operator whose installer a real run would first create or rebind is checked as the caller.
-        wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None}
-        writers = installer.in_place(kube, installer_namespace, wanted, instance=instance.name)
-        missing = sorted(set(wanted) - set(writers))
-        if missing:
-            result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of {', '.join(missing)} "
-                                f"were checked with the reconciler's own identity, not each Operator's")
-    owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
-    # A first install (nothing recorded, so nothing running to protect) creates its new objects directly, one
-    # request each, without a dry-run pass first: its inventory is recorded before the first write, so a refusal
-    # midway leaves a recorded, reported partial install that the next run completes or prunes. An Operator that
-    # is installed (or renamed: its objects run) keeps validate-everything-before-writing.
+    # A first install (nothing recorded, so nothing of it runs) is checked like any change: every object is
+    # dry-run before the first write. A refusal up to the end of planning leaves the cluster as it was: the
+    # installers made for first installs and the namespaces made by this run are removed again.
     first = frozenset() if dry_run else frozenset(
         op.name for op in desired
         if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
     try:
-        planned = plan(kube, desired, missing_ns, dry_run, result, writers, owned=owned, moves=moves,
-                       instance=instance.name, first_install=first)
+        if not dry_run:
+            # Installers of Operators no longer desired and approved go; those still being uninstalled stay until
+            # their objects are pruned (as them), below.
+            uninstalling = frozenset(set(recorded) - {op.name for op in desired})
+            writers = installer.ensure_all(kube, installer_namespace, {
+                op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
+                instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)),
+                collect=bool(set(mine) - {op.name for op in desired}))   # an Operator of the instance has ended
+        elif any(op.installer is not None for op in desired):
+            # A dry run writes nothing, so it plans as the installers already in place (the real run's
+            # identities); an Operator whose installer a real run would first create or rebind is checked as the
+            # caller.
+            wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None}
+            writers = installer.in_place(kube, installer_namespace, wanted, instance=instance.name)
+            missing = sorted(set(wanted) - set(writers))
+            if missing:
+                result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of "
+                                    f"{', '.join(missing)} were checked with the reconciler's own identity, not "
+                                    f"each Operator's")
+        owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
+        planned = plan(kube, desired, missing_ns if dry_run else set(), dry_run, result, writers, owned=owned,
+                       moves=moves, instance=instance.name)
     except ReconcilerError:
-        for name in sorted(first - set(recorded)):   # refused before anything of it was recorded or written
-            installer.remove(kube, installer_namespace, name)
+        undo_preparation(kube, installer_namespace, sorted(first - set(recorded)), created_ns)
         raise
     for new, old in sorted(moves.items()):
         result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
@@ -140,23 +142,28 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
                 **stamp)
     all_desired = desired
+    relaxed = webhooks.relax(kube, planned)   # given their own policy back on every way out, below
     try:
-        changes, refused = execute_all(kube, planned)
-        result.changes.extend(changes)
-        # An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
-        # marked applied; the others were written through every stage and are finished as usual.
-        failed = {p.operator for p, _ in refused}
-        if failed:
-            failed |= {moves[name] for name in failed if name in moves}
-            desired = [op for op in desired if op.name not in failed]
-            recorded = {k: v for k, v in recorded.items() if k not in failed}
-        remaining = prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
-                           installer_namespace=installer_namespace)
-    except (ClusterError, BundleError) as exc:
-        for op in all_desired:
-            mark_failed(kube, info, op, exc, instance)
-        raise
-    result.health = dict(judge(desired)) if judge is not None else {}
+        try:
+            changes, refused = execute_all(kube, planned)
+            result.changes.extend(changes)
+            # An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
+            # marked applied; the others were written through every stage and are finished as usual.
+            failed = {p.operator for p, _ in refused}
+            if failed:
+                failed |= {moves[name] for name in failed if name in moves}
+                desired = [op for op in desired if op.name not in failed]
+                recorded = {k: v for k, v in recorded.items() if k not in failed}
+            remaining = prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
+                               installer_namespace=installer_namespace)
+        except (ClusterError, BundleError) as exc:
+            for op in all_desired:
+                mark_failed(kube, info, op, exc, instance)
+            raise
+        result.health = dict(judge(desired)) if judge is not None else {}
+    finally:
+        if relaxed:
+            result.notes.extend(webhooks.restore(kube, relaxed, result.health))
     drift = drifted_objects(planned, recorded, desired)
     # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
     current = status_objects.read_all(kube, instance.name) if intents or result.changed else mine
@@ -200,6 +207,39 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 mark_failed(kube, info, op, exc, instance)
         raise exc
     return result
+
+
+def undo_preparation(kube: Kube, installer_namespace: str, operators: list[str], namespaces: set[str]) -> None:
+    """What a run refused before its first object was written had made: first installs' installers, namespaces.
+
+    A namespace is deleted only when this run created it, and only while it holds nothing but what the API
+    server puts in every namespace (its root CA ConfigMap, the default ServiceAccount).
+    """
+    for name in operators:
+        installer.remove(kube, installer_namespace, name)
+    if not namespaces:
+        return
+    info = kube.resource("v1", "Namespace")
+    assert info is not None
+    for ns in sorted(namespaces):
+        if _holds_only_defaults(kube, ns):
+            kube.delete(info, "", ns)
+
+
+_DEFAULT_CONTENT = {("", "ConfigMap", "kube-root-ca.crt"), ("", "ServiceAccount", "default")}
+
+
+def _holds_only_defaults(kube: Kube, namespace: str) -> bool:
+    for api_version, kind in (("v1", "ConfigMap"), ("v1", "ServiceAccount"), ("v1", "Secret"), ("v1", "Service"),
+                              ("apps/v1", "Deployment"), ("v1", "Pod"), ("rbac.authorization.k8s.io/v1", "Role"),
+                              ("rbac.authorization.k8s.io/v1", "RoleBinding")):
+        info = kube.resource(api_version, kind)
+        if info is None:
+            continue
+        for item in kube.list(info, namespace=namespace, metadata_only=True):
+            if ("", kind, item["metadata"]["name"]) not in _DEFAULT_CONTENT:
+                return False
+    return True
 
 
 def _mark_waiting(result: SyncResult, desired: list[DesiredOperator]) -> SyncResult:
