@@ -12,9 +12,9 @@ Operator ``hostile`` from ``bundles/hostile``), ``ops`` (below), ``args``
 (default ``--dry-run``; ``{case}`` is the case folder), ``command`` (the
 whole command line instead of ``reconcile {repo}`` and ``args``, e.g.
 ``[resolve, "{repo}", --offline]`` or ``[bundle, render, "{repo}/bundles/hostile"]``), ``cluster`` (run
-against the test control plane; a first install creates directly, so what of
-Operator ``hostile`` exists afterwards must all be in its recorded inventory,
-and removing the Operator must leave nothing), ``exit`` and ``message`` (in
+against the test control plane; a refused run must leave every object of the
+cluster as it was, but for Operator ``hostile``'s status object, and removing
+the Operator must leave nothing), ``exit`` and ``message`` (in
 the one ``error:`` line; for exit 0 or 1, input that only looks hostile, in
 the output; with ``violation: true``, a guardrail violation, exit 2 with no
 error line: the Operator is held back and the output says why).
@@ -233,6 +233,9 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
 
         kube = Kube(plane.admin_client())
         kubeconfig = str(plane.kubeconfig_path)
+        from tests.e2e.support import cluster_state
+
+        before = cluster_state(kube, except_operator="hostile")
     result = run_cli(argv, tmp_path, kubeconfig)
     assert result.returncode >= 0, f"the process died of signal {-result.returncode}"
     assert "Traceback" not in result.stderr, result.stderr
@@ -249,7 +252,10 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     if kube is not None:
         from reconciler.cluster import status as status_objects
         from reconciler.cluster.apply import sync
-        from tests.e2e.support import managed
+        from tests.e2e.support import managed, settled_state
+
+        # A refused run leaves the cluster as it was, but for the refused Operator's status object.
+        assert settled_state(kube, before, except_operator="hostile") == []
 
         left = managed(kube, "hostile")
         recorded = status_objects.read_all(kube).get("hostile")
