@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args, add_fleet_arg
@@ -88,10 +90,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
     try:
-        outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
-                                     write_lock=args.write_lock or not args.dry_run,
-                                     wait=args.timeout if args.wait else 0.0, on_progress=progress.status,
-                                     cluster=args.cluster)
+        with interrupted_by_sigterm():
+            outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
+                                         write_lock=args.write_lock or not args.dry_run,
+                                         wait=args.timeout if args.wait else 0.0, on_progress=progress.status,
+                                         cluster=args.cluster)
     finally:
         progress.clear()   # the report, or the error, starts on a clean line of the terminal
     if args.output == "text":
@@ -113,6 +116,27 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if outcome.pending:
         return EXIT_PENDING_APPROVAL
     return EXIT_CHANGES if outcome.sync.changed and args.exit_code else EXIT_OK
+
+
+@contextlib.contextmanager
+def interrupted_by_sigterm() -> Iterator[None]:
+    """SIGTERM (a cancelled CI job, a stopped pod) interrupts a run as Ctrl-C does, so that what the run undoes
+    on its way out (a webhook relaxed while its server starts) is undone before the process ends."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _tty(out: TextIO) -> bool:

@@ -159,8 +159,10 @@ def test_a_refused_bundle_leaves_the_cluster_as_it_was(healthy, control_plane, c
         assert reconcile(repo, Path(kc), "--no-wait", capsys=capsys).code in (0, 5)
 
 
-def test_a_run_killed_while_a_webhook_is_relaxed_leaves_it_to_the_next_run_which_restores_it(healthy, control_plane,
-                                                                                             capsys):
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_webhook_relaxed_by_a_run_that_is_stopped_gets_its_policy_back(healthy, control_plane, how, capsys):
+    """SIGTERM interrupts the run, which restores the policy on its way out; after kill -9 nothing but the next
+    run restores it, and it does."""
     import os
     import signal
     import subprocess
@@ -182,19 +184,24 @@ def test_a_run_killed_while_a_webhook_is_relaxed_leaves_it_to_the_next_run_which
             assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
             assert time.monotonic() < deadline, "the webhook was never written"
             time.sleep(0.2)
-        os.killpg(run.pid, signal.SIGKILL)
-        run.wait(timeout=30)
+        time.sleep(0.5)   # into the wait for health
+        os.killpg(run.pid, getattr(signal, how))
+        _, err = run.communicate(timeout=60)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
-    time.sleep(2)
-    assert _failure_policies(kube, "latch") == ["Ignore"]   # nothing but a run restores it
+    if how == "SIGTERM":
+        assert run.returncode != 0 and "interrupted" in err.decode(), err.decode()
+        assert _failure_policies(kube, "latch") == ["Fail"]
+    else:
+        time.sleep(2)
+        assert _failure_policies(kube, "latch") == ["Ignore"]   # nothing but a run restores it
 
-    again = reconcile(repo, Path(kc), "--no-wait", capsys=capsys)
+        again = reconcile(repo, Path(kc), "--no-wait", capsys=capsys)
 
-    assert again.code in (0, 5), again.out + again.err
-    assert _failure_policies(kube, "latch") == ["Fail"]
-    assert "latch: ValidatingWebhookConfiguration" in again.out and "applied again as the run ended" in again.out
+        assert again.code in (0, 5), again.out + again.err
+        assert _failure_policies(kube, "latch") == ["Fail"]
+        assert "latch: ValidatingWebhookConfiguration" in again.out and "applied again as the run ended" in again.out
     (repo.path / "operators" / "latch.yaml").unlink()
     repo.commit("withdraw latch")
     assert reconcile(repo, Path(kc), "--no-wait", capsys=capsys).code in (0, 5)
