@@ -131,3 +131,30 @@ def test_a_dry_run_as_the_deployed_service_account_plans_as_each_installer(contr
     outcome = pipeline.reconcile(gitops.path, sa, dry_run=True)   # 403 on every kind it dry-runs, as itself
     [change] = [c for c in outcome.sync.changes if c.action.value == "configured"]
     assert change.ref.kind == "Deployment" and any("revisionHistoryLimit" in d for d in change.diff)
+
+
+def test_a_dry_run_of_a_bundle_that_needs_more_permissions_needs_no_more_rights_than_deploy_grants(
+        control_plane, k8s, gitops, clean):
+    """The installer in place has the old permissions, so the new objects cannot be checked as the identity that
+    will write them; planned as the deployed ServiceAccount, which may not write bundles, they are reported as
+    not checked, not refused (403)."""
+    from reconciler import pipeline
+
+    sa = _as_deployed(control_plane, k8s)
+    assert pipeline.reconcile(gitops.path, sa, dry_run=False).sync.changed
+    rel = "bundles/plumbus/1.1.0/manifests/plumbus.clusterserviceversion.yaml"
+    [csv] = yamlio.read_all(gitops.path / rel)
+    csv["spec"]["install"]["spec"]["permissions"][0]["rules"].append(
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch"]})
+    gitops.write(rel, yamlio.dump_all([csv]))
+    gitops.write("bundles/plumbus/1.1.0/manifests/settings.yaml",
+                 "apiVersion: v1\nkind: Secret\nmetadata: {name: plumbus-settings}\nstringData: {level: info}\n")
+    (gitops.path / "olm.lock").unlink()   # the bundle changed in place: resolved again
+    gitops.commit("plumbus reads a Secret of its own")
+
+    outcome = pipeline.reconcile(gitops.path, sa, dry_run=True)
+
+    created = {(c.ref.kind, c.ref.name) for c in outcome.sync.changes if c.action.value == "created"}
+    assert ("Secret", "plumbus-settings") in created
+    assert any("not checked by the API server: the objects of plumbus" in n for n in outcome.sync.notes), \
+        outcome.sync.notes

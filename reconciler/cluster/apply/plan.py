@@ -69,7 +69,7 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
     unplaced: list[str] = []   # namespaced by the cluster's discovery, yet given no namespace
     unverified = 0
     for op in desired:
-        writer = (writers or {}).get(op.name, kube)
+        writer = (writers or {}).get(op.name)   # None: the caller (no installer, or none in place in a dry run)
         for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
             info = kube.resource(obj["apiVersion"], obj["kind"])
             if info is None and (ref.group, ref.kind) not in new_crd_kinds:
