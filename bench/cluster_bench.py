@@ -12,7 +12,7 @@ version), in-process, through ``reconciler.cluster.apply.sync``:
   no-op, 5 large real operators     the five corpus operators with the most manifest bytes (big CRDs),
                                     converted by the bundle layer, applied once, then synced again
   apply, K ConfigMaps               K new ConfigMaps in a fresh namespace, applied by one sync: an
-                                    Operator's first install, created directly (no dry-run pass);
+                                    Operator's first install (inside the namespace the run makes: created, validated as written);
                                     --apply-repeat runs alternating with kubectl's, medians
 
 Requests are read from the API server's own counter (``apiserver_request_total``

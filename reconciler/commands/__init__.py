@@ -18,7 +18,8 @@ exit codes: (they say whose move it is; see docs/hardening.md)
   0   success: nothing to change, or every change was applied
   1   changes were found by --dry-run or `diff` (as kubectl diff), or applied with --exit-code; a dry
       run counts the changes of an Operator that waits for approval (shown marked as waiting)
-  2   the input is wrong and nothing was applied, a first install's objects included: a declaration, reconciler.yaml or olm.lock of the wrong
+  2   the input is wrong and nothing was applied (a first install refused while written is removed again
+      whole): a declaration, reconciler.yaml or olm.lock of the wrong
       shape or with a duplicate key; a catalog; resolution; a bundle (a field of the wrong type, or an
       object the API server refuses as invalid); a policy; a symbolic link out of the repository; a file
       that is not a regular file, is nested too deeply or expands aliases too far; or a guardrail policy

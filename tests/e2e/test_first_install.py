@@ -1,17 +1,21 @@
-"""Every object is validated before the first write, a first install's too: a refusal leaves the cluster as it was.
+"""A refused run leaves the cluster as it was, a first install's included.
 
 A first install has nothing running to protect, but its cluster-scoped
 objects (CRDs, APIServices, webhooks, cluster RBAC) act on the whole cluster
-the moment they exist. So its objects are dry-run like any change, then each
-is created with one request; a refusal removes the installer and the
-namespace the run made, and nothing else was written. An object refused
-while writing (one that could not be checked beforehand) stops only its own
-Operator, which is recorded and completed or pruned by the next run.
+the moment they exist. So every object that reaches beyond the namespace the
+run made for it is dry-run before the first write; the objects inside that
+namespace are validated as they are created, one request each, and a refusal
+there removes the first install whole (what it wrote, its installer, its new
+namespace). A change to an installed Operator is dry-run whole, and a refusal
+writes nothing; one refused while writing stops only its own Operator, which
+is recorded and completed or pruned by the next run.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
@@ -49,6 +53,7 @@ def _operator(name: str, *, data: str = "one", container: str = "manager", confi
 
 
 def _sync(kube: Kube, *ops: DesiredOperator) -> SyncResult:
+    """Sync ``ops``; every other Operator is held (with none: the test's Operators are removed)."""
     others = frozenset(status_objects.read_all(kube)) - {op.name for op in ops}
     return sync(kube, list(ops), dry_run=False, allow_empty=True, revision="r1", held=others)
 
@@ -68,21 +73,35 @@ def _keys(refs) -> set[tuple[str, str, str, str]]:
     return {r.key for r in refs}
 
 
-def test_a_first_install_is_validated_whole_then_creates_each_object_with_one_request(recorded_k8s):
+def test_a_first_install_checks_what_reaches_beyond_its_new_namespace_then_creates_each_object_once(recorded_k8s):
     kube, names = recorded_k8s
     names.append("first-a")
     result = _sync(kube, _operator("first-a"))
     assert Counter(c.action.value for c in result.changes) == {"created": 10}  # the namespace and 9 objects
+    # The ClusterRole acts beyond the namespace this run made: dry-run before the first write of the bundle.
+    # The objects inside the new namespace are validated as they are created (a refusal removes them whole).
     dry = [p for m, p, dry in kube.calls if m == "PATCH" and dry]
-    assert len(dry) == 9 and len(set(dry)) == 9   # every object checked once, before any was written
+    assert dry == ["/apis/rbac.authorization.k8s.io/v1/clusterroles/first-a-reader"]
     # The status CRD and object, and the instance's ApplySet parent (and its namespace), aside.
-    writes = [p for m, p, dry in kube.calls
+    writes = [(i, p) for i, (m, p, dry) in enumerate(kube.calls)
               if m == "PATCH" and not dry and "reconciler.dev" not in p and "reconciler-system" not in p]
-    assert len(writes) == 10 and len(set(writes)) == 10  # one apply per object, none sent twice
-    first_write = next(i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and not dry and p in writes[1:])
-    last_check = max(i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and dry)
-    assert last_check < first_write
+    assert len(writes) == 10 and len({p for _, p in writes}) == 10  # one apply per object, none sent twice
+    checked = next(i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and dry)
+    assert checked < min(i for i, p in writes if "/namespaces/first-a-system/" in p or "clusterroles" in p)
     assert _keys(_labelled(kube, "first-a")) == _keys(ObjectRef.of(o) for o in _operator("first-a").objects)
+
+
+def test_a_first_install_into_a_namespace_that_exists_is_validated_whole_before_its_first_write(recorded_k8s):
+    kube, names = recorded_k8s
+    names.append("first-i")
+    with _someone_elses_namespace(kube, "first-i-system"):
+        kube.calls.clear()
+        _sync(kube, _operator("first-i"))
+        dry = [i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and dry]
+        writes = [i for i, (m, p, dry) in enumerate(kube.calls) if m == "PATCH" and not dry
+                  and ("first-i" in p) and "reconciler.dev" not in p]
+        assert len(dry) == 9 and len(writes) == 9 and max(dry) < min(writes)
+        _sync(kube)
 
 
 def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(recorded_k8s):
@@ -102,19 +121,24 @@ def test_an_invalid_object_in_a_change_to_an_installed_operator_writes_nothing(r
     assert status_objects.read_all(kube)["first-b"].inventory == before.inventory
 
 
-def test_a_first_install_refused_by_validation_leaves_the_cluster_as_it_was(recorded_k8s):
+def test_a_first_install_refused_while_writing_is_removed_whole(recorded_k8s):
     kube, names = recorded_k8s
     names.append("first-c")
-    before = cluster_state(kube)
+    _reconciler_in_place(kube, "first-c")
+    before = cluster_state(kube, except_operator="first-c")
     broken = _operator("first-c", container="Not_A_DNS_Label")
     with pytest.raises(BundleError) as caught:
         _sync(kube, broken)
     message = caught.value.message
-    assert "refused by the API server as invalid" in message and "nothing was applied" in message
-    assert "Deployment.apps first-c-system/controller" in message
-    # The namespace the run created for it was removed again; nothing of it was written or recorded.
-    assert settled_state(kube, before) == []
-    assert "first-c" not in status_objects.read_all(kube)
+    assert "refused by the API server as invalid" in message and "Deployment.apps first-c-system/controller" in message
+    assert "Operator first-c was a first install and was removed again (8 object(s)" in message, message
+    # What it wrote before the Deployment, its installer and the namespace made for it are gone; its status
+    # object says why, with nothing in its inventory.
+    assert settled_state(kube, before, except_operator="first-c") == []
+    rec = status_objects.read_all(kube)["first-c"]
+    assert rec.inventory == ()
+    ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ApplyFailed")
 
     fixed = _operator("first-c", configmaps=3)
     result = _sync(kube, fixed)
@@ -126,38 +150,31 @@ def test_a_first_install_in_a_namespace_that_exists_keeps_the_namespace_when_ref
     """Only a namespace the refused run created is removed: one that was there before is not the run's."""
     kube, names = recorded_k8s
     names.append("first-f")
-    ns = kube.resource("v1", "Namespace")
-    kube.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first-f-system"}},
-               field_manager="someone", dry_run=False)
-    try:
+    with _someone_elses_namespace(kube, "first-f-system"):
         before = cluster_state(kube)
         with pytest.raises(BundleError):
             _sync(kube, _operator("first-f", container="Not_A_DNS_Label"))
         assert settled_state(kube, before) == []
-    finally:
-        kube.delete(ns, "", "first-f-system")
 
 
-def test_a_refused_first_install_refuses_the_whole_run_before_any_write(recorded_k8s):
-    """Validation covers every Operator of the run before the first write: an installed Operator's upgrade in
-    the same run is not half-applied, and not applied at all (the run is refused as one)."""
+def test_a_refused_first_install_stops_only_its_own_operator_and_leaves_nothing(recorded_k8s):
+    """An installed Operator upgraded in the same run goes through every stage: never left half-upgraded."""
     kube, names = recorded_k8s
     names += ["first-d", "first-e"]
     _sync(kube, _operator("first-d"))
-    before = cluster_state(kube)
     upgrade = _operator("first-d", data="two", container="manager-two")
     with pytest.raises(BundleError) as caught:
         _sync(kube, upgrade, _operator("first-e", container="Not_A_DNS_Label"))
     message = caught.value.message
-    assert "Deployment.apps first-e-system/controller" in message and "nothing was applied" in message
-    assert settled_state(kube, before) == []
-    ready = next(c for c in status_objects.read_all(kube)["first-d"].status["conditions"] if c["type"] == "Ready")
-    assert ready["reason"] == "Applied"
-    # The same upgrade alone goes through.
-    _sync(kube, upgrade)
+    assert "Deployment.apps first-e-system/controller" in message
+    assert "the other Operators were applied: first-d" in message
     info = kube.resource("apps/v1", "Deployment")
     live = kube.get(info, "first-d-system", "controller")
     assert live["spec"]["template"]["spec"]["containers"][0]["name"] == "manager-two"
+    assert kube.get(kube.resource("v1", "ConfigMap"), "first-d-system", "config0")["data"] == {"value": "two"}
+    recorded = status_objects.read_all(kube)
+    assert next(c for c in recorded["first-d"].status["conditions"] if c["type"] == "Ready")["reason"] == "Applied"
+    assert _labelled(kube, "first-e") == set() and recorded["first-e"].inventory == ()
 
 
 def test_an_object_refused_while_writing_stops_only_its_own_operator(recorded_k8s):
@@ -166,14 +183,12 @@ def test_an_object_refused_while_writing_stops_only_its_own_operator(recorded_k8
     kube, names = recorded_k8s
     names += ["first-g", "first-h"]
     _sync(kube, _operator("first-h"))
-    ns = kube.resource("v1", "Namespace")
     quota = kube.resource("v1", "ResourceQuota")
-    kube.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first-g-system"}},
-               field_manager="someone", dry_run=False)
-    kube.apply(quota, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "few", "namespace":
-               "first-g-system"}, "spec": {"hard": {"configmaps": "4"}}}, field_manager="someone", dry_run=False)
-    _wait_quota_counted(kube, "first-g-system")
-    try:
+    with _someone_elses_namespace(kube, "first-g-system"):
+        kube.apply(quota, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {
+            "name": "few", "namespace": "first-g-system"}, "spec": {"hard": {"configmaps": "4"}}},
+            field_manager="someone", dry_run=False)
+        _wait_quota_counted(kube, "first-g-system")
         upgrade = _operator("first-h", data="two")
         with pytest.raises(ClusterError) as caught:
             _sync(kube, upgrade, _operator("first-g"))
@@ -188,8 +203,30 @@ def test_an_object_refused_while_writing_stops_only_its_own_operator(recorded_k8
         assert _keys(_labelled(kube, "first-g")) <= _keys(recorded["first-g"].inventory)
         sync(kube, [], dry_run=False, allow_empty=True, revision="r2", held=frozenset(recorded) - {"first-g"})
         assert _labelled(kube, "first-g") == set()
+
+
+@contextlib.contextmanager
+def _someone_elses_namespace(kube: Kube, name: str) -> Iterator[None]:
+    """A namespace that exists before the test's runs (not made by the reconciler); deleted afterwards."""
+    ns = kube.resource("v1", "Namespace")
+    kube.apply(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager="someone",
+               dry_run=False)
+    try:
+        yield
     finally:
-        kube.delete(ns, "", "first-g-system")
+        kube.delete(ns, "", name)
+
+
+def _reconciler_in_place(kube: Kube, refused: str) -> None:
+    """What any first run makes for the reconciler itself (the status CRD, the instance's namespace and ApplySet
+    parent, which lists the kind of the status object a refusal is reported on), made before a test compares
+    the cluster around a refusal: no Operator's doing."""
+    from reconciler.cluster.applyset import Instance, write_parent
+    from reconciler.cluster.apply.record import ensure_status_crd
+    from reconciler.model.kube import API_GROUP
+
+    ensure_status_crd(kube)
+    write_parent(kube, Instance(), {ObjectRef(API_GROUP, status_objects.KIND, "", refused)})
 
 
 def _wait_quota_counted(kube: Kube, namespace: str) -> None:

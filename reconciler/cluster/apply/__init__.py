@@ -5,9 +5,11 @@ Skipped. Everything is planned before anything is written: live objects are
 read with one labelled LIST per kind, every object that may change is
 server-side dry-run applied and compared with the live object, and ownership
 conflicts are detected, so an invalid object or a conflict stops the run with
-nothing applied, an Operator's first install included (its CRDs, APIServices,
-webhooks and cluster RBAC act on the whole cluster the moment they exist; the
-installer and namespaces made for it are removed again). Then objects are applied with server-side apply under one
+nothing applied. A first install is no exception for what reaches beyond the
+namespace the run creates for it (its CRDs, APIServices, webhooks and cluster
+RBAC act on the whole cluster the moment they exist); its objects inside that
+namespace are validated as they are created, and a refusal there removes the
+first install whole. Then objects are applied with server-side apply under one
 field manager, stage by stage (namespaces, CRDs — waited for until
 Established —, RBAC, ..., deployments), concurrently within a stage, and
 finally objects that left the desired state are pruned.

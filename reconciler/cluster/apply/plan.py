@@ -47,7 +47,8 @@ class Planned:
 def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
           result: SyncResult, writers: dict[str, Kube] | None = None, *,
           owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
-          moves: Mapping[str, str] | None = None, instance: str = "default") -> list[Planned]:
+          moves: Mapping[str, str] | None = None, instance: str = "default",
+          fresh: frozenset[tuple[str, str]] = frozenset()) -> list[Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -58,7 +59,10 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
     installer when it has one) and compared. A CRD that would be replaced is
     checked for changes that break its custom resources. A new object is
     dry-run like any other: nothing is written until every object that can
-    be checked has passed.
+    be checked has passed, but for the objects of a first install in a
+    namespace this run created for it (``fresh``: (Operator, namespace)
+    pairs). Those touch nothing but that namespace; each is validated as it
+    is created, and a refusal rolls the first install back whole (``sync``).
     """
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
@@ -102,6 +106,8 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
             if is_current(p.obj, current):
                 p.action, p.write = Action.UNCHANGED, False
                 continue
+        elif (p.operator, p.ref.namespace) in fresh:
+            continue   # in the namespace just made for this first install: its create validates it
         checks.append((p, current))
 
     def check(item: tuple[Planned, Manifest | None]) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ from reconciler.cluster.apply.record import (
 )
 from reconciler.cluster.apply import webhooks
 from reconciler.cluster.apply.write import execute_all, refused_on_write
-from reconciler.cluster.kube import Kube
+from reconciler.cluster.kube import Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, ObjectRef
 
@@ -80,12 +80,15 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     missing_ns = ensure_namespaces(kube, desired, dry_run, result)
     created_ns = set() if dry_run else missing_ns
     writers: dict[str, Kube] = {}
-    # A first install (nothing recorded, so nothing of it runs) is checked like any change: every object is
-    # dry-run before the first write. A refusal up to the end of planning leaves the cluster as it was: the
-    # installers made for first installs and the namespaces made by this run are removed again.
+    # A first install (nothing recorded, so nothing of it runs) is checked before the first write like any
+    # change, but for its objects in a namespace this run created for it: they touch nothing else, are validated
+    # as they are created, and a refusal while writing rolls the first install back whole. A refusal up to the
+    # end of planning leaves the cluster as it was: the installers made for first installs and the namespaces
+    # made by this run are removed again.
     first = frozenset() if dry_run else frozenset(
         op.name for op in desired
         if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
+    fresh = frozenset((op.name, ns) for op in desired if op.name in first for ns in op.namespaces if ns in created_ns)
     try:
         if not dry_run:
             # Installers of Operators no longer desired and approved go; those still being uninstalled stay until
@@ -108,9 +111,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                                     f"each Operator's")
         owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
         planned = plan(kube, desired, missing_ns if dry_run else set(), dry_run, result, writers, owned=owned,
-                       moves=moves, instance=instance.name)
+                       moves=moves, instance=instance.name, fresh=fresh)
     except ReconcilerError:
-        undo_preparation(kube, installer_namespace, sorted(first - set(recorded)), created_ns)
+        undo_preparation(kube, installer_namespace, sorted(first), created_ns)
         raise
     for new, old in sorted(moves.items()):
         result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
@@ -142,6 +145,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
                 **stamp)
     all_desired = desired
+    rolled_back: dict[str, int] = {}
     relaxed = webhooks.relax(kube, planned)   # given their own policy back on every way out, below
     try:
         try:
@@ -154,6 +158,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 failed |= {moves[name] for name in failed if name in moves}
                 desired = [op for op in desired if op.name not in failed]
                 recorded = {k: v for k, v in recorded.items() if k not in failed}
+                rolled_back = roll_back(kube, [op for op in all_desired if op.name in failed & first], desired,
+                                        created_ns, writers=writers, info=info, instance=instance)
             remaining = prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
                                installer_namespace=installer_namespace)
         except (ClusterError, BundleError) as exc:
@@ -201,12 +207,35 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if after != members:
         write_parent(kube, instance, after)
     if refused:
-        exc = refused_on_write(refused, planned, {op.name: op for op in all_desired})
+        exc = refused_on_write(refused, planned, {op.name: op for op in all_desired}, rolled_back)
         for op in all_desired:
             if op.name in failed:
                 mark_failed(kube, info, op, exc, instance)
         raise exc
     return result
+
+
+def roll_back(kube: Kube, refused: list[DesiredOperator], going_on: list[DesiredOperator], created_ns: set[str], *,
+              writers: Mapping[str, Kube], info: ResourceInfo, instance: Instance) -> dict[str, int]:
+    """First installs refused while writing, removed whole: what the run wrote of each (pruned as any object
+    of ours is: newest first), its installer, and the namespaces this run made that no Operator going on uses.
+    Each keeps its status object, with what could not be removed as its inventory. Returns how many objects
+    of each were removed."""
+    removed: dict[str, int] = {}
+    stamp = instance.stamp()
+    for op in refused:
+        written = status_objects.Recorded(op.name, tuple(ObjectRef.of(o) for o in op.objects), op.spec, {})
+        undone = SyncResult()
+        left = prune(kube, going_on, {op.name: written}, dry_run=False, result=undone, writers=writers,
+                     installer_namespace=instance.namespace).get(op.name, set())
+        removed[op.name] = sum(1 for c in undone.changes if c.action == Action.DELETED)
+        rec = status_objects.read_all(kube, instance.name).get(op.name)
+        status_objects.write(kube, info, op.name, op.spec, {**(rec.status if rec else {}),
+                                                            "inventory": inventory_of(left)}, rec, **stamp)
+    still_used = {ns for op in going_on for ns in op.namespaces}
+    undo_preparation(kube, instance.namespace, [op.name for op in refused],
+                     {ns for op in refused for ns in op.namespaces if ns in created_ns and ns not in still_used})
+    return removed
 
 
 def undo_preparation(kube: Kube, installer_namespace: str, operators: list[str], namespaces: set[str]) -> None:

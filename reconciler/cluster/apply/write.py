@@ -64,19 +64,26 @@ def _attempt(kube: Kube, p: Planned) -> Change | ApiError:
 
 
 def refused_on_write(refused: list[tuple[Planned, ApiError]], planned: list[Planned],
-                      by_name: Mapping[str, DesiredOperator]) -> ReconcilerError:
-    """The objects refused while writing, and what of their Operators was written (recorded in the inventory)."""
+                      by_name: Mapping[str, DesiredOperator], rolled_back: Mapping[str, int]) -> ReconcilerError:
+    """The objects refused while writing, and what became of what their Operators had written: removed again
+    (a first install, ``rolled_back``: how many objects), or recorded in the inventory for the next run."""
     invalid = [(by_name[p.operator], f"{p.ref}: {exc.message}") for p, exc in refused if is_invalid_object(exc)]
     owners = sorted({p.operator for p, _ in refused})
     rejected = {id(p) for p, _ in refused}
     last = {name: max(order_key(q.ref)[0] for q, _ in refused if q.operator == name) for name in owners}
     counts = {name: sum(1 for p in planned if p.operator == name and p.write and id(p) not in rejected
                         and order_key(p.ref)[0] <= last[name]) for name in owners}
-    written = ", ".join(f"{counts[name]} object(s) of Operator {name}" for name in owners)
+    kept = [name for name in owners if name not in rolled_back]
+    parts = []
+    if kept:
+        written = ", ".join(f"{counts[name]} object(s) of Operator {name}" for name in kept)
+        parts.append(f"written before, and recorded in the inventory: {written}; the next reconcile applies the "
+                     f"rest and removes what is no longer wanted")
+    for name in sorted(rolled_back):
+        parts.append(f"Operator {name} was a first install and was removed again ({rolled_back[name]} object(s) "
+                     f"written before the refusal deleted, its installer and new namespace too)")
     others = sorted(set(by_name) - set(owners))
-    state = (f"written before, and recorded in the inventory: {written}; the next reconcile applies the rest and "
-             f"removes what is no longer wanted" + (f" (the other Operators were applied: {', '.join(others)})"
-                                                    if others else ""))
+    state = "; ".join(parts) + (f" (the other Operators were applied: {', '.join(others)})" if others else "")
     if len(invalid) == len(refused):
         return invalid_objects(invalid, state)
     lines = "\n  ".join(f"{p.ref}: {exc.message}{as_installer(p, p.writer, exc)}" for p, exc in refused)
