@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconciler import yamlio
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
@@ -125,3 +127,14 @@ def by_kind(objects: Any, kind: str, group: str | None = None) -> list[dict[str,
         if o["kind"] == kind and (group is None or g == group):
             out.append(o)
     return out
+
+
+@pytest.fixture
+def no_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No kubeconfig anywhere and not in a pod (a test module uses it with ``pytestmark``)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli import main
-from tests.unit.helpers import EXAMPLE_REPO, copy_example, write
+from tests.unit.helpers import EXAMPLE_REPO, copy_example, no_cluster, write  # noqa: F401 (fixture)
 
 EXPECTED_CHANGES = [
     "  + Namespace plumbus-system  would be created  [plumbus]",
@@ -25,15 +25,7 @@ EXPECTED_CHANGES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_cluster(monkeypatch, tmp_path):
-    """No kubeconfig anywhere and not in a pod."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("KUBECONFIG", "")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+pytestmark = pytest.mark.usefixtures("no_cluster")
 
 
 @pytest.fixture

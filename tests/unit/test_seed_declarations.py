@@ -19,9 +19,8 @@ import pytest
 
 from reconciler.errors import InputError
 from reconciler.repo import read_repository
+from tests.seeds import SEEDS, margin_blocks
 
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
-_KEY = re.compile(r"^[A-Za-z][\w.-]*:( .*)?$")
 DECLARATION_KINDS = {"ProvisionerClass", "Install", "Bundle", "Instance", "BundleDeployment", "BundleInstance"}
 
 # Each example's outcome: ("installs", kind, [(name, bundle references, class)]), ("bundle", name, refs, class),
@@ -63,29 +62,12 @@ OUTCOMES = {
 }
 
 
-def _blocks(text: str) -> list[tuple[int, str]]:
-    lines, out, i = text.splitlines(), [], 0
-    while i < len(lines):
-        if not re.match(r"^(apiVersion|kind):", lines[i]):
-            i += 1
-            continue
-        start, block = i, []
-        while i < len(lines) and (_KEY.match(lines[i]) or lines[i].startswith((" ", "-")) or not lines[i].strip()):
-            nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            if not lines[i].strip() and not (_KEY.match(nxt) or nxt.startswith((" ", "-"))):
-                break
-            block.append(lines[i])
-            i += 1
-        out.append((start + 1, "\n".join(block) + "\n"))
-    return out
-
-
 def _examples() -> list:
     if not SEEDS.is_dir():
         return []
     found = []
     for path in sorted(SEEDS.glob("*.txt")):
-        for line, block in _blocks(path.read_text(encoding="utf-8")):
+        for line, block in margin_blocks(path.read_text(encoding="utf-8")):
             kind = re.search(r"^kind: *(\S+)", block, re.M)
             if kind and kind.group(1) in DECLARATION_KINDS:
                 ident = f"{path.name[:3]}-line{line}-{kind.group(1)}"
