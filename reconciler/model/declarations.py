@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.model.provisioner import Identity
+from reconciler.model.provisioner import UNSUPPORTED_CLASSES, Identity, class_name
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
@@ -271,7 +271,7 @@ def _parse_v1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:
         refs = bspec.get("refs", list, required=True)
         if not refs or not all(isinstance(r, str) and r for r in refs):
             raise spec.fail("spec.bundle.spec.refs must be a non-empty list of references")
-        bundle = DirectBundle(bname, tuple(refs), bspec.get("class", str) or "olm.bundle")
+        bundle = DirectBundle(bname, tuple(refs), provisioner_class(bspec, "class") or "olm.bundle")
         bspec.done()
         b.done()
     return OperatorDecl(name=name, origin=origin, input_class=input_class, catalog=catalog,
@@ -354,11 +354,20 @@ def _approval_fields(spec: _Reader, origin: Origin) -> dict[str, Any]:
                 out[field_name] = parse(raw, f"spec.{key}", str(origin), spec.obj)
             except InputError as exc:
                 raise spec.fail(exc.message, hint=exc.hint) from None
-    if (pcls := spec.get("provisionerClassName", str)) is not None:
+    if (pcls := provisioner_class(spec, "provisionerClassName")) is not None:
         out["provisioner_class"] = pcls
     if (raw := spec.get("approver", dict)) is not None:
         out["approver"] = Identity.parse(raw, "spec.approver", str(origin))
     return out
+
+
+def provisioner_class(reader: _Reader, key: str) -> str | None:
+    """A ProvisionerClass named at ``key`` (``class`` or ``provisionerClassName``), as ``class_name`` reads it; a
+    class of content this tool does not install is refused saying what to write instead."""
+    written = reader.get(key, str)
+    if written in UNSUPPORTED_CLASSES:
+        raise reader.fail(f"{reader.where}.{key} {written!r} is not supported", hint=UNSUPPORTED_CLASSES[written])
+    return None if written is None else class_name(written)
 
 
 def _install(spec: _Reader) -> InstallSettings:

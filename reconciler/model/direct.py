@@ -32,7 +32,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reconciler.errors import DeclarationError
-from reconciler.model.declarations import DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader
+from reconciler.model.declarations import (
+    DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader, provisioner_class,
+)
 from reconciler.model.fleet import parse_selector
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 
@@ -70,8 +72,8 @@ def _name(doc: dict[str, Any], origin: Origin, kind: str, *, label: bool = True)
 def _bundle_spec(spec: _Reader, name: str) -> DirectBundle:
     """A Bundle spec in either document's form: ``class``/``refs`` (seed 004) or ``source`` (seed 003)."""
     where = spec.where
-    cls = spec.get("class", str)
-    pcn = spec.get("provisionerClassName", str)
+    cls = provisioner_class(spec, "class")
+    pcn = provisioner_class(spec, "provisionerClassName")
     refs = spec.get("refs", list)
     spec.get("volumeMounts", list)    # seed 004: where a provisioner finds file:// content; here the repository
     source = spec.child("source")
@@ -157,7 +159,7 @@ def parse_bundle_deployment(doc: dict[str, Any], origin: Origin) -> OperatorDecl
     kind = str(doc["kind"])
     name = _name(doc, origin, kind)
     spec = _Reader(doc.get("spec") or {}, "spec", f"{kind} {name}", origin)
-    pcn = spec.get("provisionerClassName", str)
+    pcn = provisioner_class(spec, "provisionerClassName")
     template = spec.child("template", required=True)
     assert template is not None
     template.get("metadata", dict)   # labels of the Bundle a provisioner would stamp out

@@ -217,3 +217,33 @@ def test_a_seed_003_git_source_by_commit_is_a_pinned_git_reference(tmp_path: Pat
     (decl,) = read_repository(tmp_path).operators
     assert decl.bundle.refs == (f"git+https://github.com/operator-framework/combo@{commit}#manifests",)
     assert decl.provisioner_class == "core-rukpak-io-plain"
+
+
+@pytest.mark.parametrize("written, meant", [
+    ("core.rukpak.io/plain", "core-rukpak-io-plain"),            # seed 002: the provisioner id as the class
+    ("core.rukpak.io/converter", "core-rukpak-io-registry"),
+    ("registry.v1", "registry.v1"),                              # seed 004's RukPak Bundle
+    ("core-rukpak-io-plain", "core-rukpak-io-plain"),
+])
+def test_the_documents_names_of_rukpaks_classes_are_its_classes(tmp_path: Path, written: str, meant: str) -> None:
+    (tmp_path / "declarations.yaml").write_text(
+        "kind: Bundle\napiVersion: rukpak.io/v1\nmetadata: {name: plumbus-kjf122}\nspec:\n"
+        f" class: {written}\n refs:\n - docker://quay.io/plumbus/bundle@sha256:{'a' * 64}\n---\n"
+        "apiVersion: core.rukpak.io/v1alpha1\nkind: BundleDeployment\nmetadata: {name: combo}\nspec:\n"
+        f"  provisionerClassName: {written}\n  template: {{spec: {{refs: [file://x]}}}}\n")
+    snapshot = read_repository(tmp_path)
+    assert snapshot.bundles["plumbus-kjf122"].source.bundle_class == meant
+    (decl,) = snapshot.operators
+    assert decl.provisioner_class == meant and meant in snapshot.provisioner_classes
+    assert snapshot.provisioner_classes[meant].approval == "Android"
+
+
+def test_a_helm_class_is_refused_saying_what_to_write_instead(tmp_path: Path) -> None:
+    (tmp_path / "declarations.yaml").write_text(
+        "kind: Instance\nmetadata: {name: chart}\nspec:\n  bundle: {name: b, spec: {class: helm.bundle, "
+        "refs: [file://chart]}}\n")
+    with pytest.raises(InputError) as err:
+        read_repository(tmp_path)
+    text = err.value.render()
+    assert "declarations.yaml: Instance chart: spec.bundle.spec.class 'helm.bundle' is not supported" in text
+    assert "render the chart (helm template) into a plain+v0 bundle and use class core-rukpak-io-plain" in text
