@@ -139,6 +139,10 @@ def _syntax_hint(text: str, line: int | None, start: Any) -> str:
         value = begun[start.column:].strip()
         return (f"a value that starts with '{begun[start.column]}' begins a block scalar; quote it: "
                 f"\"{value}\"")
+    if start is not None and begun[start.column:start.column + 1] in ("{", "["):
+        closing = "}" if begun[start.column] == "{" else "]"
+        return (f"the '{begun[start.column]}' at line {start.line + 1}, column {start.column + 1} is not closed "
+                f"where the next entry begins: check its '{closing}' and the commas between its entries")
     if "-|" in at or "-|" in begun or "-|" in "".join(lines[max(0, (line or 0) - 2):(line or 0) + 1]):
         return "'-|' is not a block scalar indicator; write '|-' (a literal block without its final newline)"
     return "fix the YAML syntax at that line; quote a value that holds ': ' or starts with a special character"

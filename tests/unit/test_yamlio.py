@@ -50,7 +50,7 @@ def test_invalid_yaml_names_file_and_line():
     assert err.value.path == "operators/broken.yaml"
     assert rendered.startswith("operators/broken.yaml: invalid YAML (line ")
     assert "line 5" in rendered or "line 6" in rendered
-    assert "hint: fix the YAML syntax" in rendered
+    assert "hint: the '[' at line 4, column 9 is not closed where the next entry begins" in rendered
 
 
 def test_invalid_yaml_bad_indentation_line_number():
