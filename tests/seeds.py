@@ -13,6 +13,7 @@ from pathlib import Path
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 _KEY = re.compile(r"^[A-Za-z][\w.-]*:( .*)?$")
+_PROSE = re.compile(r"^\s+(•|\d+\. )")   # the prose after an example: a bulleted or numbered list
 _FENCED = re.compile(r"^```ya?ml\n(.*?)^```", re.M | re.S)
 
 
@@ -24,9 +25,11 @@ def margin_blocks(text: str) -> list[tuple[int, str]]:
             i += 1
             continue
         start, block = i, []
-        while i < len(lines) and (_KEY.match(lines[i]) or lines[i].startswith((" ", "-")) or not lines[i].strip()):
+        while i < len(lines) and (_KEY.match(lines[i]) or lines[i].startswith((" ", "-")) or not lines[i].strip()) \
+                and not _PROSE.match(lines[i]):
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            if not lines[i].strip() and not (_KEY.match(nxt) or nxt.startswith((" ", "-"))):
+            if not lines[i].strip() and (not (_KEY.match(nxt) or nxt.startswith((" ", "-")))
+                                         or _PROSE.match(nxt)):
                 break
             block.append(lines[i])
             i += 1

@@ -33,7 +33,7 @@ from typing import Any
 
 from reconciler.errors import DeclarationError
 from reconciler.model.declarations import (
-    DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader, provisioner_class,
+    DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader, image_reference, provisioner_class,
 )
 from reconciler.model.fleet import parse_selector
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
@@ -83,9 +83,10 @@ def _bundle_spec(spec: _Reader, name: str) -> DirectBundle:
     if refs is not None:
         if not refs or not all(isinstance(r, str) and r for r in refs):
             raise spec.fail(f"{where}.refs must be a non-empty list of references")
+        refs = [image_reference(spec, f"{where}.refs[{i}]", r) for i, r in enumerate(refs)]
     else:
         assert source is not None
-        refs = [_source_ref(source)]
+        refs = [image_reference(spec, f"{where}.source.image.ref", _source_ref(source))]
     spec.done()
     return DirectBundle(name, tuple(refs), cls or pcn or DEFAULT_BUNDLE_CLASS)
 
@@ -199,8 +200,11 @@ def parse_install(doc: dict[str, Any], origin: Origin) -> tuple[OperatorDecl, ..
         kind = entry.get("type", str) or "ManifestImage"
         if kind != "ManifestImage":
             raise entry.fail(f"spec.content[{i}].type {kind!r} is not supported",
-                             hint="ManifestImage, with the bundle image in manifestImage")
-        refs.append(entry.get("manifestImage", str, required=True))
+                             hint="ManifestImage, with the bundle image in manifestImage; raw manifests are "
+                                  "committed as a plain+v0 bundle (bundles/NAME/manifests/) and installed by an "
+                                  "Operator's spec.bundle (refs: [file://bundles/NAME])")
+        refs.append(image_reference(entry, f"spec.content[{i}].manifestImage",
+                                    entry.get("manifestImage", str, required=True)))
         entry.done()
     spec.done()
     install = InstallSettings(namespace_map=tuple(mapping))
