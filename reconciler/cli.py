@@ -206,7 +206,7 @@ def _main(argv: list[str], out: TextIO | None) -> int:
     try:
         if args.command == "watch":
             return args.run(args, out or sys.stdout)
-        with progress.shown_on(sys.stderr, quiet=args.quiet):
+        with progress.shown_on(sys.stderr, quiet=args.quiet, verbose=args.verbose):
             return args.run(args, out or sys.stdout)
     except ReconcilerError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)

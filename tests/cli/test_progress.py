@@ -87,6 +87,19 @@ def test_nothing_with_quiet_or_off_a_terminal(repo, tmp_path):
     assert code == 1 and "loading catalogs" in term  # the same run on a terminal does show it
 
 
+def test_verbose_off_a_terminal_logs_the_stages(repo, tmp_path):
+    """A CI log is not a terminal: -v there logs each stage as an info line, where the terminal shows progress."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": "", "HOME": str(tmp_path)}
+    for flag in ("-v", "-vv"):
+        proc = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo), "--dry-run", flag],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 1 and "Summary:" in proc.stdout
+        logged = [ln.split(" reconciler.progress: ", 1)[1] for ln in proc.stderr.splitlines()
+                  if " INFO reconciler.progress: " in ln]
+        assert logged[:3] == [f"reading {repo}", "loading catalogs", "resolving 1 declaration(s)"], proc.stderr
+        assert "\r" not in proc.stderr and "\033" not in proc.stderr
+
+
 def screen(transcript: str) -> list[str]:
     """The lines a terminal shows for ``transcript``: a carriage return goes back to the line's start and
     ``ESC [ K`` erases from the cursor to the line's end, as a VT100 does."""
