@@ -60,6 +60,19 @@ def test_dry_run_against_empty_cluster(repo, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_dry_run_shows_each_created_object_as_a_unified_diff(repo):
+    code, out = run("reconcile", "--dry-run", str(repo))
+    lines = out.splitlines()
+    at = lines.index("  + Deployment.apps plumbus-system/plumbus-controller-manager  would be created  [plumbus]")
+    body = lines[at + 1:]
+    assert body[0].startswith("      @@ -0,0 +1,") and body[1:3] == ["      +apiVersion: apps/v1",
+                                                                      "      +kind: Deployment"]
+    namespace = lines.index("  + Namespace plumbus-system  would be created  [plumbus]")
+    assert lines[namespace + 1:namespace + 6] == ["      @@ -0,0 +1,4 @@", "      +apiVersion: v1",
+                                                  "      +kind: Namespace", "      +metadata:",
+                                                  "      +  name: plumbus-system"]
+
+
 def test_dry_run_writes_the_lockfile_only_when_asked(repo):
     assert not (repo / "olm.lock").exists()
     run("reconcile", "--dry-run", str(repo))
