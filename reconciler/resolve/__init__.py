@@ -26,7 +26,7 @@ from reconciler.model.declarations import (
 )
 from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import VersionRange, order_key, parse_version
-from reconciler.resolve.sat import Hold, Problem, Requirement
+from reconciler.resolve.sat import UPGRADE_EDGES, Hold, Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
 __all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
@@ -107,6 +107,7 @@ class ResolutionRequest:
     kube_version: str | None = None
     semver_catalogs: frozenset[str] = frozenset()   # catalogs whose upgrade graph is semver-ordered
     pins: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> locked bundle, preferred first
+    installed_from: str = ""   # where ``installed`` comes from when not the cluster, e.g. "olm.lock"
     holds: Mapping[str, frozenset[str]] = field(default_factory=dict)   # package -> the only bundles allowed
 
 
@@ -335,6 +336,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
                                 text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
                                 candidates=cands, allowed=allowed, installed=installed,
                                 installed_name=installed_name, force=cls.force,
+                                installed_from=request.installed_from,
                                 minimal_version=cls.minimal_version))
     problem = Problem(universe, reqs, _min_kube_check(kube), _held_dependencies(universe, request))
     try:
@@ -395,10 +397,11 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
 
 def _describe(c: Candidate, req: Requirement) -> str:
     notes = []
+    installed = f"locked in {req.installed_from}" if req.installed_from else "installed"   # the lock is all we know
     if req.installed is not None and c.key == req.installed.key:
-        notes.append("installed")
+        notes.append(installed)
     elif req.allowed is not None and c.key not in req.allowed:
-        notes.append("not an upgrade edge from what is installed")
+        notes.append(f"not an upgrade edge from what is {installed}")
     if c.heads_of:
         notes.append(f"head of {', '.join(sorted(c.heads_of))}")
     if c.deprecated:

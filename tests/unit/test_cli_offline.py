@@ -105,9 +105,29 @@ def test_a_downgrade_is_refused_by_the_upgrade_edges(repo, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "cannot all be satisfied" in err
-    assert "Operator plumbus has plumbus.v1.1.0 installed" in err and "allow only: plumbus.v1.1.0 (" in err
+    # without a cluster, what is installed is what olm.lock records, and the fact says so
+    assert "Operator plumbus has plumbus.v1.1.0 installed (as olm.lock records it: no cluster was read), and " \
+           "upgrades follow" in err and "allow only: plumbus.v1.1.0 (" in err
     assert "inputClass: force" in err
     assert "name: plumbus.v1.1.0" in (repo / "olm.lock").read_text()
+
+
+def test_a_downgrade_can_be_reviewed_and_says_a_reconcile_refuses_it(repo):
+    import pygit2
+
+    git = pygit2.init_repository(str(repo), initial_head="main")
+    run("reconcile", "--dry-run", "--write-lock", str(repo))
+    git.index.add_all()
+    git.index.write()
+    sig = pygit2.Signature("Test", "test@example.invalid")
+    git.create_commit("HEAD", sig, sig, "at 1.1.0", git.index.write_tree(), [])
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"'))
+    code, out = run("diff", str(repo), "--offline")
+    assert code == 1, out
+    assert "plumbus (Operator): downgraded plumbus.v1.1.0 -> plumbus.v1.0.0  [no upgrade edge: a reconcile " \
+           "refuses it (upgrades follow the catalog's upgrade edges; inputClass: force moves it anywhere)]" in out
+    assert "  + Deployment.apps plumbus-system/plumbus-controller  created" in out
 
 
 def test_force_moves_the_lockfile_to_a_pinned_version(repo):
