@@ -210,7 +210,7 @@ def test_empty_repository_nothing_to_do(tmp_path, capsys):
 def test_missing_repository(tmp_path, capsys):
     code, _ = run("reconcile", "--dry-run", str(tmp_path / "nope"))
     assert code == 2
-    assert "repository directory does not exist" in capsys.readouterr().err
+    assert f"{tmp_path / 'nope'}: no such directory" in capsys.readouterr().err
 
 
 def test_usage_errors_have_their_own_exit_code(capsys):
