@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import pty
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import EXAMPLE, managed
+from tests.e2e.support import managed
+from tests.example import approved_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,9 +40,7 @@ def _run_on_pty(*args: str, env: dict[str, str] | None = None, shared: bool = Fa
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
-    return path
+    return approved_copy(tmp_path / "repo", lock=False)
 
 
 def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):

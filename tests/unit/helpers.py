@@ -3,7 +3,6 @@ and small registry+v1 bundles written to a temporary directory."""
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from reconciler import yamlio
+from tests.example import approved_copy
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 
@@ -18,10 +18,8 @@ ALL_MODES = ("OwnNamespace", "SingleNamespace", "AllNamespaces")
 
 
 def copy_example(tmp_path: Path, name: str = "repo") -> Path:
-    """A private copy of examples/gitops-repo that a test may edit."""
-    dest = tmp_path / name
-    shutil.copytree(EXAMPLE_REPO, dest)
-    return dest
+    """A private copy of examples/gitops-repo that a test may edit, its Operator approved."""
+    return approved_copy(tmp_path / name)
 
 
 def write(root: Path, rel: str, text: str) -> Path:
