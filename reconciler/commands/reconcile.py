@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "reconciler.yaml, default 'default'): another instance's Operators are never pruned, "
                     "and a declaration named like one of them is refused (exit 2); so are Operators another "
                     "repository installed. A dry run shows each object created or changed as a unified YAML "
-                    "diff (coloured on a terminal), or hands the live and proposed objects to $RECONCILER_EXTERNAL_DIFF or "
-                    "$KUBECTL_EXTERNAL_DIFF as two directories, as kubectl diff does.",
+                    "diff (coloured on a terminal), or hands the live and proposed objects to "
+                    "$RECONCILER_EXTERNAL_DIFF or $KUBECTL_EXTERNAL_DIFF as two directories, as kubectl diff does.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     rec.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     rec.add_argument("--dry-run", action="store_true",
