@@ -142,6 +142,10 @@ def parse_instance(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
     selector = spec.get("selector", dict)   # which Bundles are earlier versions: here the Instance's inventory
     if selector is not None:   # checked as any LabelSelector is, though nothing selects by it
         parse_selector(selector, "spec.selector", str(origin), f"Instance {name}")
+    if spec.data.get("bundle") is None:   # seed 004 shows an Instance with "spec: # omitted", for its status
+        raise spec.fail("spec.bundle is required: an Instance installs the Bundle it names",
+                        hint="write spec.bundle.name (a Bundle declared in the repository), or spec.bundle.name "
+                             "and spec.bundle.spec (class and refs) to embed it")
     b = spec.child("bundle", required=True)
     assert b is not None
     bname = b.get("name", str, required=True)

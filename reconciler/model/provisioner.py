@@ -115,7 +115,9 @@ def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClas
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
-        raise DeclarationError("ProvisionerClass has no metadata.name", path=origin)
+        raise DeclarationError("ProvisionerClass has no metadata.name", path=origin,
+                               hint="name the class (metadata.name) that declarations and Bundles refer to; the "
+                                    "design document prints a class's parameters alone only to show them")
     obj = f"ProvisionerClass {name}"
     if not is_dns1123_subdomain(name):
         raise DeclarationError(f"metadata.name {name!r} is not a valid name (lowercase letters, digits, '-' and "

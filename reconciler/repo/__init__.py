@@ -320,6 +320,15 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     return found
 
 
+# Kinds the design documents show next to declarations, which have no meaning in a repository, and why.
+_RBAC = ("the reconciler derives RBAC from approvals (each Operator's installer is bound to what was approved); "
+         "who may install from a catalog is who may commit to the repository")
+_NO_MEANING = {
+    "Role": _RBAC, "ClusterRole": _RBAC, "RoleBinding": _RBAC, "ClusterRoleBinding": _RBAC,
+    "ConfigMap": "file:// bundle content is a directory of the repository, not a ConfigMap",
+    "CatalogSource": "a catalog is a directory under catalogs/ (or an image named in reconciler.yaml catalogs:)",
+}
+
 # The fields of an object the design documents print on their own (seed 001: status, spec.updates, conditions).
 _OBJECT_PARTS = {"metadata", "spec", "status", "updates", "content", "conditions", "components", "parameters"}
 
@@ -374,6 +383,10 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
                 decls = (direct.parse_instance(doc, origin),)
             elif kind in ("BundleDeployment", "BundleInstance"):
                 decls = (direct.parse_bundle_deployment(doc, origin),)
+            elif kind in _NO_MEANING:
+                raise DeclarationError(f"{api_version} {kind} is not a declaration here: {_NO_MEANING[kind]}",
+                                       path=str(origin), hint=f"remove it, or list the file under 'ignore:' in "
+                                                              f"{SETTINGS_FILE} (docs/declarations.md)")
             else:
                 raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
                                        hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}), "

@@ -186,7 +186,8 @@ def test_bad_declaration_exit_code(repo, capsys):
     write(repo, "operators/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     code, _ = run("reconcile", "--dry-run", str(repo))
     assert code == 2
-    assert "operators/extra.yaml: unknown declaration v1 ConfigMap" in capsys.readouterr().err
+    assert "operators/extra.yaml: v1 ConfigMap is not a declaration here: file:// bundle content is a directory " \
+           "of the repository, not a ConfigMap" in capsys.readouterr().err
 
 
 def test_unsupported_bundle_exit_code(repo, capsys):

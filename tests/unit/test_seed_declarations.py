@@ -42,7 +42,8 @@ OUTCOMES = {
     "001-line334-part": ("refused", NOT_WHOLE + " (status)"),
     "001-line365-part": ("refused", NOT_WHOLE + " (updates)"),
     # who may install from a catalog is who may commit to the repository
-    "001-line383-Role": ("refused", "unknown declaration rbac.authorization.k8s.io/v1 Role"),
+    "001-line383-Role": ("refused", "rbac.authorization.k8s.io/v1 Role is not a declaration here: the reconciler "
+                                    "derives RBAC from approvals"),
     "001-line420-part": ("refused", NOT_WHOLE + " (conditions)"),
     "001-line431-part": ("refused", NOT_WHOLE + " (conditions)"),
     "001-line442-part": ("refused", NOT_WHOLE + " (a list)"),
@@ -64,12 +65,13 @@ OUTCOMES = {
     "004-line48-Bundle": ("bundle", "plumbus-operator.v0.9.3", ("file://content",), "deppy.resolveset"),
     "004-line71-Instance": ("installs", "Instance", [("resolved-654adh", ("file://content",), "olm.resolveset")]),
     "004-line102-ProvisionerClass": ("refused", "metadata.name '<good name>' is not a valid name"),
-    "004-line124-Instance": ("refused", "spec.bundle is required"),   # "spec: # omitted": it shows the status
+    "004-line124-Instance": ("refused", "spec.bundle is required: an Instance installs the Bundle it names\n"
+                                        "  hint: write spec.bundle.name"),   # "spec: # omitted": it shows the status
     # the Bundle is followed by the ConfigMap its volumeMounts name: content is a directory of the repository here
-    "004-line166-Bundle": ("refused", "declarations.yaml (document 2): unknown declaration v1 ConfigMap"),
+    "004-line166-Bundle": ("refused", "declarations.yaml (document 2): v1 ConfigMap is not a declaration here"),
     "004-line231-ProvisionerClass": ("refused", "parameters.approval must be one of AllowAll, DenyAll, Android, "
                                                 "UserPermission, not 'AllowAll | DenyAll | Android'"),
-    "004-line253-ProvisionerClass": ("refused", "ProvisionerClass has no metadata.name"),   # parameters only
+    "004-line253-ProvisionerClass": ("refused", "ProvisionerClass has no metadata.name\n  hint: name the class"),   # parameters only
     # its status lists constraints in flow mappings, one of them with a brace missing
     "004-line266-Input": ("refused", "invalid YAML (line 56, column 7): did not find expected ',' or '}'"),
     "004-line348-InputClass": ("refused", QUOTE_IT),
