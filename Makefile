@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine (see README.md):
-#   make demo   reconcile examples/gitops-repo against a local kube-apiserver
+#   make demo   the README's walk-through on a copy of examples/gitops-repo, against a local kube-apiserver
 #   make test   run the whole test suite
 #   make image  build the container image (buildah on a Debian base, see image/build)
 #   make lock   refresh requirements*.lock to the newest versions pyproject.toml allows
@@ -49,9 +49,20 @@ lock:
 binaries: $(STAMP)
 	$(BIN)/python -c 'from reconciler.localcluster import ensure_binaries; ensure_binaries()'
 
+# The README's walk-through against the local cluster, on a copy of the example (which ships unapproved): the
+# first install waits for approval (exit 4), `reconciler approve` is committed, and the next reconcile applies it.
+DEMO ?= $(or $(TMPDIR),/tmp)/reconciler-demo
+DEMO_GIT = git -C $(DEMO) -c user.name=demo -c user.email=demo@example.invalid
+
 demo: binaries
 	$(BIN)/reconciler cluster up
-	$(BIN)/reconciler reconcile examples/gitops-repo --kubeconfig "$$($(BIN)/reconciler cluster kubeconfig)"; \
+	rm -rf $(DEMO) && cp -r examples/gitops-repo $(DEMO)
+	git init -q $(DEMO) && $(DEMO_GIT) add -A && $(DEMO_GIT) commit -qm "Install plumbus"
+	$(BIN)/reconciler reconcile $(DEMO) --kubeconfig "$$($(BIN)/reconciler cluster kubeconfig)"; \
+	  rc=$$?; [ $$rc -eq 4 ] || exit $$rc
+	$(BIN)/reconciler approve $(DEMO) plumbus --offline
+	$(DEMO_GIT) add approvals && $(DEMO_GIT) commit -qm "Approve plumbus"
+	$(BIN)/reconciler reconcile $(DEMO) --kubeconfig "$$($(BIN)/reconciler cluster kubeconfig)"; \
 	  rc=$$?; [ $$rc -le 1 ] || exit $$rc
 	@echo
 	@echo "The local cluster keeps running: export KUBECONFIG=$$($(BIN)/reconciler cluster kubeconfig)"

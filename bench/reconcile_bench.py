@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.loop_support import ALLOW_ALL
+from bench.loop_support import ALLOW_ALL, allow_all
 from bench.startup_bench import command, installed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,6 +318,7 @@ def unused_catalog_rows(tmp: Path, args: argparse.Namespace, env: dict[str, str]
 
     repo = tmp / "unused-catalog"
     shutil.copytree(EXAMPLE, repo)
+    allow_all(repo)
     parked = tmp / "parked" / "unused"
     generate(parked, 2000, 30000)
     timed([ours, "reconcile", str(repo)], env)                       # the first install

@@ -9,7 +9,9 @@ import sys
 
 from reconciler import __version__
 from reconciler.commands import COMMANDS, EXIT_CODES, NO_NAMESPACE
-from reconciler.errors import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, ReconcilerError
+from reconciler.errors import (
+    EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, InputError, ReconcilerError,
+)
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -191,6 +193,26 @@ def _silence_closed_streams() -> None:
                 pass
 
 
+def _invoked_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` was parsed for, e.g. ``catalog list``'s."""
+    path = args.command or ""
+    for dest in ("catalog_command", "action"):   # catalog; bundle, cluster and fleet
+        if getattr(args, dest, None):
+            path = f"{path} {getattr(args, dest)}"
+    return subcommands(parser).get(path, parser)
+
+
+def _check_repository_path(repo: str) -> None:
+    """REPO is a directory: said first, before a command asks git or a cluster about it."""
+    if not os.path.exists(repo):
+        raise InputError(f"{repo}: no such directory", hint="REPO is the path of the GitOps repository's "
+                                                            "working tree (the directory holding operators/ and "
+                                                            "catalogs/), e.g. `.` at its root")
+    if not os.path.isdir(repo):
+        raise InputError(f"{repo}: is a file, not a directory", hint="REPO is the GitOps repository's working "
+                                                                    "tree: give its directory")
+
+
 def _main(argv: list[str], out: TextIO | None) -> int:
     argv = namespace_last(argv)
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
@@ -198,15 +220,19 @@ def _main(argv: list[str], out: TextIO | None) -> int:
 
         argcomplete.autocomplete(build_parser())
     parser = build_parser(invoked(argv) or "")
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:   # the invoked command's usage, which lists its flags, not the top level's
+        _invoked_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     from reconciler import logs, progress
 
     if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
         logs.setup(logs.level_for(args.verbose, args.quiet))
     try:
+        if args.command != "watch" and isinstance(getattr(args, "repo", None), str):
+            _check_repository_path(args.repo)
         if args.command == "watch":
             return args.run(args, out or sys.stdout)
-        with progress.shown_on(sys.stderr, quiet=args.quiet):
+        with progress.shown_on(sys.stderr, quiet=args.quiet, verbose=args.verbose):
             return args.run(args, out or sys.stdout)
     except ReconcilerError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)

@@ -202,7 +202,8 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
                                 snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
-                                holds=held_bundles(holds, installed) if holds else {})
+                                holds=held_bundles(holds, installed) if holds else {},
+                                installed_from="" if kube is not None else snapshot.lock_file)
     return (resolver or SatResolver()).resolve(request)
 
 

@@ -2,7 +2,9 @@
 
 The pipeline calls ``stage()`` and ``item()`` wherever it is; they cost a
 function call and do nothing until the CLI turns progress on, which it does
-only when stderr is a terminal and ``-q`` is not given. So pipes, CI logs,
+only when stderr is a terminal and ``-q`` is not given. Elsewhere (pipes, CI
+logs) ``-v`` turns it into log lines on stderr (stages at info, objects at
+debug with ``-vv``), so a CI log gets what a terminal shows; without it,
 ``-o json`` consumers and the loop never see it, and results on stdout are
 never interleaved with it.
 """
@@ -74,6 +76,25 @@ class TerminalProgress(Progress):
                 self._open = False
 
 
+class LogProgress(Progress):
+    """``-v`` where stderr is not a terminal (a CI log): each stage is an info line of the log and each object a
+    debug line (``-vv``), written in order with the other logs; nothing is overwritten."""
+
+    def __init__(self) -> None:
+        import logging
+
+        self.log = logging.getLogger("reconciler.progress")
+
+    def stage(self, text: str) -> None:
+        self.log.info(text)
+
+    def item(self, text: str) -> None:
+        self.log.debug(text.strip())
+
+    def status(self, text: str) -> None:
+        self.log.debug(text)
+
+
 ERASE_LINE = "\r\033[K"   # back to the start of the line, and erase it
 STATUS_WIDTH = 119
 _current: Progress = Progress()
@@ -98,13 +119,14 @@ def clear() -> None:
 
 
 class shown_on:
-    """Show progress on ``stream`` inside a ``with`` block, if it is a terminal and not ``quiet``.
+    """Show progress on ``stream`` inside a ``with`` block, if it is a terminal and not ``quiet``; elsewhere, with
+    ``verbose`` (-v), as log lines.
 
     A class, not a ``contextlib`` generator: every command enters one, and contextlib is not otherwise imported.
     """
 
-    def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
-        self.stream, self.quiet = stream, quiet
+    def __init__(self, stream: TextIO, *, quiet: bool = False, verbose: int = 0) -> None:
+        self.stream, self.quiet, self.verbose = stream, quiet, verbose
 
     def __enter__(self) -> Progress:
         global _current
@@ -112,6 +134,8 @@ class shown_on:
         isatty = getattr(self.stream, "isatty", None)
         if not self.quiet and isatty is not None and isatty():
             _current = TerminalProgress(self.stream)
+        elif not self.quiet and self.verbose:
+            _current = LogProgress()
         return _current
 
     def __exit__(self, *exc: object) -> None:

@@ -126,6 +126,44 @@ def _duplicate_error(exc: DuplicateKey, source: str) -> InputError:
                       hint="a key may appear once per mapping; remove one of them (which one wins is ambiguous)")
 
 
+def _syntax_hint(text: str, line: int | None, start: Any) -> str:
+    """What to write instead, for the mistakes a YAML parser names least clearly."""
+    lines = text.splitlines()
+    at = lines[line] if line is not None and line < len(lines) else ""
+    begun = lines[start.line] if start is not None and start.line < len(lines) else ""
+    if "\t" in at[:len(at) - len(at.lstrip(" \t"))] or (begun and "\t" in begun[:start.column + 1]):
+        return f"YAML indents with spaces, never tabs: replace the tab on line {(line or 0) + 1} with spaces"
+    if start is not None and begun[start.column:start.column + 1] in (">", "|") \
+            and begun[start.column + 1:start.column + 2] not in ("", "-", "+", " ") and \
+            not begun[start.column + 1].isdigit():
+        value = begun[start.column:].strip()
+        return (f"a value that starts with '{begun[start.column]}' begins a block scalar; quote it: "
+                f"\"{value}\"")
+    if start is not None and begun[start.column:start.column + 1] in ("{", "["):
+        closing = "}" if begun[start.column] == "{" else "]"
+        return (f"the '{begun[start.column]}' at line {start.line + 1}, column {start.column + 1} is not closed "
+                f"where the next entry begins: check its '{closing}' and the commas between its entries")
+    if "-|" in at or "-|" in begun or "-|" in "".join(lines[max(0, (line or 0) - 2):(line or 0) + 1]):
+        return "'-|' is not a block scalar indicator; write '|-' (a literal block without its final newline)"
+    return "fix the YAML syntax at that line; quote a value that holds ': ' or starts with a special character"
+
+
+def _json_error(text: str) -> str | None:
+    """Where a JSON stream (one or more documents) first goes wrong, as "(line L, column C): what"."""
+    import json
+
+    decoder, at = json.JSONDecoder(), 0
+    while True:
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        if at >= len(text):
+            return None
+        try:
+            _, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            return f"(line {exc.lineno}, column {exc.colno}): {exc.msg}"
+
+
 def load_all(text: str, source: str, *, strict: bool = False, go: bool = False) -> list[Any]:
     """Parse every document of a YAML (or JSON) text; empty documents are dropped.
 
@@ -190,10 +228,15 @@ def load_all(text: str, source: str, *, strict: bool = False, go: bool = False) 
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         context, cmark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if source.lower().endswith(".json") and text.lstrip()[:1] in ("{", "[") and \
+                (json_error := _json_error(text)):
+            raise InputError(f"invalid JSON {json_error}", path=source,
+                             hint="fix the JSON syntax there (a .json file is read as JSON first, then as YAML, "
+                                  "which fails too)") from None
         if context and cmark:
             problem += f", {context} that starts at line {cmark.line + 1}, column {cmark.column + 1}"
         raise InputError(f"invalid YAML{where}: {problem}", path=source,
-                         hint="fix the YAML syntax at that line") from None
+                         hint=_syntax_hint(text, mark.line if mark else None, cmark)) from None
     _check_depth(docs, text, source)
     if "*" in text and "&" in text:
         _check_expansion(docs, len(text) + MAX_ALIAS_EXPANSION, source)

@@ -216,6 +216,7 @@ def _store(entry: Path, fill) -> None:
 def _fetch_image(reference: str, digest: str | None = None) -> FetchedBundle:
     from reconciler import oci
 
+    pinned = reference
     try:
         pinned = str(oci.parse_reference(reference).with_digest(digest)) if digest else reference
         image = oci.pull(pinned)

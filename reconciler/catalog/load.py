@@ -75,9 +75,15 @@ def walk(root: str | PathLike[str], display_root: str) -> Walk:
     files: list[CatalogFile] = []
     skipped: list[CatalogFile] = []
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []  # (dir prefix relative to root, spec)
-    pending = [(os.fspath(root), "")]
+    pending: list[tuple[str, str, frozenset[tuple[int, int]]]] = [(os.fspath(root), "", frozenset())]
     while pending:
-        here, prefix = pending.pop()
+        here, prefix, above = pending.pop()   # above: the (device, inode) of each directory it is in
+        st = os.stat(here)
+        if (st.st_dev, st.st_ino) in above:   # a link back up: walking it would never end
+            raise CatalogError("symbolic link points to a directory that contains it",
+                               path=f"{display_root}/{prefix.rstrip('/')}",
+                               hint="remove the link, or list it in an .indexignore file")
+        above = above | {(st.st_dev, st.st_ino)}
         with os.scandir(here) as it:
             entries = sorted(it, key=lambda e: e.name)
         names = {e.name for e in entries}
@@ -89,10 +95,15 @@ def walk(root: str | PathLike[str], display_root: str) -> Walk:
         active = [(p, s) for p, s in specs if prefix.startswith(p)]
         subdirs = []
         for e in entries:
-            if e.is_dir():
+            try:
+                is_dir = e.is_dir()
+            except OSError as exc:   # a link that cannot be followed (a loop of links, too long a chain)
+                raise CatalogError(f"cannot be read: {exc.strerror}", path=f"{display_root}/{prefix}{e.name}",
+                                   hint="remove the link, or list it in an .indexignore file") from None
+            if is_dir:
                 # a directory that is ignored as a whole is not descended into (as git does)
                 if not (active and _ignored(f"{prefix}{e.name}/", active)):
-                    subdirs.append((e.path, f"{prefix}{e.name}/"))
+                    subdirs.append((e.path, f"{prefix}{e.name}/", above))
                 continue
             if e.name == INDEXIGNORE or (active and _ignored(prefix + e.name, active)):
                 continue

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls = csub.add_parser("list", help="list packages, channels or bundles",
                          epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     ls.add_argument("what", choices=("packages", "channels", "bundles"))
-    ls.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")
+    _catalog_arguments(ls)
     ls.add_argument("--package", help="package name (glob)")
     ls.add_argument("--channel", help="channel name (glob)")
     ls.add_argument("--name", help="bundle name (glob)")
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "says where it belongs; each channel is also drawn in a box of its own.",
                         epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("package", metavar="PACKAGE")
-    g.add_argument("-c", "--catalog", default=".", metavar="DIR", help="catalog directory (default: .)")
+    _catalog_arguments(g)
     g.add_argument("--channel", help="one channel (default: all channels of the package)")
     g.add_argument("--since", metavar="VERSION", help="only bundles at this version or later (a window on a long "
                                                        "package)")
@@ -129,6 +129,29 @@ def run_template(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", metavar="DIR", nargs="?",
+                        help="catalog directory, as for validate (default: ./catalogs at a repository's root, "
+                             "else .)")
+    parser.add_argument("-c", "--catalog", metavar="DIR", help="the same as DIR")
+
+
+def _catalog_directory(args: argparse.Namespace) -> str:
+    """DIR or -c; without either, a repository's catalogs/ when run at its root (not the whole tree, .git/
+    included), else the current directory."""
+    from reconciler.errors import UsageError
+
+    if args.directory and args.catalog and args.directory != args.catalog:
+        raise UsageError(f"two catalog directories given: {args.directory} and -c {args.catalog}",
+                         hint="give the directory once, as DIR")
+    chosen = args.directory or args.catalog
+    if chosen:
+        return chosen
+    import os
+
+    return "catalogs" if os.path.isdir("catalogs") else "."
+
+
 def _load(directory: str, use_cache: bool = True):
     from reconciler.catalog import load
     return load(directory, display_root=directory.rstrip("/") or directory, use_cache=use_cache)
@@ -163,7 +186,7 @@ def _note_invalid(loaded) -> None:
 
 def run_list(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.catalog import query
-    loaded = _load(args.catalog)
+    loaded = _load(_catalog_directory(args))
     _note_invalid(loaded)
     filters = query.Filters(package=args.package, channel=args.channel, name=args.name, provides=args.provides,
                             deprecated=args.deprecated)
@@ -174,7 +197,7 @@ def run_list(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_graph(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.catalog import graph
-    loaded = _load(args.catalog)
+    loaded = _load(_catalog_directory(args))
     _note_invalid(loaded)
     g = graph.build(loaded.catalog, args.package, args.channel)
     if args.since:

@@ -94,7 +94,11 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     ``pin_after`` keeps the working tree's locked owners on their locked bundles (for a change that is
     exactly a lock edit, as `update` makes), instead of what a resolution would move them to.
     """
+    import dataclasses
+
     from reconciler import pipeline
+    from reconciler.model.lock import Lockfile
+    from reconciler.resolve import UPGRADE_EDGES, Unsatisfiable
     from reconciler.review import Side, review
     from reconciler.review.collect import approvals_of, base_commit, checkout, open_git, resolve_side
 
@@ -109,9 +113,25 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     commit, label = base_commit(repo, rel, base)
     with checkout(repo, commit, rel) as base_root:
         before = resolve_side(base_root, f"base {label}", revision=commit, cluster=cluster)
-    after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after,
-                         reuse=before.side if before else None, cluster=cluster)
+    unreachable = False
+    try:
+        after = resolve_side(root, "working tree", installed=before.lockfile if before else None, pin=pin_after,
+                             reuse=before.side if before else None, cluster=cluster)
+    except Unsatisfiable as exc:
+        if before is None or not any(UPGRADE_EDGES in fact for fact in exc.facts):
+            raise
+        # A change no upgrade edge reaches from the base (a lower version pinned): still reviewed, resolved as if
+        # nothing were installed, and its edge says that a reconcile refuses it.
+        unreachable = True
+        after = resolve_side(root, "working tree", installed=Lockfile(()), pin=pin_after,
+                             reuse=before.side, cluster=cluster)
     assert after is not None
     empty = Side(f"base {label}", {})
-    return review(before.side if before else empty, after.side, approvals=approvals_of(after),
-                  kube_version=pipeline.kubernetes_version(after.snapshot, kube))
+    rev = review(before.side if before else empty, after.side, approvals=approvals_of(after),
+                 kube_version=pipeline.kubernetes_version(after.snapshot, kube))
+    if unreachable:
+        ops = tuple(dataclasses.replace(op, edge=f"{op.edge}: a reconcile refuses it (upgrades follow the "
+                                                 f"catalog's upgrade edges; inputClass: force moves it anywhere)")
+                    if op.edge == "no upgrade edge" else op for op in rev.operators)
+        rev = dataclasses.replace(rev, operators=ops)
+    return rev

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "Inventories belong to this repository's reconciler instance ('instance:' in "
                     "reconciler.yaml, default 'default'): another instance's Operators are never pruned, "
                     "and a declaration named like one of them is refused (exit 2); so are Operators another "
-                    "repository installed. A dry run shows each change as a unified YAML diff (coloured on a "
-                    "terminal), or hands the live and proposed objects to $RECONCILER_EXTERNAL_DIFF or "
-                    "$KUBECTL_EXTERNAL_DIFF as two directories, as kubectl diff does.",
+                    "repository installed. A dry run shows each object created or changed as a unified YAML "
+                    "diff (coloured on a terminal), or hands the live and proposed objects to "
+                    "$RECONCILER_EXTERNAL_DIFF or $KUBECTL_EXTERNAL_DIFF as two directories, as kubectl diff does.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     rec.add_argument("repo", metavar="REPO", help="path to the GitOps repository working tree")
     rec.add_argument("--dry-run", action="store_true",

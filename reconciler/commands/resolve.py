@@ -60,10 +60,23 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
 
     from reconciler.repo.fleet import select_cluster
 
+    if args.graph and args.output != "table":
+        from reconciler.errors import UsageError
+
+        raise UsageError(f"--graph prints a Mermaid graph and -o {args.output} a document: choose one",
+                         hint="the document (-o json|yaml) has every bundle, its dependencies and what it satisfies")
     snapshot = read_repository(args.repo)
     if snapshot.is_fleet and args.cluster is None:
         return _resolve_fleet(args, snapshot, out)
     snapshot = select_cluster(snapshot, args.cluster)
+    if not snapshot.operators and not snapshot.settings.allow_empty:
+        from reconciler.errors import InputError
+
+        raise InputError(f"nothing is declared: no Operator, Input, Install, Instance or BundleDeployment; "
+                         f"{snapshot.lock_file} was not written", path=args.repo,
+                         hint="declare an Operator (examples/gitops-repo/operators/ has one; docs/declarations.md "
+                              "lists every kind), or, to record that nothing is installed, set allowEmpty: true "
+                              "in reconciler.yaml")
     kube = None
     if not args.offline:  # the Kubernetes client is imported only when a cluster is asked
         from reconciler.cluster.kube import Kube, load_api_client

@@ -14,11 +14,12 @@ version pin is worse than a refusal.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.model.provisioner import Identity
+from reconciler.model.provisioner import UNSUPPORTED_CLASSES, Identity, class_name
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
@@ -47,7 +48,7 @@ class Origin:
 @dataclass(frozen=True)
 class CatalogSelector:
     name: str
-    package: str
+    package: str            # "" until resolution finds it, for a v2alpha1 entrypoint written without its package
     channel: str | None = None
     namespace: str | None = None
 
@@ -95,6 +96,7 @@ class OperatorDecl:
     catalog: CatalogSelector | None = None
     version: VersionRange | None = None
     entrypoint: str | None = None
+    follow_updates: bool = True               # False: a v2alpha1 entrypoint without a package, installed as is
     constraints: tuple[Constraint, ...] = ()
     bundle: DirectBundle | None = None
     install: InstallSettings = InstallSettings()
@@ -271,7 +273,8 @@ def _parse_v1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:
         refs = bspec.get("refs", list, required=True)
         if not refs or not all(isinstance(r, str) and r for r in refs):
             raise spec.fail("spec.bundle.spec.refs must be a non-empty list of references")
-        bundle = DirectBundle(bname, tuple(refs), bspec.get("class", str) or "olm.bundle")
+        refs = [image_reference(bspec, f"spec.bundle.spec.refs[{i}]", r) for i, r in enumerate(refs)]
+        bundle = DirectBundle(bname, tuple(refs), provisioner_class(bspec, "class") or "olm.bundle")
         bspec.done()
         b.done()
     return OperatorDecl(name=name, origin=origin, input_class=input_class, catalog=catalog,
@@ -289,19 +292,25 @@ def _parse_v2alpha1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:
     assert cs is not None
     ref = cs.child("ref", required=True)
     assert ref is not None
+    package, channel, entrypoint = cs.get("package", str), cs.get("channel", str), cs.get("entrypoint", str)
+    if package is None and (entrypoint is None or channel is not None):
+        # seed 001: "Omitting package and channel will install the entrypoint from ref without subscribing to
+        # updates"
+        raise cs.fail("spec.updates.catalogSource needs a package (and optionally a channel and an entrypoint), or "
+                      "an entrypoint alone" + (", not a channel without its package" if channel else ""),
+                      hint="write package: NAME to follow its updates, or only entrypoint: BUNDLE (and ref) to "
+                           "install that bundle without updates")
     catalog = CatalogSelector(name=ref.get("name", str, required=True),
                               namespace=ref.get("namespace", str),
-                              package=cs.get("package", str, required=True),
-                              channel=cs.get("channel", str))
+                              package=package or "", channel=channel)
     ref.done()
-    entrypoint = cs.get("entrypoint", str)
     approval = cs.get("approval", str) or "Automatic"
     if approval not in ("Automatic", "Manual"):
         raise cs.fail(f"spec.updates.catalogSource.approval must be Automatic or Manual, not {approval!r}")
     cs.done()
     updates.done()
     return OperatorDecl(name=name, origin=origin, catalog=catalog, entrypoint=entrypoint,
-                        manual_approval=approval == "Manual",
+                        follow_updates=package is not None, manual_approval=approval == "Manual",
                         version=_version(spec, spec.get("version", (str, int, float))),
                         install=_install(spec))
 
@@ -354,11 +363,36 @@ def _approval_fields(spec: _Reader, origin: Origin) -> dict[str, Any]:
                 out[field_name] = parse(raw, f"spec.{key}", str(origin), spec.obj)
             except InputError as exc:
                 raise spec.fail(exc.message, hint=exc.hint) from None
-    if (pcls := spec.get("provisionerClassName", str)) is not None:
+    if (pcls := provisioner_class(spec, "provisionerClassName")) is not None:
         out["provisioner_class"] = pcls
     if (raw := spec.get("approver", dict)) is not None:
         out["approver"] = Identity.parse(raw, "spec.approver", str(origin))
     return out
+
+
+def provisioner_class(reader: _Reader, key: str) -> str | None:
+    """A ProvisionerClass named at ``key`` (``class`` or ``provisionerClassName``), as ``class_name`` reads it; a
+    class of content this tool does not install is refused saying what to write instead."""
+    written = reader.get(key, str)
+    if written in UNSUPPORTED_CLASSES:
+        raise reader.fail(f"{reader.where}.{key} {written!r} is not supported", hint=UNSUPPORTED_CLASSES[written])
+    return None if written is None else class_name(written)
+
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128}")
+
+
+def image_reference(reader: _Reader, where: str, ref: str) -> str:
+    """``ref`` as written; an image reference whose digest is not one (the documents' ``sha256:def456...``
+    stands for a digest) is refused here, naming the declaration, rather than when the image is pulled."""
+    if ref.startswith(("file://", "git+", "https://", "http://")) or "@" not in ref:
+        return ref
+    digest = ref.rsplit("@", 1)[1]
+    if not _DIGEST.fullmatch(digest):
+        raise reader.fail(f"{where} {ref!r}: {digest!r} is not an image digest (sha256: and 64 hex digits)",
+                          hint="write the image's digest in full (a placeholder such as sha256:abc123... names "
+                               "no image), or a tag, which `reconciler resolve` pins to its digest in olm.lock")
+    return ref
 
 
 def _install(spec: _Reader) -> InstallSettings:
@@ -418,13 +452,11 @@ def parse_input_class(doc: dict[str, Any], origin: Origin) -> InputClass:
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not is_dns1123_subdomain(name):
         raise DeclarationError("InputClass needs a metadata.name", path=str(origin))
-    if name in BUILTIN_INPUT_CLASSES:
-        raise DeclarationError(f"InputClass {name} is built in and cannot be redefined", path=str(origin),
-                               hint="choose another name")
     params = _Reader(doc.get("parameters") or {}, "parameters", f"InputClass {name}", origin)
-    flags = {}
+    written = {}
     for key in ("force", "dryRun", "minimalVersion", "nextKubeMinor", "generateInputsForDependencies", "trace"):
-        flags[key] = bool(params.get(key, bool))
+        written[key] = params.get(key, bool)
+    flags = {key: bool(value) for key, value in written.items()}
     constraints = _constraints(params, validate=False)
     for c in constraints:
         if c.type not in CLASS_CONSTRAINT_TYPES:
@@ -432,9 +464,36 @@ def parse_input_class(doc: dict[str, Any], origin: Origin) -> InputClass:
                               hint=f"supported: {', '.join(CLASS_CONSTRAINT_TYPES)}")
         _class_range(params, c)
     params.done()
-    return InputClass(name=name, force=flags["force"], dry_run=flags["dryRun"],
-                      minimal_version=flags["minimalVersion"], next_kube_minor=flags["nextKubeMinor"],
-                      constraints=constraints, origin=origin)
+    cls = InputClass(name=name, force=flags["force"], dry_run=flags["dryRun"],
+                     minimal_version=flags["minimalVersion"], next_kube_minor=flags["nextKubeMinor"],
+                     constraints=constraints, origin=origin)
+    if name in BUILTIN_INPUT_CLASSES:
+        _same_as_builtin(cls, written, origin)
+        return BUILTIN_INPUT_CLASSES[name]
+    return cls
+
+
+def _same_as_builtin(cls: InputClass, written: dict[str, bool | None], origin: Origin) -> None:
+    """A built-in class may be written out (seed 004 prints the defaults) but not changed: the flags written and
+    the constraints must be the built-in's. Flags left out (nextKubeMinor, which dry-run-next implies) agree."""
+    builtin = BUILTIN_INPUT_CLASSES[cls.name]
+    differs = []
+    for key, attr in (("force", "force"), ("dryRun", "dry_run"), ("minimalVersion", "minimal_version"),
+                      ("nextKubeMinor", "next_kube_minor")):
+        if written[key] is not None and written[key] != getattr(builtin, attr):
+            differs.append(f"parameters.{key} is {str(written[key]).lower()}, built in "
+                           f"{str(getattr(builtin, attr)).lower()}")
+
+    def ranges(c: InputClass) -> list[str]:
+        return sorted(f"{k.type} {''.join(str(k.value).split())}" for k in c.constraints)
+    if ranges(cls) != ranges(builtin):
+        differs.append(f"parameters.constraints are {', '.join(ranges(cls)) or 'none'}, built in "
+                       f"{', '.join(ranges(builtin)) or 'none'}")
+    if differs:
+        raise DeclarationError(f"InputClass {cls.name} is built in, and this definition changes it: "
+                               f"{'; '.join(differs)}", path=str(origin), obj=f"InputClass {cls.name}",
+                               hint=f"declare the class under another name and name it in spec.inputClass, or "
+                                    f"remove this definition to use the built-in {cls.name} (docs/declarations.md)")
 
 
 def _class_range(reader: _Reader, c: Constraint) -> VersionRange:

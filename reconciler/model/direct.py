@@ -32,7 +32,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reconciler.errors import DeclarationError
-from reconciler.model.declarations import DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader
+from reconciler.model.declarations import (
+    DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader, image_reference, provisioner_class,
+)
 from reconciler.model.fleet import parse_selector
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 
@@ -70,8 +72,8 @@ def _name(doc: dict[str, Any], origin: Origin, kind: str, *, label: bool = True)
 def _bundle_spec(spec: _Reader, name: str) -> DirectBundle:
     """A Bundle spec in either document's form: ``class``/``refs`` (seed 004) or ``source`` (seed 003)."""
     where = spec.where
-    cls = spec.get("class", str)
-    pcn = spec.get("provisionerClassName", str)
+    cls = provisioner_class(spec, "class")
+    pcn = provisioner_class(spec, "provisionerClassName")
     refs = spec.get("refs", list)
     spec.get("volumeMounts", list)    # seed 004: where a provisioner finds file:// content; here the repository
     source = spec.child("source")
@@ -81,9 +83,10 @@ def _bundle_spec(spec: _Reader, name: str) -> DirectBundle:
     if refs is not None:
         if not refs or not all(isinstance(r, str) and r for r in refs):
             raise spec.fail(f"{where}.refs must be a non-empty list of references")
+        refs = [image_reference(spec, f"{where}.refs[{i}]", r) for i, r in enumerate(refs)]
     else:
         assert source is not None
-        refs = [_source_ref(source)]
+        refs = [image_reference(spec, f"{where}.source.image.ref", _source_ref(source))]
     spec.done()
     return DirectBundle(name, tuple(refs), cls or pcn or DEFAULT_BUNDLE_CLASS)
 
@@ -139,6 +142,10 @@ def parse_instance(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
     selector = spec.get("selector", dict)   # which Bundles are earlier versions: here the Instance's inventory
     if selector is not None:   # checked as any LabelSelector is, though nothing selects by it
         parse_selector(selector, "spec.selector", str(origin), f"Instance {name}")
+    if spec.data.get("bundle") is None:   # seed 004 shows an Instance with "spec: # omitted", for its status
+        raise spec.fail("spec.bundle is required: an Instance installs the Bundle it names",
+                        hint="write spec.bundle.name (a Bundle declared in the repository), or spec.bundle.name "
+                             "and spec.bundle.spec (class and refs) to embed it")
     b = spec.child("bundle", required=True)
     assert b is not None
     bname = b.get("name", str, required=True)
@@ -157,7 +164,7 @@ def parse_bundle_deployment(doc: dict[str, Any], origin: Origin) -> OperatorDecl
     kind = str(doc["kind"])
     name = _name(doc, origin, kind)
     spec = _Reader(doc.get("spec") or {}, "spec", f"{kind} {name}", origin)
-    pcn = spec.get("provisionerClassName", str)
+    pcn = provisioner_class(spec, "provisionerClassName")
     template = spec.child("template", required=True)
     assert template is not None
     template.get("metadata", dict)   # labels of the Bundle a provisioner would stamp out
@@ -197,8 +204,11 @@ def parse_install(doc: dict[str, Any], origin: Origin) -> tuple[OperatorDecl, ..
         kind = entry.get("type", str) or "ManifestImage"
         if kind != "ManifestImage":
             raise entry.fail(f"spec.content[{i}].type {kind!r} is not supported",
-                             hint="ManifestImage, with the bundle image in manifestImage")
-        refs.append(entry.get("manifestImage", str, required=True))
+                             hint="ManifestImage, with the bundle image in manifestImage; raw manifests are "
+                                  "committed as a plain+v0 bundle (bundles/NAME/manifests/) and installed by an "
+                                  "Operator's spec.bundle (refs: [file://bundles/NAME])")
+        refs.append(image_reference(entry, f"spec.content[{i}].manifestImage",
+                                    entry.get("manifestImage", str, required=True)))
         entry.done()
     spec.done()
     install = InstallSettings(namespace_map=tuple(mapping))

@@ -6,8 +6,11 @@ chooses the policy and ``approver`` names the identity UserPermission checks;
 every other parameter is kept and reported as having no effect here. The
 classes the documents name exist without being declared: ``olm.resolveset``
 and ``deppy.resolveset`` (Android), ``olm.bundle`` (UserPermission), and
-RukPak's ``core-rukpak-io-plain`` and ``core-rukpak-io-registry`` (Android, this
-tool's default: a first install waits for approval); a repository may
+RukPak's ``core-rukpak-io-plain`` and ``core-rukpak-io-registry`` (also
+written as their provisioner ids, ``core.rukpak.io/plain`` and
+``core.rukpak.io/registry``, as seed 002 does; ``registry.v1`` as seed 004's
+RukPak Bundle does) (Android, this tool's default: a first install waits for
+approval); a repository may
 redeclare any of them to change its policy. A name or provisioner id that
 is not one (the document's ``<good name>``, ``<unique id>``) is refused.
 """
@@ -83,7 +86,26 @@ BUILTIN_CLASSES = {
     "deppy.resolveset": ProvisionerClass("deppy.resolveset", "Android", "deppy.io/resolver"),
     "core-rukpak-io-plain": ProvisionerClass("core-rukpak-io-plain", "Android", "core.rukpak.io/plain"),
     "core-rukpak-io-registry": ProvisionerClass("core-rukpak-io-registry", "Android", "core.rukpak.io/registry"),
+    # seed 004's RukPak Bundle names its class after the bundle format
+    "registry.v1": ProvisionerClass("registry.v1", "Android", "core.rukpak.io/registry"),
 }
+# Seed 002 names RukPak's classes by their provisioner ids (not valid class names, so never a declared class).
+PROVISIONER_ID_CLASSES = {
+    "core.rukpak.io/plain": "core-rukpak-io-plain",
+    "core.rukpak.io/registry": "core-rukpak-io-registry",
+    "core.rukpak.io/converter": "core-rukpak-io-registry",   # converts registry+v1 to plain manifests, as here
+}
+# Classes the documents name for content this tool does not install: what to write instead.
+UNSUPPORTED_CLASSES = {
+    "helm.bundle": "Helm charts are not installed by the reconciler (seed 004 names helm.bundle for a Helm "
+                   "provisioner); render the chart (helm template) into a plain+v0 bundle and use class "
+                   "core-rukpak-io-plain",
+}
+
+
+def class_name(written: str) -> str:
+    """The class a declaration means: a RukPak provisioner id stands for RukPak's class of that provisioner."""
+    return PROVISIONER_ID_CLASSES.get(written, written)
 # A provisioner's unique id (seed 004: "operators.coreos.com/operators"): a DNS subdomain, '/', a name.
 _PROVISIONER_ID = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
                              r"/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -93,7 +115,9 @@ def parse_provisioner_class(doc: dict[str, Any], origin: str) -> ProvisionerClas
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
-        raise DeclarationError("ProvisionerClass has no metadata.name", path=origin)
+        raise DeclarationError("ProvisionerClass has no metadata.name", path=origin,
+                               hint="name the class (metadata.name) that declarations and Bundles refer to; the "
+                                    "design document prints a class's parameters alone only to show them")
     obj = f"ProvisionerClass {name}"
     if not is_dns1123_subdomain(name):
         raise DeclarationError(f"metadata.name {name!r} is not a valid name (lowercase letters, digits, '-' and "

@@ -320,6 +320,19 @@ def _declaration_files(top: Path, settings: Settings) -> list[Path]:
     return found
 
 
+# Kinds the design documents show next to declarations, which have no meaning in a repository, and why.
+_RBAC = ("the reconciler derives RBAC from approvals (each Operator's installer is bound to what was approved); "
+         "who may install from a catalog is who may commit to the repository")
+_NO_MEANING = {
+    "Role": _RBAC, "ClusterRole": _RBAC, "RoleBinding": _RBAC, "ClusterRoleBinding": _RBAC,
+    "ConfigMap": "file:// bundle content is a directory of the repository, not a ConfigMap",
+    "CatalogSource": "a catalog is a directory under catalogs/ (or an image named in reconciler.yaml catalogs:)",
+}
+
+# The fields of an object the design documents print on their own (seed 001: status, spec.updates, conditions).
+_OBJECT_PARTS = {"metadata", "spec", "status", "updates", "content", "conditions", "components", "parameters"}
+
+
 def _read_declarations(top: Path, settings: Settings) -> tuple[
         tuple[OperatorDecl, ...], dict[str, InputClass], dict[str, ProvisionerClass], dict[str, direct.BundleDecl]]:
     operators: dict[str, OperatorDecl] = {}
@@ -335,9 +348,14 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
                 doc = dict(doc, apiVersion=None)   # seed 004 writes these without one
             _check_api_version(doc, origin)
             if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
+                part = (", ".join(sorted(doc)) if isinstance(doc, dict) and doc and "kind" not in doc
+                        and set(doc) <= _OBJECT_PARTS else "a list" if isinstance(doc, list) and doc else "")
                 raise DeclarationError("not a declaration: every document needs apiVersion and kind",
                                        path=str(origin),
-                                       hint=f"move the file out of the repository or list it under "
+                                       hint=f"this is part of an object ({part}), not a whole "
+                                            f"one: write the whole declaration with its apiVersion and kind; a "
+                                            f"status is the cluster's to write, never declared" if part else
+                                            f"move the file out of the repository or list it under "
                                             f"'ignore:' in {SETTINGS_FILE}")
             if not isinstance(doc["apiVersion"], (str, type(None))) or not isinstance(doc["kind"], str):
                 raise DeclarationError("apiVersion and kind must be strings", path=str(origin))
@@ -365,6 +383,10 @@ def _read_declarations(top: Path, settings: Settings) -> tuple[
                 decls = (direct.parse_instance(doc, origin),)
             elif kind in ("BundleDeployment", "BundleInstance"):
                 decls = (direct.parse_bundle_deployment(doc, origin),)
+            elif kind in _NO_MEANING:
+                raise DeclarationError(f"{api_version} {kind} is not a declaration here: {_NO_MEANING[kind]}",
+                                       path=str(origin), hint=f"remove it, or list the file under 'ignore:' in "
+                                                              f"{SETTINGS_FILE} (docs/declarations.md)")
             else:
                 raise DeclarationError(f"unknown declaration {api_version} {kind}", path=str(origin),
                                        hint=f"supported: Operator ({', '.join(OPERATOR_API_VERSIONS)}), "

@@ -10,10 +10,18 @@ reconciler's own write, so events on it are ignored (a hand edit of it is
 still picked up by the loop's drift interval). Inside ``.git`` only moves of
 HEAD and refs count, so a commit updates the recorded revision while index
 refreshes and object writes do not trigger anything.
+
+On a crowded machine (a Kubernetes node whose processes hold many inotify
+instances) the kernel can refuse inotify at start: ``EMFILE``, the instance
+limit, or ``ENOSPC``, the watch limit. The watcher then polls the tree instead
+(watchdog's polling observer, every ``POLL_SECONDS``), says so once in the log,
+and calls back as before, only later.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,10 +29,14 @@ from pathlib import Path, PurePosixPath
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
 
 from reconciler.model.lock import LOCK_FILENAME
 
 _OWN_WRITES = {LOCK_FILENAME, LOCK_FILENAME + ".tmp"}
+POLL_SECONDS = 2.0   # how often a tree is scanned when inotify is refused
+_INOTIFY_LIMITS = (errno.EMFILE, errno.ENOSPC)   # instances, watches
+log = logging.getLogger("reconciler.loop")
 
 
 def relevant(rel: str) -> bool:
@@ -52,11 +64,23 @@ class TreeWatcher:
         self._pending: set[str] = set()
         self._first = 0.0
         self._timer: threading.Timer | None = None
+        self.polling = False   # inotify was refused: the tree is scanned every POLL_SECONDS
         self._observer = Observer()
         self._observer.schedule(_Handler(self), str(self.root), recursive=True)
 
     def start(self) -> None:
-        self._observer.start()
+        try:
+            self._observer.start()
+        except OSError as exc:
+            if exc.errno not in _INOTIFY_LIMITS:
+                raise
+            self._observer = PollingObserver(timeout=POLL_SECONDS)
+            self._observer.schedule(_Handler(self), str(self.root), recursive=True)
+            self._observer.start()
+            self.polling = True
+            log.warning("watching %s by polling every %gs: %s (raise fs.inotify.%s to watch it with inotify)",
+                        self.root, POLL_SECONDS, exc.strerror or exc,
+                        "max_user_instances" if exc.errno == errno.EMFILE else "max_user_watches")
 
     def stop(self) -> None:
         self._observer.stop()

@@ -11,7 +11,7 @@ take only by changing its declaration.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Protocol
 
 import semver
@@ -26,7 +26,7 @@ from reconciler.model.declarations import (
 )
 from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import VersionRange, order_key, parse_version
-from reconciler.resolve.sat import Hold, Problem, Requirement
+from reconciler.resolve.sat import UPGRADE_EDGES, Hold, Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
 
 __all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
@@ -107,6 +107,7 @@ class ResolutionRequest:
     kube_version: str | None = None
     semver_catalogs: frozenset[str] = frozenset()   # catalogs whose upgrade graph is semver-ordered
     pins: Mapping[str, LockEntry] = field(default_factory=dict)   # owner -> locked bundle, preferred first
+    installed_from: str = ""   # where ``installed`` comes from when not the cluster, e.g. "olm.lock"
     holds: Mapping[str, frozenset[str]] = field(default_factory=dict)   # package -> the only bundles allowed
 
 
@@ -118,6 +119,8 @@ class SatResolver:
     universe: Universe | None = None   # the last resolution's: which packages it looked at (the closure)
 
     def resolve(self, request: ResolutionRequest) -> Resolution:
+        request = replace(request, declarations=tuple(_entrypoint_package(d, request.catalogs)
+                                                      for d in request.declarations))
         _check_packages_unique(request.declarations)
         universe = self.universe = Universe(request.catalogs, request.holds)
         current = _kube(request.kube_version)
@@ -163,6 +166,25 @@ def _kube(text: str | None) -> semver.Version | None:
         return None
     v = parse_version(text.split("+")[0] if text.startswith("v") else text)
     return semver.Version(v.major, v.minor, v.patch)
+
+
+def _entrypoint_package(d: OperatorDecl, catalogs: Mapping[str, Catalog]) -> OperatorDecl:
+    """A v2alpha1 entrypoint written without its package (seed 001) gets the package its catalog lists it in."""
+    if d.catalog is None or d.catalog.package or not d.entrypoint:
+        return d
+    where, obj = str(d.origin), f"{d.kind} {d.name}"
+    catalog = catalogs.get(d.catalog.name)
+    if catalog is None:
+        raise ResolutionError(f"catalog {d.catalog.name!r} not found", path=where, obj=obj,
+                              hint=f"catalogs in this repository: {_names(catalogs)}")
+    packages = sorted(p for p, (_, bundles) in catalog.contents.members.items() if d.entrypoint in bundles)
+    if len(packages) != 1:
+        raise ResolutionError(f"entrypoint {d.entrypoint!r} is " + (
+            f"a bundle of {len(packages)} packages of catalog {d.catalog.name!r}: {', '.join(packages)}" if packages
+            else f"no bundle of catalog {d.catalog.name!r}"), path=where, obj=obj,
+            hint="name the package too (spec.updates.catalogSource.package)" if packages else
+            "name a bundle the catalog lists (`reconciler catalog list bundles`)")
+    return replace(d, catalog=replace(d.catalog, package=packages[0]))
 
 
 def _check_packages_unique(decls: tuple[OperatorDecl, ...]) -> None:
@@ -220,10 +242,12 @@ def _predicate(d: OperatorDecl, catalogs: Mapping[str, Catalog], installed: Lock
             raise ResolutionError(
                 f"channel {channel!r} not found in package {sel.package!r} of catalog {sel.name!r}",
                 path=where, obj=obj, hint=f"channels: {_names({c.name: c for c in catalog.channels_of(sel.package)})}")
-        parts += [CatalogIs(sel.name), PackageIs(sel.package), ChannelIs(channel)]
+        parts += [CatalogIs(sel.name), PackageIs(sel.package)]
+        if d.follow_updates or sel.channel:   # an entrypoint alone is installed from whichever channel lists it
+            parts.append(ChannelIs(channel))
     if d.version is not None:
         parts.append(VersionIn(d.version))
-    if d.entrypoint and installed is None:
+    if d.entrypoint and (installed is None or not d.follow_updates):
         parts.append(NameIs(d.entrypoint))
     for i, c in enumerate(d.constraints):
         try:
@@ -312,6 +336,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
                                 text=f"{d.kind} {d.name} ({d.origin}) requires {pred.describe()}",
                                 candidates=cands, allowed=allowed, installed=installed,
                                 installed_name=installed_name, force=cls.force,
+                                installed_from=request.installed_from,
                                 minimal_version=cls.minimal_version))
     problem = Problem(universe, reqs, _min_kube_check(kube), _held_dependencies(universe, request))
     try:
@@ -372,10 +397,11 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
 
 def _describe(c: Candidate, req: Requirement) -> str:
     notes = []
+    installed = f"locked in {req.installed_from}" if req.installed_from else "installed"   # the lock is all we know
     if req.installed is not None and c.key == req.installed.key:
-        notes.append("installed")
+        notes.append(installed)
     elif req.allowed is not None and c.key not in req.allowed:
-        notes.append("not an upgrade edge from what is installed")
+        notes.append(f"not an upgrade edge from what is {installed}")
     if c.heads_of:
         notes.append(f"head of {', '.join(sorted(c.heads_of))}")
     if c.deprecated:

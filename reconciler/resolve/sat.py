@@ -36,6 +36,8 @@ from reconciler.model.constraints import Predicate, bundle_dependencies, gvk_tex
 from reconciler.model.catalog import PROP_GVK
 from reconciler.resolve.universe import Candidate, Universe, dependency_order
 
+UPGRADE_EDGES = "upgrades follow the catalog's upgrade edges"   # the fact a change no edge reaches conflicts with
+
 
 @dataclass
 class Requirement:
@@ -48,6 +50,7 @@ class Requirement:
     allowed: set[tuple[str, str, str]] | None = None   # upgrade edges from what is installed
     installed: Candidate | None = None
     installed_name: str = ""                    # what is installed, also when the catalog no longer has it
+    installed_from: str = ""                    # the lockfile that says so, when no cluster was read
     force: bool = False
     minimal_version: bool = False
 
@@ -126,8 +129,9 @@ class Problem:
                 if blocked:
                     reachable = sorted(key[2] for key in req.allowed)
                     installed = req.installed.name if req.installed is not None else req.installed_name
-                    self._fact(f"{req.label} has {installed} installed, and upgrades follow the catalog's "
-                               f"upgrade edges one hop at a time, which allow only: "
+                    known = f" (as {req.installed_from} records it: no cluster was read)" if req.installed_from else ""
+                    self._fact(f"{req.label} has {installed} installed{known}, and {UPGRADE_EDGES} "
+                               f"one hop at a time, which allow only: "
                                f"{', '.join(reachable) or 'nothing'} (inputClass: force moves it anywhere)",
                                [[-self.var(c)] for c in blocked])
             for c in req.candidates:

@@ -63,7 +63,13 @@ def open_git(root: Path) -> tuple[pygit2.Repository, str]:
 
 
 def _dirty(repo: pygit2.Repository, rel: str) -> bool:
-    for path, flags in repo.status().items():
+    try:
+        status = repo.status()
+    except pygit2.GitError as exc:   # e.g. directories nested deeper than git walks
+        raise InputError(f"git cannot tell whether the working tree has changes: {exc}", path=str(repo.workdir),
+                         hint="remove what git cannot read from the working tree, or name the base with --base "
+                              "REV") from None
+    for path, flags in status.items():
         if flags & pygit2.enums.FileStatus.IGNORED:
             continue
         if not rel or path.startswith(rel + "/"):

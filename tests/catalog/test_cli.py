@@ -86,6 +86,22 @@ def test_list_packages_table(tmp_path):
                                 "demo     stable          fast,stable  3        1.2.0"]
 
 
+def test_list_and_graph_take_the_directory_as_validate_does(tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "repo"
+    demo_catalog(repo / "catalogs")
+    write(repo, ".git/config", "[core]\n")   # what a repository's root holds besides its catalogs
+    write(repo, "operators/op.yaml", "apiVersion: operators.coreos.com/v1\nkind: Operator\n")
+    code, out = run("catalog", "list", "packages", str(repo / "catalogs"))
+    assert code == 0 and out.splitlines()[1].split()[0] == "demo", out
+    monkeypatch.chdir(repo)
+    capsys.readouterr()
+    assert run("catalog", "list", "packages") == (code, out)       # at a repository's root: its catalogs/
+    code, graph = run("catalog", "graph", "demo", "--channel", "stable")
+    assert code == 0 and "demo.v1.2.0" in graph
+    assert capsys.readouterr().err == ""                          # no warning about .git/ or operators/
+    assert run("catalog", "list", "packages", "catalogs", "-c", "elsewhere")[0] == 64
+
+
 def test_list_bundles_filters_and_formats(tmp_path):
     demo_catalog(tmp_path)
     _, out = run("catalog", "list", "bundles", "-c", str(tmp_path), "--provides", "Widget", "-o", "json")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import pty
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import EXAMPLE, managed
+from tests.e2e.support import managed
+from tests.example import approved_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,9 +40,7 @@ def _run_on_pty(*args: str, env: dict[str, str] | None = None, shared: bool = Fa
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
-    return path
+    return approved_copy(tmp_path / "repo", lock=False)
 
 
 def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
@@ -85,6 +83,19 @@ def test_nothing_with_quiet_or_off_a_terminal(repo, tmp_path):
     assert proc.returncode == 1 and proc.stderr == ""
     code, _, term = _run_on_pty("reconcile", str(repo), "--dry-run", env=env)
     assert code == 1 and "loading catalogs" in term  # the same run on a terminal does show it
+
+
+def test_verbose_off_a_terminal_logs_the_stages(repo, tmp_path):
+    """A CI log is not a terminal: -v there logs each stage as an info line, where the terminal shows progress."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": "", "HOME": str(tmp_path)}
+    for flag in ("-v", "-vv"):
+        proc = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo), "--dry-run", flag],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 1 and "Summary:" in proc.stdout
+        logged = [ln.split(" reconciler.progress: ", 1)[1] for ln in proc.stderr.splitlines()
+                  if " INFO reconciler.progress: " in ln]
+        assert logged[:3] == [f"reading {repo}", "loading catalogs", "resolving 1 declaration(s)"], proc.stderr
+        assert "\r" not in proc.stderr and "\033" not in proc.stderr
 
 
 def screen(transcript: str) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import shutil
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +13,8 @@ import pytest
 
 from reconciler.cli import main
 from reconciler.cluster.kube import Kube
+from tests.example import EXAMPLE, approved_copy  # noqa: F401 (EXAMPLE: for the tests that read it)
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 
 
 @dataclass
@@ -32,7 +31,7 @@ class GitOpsRepo:
     """A copy of the example repository, committed to a real git repository."""
 
     def __init__(self, path: Path) -> None:
-        shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
+        approved_copy(path, lock=False)
         self.path = path
         self.git = pygit2.init_repository(str(path), initial_head="main")
         self.commit("example")
@@ -81,10 +80,8 @@ def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
 
 
 def example_copy(tmp_path: Path) -> Path:
-    """A plain copy of the example repository (not a git repository), without its lockfile."""
-    path = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, path, ignore=shutil.ignore_patterns("olm.lock"))
-    return path
+    """A plain copy of the example repository (not a git repository), without its lockfile, approved."""
+    return approved_copy(tmp_path / "repo", lock=False)
 
 
 def approve(repo: GitOpsRepo, *operators: str, capsys: pytest.CaptureFixture[str]) -> Run:

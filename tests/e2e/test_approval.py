@@ -14,6 +14,8 @@ from reconciler.cluster.apply import sync
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
 
+from tests.unit.test_declarations import DESIGN_DOC_V2ALPHA1
+
 from .support import GitOpsRepo, approve, get, managed, reconcile
 
 pytestmark = pytest.mark.cluster
@@ -84,6 +86,14 @@ def _status(k8s: Kube, name: str) -> dict:
     return get(k8s, "reconciler.dev/v1alpha1", "Operator", name)["status"]
 
 
+def _approve_and_apply(repo: GitOpsRepo, kc: Path, k8s: Kube, capsys, bundle: str) -> None:
+    """`reconciler approve` plumbus, committed, then a reconcile that installs ``bundle``."""
+    assert approve(repo, "plumbus", capsys=capsys).code == 0
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert _status(k8s, "plumbus")["bundle"]["name"] == bundle
+
+
 def _condition(status: dict, kind: str) -> dict:
     return next(c for c in status["conditions"] if c["type"] == kind)
 
@@ -143,10 +153,7 @@ def test_android_first_install_waits_then_upgrades_within_the_approval_and_escal
     assert _condition(_status(k8s, "plumbus"), "Ready")["status"] == "True"
     assert _status(k8s, "fleeb")["bundle"]["name"] == "fleeb.v1.1.0"
 
-    assert approve(repo, "plumbus", capsys=capsys).code == 0
-    run = reconcile(repo, kc, capsys=capsys)
-    assert run.code == 0, run.out + run.err
-    assert _status(k8s, "plumbus")["bundle"]["name"] == "plumbus.v1.2.0"
+    _approve_and_apply(repo, kc, k8s, capsys, "plumbus.v1.2.0")
     role = get(k8s, "rbac.authorization.k8s.io/v1", "ClusterRole", installer.role_name("plumbus"))
     assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]} in role["rules"]
 
@@ -312,3 +319,34 @@ def test_in_git_only_a_committed_approval_counts_and_a_dry_run_previews_one_sayi
     repo.remove("approvals/plumbus.yaml")
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0 and "approvals/plumbus.yaml: uncommitted changes, not counted" in run.out, run.out
+
+
+MANUAL = DESIGN_DOC_V2ALPHA1.replace("plumbus.v2.0.0", "plumbus.v1.0.0").replace("Automatic", "Manual") + \
+    '  version: "{version}"\n  install:\n    namespace: plumbus-system\n'
+
+
+def test_seed_001_manual_approval_holds_every_upgrade_until_it_is_approved(repo, kc, k8s, capsys):
+    """Seed 001's v2alpha1 Operator with ``approval: Manual``: the first install and then an upgrade that needs no
+    new permission (which Android would take by itself) each wait, with the installed bundle left as it is, until
+    `reconciler approve` is committed."""
+    repo.remove("operators/fleeb.yaml")
+    repo.write("operators/plumbus.yaml", MANUAL.format(version="1.0.0"))
+    repo.commit("plumbus 1.0.0, approved by hand")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 4 and "the declaration asks for manual approval" in run.out, run.out + run.err
+    assert managed(k8s, "plumbus") == set()
+    _approve_and_apply(repo, kc, k8s, capsys, "plumbus.v1.0.0")
+
+    repo.write("operators/plumbus.yaml", MANUAL.format(version="1.1.0"))
+    repo.commit("plumbus 1.1.0")
+    run = reconcile(repo, kc, capsys=capsys)
+    assert run.code == 4, run.out + run.err
+    assert "plumbus: plumbus.v1.1.0 WAITS FOR APPROVAL (olm.resolveset, DenyAll): plumbus.v1.1.0 waits for " \
+           "approval: the declaration asks for manual approval" in run.out
+    assert _status(k8s, "plumbus")["bundle"]["name"] == "plumbus.v1.0.0"
+    assert _status(k8s, "plumbus")["pending"]["bundle"]["name"] == "plumbus.v1.1.0"
+    deployment = get(k8s, "apps/v1", "Deployment", "plumbus-controller", "plumbus-system")   # 1.0.0's
+    assert [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]] == [
+        "registry.example.com/plumbus/controller:v1.0.0"]
+    assert get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system") is None   # 1.1.0's
+    _approve_and_apply(repo, kc, k8s, capsys, "plumbus.v1.1.0")

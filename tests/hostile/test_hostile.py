@@ -42,10 +42,10 @@ from pathlib import Path
 import pytest
 
 from reconciler import yamlio
+from tests.example import approved_copy
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-EXAMPLE = ROOT / "examples" / "gitops-repo"
 CORPUS = ROOT.parent / "shared" / "corpus" / "operators"
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus/operators")
@@ -84,7 +84,7 @@ def build(case: dict, name: str, tmp: Path, deep: list[Path] | None = None) -> P
     """The case's repository under ``tmp``; the deepest directory of each ``dirs`` operation is added to ``deep``."""
     deep = [] if deep is None else deep
     repo, outside = tmp / "repo", tmp / "outside"
-    shutil.copytree(EXAMPLE, repo)
+    approved_copy(repo)
     outside.mkdir()
     if case.get("corpus"):
         source = CORPUS / case["corpus"]

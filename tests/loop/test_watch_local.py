@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from watchdog.observers import Observer
 
 from reconciler.loop import REJECTED, UNCHANGED, LocalSource, Loop
+from reconciler.repo import watch
 from reconciler.repo.watch import TreeWatcher, relevant
 from tests.e2e.support import get, managed
 from tests.e2e.test_reconcile import V100, V110
@@ -190,3 +194,55 @@ def test_watch_logs_on_stderr_and_prints_the_report_only_when_asked(gitops, k8s,
         assert out.read_text() == "", out.read_text()
     logged = err.read_text()
     assert "Changes (" not in logged and "Summary: " not in logged   # the report never mixes into the log
+
+
+class _RefusedInotify(Observer):
+    """The inotify observer as a crowded node's kernel answers it: no instance (or watch) left."""
+
+    def __init__(self, *args, refusal: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.refusal = refusal
+
+    def start(self) -> None:
+        raise OSError(self.refusal, {errno.EMFILE: "inotify instance limit reached",
+                                     errno.ENOSPC: "inotify watch limit reached"}[self.refusal])
+
+
+@pytest.mark.parametrize("refusal", [errno.EMFILE, errno.ENOSPC], ids=["instances", "watches"])
+def test_a_tree_is_polled_when_inotify_is_refused_and_says_so_once(tmp_path: Path, monkeypatch, caplog, refusal):
+    monkeypatch.setattr(watch, "Observer", lambda: _RefusedInotify(refusal=refusal))
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.2)
+    seen: list[list[str]] = []
+    caplog.set_level(logging.WARNING, "reconciler.loop")
+    watcher = TreeWatcher(tmp_path, seen.append, debounce=0.1)
+    watcher.start()
+    try:
+        (tmp_path / "operators.yaml").write_text("x\n")
+        wait_until(lambda: seen, "a change reported by polling")
+        (tmp_path / "operators.yaml").write_text("y\n")
+        wait_until(lambda: len(seen) > 1, "a second change reported")
+    finally:
+        watcher.stop()
+    assert watcher.polling and seen[0] == ["operators.yaml"]
+    said = [r.getMessage() for r in caplog.records if "by polling" in r.getMessage()]
+    limit = "max_user_instances" if refusal == errno.EMFILE else "max_user_watches"
+    assert len(said) == 1 and said[0].startswith(f"watching {tmp_path.resolve()} by polling every 0.2s: inotify ")
+    assert f"raise fs.inotify.{limit}" in said[0]
+
+
+def test_the_loop_keeps_reconciling_a_polled_tree(gitops, k8s, clean, monkeypatch, caplog):
+    """`watch` on a working tree where inotify is refused at start: the loop polls and applies each commit
+    (the drift interval is far away, so only the polling sees them)."""
+    monkeypatch.setattr(watch, "Observer", lambda: _RefusedInotify(refusal=errno.EMFILE))
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.5)
+    caplog.set_level(logging.WARNING, "reconciler.loop")
+    gitops.set_version("1.0.0")
+    pinned = gitops.commit("pin 1.0.0")
+    loop = Loop(LocalSource(gitops.path, debounce=0.1), k8s, interval=600.0, identity="test")
+    with running(loop):
+        wait_until(lambda: applied_at(k8s, pinned), "the first commit applied")
+        gitops.set_version(">=1.0.0 <2.0.0")
+        upgraded = gitops.commit("follow 1.x")
+        wait_until(lambda: applied_at(k8s, upgraded) and managed(k8s, "plumbus") == V110,
+                   "the upgrade applied at its commit, seen by polling")
+    assert sum("by polling" in r.getMessage() for r in caplog.records) == 1

@@ -3,12 +3,14 @@ and small registry+v1 bundles written to a temporary directory."""
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconciler import yamlio
+from tests.example import approved_copy
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 
@@ -16,10 +18,8 @@ ALL_MODES = ("OwnNamespace", "SingleNamespace", "AllNamespaces")
 
 
 def copy_example(tmp_path: Path, name: str = "repo") -> Path:
-    """A private copy of examples/gitops-repo that a test may edit."""
-    dest = tmp_path / name
-    shutil.copytree(EXAMPLE_REPO, dest)
-    return dest
+    """A private copy of examples/gitops-repo that a test may edit, its Operator approved."""
+    return approved_copy(tmp_path / name)
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -125,3 +125,14 @@ def by_kind(objects: Any, kind: str, group: str | None = None) -> list[dict[str,
         if o["kind"] == kind and (group is None or g == group):
             out.append(o)
     return out
+
+
+@pytest.fixture
+def no_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No kubeconfig anywhere and not in a pod (a test module uses it with ``pytestmark``)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)

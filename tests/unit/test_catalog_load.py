@@ -252,3 +252,16 @@ def test_mediatype_property(tmp_path):
              {"type": "olm.bundle.mediatype", "value": "plain+v0"}]
     write_docs(tmp_path, "c.yaml", package(), channel(), bundle(props=props))
     assert load(tmp_path).bundle("demo", "demo.v1.0.0").mediatype == "plain+v0"
+
+
+@pytest.mark.parametrize("links", [{"demo/again": "."}, {"a/to-b": "../b", "b/to-a": "../a"}],
+                         ids=["to-its-parent", "two-directories"])
+def test_a_loop_of_directory_links_is_refused_naming_the_link(tmp_path, links):
+    write(tmp_path, "demo/catalog.yaml", "schema: olm.package\nname: demo\n")
+    for link, target in links.items():
+        (tmp_path / link).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / link).symlink_to(target)
+    with pytest.raises(CatalogError) as err:
+        load_catalog("x", tmp_path, "catalogs/x")
+    assert err.value.message == "symbolic link points to a directory that contains it"
+    assert err.value.path in ("catalogs/x/demo/again", "catalogs/x/a/to-b/to-a")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli import main
-from tests.unit.helpers import EXAMPLE_REPO, copy_example, write
+from tests.unit.helpers import EXAMPLE_REPO, copy_example, no_cluster, write  # noqa: F401 (fixture)
 
 EXPECTED_CHANGES = [
     "  + Namespace plumbus-system  would be created  [plumbus]",
@@ -25,15 +25,7 @@ EXPECTED_CHANGES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_cluster(monkeypatch, tmp_path):
-    """No kubeconfig anywhere and not in a pod."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("KUBECONFIG", "")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+pytestmark = pytest.mark.usefixtures("no_cluster")
 
 
 @pytest.fixture
@@ -68,6 +60,19 @@ def test_dry_run_against_empty_cluster(repo, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_dry_run_shows_each_created_object_as_a_unified_diff(repo):
+    code, out = run("reconcile", "--dry-run", str(repo))
+    lines = out.splitlines()
+    at = lines.index("  + Deployment.apps plumbus-system/plumbus-controller-manager  would be created  [plumbus]")
+    body = lines[at + 1:]
+    assert body[0].startswith("      @@ -0,0 +1,") and body[1:3] == ["      +apiVersion: apps/v1",
+                                                                      "      +kind: Deployment"]
+    namespace = lines.index("  + Namespace plumbus-system  would be created  [plumbus]")
+    assert lines[namespace + 1:namespace + 6] == ["      @@ -0,0 +1,4 @@", "      +apiVersion: v1",
+                                                  "      +kind: Namespace", "      +metadata:",
+                                                  "      +  name: plumbus-system"]
+
+
 def test_dry_run_writes_the_lockfile_only_when_asked(repo):
     assert not (repo / "olm.lock").exists()
     run("reconcile", "--dry-run", str(repo))
@@ -100,9 +105,29 @@ def test_a_downgrade_is_refused_by_the_upgrade_edges(repo, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "cannot all be satisfied" in err
-    assert "Operator plumbus has plumbus.v1.1.0 installed" in err and "allow only: plumbus.v1.1.0 (" in err
+    # without a cluster, what is installed is what olm.lock records, and the fact says so
+    assert "Operator plumbus has plumbus.v1.1.0 installed (as olm.lock records it: no cluster was read), and " \
+           "upgrades follow" in err and "allow only: plumbus.v1.1.0 (" in err
     assert "inputClass: force" in err
     assert "name: plumbus.v1.1.0" in (repo / "olm.lock").read_text()
+
+
+def test_a_downgrade_can_be_reviewed_and_says_a_reconcile_refuses_it(repo):
+    import pygit2
+
+    git = pygit2.init_repository(str(repo), initial_head="main")
+    run("reconcile", "--dry-run", "--write-lock", str(repo))
+    git.index.add_all()
+    git.index.write()
+    sig = pygit2.Signature("Test", "test@example.invalid")
+    git.create_commit("HEAD", sig, sig, "at 1.1.0", git.index.write_tree(), [])
+    decl = repo / "operators" / "plumbus.yaml"
+    decl.write_text(decl.read_text().replace('version: ">=1.0.0 <2.0.0"', 'version: "1.0.0"'))
+    code, out = run("diff", str(repo), "--offline")
+    assert code == 1, out
+    assert "plumbus (Operator): downgraded plumbus.v1.1.0 -> plumbus.v1.0.0  [no upgrade edge: a reconcile " \
+           "refuses it (upgrades follow the catalog's upgrade edges; inputClass: force moves it anywhere)]" in out
+    assert "  + Deployment.apps plumbus-system/plumbus-controller  created" in out
 
 
 def test_force_moves_the_lockfile_to_a_pinned_version(repo):
@@ -161,7 +186,8 @@ def test_bad_declaration_exit_code(repo, capsys):
     write(repo, "operators/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     code, _ = run("reconcile", "--dry-run", str(repo))
     assert code == 2
-    assert "operators/extra.yaml: unknown declaration v1 ConfigMap" in capsys.readouterr().err
+    assert "operators/extra.yaml: v1 ConfigMap is not a declaration here: file:// bundle content is a directory " \
+           "of the repository, not a ConfigMap" in capsys.readouterr().err
 
 
 def test_unsupported_bundle_exit_code(repo, capsys):
@@ -185,7 +211,7 @@ def test_empty_repository_nothing_to_do(tmp_path, capsys):
 def test_missing_repository(tmp_path, capsys):
     code, _ = run("reconcile", "--dry-run", str(tmp_path / "nope"))
     assert code == 2
-    assert "repository directory does not exist" in capsys.readouterr().err
+    assert f"{tmp_path / 'nope'}: no such directory" in capsys.readouterr().err
 
 
 def test_usage_errors_have_their_own_exit_code(capsys):

@@ -77,8 +77,9 @@ spec:
     spec:
       class: olm.bundle
       refs:
-      - docker://quay.io/etcd/bundle@sha256
+      - docker://quay.io/etcd/bundle@sha256:{digest}
 """
+DIGEST = "0123456789abcdef" * 4
 
 
 def parse(text: str, origin: Origin = ORIGIN):
@@ -197,10 +198,19 @@ def test_v2alpha1_rejects_v1_fields():
 
 
 def test_direct_bundle():
-    decl = parse(DIRECT_BUNDLE)
+    decl = parse(DIRECT_BUNDLE.format(digest=DIGEST))
     assert decl.catalog is None and decl.package is None
-    assert decl.bundle == DirectBundle("etcd-operator.v0.9.3", ("docker://quay.io/etcd/bundle@sha256",),
+    assert decl.bundle == DirectBundle("etcd-operator.v0.9.3", (f"docker://quay.io/etcd/bundle@sha256:{DIGEST}",),
                                        "olm.bundle")
+
+
+@pytest.mark.parametrize("digest", ["", "abc123...", DIGEST[:-1], DIGEST.upper()])
+def test_a_placeholder_digest_is_refused_where_it_is_written(digest):
+    """Seed 004 writes docker://quay.io/etcd/bundle@sha256, seed 001 sha256:def456...: they stand for digests."""
+    err = error(yamlio.load_one(DIRECT_BUNDLE.format(digest=digest).replace("sha256:\n", "sha256\n"), "x"))
+    assert err.message.startswith("spec.bundle.spec.refs[0] 'docker://quay.io/etcd/bundle@sha256")
+    assert "is not an image digest (sha256: and 64 hex digits)" in err.message
+    assert err.hint.startswith("write the image's digest in full")
 
 
 def test_direct_bundle_needs_refs():

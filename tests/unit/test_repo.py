@@ -179,7 +179,7 @@ def test_input_and_input_class_are_read(tmp_path, api_version):
      "  - type: olm.constraint\n    value: {cel: {rule: 'properties.exists(p,'}}\n",
      "does not compile"),
     ("apiVersion: deppy.io/v1\nkind: InputClass\nmetadata: {name: subscription}\n",
-     "InputClass subscription is built in and cannot be redefined"),
+     "InputClass subscription is built in, and this definition changes it: parameters.constraints are none"),
     ("apiVersion: deppy.io/v1\nkind: InputClass\nmetadata: {name: c}\nparameters:\n  constraints:\n"
      "  - {type: maxKubeVersion, value: '1.30'}\n", "InputClass constraint type 'maxKubeVersion' is not supported"),
     ("apiVersion: deppy.io/v1\nkind: Input\nmetadata: {name: x}\nspec:\n  inputClass: nightly\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.catalog import load_catalog
-from reconciler.errors import ResolutionError
+from reconciler.errors import DeclarationError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import Origin, parse_operator
 from reconciler.resolve import ResolutionRequest, SatResolver, Selection
@@ -19,7 +19,7 @@ ORIGIN = Origin("operators/op.yaml")
 def op(name="plumbus", *, catalog="community", package="plumbus", channel="stable", version=None,
        api="v1", entrypoint=None, **spec):
     if api == "v2alpha1":
-        cs = {"package": package, "ref": {"name": catalog}}
+        cs = {"package": package, "ref": {"name": catalog}} if package else {"ref": {"name": catalog}}
         if channel:
             cs["channel"] = channel
         if entrypoint:
@@ -174,6 +174,28 @@ def test_entrypoint_not_in_channel(example):
     err = resolve_error(op(api="v2alpha1", entrypoint="plumbus.v9.0.0"), example)
     assert err.message == "no bundle in channel 'stable' of package 'plumbus' satisfies entrypoint plumbus.v9.0.0"
     assert "plumbus.v1.1.0 (1.1.0), plumbus.v1.0.0 (1.0.0)" in err.hint
+
+
+def test_an_entrypoint_alone_is_that_bundle_without_updates(example):
+    """Seed 001: "Omitting package and channel will install the entrypoint from ref without subscribing to
+    updates" -- the older bundle stays although the channel has a newer one, and it is not an upgrade edge's."""
+    decl = op(api="v2alpha1", package=None, channel=None, entrypoint="plumbus.v1.0.0")
+    assert (decl.package, decl.follow_updates) == ("", False)
+    sel = resolve_one(decl, example)
+    assert (sel.bundle_name, sel.package, sel.channel) == ("plumbus.v1.0.0", "plumbus", "stable")
+    installed = _lock("plumbus.v1.0.0", "1.0.0", catalog="community", package="plumbus")
+    again = SatResolver().resolve(ResolutionRequest((decl,), example, installed={"plumbus": installed}))
+    assert [s.bundle_name for s in again.selections] == ["plumbus.v1.0.0"]
+    err = resolve_error(op(api="v2alpha1", package=None, channel=None, entrypoint="plumbus.v9.0.0"), example)
+    assert err.message == "entrypoint 'plumbus.v9.0.0' is no bundle of catalog 'community'"
+
+
+@pytest.mark.parametrize("channel, entrypoint", [("stable", "plumbus.v1.0.0"), (None, None)])
+def test_a_catalog_source_without_a_package_needs_an_entrypoint_alone(channel, entrypoint):
+    with pytest.raises(DeclarationError) as err:
+        op(api="v2alpha1", package=None, channel=channel, entrypoint=entrypoint)
+    assert "spec.updates.catalogSource needs a package (and optionally a channel and an entrypoint), or an " \
+           "entrypoint alone" in err.value.message
 
 
 def test_entrypoint_and_version_must_both_hold(example):

@@ -50,7 +50,7 @@ def test_invalid_yaml_names_file_and_line():
     assert err.value.path == "operators/broken.yaml"
     assert rendered.startswith("operators/broken.yaml: invalid YAML (line ")
     assert "line 5" in rendered or "line 6" in rendered
-    assert "hint: fix the YAML syntax" in rendered
+    assert "hint: the '[' at line 4, column 9 is not closed where the next entry begins" in rendered
 
 
 def test_invalid_yaml_bad_indentation_line_number():
@@ -301,3 +301,21 @@ def test_json_is_read_without_importing_pyyaml(tmp_path):
     proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": root}, check=True)
     assert proc.stdout.split() == ["1", "True", "False", "True"]
+
+
+@pytest.mark.parametrize("source, text, message, hint", [
+    ("catalog.json", '{"schema": "olm.package",\n "name": "a"\n{"schema": "olm.channel"}\n',
+     "catalog.json: invalid JSON (line 3, column 1): Expecting ',' delimiter", "fix the JSON syntax there"),
+    ("catalog.json", '{"schema": "olm.package"}\n{"schema": }\n',
+     "catalog.json: invalid JSON (line 2, column 12): Expecting value", "fix the JSON syntax there"),
+    ("op.yaml", "spec:\n\tcatalog: {}\n", "op.yaml: invalid YAML (line 2, column 1)",
+     "YAML indents with spaces, never tabs: replace the tab on line 2 with spaces"),
+    ("class.yaml", "constraints:\n- type: minKubeVersion\n  value: >= 1.20\n", "class.yaml: invalid YAML (line 3",
+     "a value that starts with '>' begins a block scalar; quote it: \">= 1.20\""),
+    ("bundle.yaml", "metadata:\n  annotations:\n    olm.properties: -|\n     {\"olm.gvk\": {\"group\": \"g\"}}\n",
+     "bundle.yaml: invalid YAML (line 4", "'-|' is not a block scalar indicator; write '|-'"),
+])
+def test_a_syntax_error_is_named_in_the_files_language_with_what_to_write(source, text, message, hint):
+    with pytest.raises(InputError) as err:
+        yamlio.load_all(text, source, strict=True)
+    assert message in err.value.render() and hint in err.value.hint

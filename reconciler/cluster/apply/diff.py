@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
-from reconciler.model.kube import Manifest
+from reconciler.model.kube import Manifest, ObjectRef
 
 
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
@@ -114,6 +114,22 @@ def unified(live: Manifest, proposed: Manifest, label: str, *, limit: int = UNIF
     if len(lines) > limit:
         lines = lines[:limit] + [f"... {len(lines) - limit} more diff lines"]
     return tuple(lines)
+
+
+def created(proposed: Manifest, label: str, *, limit: int = UNIFIED_LINES) -> tuple[str, ...]:
+    """A new object as the unified diff `kubectl diff` shows for one: every line added (Secret values masked)."""
+    from reconciler import yamlio
+
+    body = yamlio.dump_readable(normalize(proposed)).splitlines()
+    lines = ["--- /dev/null", f"+++ proposed/{label}", f"@@ -0,0 +1,{len(body)} @@"] + [f"+{ln}" for ln in body]
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more diff lines"]
+    return tuple(lines)
+
+
+def label_of(ref: ObjectRef) -> str:
+    """The file name an object's diff is labelled with (``group.Kind.namespace.name``), as `kubectl diff`."""
+    return f"{ref.group or 'core'}.{ref.kind}.{ref.namespace or '-'}.{ref.name}"
 
 
 def external_files(live: Manifest | None, proposed: Manifest | None) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
-from reconciler.cluster.apply.diff import describe_diff, external_files, unified
+from reconciler.cluster.apply.diff import describe_diff, external_files, label_of, unified
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import concurrently, order_key
@@ -138,8 +138,7 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
             p.diff = describe_diff(current, dry)
             p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
             if p.diff:
-                label = f"{p.ref.group or 'core'}.{p.ref.kind}.{p.ref.namespace or '-'}.{p.ref.name}"
-                p.unified = unified(current, dry, label)
+                p.unified = unified(current, dry, label_of(p.ref))
                 if dry_run:
                     p.sides = external_files(current, dry)
             # With no difference, write only to record a new digest (once), so the next run is a fast no-op.

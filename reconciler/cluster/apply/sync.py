@@ -10,6 +10,7 @@ from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
+from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.fields import unmatched
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.ownership import (
@@ -57,9 +58,12 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                             "by an API server")
         for op in desired:
             for ns in sorted(set(op.namespaces) - shipped_namespaces(op)):   # a shipped one is listed below
-                result.changes.append(Change(op.name, ObjectRef("", "Namespace", "", ns, "v1"), Action.CREATED))
+                namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                ref = ObjectRef("", "Namespace", "", ns, "v1")
+                result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(namespace, label_of(ref))))
             for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
-                result.changes.append(Change(op.name, ObjectRef.of(obj), Action.CREATED))
+                ref = ObjectRef.of(obj)
+                result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(obj, label_of(ref))))
         return _mark_waiting(result, desired)
 
     everyone = status_objects.read_all(kube)
@@ -121,7 +125,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if pending and not dry_run:
         record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
     if dry_run:
-        result.changes.extend(Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff, unified=p.unified,
+        result.changes.extend(Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff,
+                                     unified=p.unified or (created(p.obj, label_of(p.ref))
+                                                           if p.action == Action.CREATED else ()),
                                      sides=p.sides) for p in planned)
         prune(kube, desired, recorded, dry_run=True, result=result)
         return _mark_waiting(result, desired)
