@@ -46,7 +46,7 @@ def cluster_up(state_dir: Path | str | None = None,
     """
     state_dir = Path(state_dir) if state_dir else default_state_dir()
     with _locked(state_dir):
-        existing = _recorded(state_dir)
+        existing = _recorded(state_dir, log)
         if existing is not None:
             if existing.healthy():
                 log(f"the local cluster ({existing.version}) is already running "
@@ -88,7 +88,7 @@ def cluster_kubeconfig(state_dir: Path | str | None = None) -> Path:
     return plane.kubeconfig_path
 
 
-def _recorded(state_dir: Path) -> ControlPlane | None:
+def _recorded(state_dir: Path, log: Callable[[str], object] = lambda _: None) -> ControlPlane | None:
     """The control plane recorded in ``state_dir``, running or not.
 
     None if there is no record or it is unreadable (then there is nothing it could find to stop).
@@ -96,7 +96,7 @@ def _recorded(state_dir: Path) -> ControlPlane | None:
     if not (state_dir / "state.json").exists():
         return None
     try:
-        return ControlPlane.attach(state_dir)
+        return ControlPlane.attach(state_dir, log)
     except ControlPlaneError:
         return None
 

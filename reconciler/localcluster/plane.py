@@ -122,7 +122,7 @@ class ControlPlane:
         self.ports: dict[str, int] = {}
 
     @classmethod
-    def attach(cls, state_dir: Path | str) -> ControlPlane:
+    def attach(cls, state_dir: Path | str, log: Callable[[str], object] = lambda _: None) -> ControlPlane:
         """The control plane described by ``state_dir/state.json``, possibly started elsewhere."""
         state_dir = Path(state_dir)
         try:
@@ -139,7 +139,7 @@ class ControlPlane:
             raise ControlPlaneError(f"{state_dir / _STATE_FILE} was written by another version of the reconciler",
                                     hint="run `reconciler cluster down`, then `reconciler cluster up`") from None
         olm = state.get("olm")
-        plane = cls(state_dir, binaries, detached=True,
+        plane = cls(state_dir, binaries, detached=True, log=log,
                     olm=OlmBinaries(**{k: Path(v) if k != "version" else v for k, v in olm.items()}) if olm else None)
         plane.pids, plane.ports = state["pids"], state["ports"]
         return plane

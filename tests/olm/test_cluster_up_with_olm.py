@@ -1,9 +1,11 @@
 """`reconciler cluster up --with-olm` and `cluster down`, run as docs/health.md prints them.
 
-The commands run in one shell with the reconciler's cache in a temporary
-directory, so the default cluster they start is the test's own (a user's
-default cluster is left alone); the built tools are linked in from the real
-cache, so nothing is built twice.
+`--with-olm` is given to a cluster already running without OLM (a fresh
+start with OLM is what the other OLM tests' plane does): OLM is added, the
+rest of the cluster stays as it was. The commands run with the reconciler's
+cache in a temporary directory, so the default cluster they start is the
+test's own (a user's default cluster is left alone); the built tools are
+linked in from the real cache, so nothing is built twice.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIRST_LINE = "reconciler cluster up --with-olm"
 
 
-def test_cluster_up_with_olm_runs_olm_and_down_stops_it(request, tmp_path):
+def test_cluster_up_with_olm_adds_olm_to_the_cluster_and_down_stops_it(request, tmp_path):
     cache = tmp_path / "cache"
     for tool in (TOOL, KWOK_TOOL, OLM_TOOL):
         with uncaptured(request):
@@ -47,10 +49,15 @@ def test_cluster_up_with_olm_runs_olm_and_down_stops_it(request, tmp_path):
         assert done.returncode == 0, f"{line}\n{done.stdout}{done.stderr}"
         return done.stdout
 
-    up = run(block[0])
+    run("reconciler cluster up")
     try:
+        plain = ControlPlane.attach(state_dir)
+        assert plain.healthy() and plain.olm_version == ""
+        up = run(block[0])
         plane = ControlPlane.attach(state_dir)
         assert plane.healthy() and plane.olm_version == "v0.46.0"
+        assert {k: v for k, v in plane.pids.items() if k in plain.pids} == plain.pids   # the rest kept running
+        assert set(plane.pids) - set(plain.pids) == {"catalog-operator", "olm-operator"}
         assert re.search(r"^export KUBECONFIG=.*admin\.kubeconfig$", up, re.M), up
         assert "OLM v0.46.0 is running (namespace olm)" in up, up
         with plane.admin_client() as api:
