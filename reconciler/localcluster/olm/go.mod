@@ -1,5 +1,5 @@
 // Pins OLM v0 (olm-operator and catalog-operator), which the local cluster runs on request.
-// Built by reconciler.localcluster.olm; cached outside the source tree.
+// Built by reconciler.localcluster.olmv0; cached outside the source tree.
 module reconciler.local/olm
 
 go 1.26.3
