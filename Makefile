@@ -6,7 +6,7 @@
 # Both create the virtualenv and build the pinned control-plane binaries
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
-# registry, crane, operator-controller's renderer) and, as root on Debian,
+# registry, crane, operator-controller's renderer), OLM v0 for the tests that run it, and, as root on Debian,
 # installs Graphviz, OpenSSH's server and Chromium with apt-get when missing, so that no test is skipped for want of
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
@@ -17,7 +17,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lock binaries peers tools image image-tools clean
+.PHONY: demo test install lock binaries peers olm tools image image-tools clean
 
 # The virtualenv holds exactly the hash-checked versions of requirements-test.lock (and the project,
 # editable, built with the locked setuptools): a new machine on any day installs what CI last passed with.
@@ -72,6 +72,11 @@ demo: binaries
 peers: $(STAMP)
 	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary()'
 
+# OLM v0 (olm-operator and catalog-operator, pinned by reconciler/localcluster/olm/go.mod), which tests/olm runs
+# on a control plane of its own; a cold build takes about ten minutes on two cores, so it happens here, with progress.
+olm: $(STAMP)
+	$(BIN)/python -c 'from reconciler.localcluster.olmv0 import ensure_olm; ensure_olm()'
+
 # Graphviz (`catalog graph --format svg`), sshd (git over SSH) and Chromium for the tests that use them.
 # Chromium (headless) renders the page `fleet status -o html` writes, in its test.
 TOOL_PACKAGES := $(if $(shell command -v dot),,graphviz) $(if $(wildcard /usr/sbin/sshd),,openssh-server) \
@@ -96,7 +101,7 @@ image-tools:
 image: image-tools
 	image/build localhost/reconciler:dev
 
-test: binaries peers tools image-tools
+test: binaries peers olm tools image-tools
 	$(BIN)/python -m pytest
 
 clean:

@@ -7,6 +7,10 @@ no release URL or checksum list to maintain. The cache key is a label plus a
 hash of go.mod and go.sum: any change to the pins builds into a new
 directory, and an old build is never reused by mistake. A file lock makes
 concurrent callers wait for one build instead of racing.
+
+A tool may also need data files its module ships (OLM's CRDs): ``module_files``
+copies them from the module cache into the same directory in the same build, so
+the cache entry is complete or absent, and later runs never read the module cache.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ class GoTool:
     ldflags: tuple[str, ...] = ("-s", "-w")
     cgo: bool = False
     sources: tuple[str, ...] = ()    # files of module_dir beside go.mod that the build compiles (a peer's own main)
+    # (module, glob inside it, subdirectory): files of a required module copied beside the executables
+    module_files: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -69,8 +75,14 @@ class GoTool:
     def paths(self) -> dict[str, Path]:
         return {name: self.directory / name for name in self.outputs}
 
+    def files_dir(self, subdirectory: str) -> Path:
+        """Where the build put the ``module_files`` of ``subdirectory``."""
+        return self.directory / subdirectory
+
     def present(self) -> bool:
-        return all(p.is_file() and os.access(p, os.X_OK) for p in self.paths().values())
+        return (all(p.is_file() and os.access(p, os.X_OK) for p in self.paths().values())
+                and all(self.files_dir(sub).is_dir() and any(self.files_dir(sub).iterdir())
+                        for _, _, sub in self.module_files))
 
     def ensure(self, log: Callable[[str], object] = print) -> dict[str, Path]:
         """The cached executables by name, built first when missing."""
@@ -121,6 +133,7 @@ class GoTool:
                 raise ControlPlaneError(f"`go build` of {what} failed (exit {proc.returncode}):\n"
                                         + tail(build_log),
                                         hint="check access to the Go module proxy and the Go version")
+            self._copy_module_files(go, staging)
             build_log.unlink()
             staging.chmod(0o755)  # mkdtemp's 0700 would hide the binaries in a shared cache
             if final.exists():
@@ -129,6 +142,23 @@ class GoTool:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         log(f"built {what} in {time.monotonic() - started:.0f}s")
+
+    def _copy_module_files(self, go: str, staging: Path) -> None:
+        """Copy ``module_files`` out of the module cache the build just filled (read-only files made writable)."""
+        for module, pattern, subdirectory in self.module_files:
+            found = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", module], cwd=self.module_dir,
+                                   env=self._env(), stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            source = Path(found.stdout.strip())
+            matches = sorted(source.glob(pattern)) if found.returncode == 0 and found.stdout.strip() else []
+            if not matches:
+                raise ControlPlaneError(f"{module} has no files {pattern} in the module cache "
+                                        f"({found.stderr.strip() or source})")
+            target = staging / subdirectory
+            target.mkdir()
+            for path in matches:
+                shutil.copyfile(path, target / path.name)
+                (target / path.name).chmod(0o644)
+            target.chmod(0o755)
 
     def _env(self) -> dict[str, str]:
         """The caller's environment, minus settings that would change what gets built.

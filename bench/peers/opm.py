@@ -12,10 +12,16 @@ rides in front of the package list, where ``go build`` still reads flags.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, pinned
+from bench.peers import stop
+from reconciler.gobuild import GoTool, pinned, tail
 
 MODULE_DIR = Path(__file__).with_name("opm")
 MODULE = "github.com/operator-framework/operator-registry"
@@ -29,3 +35,37 @@ TOOL = GoTool(label="opm", version=VERSION, module_dir=MODULE_DIR,
 def opm_binary(log: Callable[[str], object] = print) -> Path:
     """The opm executable, built into the cache first when missing (a cold build takes minutes)."""
     return TOOL.ensure(log)["opm"]
+
+
+@contextlib.contextmanager
+def serve(catalog_dir: Path, workdir: Path, timeout: float = 60.0) -> Iterator[str]:
+    """``opm serve`` of a file-based catalog for the block; yields the address a CatalogSource dials.
+
+    OLM's catalog-operator reads a CatalogSource with ``spec.address`` over
+    gRPC, so a catalog is served as a registry pod would serve it, without a
+    pod. opm listens on the port on every interface, but only this machine
+    dials it (the address yielded is on loopback); its profiling endpoint is
+    off (by default it takes port 6060, so a second catalog could not
+    start) and its termination log goes to ``workdir``, not /dev/termination-log.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / "opm-serve.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(opm_binary()), "serve", str(catalog_dir), "-p", str(port), "--pprof-addr=",
+             "-t", str(workdir / "termination.log")],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "TMPDIR": str(workdir)})   # its cache of the catalog, removed when it stops
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while b"serving registry" not in log_path.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"opm serve {catalog_dir} did not start:\n{tail(log_path)}")
+            time.sleep(0.1)
+        yield address
+    finally:
+        stop(proc)

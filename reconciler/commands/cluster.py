@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "leaves alone")
         where.add_argument("--state-dir", type=Path, metavar="DIR",
                            help="keep the cluster's state (and find it) in DIR instead")
+        if action == "up":
+            a.add_argument("--with-olm", action="store_true",
+                           help="run OLM v0 (olm-operator and catalog-operator, built once from pinned sources) "
+                                "on the cluster too, or add it to the running one")
     cl.set_defaults(run=run)
 
 
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     state_dir = args.state_dir or (localcluster.named_state_dir(args.name) if args.name else None)
     if args.action == "up":
-        localcluster.cluster_up(state_dir, log=lambda m: print(m, file=out))
+        localcluster.cluster_up(state_dir, log=lambda m: print(m, file=out), with_olm=args.with_olm)
         print(f"export KUBECONFIG={localcluster.cluster_kubeconfig(state_dir)}", file=out)
         return EXIT_OK
     if args.action == "down":

@@ -70,6 +70,7 @@ EXAMPLES: dict[str, str] = {
     "cluster up": """\
   reconciler cluster up
   reconciler cluster up --name mine          # a private cluster, which another `cluster down` leaves alone
+  reconciler cluster up --with-olm           # OLM v0 runs on it too (namespace olm)
   export KUBECONFIG=$(reconciler cluster kubeconfig)""",
     "cluster down": """\
   reconciler cluster down""",

@@ -5,7 +5,9 @@
 any `--state-dir`); `down` and `kubeconfig` find them through that file, so
 a private cluster is untouched by another's `down`. A lock next to the state directory keeps two concurrent `up`/`down`
 commands from interleaving. State whose processes are gone (a reboot, a kill)
-is stale: `up` stops whatever is left of it and starts afresh.
+is stale: `up` stops whatever is left of it and starts afresh. `up --with-olm`
+runs OLM v0 too, and adds it to a running cluster that has none; `down` stops it
+with the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from reconciler.errors import ControlPlaneError
 
 from .build import cache_dir, ensure_binaries
+from .olmv0 import ensure_olm
 from .plane import ControlPlane
 
 
@@ -36,19 +39,25 @@ def named_state_dir(name: str) -> Path:
 
 
 def cluster_up(state_dir: Path | str | None = None,
-               log: Callable[[str], object] = print) -> ControlPlane:
-    """Start the detached control plane, or return the one already running and healthy."""
+               log: Callable[[str], object] = print, *, with_olm: bool = False) -> ControlPlane:
+    """Start the detached control plane, or return the one already running and healthy.
+
+    ``with_olm``: OLM v0 runs on it as well (built first when missing), added to a running one that has none.
+    """
     state_dir = Path(state_dir) if state_dir else default_state_dir()
     with _locked(state_dir):
-        existing = _recorded(state_dir)
+        existing = _recorded(state_dir, log)
         if existing is not None:
             if existing.healthy():
                 log(f"the local cluster ({existing.version}) is already running "
-                    f"at {existing.server}")
+                    f"at {existing.server}" + (f" with OLM {existing.olm_version}" if existing.olm_version else ""))
+                if with_olm and not existing.olm_version:
+                    existing.start_olm(ensure_olm(log))
                 return existing
             log("cleaning up a local cluster that is no longer running")
             existing.stop()
-        plane = ControlPlane(state_dir, ensure_binaries(log), detached=True, log=log)
+        plane = ControlPlane(state_dir, ensure_binaries(log), detached=True, log=log,
+                             olm=ensure_olm(log) if with_olm else None)
         plane.start()
         log(f"kubeconfig: {plane.kubeconfig_path}")
         return plane
@@ -79,7 +88,7 @@ def cluster_kubeconfig(state_dir: Path | str | None = None) -> Path:
     return plane.kubeconfig_path
 
 
-def _recorded(state_dir: Path) -> ControlPlane | None:
+def _recorded(state_dir: Path, log: Callable[[str], object] = lambda _: None) -> ControlPlane | None:
     """The control plane recorded in ``state_dir``, running or not.
 
     None if there is no record or it is unreadable (then there is nothing it could find to stop).
@@ -87,7 +96,7 @@ def _recorded(state_dir: Path) -> ControlPlane | None:
     if not (state_dir / "state.json").exists():
         return None
     try:
-        return ControlPlane.attach(state_dir)
+        return ControlPlane.attach(state_dir, log)
     except ControlPlaneError:
         return None
 

@@ -17,6 +17,10 @@ in between, the start is retried on new ports.
 
 All state lives in one directory, described by ``state.json`` (pids, ports,
 binaries), so that another process can find and stop a detached cluster.
+
+On request (``olm=``, or ``start_olm`` on a running plane) OLM v0's
+olm-operator and catalog-operator run beside them as two more processes of
+the plane (``olmv0``): recorded, watched and stopped as the others are.
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ from kubernetes.client.rest import ApiException
 
 from reconciler.errors import ControlPlaneError
 
+from . import olmv0
 from .build import Binaries, ensure_binaries, tail
+from .olmv0 import OlmBinaries
 from .pki import Pki, create_pki, issue_client_cert, slug
 
 ADMIN_USER = "reconciler-admin"
@@ -69,14 +75,17 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 _ETCD, _APISERVER = "etcd", "kube-apiserver"
 _CONTROLLER_MANAGER, _SCHEDULER, _KWOK = "kube-controller-manager", "kube-scheduler", "kwok"
 _PROCESSES = (_ETCD, _APISERVER, _CONTROLLER_MANAGER, _SCHEDULER, _KWOK)   # in start order
+_CATALOG_OPERATOR, _OLM_OPERATOR = "catalog-operator", "olm-operator"
+_OLM_PROCESSES = (_CATALOG_OPERATOR, _OLM_OPERATOR)                          # started after the others, on request
 _STATE_FILE = "state.json"
 _ADMIN_KUBECONFIG = "admin.kubeconfig"
 _KWOK_CONFIG = "kwok.yaml"
 # Everything start() creates in the state directory; reset() removes exactly these,
 # the state file first so that an interrupted reset leaves no record pointing at nothing.
-_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", *(f"{name}.log" for name in _PROCESSES),
+_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", *(f"{name}.log" for name in _PROCESSES + _OLM_PROCESSES),
           _ADMIN_KUBECONFIG, _KWOK_CONFIG)
 _PORT_ATTEMPTS = 3
+_OLM_TIMEOUT = 120.0   # for OLM's CRDs and its first act, beyond the rest of the plane's start-up
 _POLL = 0.1
 _PR_SET_PDEATHSIG = 1
 # Looked up now: between fork and exec the child must not load libraries.
@@ -99,11 +108,13 @@ class ControlPlane:
     """
 
     def __init__(self, state_dir: Path | str | None = None, binaries: Binaries | None = None, *,
-                 detached: bool = False, log: Callable[[str], object] = lambda _: None) -> None:
+                 detached: bool = False, log: Callable[[str], object] = lambda _: None,
+                 olm: OlmBinaries | None = None) -> None:
         self._owns_state_dir = state_dir is None
         self.state_dir = Path(tempfile.mkdtemp(prefix="reconciler-cluster-") if state_dir is None
                               else state_dir).resolve()
         self._binaries = binaries
+        self._olm = olm
         self._detached = detached
         self._log = log
         self._procs: dict[str, subprocess.Popen] = {}
@@ -111,7 +122,7 @@ class ControlPlane:
         self.ports: dict[str, int] = {}
 
     @classmethod
-    def attach(cls, state_dir: Path | str) -> ControlPlane:
+    def attach(cls, state_dir: Path | str, log: Callable[[str], object] = lambda _: None) -> ControlPlane:
         """The control plane described by ``state_dir/state.json``, possibly started elsewhere."""
         state_dir = Path(state_dir)
         try:
@@ -127,7 +138,9 @@ class ControlPlane:
         except TypeError:
             raise ControlPlaneError(f"{state_dir / _STATE_FILE} was written by another version of the reconciler",
                                     hint="run `reconciler cluster down`, then `reconciler cluster up`") from None
-        plane = cls(state_dir, binaries, detached=True)
+        olm = state.get("olm")
+        plane = cls(state_dir, binaries, detached=True, log=log,
+                    olm=OlmBinaries(**{k: Path(v) if k != "version" else v for k, v in olm.items()}) if olm else None)
         plane.pids, plane.ports = state["pids"], state["ports"]
         return plane
 
@@ -144,6 +157,11 @@ class ControlPlane:
     @property
     def version(self) -> str:
         return self._binaries.version if self._binaries else ""
+
+    @property
+    def olm_version(self) -> str:
+        """The version of OLM v0 this plane runs, or "" when it runs none."""
+        return self._olm.version if self._olm else ""
 
     @property
     def _pki(self) -> Pki:
@@ -178,6 +196,8 @@ class ControlPlane:
                 self._create_nodes()
                 self._wait(_KWOK, self._nodes_ready, deadline)
                 self._wait(_CONTROLLER_MANAGER, self._default_service_account_exists, deadline)
+                if self._olm is not None:
+                    self._start_olm(time.monotonic() + _OLM_TIMEOUT)
             except _PortTaken:
                 self._terminate_all()
                 if attempt == _PORT_ATTEMPTS:
@@ -190,6 +210,34 @@ class ControlPlane:
                 raise
             self._log(f"control plane {self.version} ready at {self.server}")
             return self
+
+    def start_olm(self, olm: OlmBinaries, timeout: float = _OLM_TIMEOUT) -> None:
+        """Add OLM v0 to this running plane (its CRDs, namespace and two operators); wait until it acts."""
+        if self._olm is not None and all(self._alive(name) for name in _OLM_PROCESSES):
+            raise ControlPlaneError(f"OLM {self._olm.version} already runs on the control plane in {self.state_dir}")
+        self._olm = olm
+        try:
+            self._start_olm(time.monotonic() + timeout)
+        except BaseException:
+            for name in _OLM_PROCESSES:
+                if name in self.pids:
+                    self._terminate(name, 10.0)
+                    del self.pids[name]
+                    self._procs.pop(name, None)
+            self._olm = None
+            self._write_state()
+            raise
+
+    def _start_olm(self, deadline: float) -> None:
+        self._log(f"installing OLM {self._olm.version}'s CRDs")
+        with self.admin_client() as api:
+            olmv0.install(api, self._olm, timeout=max(deadline - time.monotonic(), 1.0))
+            kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / "olm.kubeconfig", "system:olm",
+                                               ["system:masters"])
+            self._launch(_CATALOG_OPERATOR, olmv0.catalog_operator_args(self._olm, kubeconfig))
+            self._launch(_OLM_OPERATOR, olmv0.olm_operator_args(self._olm), olmv0.olm_operator_env(kubeconfig))
+            self._wait(_OLM_OPERATOR, lambda: olmv0.olm_operator_acted(api), deadline)
+        self._log(f"OLM {self._olm.version} is running (namespace {olmv0.NAMESPACE})")
 
     def stop(self, grace: float = 10.0) -> None:
         """Terminate both processes (SIGTERM, SIGKILL after ``grace`` seconds) and wait for them."""
@@ -219,7 +267,11 @@ class ControlPlane:
 
     def running(self) -> bool:
         """True if every recorded process is alive (and is still the binary started)."""
-        return bool(self.pids) and all(self._alive(name) for name in _PROCESSES)
+        return bool(self.pids) and all(self._alive(name) for name in self._names())
+
+    def _names(self) -> tuple[str, ...]:
+        """The processes this plane runs, in start order."""
+        return _PROCESSES + (_OLM_PROCESSES if self._olm is not None else ())
 
     def healthy(self) -> bool:
         """True if every process is alive and the apiserver reports ready."""
@@ -385,11 +437,12 @@ class ControlPlane:
             }
             _post(f"{self.server}/api/v1/nodes", node, self._admin_ssl_context())
 
-    def _launch(self, name: str, args: list[str]) -> None:
+    def _launch(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         self._log(f"starting {name}")
         with open(self.state_dir / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
-                args, cwd=self.state_dir, stdin=subprocess.DEVNULL, stdout=log,
+                args, cwd=self.state_dir, env={**os.environ, **env} if env else None,
+                stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=None if self._detached or _prctl is None else _die_with_parent)
         self._procs[name], self.pids[name] = proc, proc.pid
@@ -412,14 +465,15 @@ class ControlPlane:
 
     def _exited(self, name: str, code: int) -> None:
         log = self.state_dir / f"{name}.log"
-        if "address already in use" in log.read_text(errors="replace"):
+        # OLM's operators listen on fixed ports for metrics and go on without them, so they never lost a race.
+        if name not in _OLM_PROCESSES and "address already in use" in log.read_text(errors="replace"):
             raise _PortTaken(name)
         raise ControlPlaneError(f"{name} exited with code {code} during start-up; "
                                 f"the end of {log}:\n{tail(log)}")
 
     def _terminate_all(self, grace: float = 10.0) -> None:
         # In reverse start order: stopping a process's server under it only floods its log with errors.
-        for name in reversed(_PROCESSES):
+        for name in reversed(_PROCESSES + _OLM_PROCESSES):
             if name in self.pids:
                 self._terminate(name, grace)
         self._procs.clear()
@@ -460,7 +514,9 @@ class ControlPlane:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (FileNotFoundError, ProcessLookupError):
             return False
-        binary = getattr(self._binaries, name.replace("-", "_"))
+        binary = getattr(self._olm if name in _OLM_PROCESSES else self._binaries, name.replace("-", "_"), None)
+        if binary is None:
+            return False
         # A zombie has an empty command line, which rightly counts as not running.
         return cmdline.split(b"\0", 1)[0] == os.fsencode(binary)
 
@@ -512,7 +568,8 @@ class ControlPlane:
 
     def _write_state(self) -> None:
         state = {"version": self.version, "pids": self.pids, "ports": self.ports,
-                 "binaries": {k: str(v) for k, v in asdict(self._binaries).items()}}
+                 "binaries": {k: str(v) for k, v in asdict(self._binaries).items()},
+                 "olm": {k: str(v) for k, v in asdict(self._olm).items()} if self._olm else None}
         tmp = self.state_dir / f".{_STATE_FILE}.tmp"
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.state_dir / _STATE_FILE)

@@ -89,6 +89,7 @@ def start_registry(binary: Path, workdir: Path,
 def running_registry(request: pytest.FixtureRequest, workdir: Path,
                      login: tuple[str, str] | None = None) -> Iterator[Registry]:
     """A registry for the duration of the block (built into the cache first), always stopped afterwards."""
+    from bench.peers import stop
     from bench.peers.registry import registry_binary
 
     with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
@@ -97,12 +98,7 @@ def running_registry(request: pytest.FixtureRequest, workdir: Path,
     try:
         yield reg
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @pytest.fixture(scope="session")

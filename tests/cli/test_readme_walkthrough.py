@@ -13,19 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.docblocks import indented_block
+
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_LINE = "cp -r examples/gitops-repo ~/gitops && cd ~/gitops"
 
 
 def walkthrough() -> list[str]:
-    lines = (ROOT / "README.md").read_text().splitlines()
-    start = lines.index(f"    {FIRST_LINE}")
-    block = []
-    for line in lines[start:]:
-        if not line.startswith("    "):
-            break
-        block.append(line[4:])
-    return block
+    return indented_block("README.md", FIRST_LINE)
 
 
 def test_the_readme_walkthrough_shows_a_first_install_waiting_for_approval(tmp_path: Path):

@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools records the OLM commands this module builds, so that
+// `go mod tidy` keeps their dependencies.
+package tools
+
+import (
+	_ "github.com/operator-framework/operator-lifecycle-manager/cmd/catalog"
+	_ "github.com/operator-framework/operator-lifecycle-manager/cmd/olm"
+)
