@@ -120,6 +120,14 @@ def catalog_ready(api: kubernetes.client.ApiClient, namespace: str) -> bool:
     return ((source.get("status") or {}).get("connectionState") or {}).get("lastObservedState") == "READY"
 
 
+def installed(api: kubernetes.client.ApiClient, namespace: str) -> dict | None:
+    """The Subscription once its status names the CSV installed and its InstallPlan (written after the CSV
+    succeeds, on catalog-operator's next pass)."""
+    sub = get(api, namespace, "subscriptions", PACKAGE) or {}
+    status = sub.get("status") or {}
+    return sub if status.get("installedCSV") and status.get("installPlanRef") else None
+
+
 def assert_installed_as_olm_installs(api: kubernetes.client.ApiClient, namespace: str, plane: ControlPlane) -> None:
     """The CSV succeeds and owns a Deployment that rolled out, whose pod template carries OLM's annotations."""
     csv = wait_for("the CSV's phase Succeeded", lambda: csv_succeeded(api, namespace), plane)
@@ -146,7 +154,7 @@ def test_an_automatic_subscription_installs_the_bundle(api, namespace, olm_plane
     subscribe(api, namespace, catalog_address, "Automatic")
     wait_for("the CatalogSource READY", lambda: catalog_ready(api, namespace), olm_plane)
     assert_installed_as_olm_installs(api, namespace, olm_plane)
-    sub = get(api, namespace, "subscriptions", PACKAGE)
+    sub = wait_for("the Subscription's installed CSV", lambda: installed(api, namespace), olm_plane)
     assert sub["status"]["installedCSV"] == CSV_NAME
     plan = plan_complete(api, namespace, sub["status"]["installPlanRef"]["name"], olm_plane)
     assert plan["spec"]["approval"] == "Automatic" and plan["spec"]["approved"] is True
