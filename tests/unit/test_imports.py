@@ -174,8 +174,6 @@ ALLOWED_UPWARD: set[str] = {
     'reconciler.approve.stage -> reconciler.cluster.apply.order',
     'reconciler.approve.stage -> reconciler.pipeline',
     'reconciler.bundle.apitypes -> reconciler.localcluster',
-    'reconciler.bundle.content -> reconciler.gobuild',
-    'reconciler.bundle.source -> reconciler.gobuild',
     'reconciler.catalog.render -> reconciler.bundle.apikinds',
     'reconciler.catalog.render -> reconciler.bundle.content',
     'reconciler.catalog.render -> reconciler.bundle.k8s_v1',
@@ -188,7 +186,6 @@ ALLOWED_UPWARD: set[str] = {
     'reconciler.cluster.apply.sync -> reconciler.cluster.status',
     'reconciler.cluster.apply.sync -> reconciler.cluster.wait',
     'reconciler.cluster.apply.webhooks -> reconciler.cluster.wait',
-    'reconciler.oci.client -> reconciler.gobuild',
     'reconciler.repo -> reconciler.approve.records',
 }
 
