@@ -100,7 +100,7 @@ def _drift(k8s: Kube) -> None:
 def test_an_installed_operators_installer_is_found_in_place_without_a_write(control_plane, k8s, gitops, clean):
     from reconciler import pipeline
     from reconciler.cluster.desired import desired_state
-    from reconciler.approve.permissions import PermissionSet, Rule
+    from reconciler.model.permissions import PermissionSet, Rule
     from reconciler.cluster import installer
     from reconciler.cluster.apply.plan import shipped_namespaces
     from tests.e2e.support import RecordingKube

@@ -180,7 +180,6 @@ ALLOWED_UPWARD: set[str] = {
     'reconciler.cluster.apply.sync -> reconciler.cluster.status',
     'reconciler.cluster.apply.sync -> reconciler.cluster.wait',
     'reconciler.cluster.apply.webhooks -> reconciler.cluster.wait',
-    'reconciler.repo -> reconciler.approve.records',
 }
 
 
