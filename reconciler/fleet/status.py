@@ -177,17 +177,14 @@ def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WO
 
 
 def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, name: str) -> dict[str, Any]:
-    from kubernetes import config as k8s_config
-
     from reconciler.cluster import status as status_objects
-    from reconciler.cluster.kube import Kube
+    from reconciler.cluster.kube import Kube, client_for_context
     from reconciler.errors import ClusterError
 
     if context not in contexts:
         raise ClusterError(f"the kubeconfig has no context {context!r}" + (
             f" (it has {len(contexts)})" if contexts else " (no kubeconfig is configured)"))
-    api = k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
-    kube = Kube(api, attempts=ATTEMPTS, timeout=TIMEOUT)
+    kube = Kube(client_for_context(merged, context), attempts=ATTEMPTS, timeout=TIMEOUT)
     out = {}
     for op, rec in status_objects.read_all(kube, instance).items():
         if rec.cluster and rec.cluster != name:
