@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import select_cluster
+from reconciler.repo.fleet import hold_details, select_cluster
 from reconciler.review import Review, Side, review
 
 MARKDOWN_LIMIT = 60_000   # GitHub refuses a comment over 65,536 characters
@@ -40,6 +40,7 @@ class FleetReview:
     before: str
     after: str
     groups: tuple[Group, ...]
+    held: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (what a stage holds, the clusters it holds so)
 
     @property
     def changed(self) -> bool:
@@ -66,6 +67,7 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
     repo, rel = open_git(root)
     commit, label = base_commit(repo, rel, base)
     reviews: dict[str, Review] = {}
+    held: dict[str, list[str]] = {}
     with checkout(repo, commit, rel) as base_root:
         from reconciler import pipeline
 
@@ -87,6 +89,8 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
                                            catalogs=base_catalogs) if base_view is not None else None
             before = sides[bkey]
             after_view = select_cluster(snapshot, name) if name in snapshot.clusters else None
+            for hold in hold_details(after_view) if after_view is not None else ():
+                held.setdefault(hold.describe(str(root)), []).append(name)
             installed = before.lockfile if before else None
             akey = ("after", _key(after_view, installed))
             if akey not in sides:
@@ -110,7 +114,8 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
         first.setdefault(sig, rev)
     groups = sorted((Group(tuple(sorted(members)), first[sig]) for sig, members in by_outcome.items()),
                     key=lambda g: (not g.changed, -len(g.clusters), g.clusters))
-    return FleetReview(f"base {label}", "working tree", tuple(groups))
+    return FleetReview(f"base {label}", "working tree", tuple(groups),
+                       tuple((line, tuple(sorted(c))) for line, c in sorted(held.items())))
 
 
 def _signature(rev: Review) -> str:
@@ -154,13 +159,20 @@ def render_fleet(fleet: FleetReview, output: str, colour: bool = False) -> str:
     if output == "json":
         doc = {"schemaVersion": fmt.SCHEMA_VERSION, "before": fleet.before, "after": fleet.after,
                "changed": fleet.changed, "clusters": fleet.clusters,
+               "held": [{"clusters": list(c), "hold": line} for line, c in fleet.held],
                "groups": [{"clusters": list(g.clusters), "changed": g.changed, "summary": summary(g.review),
                            "review": fmt.as_document(g.review)} for g in fleet.groups]}
         return json.dumps(doc, indent=2) + "\n"
     if output == "markdown":
         return _markdown(fleet)
     out = [f"Diff {fleet.before} -> {fleet.after} across {fleet.clusters} cluster(s)"]
-    out += [f"  {names(g.clusters)}: {summary(g.review)}" for g in fleet.groups]
+    reads: dict[str, list[str]] = {}   # groups whose outcome reads the same (e.g. only a namespace differs): one line
+    for g in fleet.groups:
+        reads.setdefault(summary(g.review), []).extend(g.clusters)
+    out += [f"  {names(tuple(sorted(c)))}: {line}" for line, c in reads.items()]
+    if fleet.held:
+        out.append("Held back by the stages (not moved by this change):")
+        out += [f"  {names(c)}: {line}" for line, c in fleet.held]
     for g in fleet.groups:
         if g.changed:
             out.append("")

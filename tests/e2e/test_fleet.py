@@ -177,8 +177,9 @@ def test_fleet_status_reads_every_cluster_and_reports_an_unreachable_one(fleet, 
     status = cli("fleet", "status", str(root), "--kubeconfig", str(kc), "-o", "json", capsys=capsys)
     assert status.code == 0, status.err
     doc = json.loads(status.out)
+    assert (doc["apiVersion"], doc["kind"]) == ("reconciler.dev/v1alpha1", "FleetStatus")
     cells = {(c["name"], op["operator"]): op for c in doc["clusters"] for op in c["operators"]}
-    assert cells[("dev", "plumbus")]["bundle"] == "plumbus.v1.0.0" and cells[("dev", "plumbus")]["in_sync"]
+    assert cells[("dev", "plumbus")]["bundle"] == "plumbus.v1.0.0" and cells[("dev", "plumbus")]["inSync"]
     assert cells[("dev", "gadget")]["installed"] and not cells[("prod-eu", "gadget")]["placed"]
     assert any(s["line"].startswith("plumbus: 2/2 clusters at 1.0.0") for s in doc["summary"])
 
@@ -192,7 +193,9 @@ def test_fleet_status_reads_every_cluster_and_reports_an_unreachable_one(fleet, 
         assert down.code == 3
         doc = json.loads(down.out)
         row = next(c for c in doc["clusters"] if c["name"] == "prod-eu")
-        assert not row["reachable"] and "cannot reach the API server" in row["error"]
+        assert not row["reachable"] and row["reason"] == "ConnectionRefused", row
+        assert row["message"] == f"cannot reach the API server at {prod.server}: nothing accepts connections there " \
+                                 f"(is the cluster running?)"
         assert any("1 unreachable" in s["line"] for s in doc["summary"] if s["operator"] == "plumbus")
         table = cli("fleet", "status", str(root), "--kubeconfig", str(kc), capsys=capsys)
         assert "\nprod-eu  prod   unreachable: cannot reach the API server" in table.out, table.out
@@ -241,5 +244,5 @@ def _check_page_in_a_browser(page: str, doc: dict, path: Path) -> None:
     for key, op in expected.items():
         cell = parsed.cells[key]
         assert (cell["data-bundle"], cell["data-health"], cell["data-in-sync"]) == (
-            op["bundle"], op["health"], str(op["in_sync"]).lower()), key
+            op["bundle"], op["health"], str(op["inSync"]).lower()), key
 
