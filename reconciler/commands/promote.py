@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from reconciler.commands import COMMANDS
+from reconciler.commands import COMMANDS, complete_stages
 from reconciler.errors import EXIT_OK
 
 EXIT_NOT_READY = 6
@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "scheduled job. Review the commit and push it: each cluster's reconciler applies it.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", help="path to the fleet repository working tree")
-    p.add_argument("--to", metavar="STAGE", help="the stage to promote to (all or nothing)")
+    p.add_argument("--to", metavar="STAGE",
+                   help="the stage to promote to (all or nothing)").completer = complete_stages  # type: ignore
     p.add_argument("--all", action="store_true",
                    help="every stage after the first: each Operator that is ready moves one stage, the others are "
                         "reported and wait (one commit)")
