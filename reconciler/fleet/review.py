@@ -41,6 +41,7 @@ class FleetReview:
     after: str
     groups: tuple[Group, ...]
     held: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (what a stage holds, the clusters it holds so)
+    refusals: tuple[str, ...] = ()   # what a reconcile of a cluster would refuse after this change
 
     @property
     def changed(self) -> bool:
@@ -68,6 +69,7 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
     commit, label = base_commit(repo, rel, base)
     reviews: dict[str, Review] = {}
     held: dict[str, list[str]] = {}
+    refusals: list[str] = []
     with checkout(repo, commit, rel) as base_root:
         from reconciler import pipeline
 
@@ -89,6 +91,8 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
                                            catalogs=base_catalogs) if base_view is not None else None
             before = sides[bkey]
             after_view = select_cluster(snapshot, name) if name in snapshot.clusters else None
+            if after_view is not None and base_view is not None:
+                refusals += _refused(name, base_view, after_view)
             for hold in hold_details(after_view) if after_view is not None else ():
                 held.setdefault(hold.describe(str(root)), []).append(name)
             installed = before.lockfile if before else None
@@ -115,7 +119,17 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
     groups = sorted((Group(tuple(sorted(members)), first[sig]) for sig, members in by_outcome.items()),
                     key=lambda g: (not g.changed, -len(g.clusters), g.clusters))
     return FleetReview(f"base {label}", "working tree", tuple(groups),
-                       tuple((line, tuple(sorted(c))) for line, c in sorted(held.items())))
+                       tuple((line, tuple(sorted(c))) for line, c in sorted(held.items())), tuple(refusals))
+
+
+def _refused(name: str, before: RepoSnapshot, after: RepoSnapshot) -> list[str]:
+    """What `reconcile --cluster NAME` would refuse once the change lands (it never acts on an empty desired
+    state unless reconciler.yaml says allowEmpty)."""
+    if before.operators and not after.operators and not after.settings.allow_empty:
+        gone = ", ".join(sorted(op.name for op in before.operators))
+        return [f"{name}: the change places nothing on it, so its reconcile would refuse to remove {gone} "
+                f"(an empty desired state is applied only with allowEmpty: true in reconciler.yaml)"]
+    return []
 
 
 def _signature(rev: Review) -> str:
@@ -160,6 +174,7 @@ def render_fleet(fleet: FleetReview, output: str, colour: bool = False) -> str:
         doc = {"schemaVersion": fmt.SCHEMA_VERSION, "before": fleet.before, "after": fleet.after,
                "changed": fleet.changed, "clusters": fleet.clusters,
                "held": [{"clusters": list(c), "hold": line} for line, c in fleet.held],
+               "refusals": list(fleet.refusals),
                "groups": [{"clusters": list(g.clusters), "changed": g.changed, "summary": summary(g.review),
                            "review": fmt.as_document(g.review)} for g in fleet.groups]}
         return json.dumps(doc, indent=2) + "\n"
@@ -170,6 +185,9 @@ def render_fleet(fleet: FleetReview, output: str, colour: bool = False) -> str:
     for g in fleet.groups:
         reads.setdefault(summary(g.review), []).extend(g.clusters)
     out += [f"  {names(tuple(sorted(c)))}: {line}" for line, c in reads.items()]
+    if fleet.refusals:
+        out.append("A reconcile would refuse:")
+        out += [f"  {line}" for line in fleet.refusals]
     if fleet.held:
         out.append("Held back by the stages (not moved by this change):")
         out += [f"  {names(c)}: {line}" for line, c in fleet.held]
@@ -191,7 +209,11 @@ def _markdown(fleet: FleetReview) -> str:
     unchanged = [c for g in fleet.groups if not g.changed for c in g.clusters]
     text = (f"## Operator changes across {fleet.clusters} clusters: {fleet.before} → {fleet.after}\n\n"
             f"{sum(len(g.clusters) for g in changed)} cluster(s) change, in {len(changed)} group(s) of identical "
-            f"outcome; {len(unchanged)} unchanged.\n\n| clusters | outcome |\n| --- | --- |\n")
+            f"outcome; {len(unchanged)} unchanged.\n\n")
+    if fleet.refusals:   # first: what would stop a cluster matters more than any detail
+        text += "**A reconcile would refuse:**\n\n" + "".join(f"- {fmt._cell(r)}\n" for r in fleet.refusals[:20])
+        text += (f"- and {len(fleet.refusals) - 20} more\n" if len(fleet.refusals) > 20 else "") + "\n"
+    text += "| clusters | outcome |\n| --- | --- |\n"
     listed = 0
     for g in changed:
         row = f"| {fmt._cell(names(g.clusters, limit=len(g.clusters)))} | {fmt._cell(summary(g.review))} |\n"

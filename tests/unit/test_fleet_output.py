@@ -89,3 +89,21 @@ def test_the_fleet_diff_groups_outcomes_that_read_the_same_and_says_what_is_held
     doc = json.loads(cli("diff", str(root), "--base", "HEAD", "-o", "json", capsys=capsys).out)
     assert {tuple(h["clusters"]) for h in doc["held"]} == {("prod-eu", "prod-us"), ("staging",)}
     assert pygit2.Repository(str(root)).head_is_unborn is False
+
+
+def test_the_fleet_diff_previews_a_cluster_that_a_reconcile_would_refuse_to_empty(tmp_path, capsys):
+    root = tmp_path / "fleet"
+    shutil.copytree(FLEET, root)
+    commit_all(root)
+    decl = root / "operators" / "plumbus.yaml"   # placed on prod only: dev and staging would be emptied
+    decl.write_text(decl.read_text().replace("  placement:\n", "  placement:\n    clusterSelector: {matchLabels: "
+                                             "{env: prod}}\n"))
+    run = cli("diff", str(root), "--base", "HEAD", capsys=capsys)
+    assert run.code == 1, run.err
+    assert ("A reconcile would refuse:\n  dev: the change places nothing on it, so its reconcile would refuse to "
+            "remove plumbus (an empty desired state is applied only with allowEmpty: true in reconciler.yaml)\n"
+            "  staging: the change places nothing") in run.out, run.out
+    markdown = cli("diff", str(root), "--base", "HEAD", "-o", "markdown", capsys=capsys).out
+    assert "**A reconcile would refuse:**\n\n- dev: the change places nothing on it" in markdown
+    (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "allowEmpty: true\n")
+    assert "A reconcile would refuse" not in cli("diff", str(root), "--base", "HEAD", capsys=capsys).out
