@@ -18,3 +18,13 @@ def indented_block(document: str, first_line: str) -> list[str]:
             break
         block.append(line[4:])
     return block
+
+
+def fenced_block(document: str, first_line: str) -> list[str]:
+    """The lines of the fenced (```) block in ``document`` whose first line is ``first_line``."""
+    lines = (ROOT / document).read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("```") and i + 1 < len(lines) and lines[i + 1] == first_line:
+            end = lines.index("```", i + 1)
+            return lines[i + 1:end]
+    raise ValueError(f"{document} has no fenced block starting with {first_line!r}")

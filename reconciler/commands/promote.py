@@ -124,7 +124,7 @@ def _text(out: TextIO, promotions: list, commit: str | None, args: argparse.Name
         if p.blocked:
             out.write(f"Refused: stage {p.source} does not show that these bundles work (above); fix that, wait "
                       f"out the soak time, or pass --force --reason TEXT.\n")
-        elif p.outcome is not Outcome.PROMOTED and p.refused:
+        elif p.outcome is not Outcome.PROMOTED and p.refused and not p.forced:
             out.write(f"{p.target}: nothing ready to promote ({len(p.refused)} finding(s) above).\n")
     if args.dry_run:
         out.write("Dry run: nothing was written.\n")

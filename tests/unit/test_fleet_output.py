@@ -107,3 +107,22 @@ def test_the_fleet_diff_previews_a_cluster_that_a_reconcile_would_refuse_to_empt
     assert "**A reconcile would refuse:**\n\n- dev: the change places nothing on it" in markdown
     (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "allowEmpty: true\n")
     assert "A reconcile would refuse" not in cli("diff", str(root), "--base", "HEAD", capsys=capsys).out
+
+
+def test_docs_output_describes_the_fleet_status_document_field_for_field(tmp_path):
+    from reconciler.fleet.status import Cell, ClusterStatus, FleetStatus
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "output.md").read_text()
+    block = text.split("```yaml\napiVersion: reconciler.dev/v1alpha1\nkind: FleetStatus\n", 1)[1].split("```", 1)[0]
+    printed = yaml.safe_load("apiVersion: reconciler.dev/v1alpha1\nkind: FleetStatus\n" + block)
+    fleet = FleetStatus("github.com/example/fleet", ["plumbus"], [ClusterStatus(
+        "prod-eu", "prod", "prod-eu", reachable=True, cells={"plumbus": Cell("plumbus", installed=True)})])
+    real = fleet.to_dict()
+
+    def keys(doc):   # noqa: ANN001, ANN202
+        if isinstance(doc, dict):
+            return {k: keys(v) for k, v in doc.items()}
+        return keys(doc[0]) if isinstance(doc, list) and doc and isinstance(doc[0], dict) else None
+
+    assert keys(printed) == keys(real)
+    assert printed["clusters"][0]["reason"] == real["clusters"][0]["reason"] == "Reachable"

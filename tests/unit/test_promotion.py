@@ -204,23 +204,29 @@ def test_any_cluster_error_names_the_cluster_and_stage_and_writes_nothing(fleet,
 # What a promotion moves -----------------------------------------------------------------------------------
 
 def test_a_forced_promotion_names_what_it_moves_and_the_dry_run_prints_that_commit(fleet, capsys):
-    pin_old(fleet, "prod-eu", "prod-us")
+    """The example fleet: dev pins plumbus 1.1.0, staging and prod 1.0.0; no cluster can be read."""
+    pin_old(fleet, "staging", "prod-eu", "prod-us")
     repo = commit_all(fleet)
-    args = ("promote", str(fleet), "--to", "prod", "--soak", "0", "--force", "--reason", "hotfix for CVE-1")
+    args = ("promote", str(fleet), "--to", "staging", "--soak", "0", "--force", "--reason", "hotfix for CVE-1")
     dry = cli(*args, "--dry-run", capsys=capsys)
     assert dry.code == 1, dry.out + dry.err
     done = cli(*args, capsys=capsys)
     assert done.code == 0, done.out + done.err
     message = repo[repo.head.target].message
-    assert message.startswith("Promote plumbus plumbus.v1.1.0 to prod (forced)\n"), message
+    assert message.startswith("Promote plumbus plumbus.v1.1.0 to staging (forced)\n"), message
     assert "Forced past the evidence: hotfix for CVE-1" in message
-    assert "  prod-eu: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0\n" in message
-    assert "  prod-us: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0\n" in message
-    assert "Lockfiles: clusters/prod-eu/olm.lock, clusters/prod-us/olm.lock" in message
+    assert "Moves:\n  staging: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0\n" in message
+    assert "Lockfiles: clusters/staging/olm.lock" in message
     assert dry.out.startswith(message), dry.out   # the dry run prints the commit it would make
+    head = repo.head.target
     again = cli(*args, capsys=capsys)
-    assert again.code == 0 and repo.head.target == repo[repo.head.target].id   # idempotent
-    assert "Promote to prod: nothing moves" in again.out
+    assert again.code == 0 and repo.head.target == head   # idempotent: nothing moves, nothing is committed
+    assert "Promote to staging: nothing moves" in again.out
+    # forced to prod, it moves prod from what staging pins now, cluster by cluster
+    forced = cli("promote", str(fleet), "--to", "prod", "--force", "--reason", "r", capsys=capsys)
+    assert forced.code == 0, forced.out + forced.err
+    assert [line for line in repo[repo.head.target].message.splitlines() if " -> " in line] == [
+        "  prod-eu: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0", "  prod-us: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0"]
 
 
 def test_promote_all_moves_what_is_ready_one_stage_per_run_and_is_idempotent(fleet):
@@ -260,19 +266,19 @@ def test_a_bad_version_is_refused_and_an_unreachable_stage_gives_no_evidence(fle
 
 
 def test_a_promotion_for_a_pull_request_commits_on_a_new_branch_and_leaves_the_checkout(fleet, capsys):
-    pin_old(fleet, "prod-eu", "prod-us")
+    pin_old(fleet, "staging", "prod-eu", "prod-us")
     repo = commit_all(fleet)
     head = repo.head.target
-    lock = (fleet / "clusters/prod-eu/olm.lock").read_text()
-    run = cli("promote", str(fleet), "--to", "prod", "--force", "--reason", "r", "--branch", "promote/prod",
+    lock = (fleet / "clusters/staging/olm.lock").read_text()
+    run = cli("promote", str(fleet), "--to", "staging", "--force", "--reason", "r", "--branch", "promote/prod",
               capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert repo.head.target == head and repo.head.shorthand == "main"
-    assert (fleet / "clusters/prod-eu/olm.lock").read_text() == lock
+    assert (fleet / "clusters/staging/olm.lock").read_text() == lock
     branch = repo.branches["promote/prod"].peel(pygit2.Commit)
-    assert branch.parents[0].id == head and "plumbus.v1.1.0" in (branch.tree / "clusters/prod-eu/olm.lock").data.decode()
+    assert branch.parents[0].id == head and "plumbus.v1.1.0" in (branch.tree / "clusters/staging/olm.lock").data.decode()
     assert subprocess.run(["git", "-C", str(fleet), "status", "--porcelain"], capture_output=True,
                           text=True).stdout == ""
-    again = cli("promote", str(fleet), "--to", "prod", "--force", "--reason", "r", "--branch", "promote/prod",
+    again = cli("promote", str(fleet), "--to", "staging", "--force", "--reason", "r", "--branch", "promote/prod",
                 capsys=capsys)
     assert again.code == 2 and "branch promote/prod already exists" in again.err
