@@ -5,12 +5,9 @@ printed output is what the command prints (a commit id aside)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -19,7 +16,7 @@ from reconciler.fleet import promote
 from reconciler.model.fleet import parse_cluster
 from reconciler.repo import read_repository
 from reconciler.repo.fleet import select_cluster
-from tests.docblocks import fenced_block, indented_block
+from tests.docblocks import fenced_block, indented_block, run_walkthrough
 from tests.unit.test_promotion import NOW, healthy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,35 +25,12 @@ FLEET = ROOT / "examples" / "fleet-repo"
 FIRST_LINE = "cp -r examples/fleet-repo ~/fleet && cd ~/fleet"
 
 
-def run_walkthrough(tmp_path: Path) -> list[tuple[str, str, int]]:
-    block = indented_block(DOC, FIRST_LINE)
-    marker = "@@rc="
-    script = "".join(f"{line}\necho \"{marker}$?\"\n" for line in block)
-    env = {**os.environ, "HOME": str(tmp_path), "KUBECONFIG": "", "GIT_AUTHOR_NAME": "Reader",
-           "GIT_AUTHOR_EMAIL": "reader@example.invalid", "GIT_COMMITTER_NAME": "Reader",
-           "GIT_COMMITTER_EMAIL": "reader@example.invalid", "RECONCILER_CACHE_DIR": str(tmp_path / "cache"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    outputs = re.split(rf"^{re.escape(marker)}(\d+)\n", proc.stdout, flags=re.M)
-    steps = list(zip(block, outputs[0::2], (int(c) for c in outputs[1::2])))
-    assert len(steps) == len(block), proc.stdout + proc.stderr
-    for line, out, code in steps:
-        said = re.search(r"# exit (\d+): (.*?)(?: \(|,|;|$)", line)
-        if said:
-            assert code == int(said.group(1)), f"{line}\n{out}{proc.stderr}"
-            assert said.group(2) in out, f"{line}\n{out}"
-        else:
-            assert code == 0, f"{line}\n{out}{proc.stderr}"
-    return steps
-
-
 def output_of(steps: list[tuple[str, str, int]], command: str) -> str:
     return next(out for line, out, _ in steps if line.startswith(command))
 
 
 def test_the_fleet_walkthrough_promotes_on_a_branch_as_printed(tmp_path: Path):
-    steps = run_walkthrough(tmp_path)
+    steps = run_walkthrough(indented_block(DOC, FIRST_LINE), tmp_path)
     assert "0 written" in output_of(steps, "reconciler resolve .")
     # the printed outputs of the page are what the commands print
     held = "\n".join(fenced_block(DOC, "Held (cluster staging, stage staging):"))
