@@ -211,26 +211,14 @@ def _return(repo, start, home: str | None, restore: list[Path] = ()) -> None:  #
 
 def _commit_update(repo, root: Path, p, written: list[Path], cluster: str | None = None) -> str:  # noqa: ANN001
     """Write one update on the checked-out branch and commit it with its review in the message."""
-    import pygit2
-
     from reconciler.commands import diff
+    from reconciler.repo.commit import commit_paths
 
     _write_update(root, p, written, cluster)
     review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster, offline=True)
     message = (f"Update {p.operator} to {p.target}\n\n{p.installed} -> {p.target} ({p.level}, {p.scope} the "
                f"declaration; {p.edge})\n\n" + diff.render(review, "markdown"))
-    index = repo.index
-    index.read()
-    workdir = Path(repo.workdir).resolve()
-    for path in written:
-        index.add(path.resolve().relative_to(workdir).as_posix())
-    index.write()
-    tree = index.write_tree()
-    try:
-        sig = repo.default_signature
-    except (KeyError, pygit2.GitError):
-        sig = pygit2.Signature("reconciler", "reconciler@localhost")
-    return str(repo.create_commit("HEAD", sig, sig, message, tree, [repo.head.target]))
+    return commit_paths(repo, written, message)
 
 
 def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review.updates.Proposal
