@@ -220,12 +220,15 @@ def hold_details(snapshot: RepoSnapshot, *, promoting: frozenset[str] | bool = F
             own.setdefault(o, []).append(e)
     out: list[StageHold] = []
     seen: set[str] = set()
+    stages: dict[str, dict[str, list]] = {}   # stage -> owner -> its clusters' lock entries, read once per view
     for op in snapshot.operators:
         before = previous_stage(snapshot, op.name)
         if before is None:
             continue
         moving = promoting is True or (promoting is not False and op.name in promoting)
-        earlier = _pins_of_stage(snapshot, before, op.name, locks or {})
+        if before not in stages:
+            stages[before] = _pins_of_stage(snapshot, before, locks or {})
+        earlier = stages[before].get(op.name, [])
         entries = earlier if moving or not own.get(op.name) else own[op.name]
         by = before if moving or not own.get(op.name) else cluster.stage
         packages: dict[str, list] = {}
@@ -240,14 +243,16 @@ def hold_details(snapshot: RepoSnapshot, *, promoting: frozenset[str] | bool = F
     return out
 
 
-def _pins_of_stage(snapshot: RepoSnapshot, stage: str, operator: str, locks: Mapping[str, Lockfile]) -> list:
-    """The lock entries for ``operator`` in the lockfiles of ``stage``'s clusters."""
-    out = []
+def _pins_of_stage(snapshot: RepoSnapshot, stage: str, locks: Mapping[str, Lockfile]) -> dict[str, list]:
+    """Operator -> the lock entries for it in the lockfiles of ``stage``'s clusters."""
+    out: dict[str, list] = {}
     for name, other in sorted(snapshot.clusters.items()):
         if other.stage != stage:
             continue
         lock = locks[name] if name in locks else read_lock(snapshot.root, lock_file_of(name))
-        out += [e for e in (lock.entries if lock else ()) if operator in _owners(e)]
+        for e in lock.entries if lock else ():
+            for owner in _owners(e):
+                out.setdefault(owner, []).append(e)
     return out
 
 

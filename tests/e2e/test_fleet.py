@@ -145,6 +145,11 @@ def test_each_cluster_reconciles_its_own_placement_and_promotion_needs_evidence(
         refused = cli("promote", str(root), "--to", "prod", "--soak", "0", "--kubeconfig", str(kc), capsys=capsys)
         assert refused.code == 2, refused.out
         assert "dev: plumbus plumbus.v1.1.0 is not healthy (Progressing" in refused.out, refused.out
+        waiting = cli("promote", str(root), "--all", "--soak", "0", "--kubeconfig", str(kc), "-o", "json",
+                      capsys=capsys)   # the scheduled form: still rolling out is not ready yet, not refused
+        assert waiting.code == 6, waiting.out
+        kinds = {f["kind"] for s in json.loads(waiting.out)["stages"] for ev in s["evidence"] for f in ev["findings"]}
+        assert kinds == {"progressing"}, waiting.out
     finally:
         cordon(dev, names, False)
     run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(kc), "--timeout", "120s",
@@ -164,6 +169,12 @@ def test_each_cluster_reconciles_its_own_placement_and_promotion_needs_evidence(
     message = repo[repo.head.target].message
     assert message.startswith("Promote plumbus plumbus.v1.1.0 to prod") and "dev: plumbus.v1.1.0 healthy" in message
     assert "plumbus.v1.1.0" in (root / "clusters/prod-eu/olm.lock").read_text()
+    assert "  prod-eu: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0\n" in message
+    # a second run, as a scheduled job runs it, is a no-op: prod already pins what dev proved
+    promoted = repo.head.target
+    again = cli("promote", str(root), "--all", "--soak", "0", "--kubeconfig", str(kc), capsys=capsys)
+    assert again.code == 0, again.out + again.err
+    assert "Nothing to promote" in again.out and pygit2.Repository(str(root)).head.target == promoted
     # the diff of the promotion shows what moves where
     review = cli("diff", str(root), "--base", "HEAD^", capsys=capsys)
     assert review.code == 1 and "prod-eu (1 cluster): plumbus 1.0.0 -> 1.1.0" in review.out, review.out
