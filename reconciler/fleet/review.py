@@ -52,13 +52,14 @@ class FleetReview:
         return sum(len(g.clusters) for g in self.groups)
 
 
-def _key(view: RepoSnapshot | None, installed: Any = None) -> str:
+def _key(view: RepoSnapshot | None, installed: Any = None, holds: list | None = None) -> str:
     from reconciler.fleet.resolve import facts_digest
 
     if view is None:
         return "-"
     extra = repr(installed.entries) if installed is not None else ""
-    return hashlib.sha256((facts_digest(view) + extra).encode()).hexdigest()
+    held = None if holds is None else {h.package: h.bundles for h in holds}
+    return hashlib.sha256((facts_digest(view, held) + extra).encode()).hexdigest()
 
 
 def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot | None = None) -> FleetReview:
@@ -93,10 +94,11 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
             after_view = select_cluster(snapshot, name) if name in snapshot.clusters else None
             if after_view is not None and base_view is not None:
                 refusals += _refused(name, base_view, after_view)
-            for hold in hold_details(after_view) if after_view is not None else ():
+            holds = hold_details(after_view) if after_view is not None else []
+            for hold in holds:
                 held.setdefault(hold.describe(str(root)), []).append(name)
             installed = before.lockfile if before else None
-            akey = ("after", _key(after_view, installed))
+            akey = ("after", _key(after_view, installed, holds))
             if akey not in sides:
                 sides[akey] = resolve_side(root, "working tree", installed=installed,
                                            reuse=before.side if before else None, snapshot=after_view,

@@ -243,16 +243,27 @@ def hold_details(snapshot: RepoSnapshot, *, promoting: frozenset[str] | bool = F
     return out
 
 
+_PINS: dict[tuple, tuple[list, dict[str, list]]] = {}
+
+
 def _pins_of_stage(snapshot: RepoSnapshot, stage: str, locks: Mapping[str, Lockfile]) -> dict[str, list]:
-    """Operator -> the lock entries for it in the lockfiles of ``stage``'s clusters."""
+    """Operator -> the lock entries for it in the lockfiles of ``stage``'s clusters; computed once while those
+    lockfiles are the same objects (``read_lock`` returns one object per unchanged file), since every cluster of
+    the next stage asks."""
+    found = [locks[name] if name in locks else read_lock(snapshot.root, lock_file_of(name))
+             for name, other in sorted(snapshot.clusters.items()) if other.stage == stage]
+    key = (stage, tuple(id(lock) for lock in found))
+    hit = _PINS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], found)):
+        return hit[1]
     out: dict[str, list] = {}
-    for name, other in sorted(snapshot.clusters.items()):
-        if other.stage != stage:
-            continue
-        lock = locks[name] if name in locks else read_lock(snapshot.root, lock_file_of(name))
+    for lock in found:
         for e in lock.entries if lock else ():
             for owner in _owners(e):
                 out.setdefault(owner, []).append(e)
+    if len(_PINS) > 64:
+        _PINS.clear()
+    _PINS[key] = (found, out)   # the lockfiles are kept, so their ids are not reused while the entry lives
     return out
 
 
