@@ -304,11 +304,12 @@ def _held_lock(view: RepoSnapshot, moving: frozenset[str]) -> Lockfile:
     """The target cluster's lockfile, resolved with the ``moving`` Operators held to what their previous stage's
     lockfiles pin (which the evidence showed it runs), dependencies included; the others stay where they are."""
     from reconciler import pipeline
+    from reconciler.lock import plan_lock
 
     details = hold_details(view, promoting=moving)
     check_holds(view, details)
     holds = {h.package: h.bundles for h in details}
-    return pipeline.plan_lock(view, pipeline.resolve(view, None, holds=holds))
+    return plan_lock(view, pipeline.resolve(view, None, holds=holds))
 
 
 def _moves(cluster: str, before: Lockfile | None, after: Lockfile, moving: frozenset[str]) -> list[Move]:

@@ -62,6 +62,7 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
     All or nothing: every cluster is resolved before any lockfile is written, and an error names its cluster.
     """
     from reconciler import pipeline
+    from reconciler.lock import plan_lock, write_lock
 
     snapshot = snapshot or read_repository(root)
     stages = {name: i for i, name in enumerate(snapshot.settings.stages)}
@@ -81,13 +82,13 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
             lockfile = done.get(key)
             if lockfile is None:
                 resolution = pipeline.resolve(view, None, catalogs=catalogs, holds=holds)
-                lockfile = done[key] = pipeline.plan_lock(view, resolution)
+                lockfile = done[key] = plan_lock(view, resolution)
         except ReconcilerError as exc:
             raise in_cluster(exc, cluster) from None
         out.lockfiles[cluster.name] = lockfile
         out.shape_of[cluster.name] = key
     if write:
         for cluster in order:
-            if pipeline.write_lock(views[cluster.name], out.lockfiles[cluster.name]):
+            if write_lock(views[cluster.name], out.lockfiles[cluster.name]):
                 out.written.append(cluster.name)
     return out
