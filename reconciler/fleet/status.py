@@ -113,6 +113,7 @@ class FleetStatus:
             "operators": self.operators,
             "clusters": [{"name": c.name, "stage": c.stage, "context": c.context, "reachable": c.reachable,
                           "reason": c.reach.value, "message": c.error,
+                          "error": c.error,   # the same words, under the name scripts read before versioning
                           "operators": [_cell_document(cell) for _, cell in sorted(c.cells.items())]}
                          for c in self.clusters],
             "summary": [{"operator": name, "line": summary_line(self, name)} for name in self.operators],
