@@ -119,9 +119,9 @@ def crd_preflight(kube: Kube | None, inst: Installed, part_of: str = "") -> tupl
     if kube is None:
         return ()
     from reconciler.approve.guardrails import Violation
-    from reconciler.cluster.apply.crds import STORED_VERSION_REMOVED, crd_findings
-    from reconciler.cluster.apply.digest import digest_of, with_digest
-    from reconciler.cluster.apply.order import concurrently
+    from reconciler.approve.crdsafety import STORED_VERSION_REMOVED, crd_findings
+    from reconciler.model.kube import digest_of, with_digest
+    from reconciler.cluster.concurrent import concurrently
 
     info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
     if info is None:

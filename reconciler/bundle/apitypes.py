@@ -1,8 +1,9 @@
 """The field table of the Kubernetes API types, made from what the pinned Kubernetes version serves.
 
-    .venv/bin/python -m reconciler.bundle.apitypes [--kubeconfig FILE] [-o FILE]
+    .venv/bin/python -m reconciler.localcluster.apitypes [--kubeconfig FILE] [-o FILE]
 
-writes ``apitypes.json`` beside this module: for every kind the API server
+writes ``apitypes.json`` beside this module (``build`` and ``write`` here; the command, which starts a
+local control plane, beside it in ``localcluster``): for every kind the API server
 serves, its Go type, and for every struct type reachable from one, the JSON
 names of its fields and the type each field holds. ``typed.py`` reads bundle
 objects through it as Go's JSON decoding reads them into those types, so
@@ -25,9 +26,7 @@ numbers, maps of strings, quantities, free-form JSON). Type names drop the
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -122,44 +121,3 @@ def from_server(kube: Any) -> list[dict[str, Any]]:
     paths = kube.request("GET", "/openapi/v3").get("paths") or {}
     return [kube.request("GET", f"/openapi/v3/{p}") for p in sorted(paths)
             if p.startswith(("api/", "apis/")) and p not in custom]
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--kubeconfig", help="read the schema this API server serves, not the local control plane's")
-    p.add_argument("-o", "--output", type=Path, default=TABLE)
-    args = p.parse_args(argv)
-    from reconciler.cluster.kube import Kube
-
-    def generate(kube: Kube) -> dict[str, Any]:
-        return build(from_server(kube), str(kube.request("GET", "/version").get("gitVersion", "")))
-
-    if args.kubeconfig:
-        from reconciler.cluster.kube import load_api_client
-
-        api = load_api_client(args.kubeconfig, None)
-        if api is None:
-            print(f"cannot read {args.kubeconfig}", file=sys.stderr)
-            return 2
-        table = generate(Kube(api))
-    else:
-        import tempfile
-
-        from reconciler.localcluster import ControlPlane, ensure_binaries
-
-        with tempfile.TemporaryDirectory() as tmp:
-            plane = ControlPlane(Path(tmp), ensure_binaries(log=lambda line: print(line, file=sys.stderr)))
-            plane.start()
-            try:
-                with plane.admin_client() as api:
-                    table = generate(Kube(api))
-            finally:
-                plane.stop()
-    write(table, args.output)
-    print(f"{args.output}: {len(table['kinds'])} kinds, {len(table['types'])} types "
-          f"(Kubernetes {table['kubernetes']})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -83,16 +83,8 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
     path = ", ".join(merged.files) if merged is not None else None
     if context is None and preferred is not None and merged is not None and preferred in merged.contexts:
         context = preferred
-    if merged is not None:
-        from reconciler.cluster import rest
-
-        wanted = merged.context(context)  # raises a ClusterError naming the files and the contexts available
-        try:
-            light = rest.from_kubeconfig(merged.config, wanted, WORKERS)
-        except Exception:  # noqa: BLE001 - a malformed entry: the official client says what is wrong with it
-            light = None
-        if light is not None:
-            return light   # type: ignore[return-value]   # the part of ApiClient that Kube uses
+    if merged is not None and (light := _light_client(merged, context)) is not None:
+        return light
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
@@ -119,6 +111,29 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
                            hint="check the kubeconfig: it must be a YAML mapping with clusters, users and "
                                 "contexts (`kubectl config view` shows how kubectl reads it)") from None
     return None
+
+
+def _light_client(merged: Any, context: str | None) -> k8s_client.ApiClient | None:
+    """``rest.py``'s client for one context of a merged kubeconfig, or None where it does not speak the
+    context's credentials (or the entry is malformed: the official client then says what is wrong with it)."""
+    from reconciler.cluster import rest
+
+    wanted = merged.context(context)  # raises a ClusterError naming the files and the contexts available
+    try:
+        return rest.from_kubeconfig(merged.config, wanted, WORKERS)   # type: ignore[return-value]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def client_for_context(merged: Any, context: str) -> k8s_client.ApiClient:
+    """An ApiClient for one context of a kubeconfig already loaded (``kubeconfig.load_kubeconfig``), built as
+    ``load_api_client`` builds one: a fleet reads each of its clusters through this."""
+    light = _light_client(merged, context)
+    if light is not None:
+        return light
+    from kubernetes import config as k8s_config
+
+    return k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
 
 
 class Kube:

@@ -125,7 +125,7 @@ def read_listed(kube: Kube, operators: Mapping[str, Iterable[Manifest]]) -> dict
     for name, objs in operators.items():
         for obj in objs:
             kinds.setdefault((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), set()).add(name)
-    from reconciler.cluster.apply.order import concurrently
+    from reconciler.cluster.concurrent import concurrently
 
     def listing(kind: tuple[tuple[str, str], set[str]]) -> list[Manifest]:
         (api_version, name), names = kind
@@ -179,7 +179,7 @@ def count_operands(kube: Kube, objects: Mapping[str, Iterable[Manifest]],
     Operands are the users' objects: they are reported, and do not decide
     whether the Operator itself is Ready.
     """
-    from reconciler.cluster.apply.order import concurrently
+    from reconciler.cluster.concurrent import concurrently
 
     owned: list[tuple[str, Manifest]] = []
     for name, objs in objects.items():

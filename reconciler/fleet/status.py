@@ -225,10 +225,8 @@ def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WO
 
 
 def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, name: str) -> dict[str, Any]:
-    from kubernetes import config as k8s_config
-
     from reconciler.cluster import status as status_objects
-    from reconciler.cluster.kube import Kube
+    from reconciler.cluster.kube import Kube, client_for_context
     from reconciler.errors import ClusterError
 
     if merged is None:
@@ -239,7 +237,7 @@ def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, 
                                            f"add one, or name the one to use in spec.context of "
                                            f"clusters/{name}.yaml")
     try:
-        api = k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
+        api = client_for_context(merged, context)
     except Exception:   # noqa: BLE001 - the config loader's own text names its internals
         raise Unreadable(Reach.INVALID_CONTEXT, f"the kubeconfig's context {context!r} cannot be used: its "
                                                 f"cluster or user is missing, or a certificate or token in it cannot "

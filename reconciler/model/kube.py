@@ -8,6 +8,7 @@ groups.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -163,3 +164,21 @@ def applyset_id(name: str, namespace: str, kind: str, group: str = "") -> str:
 def instance_applyset_id(instance: str, namespace: str) -> str:
     kind, name = applyset_parent(instance)
     return applyset_id(name, namespace, kind)
+
+
+ANNOTATION_DIGEST = f"{API_GROUP}/applied-digest"   # sha256 of the configuration we last applied to the object
+
+
+def with_digest(obj: Manifest) -> Manifest:
+    """The object as we send it: annotated with a digest of everything else in it."""
+    meta = dict(obj.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_DIGEST}
+    meta["annotations"] = annotations
+    body = {**obj, "metadata": meta}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    meta["annotations"] = {**annotations, ANNOTATION_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest()}
+    return body
+
+
+def digest_of(obj: Manifest) -> str | None:
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_DIGEST)

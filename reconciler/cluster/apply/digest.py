@@ -10,29 +10,12 @@ kind's LIST. Anything this cannot decide falls back to a server-side dry-run.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from typing import Any
 
-from reconciler.model.kube import API_GROUP, FIELD_MANAGER, Manifest
+from reconciler.model.kube import ANNOTATION_DIGEST, FIELD_MANAGER, Manifest, digest_of, with_digest
 
-
-ANNOTATION_DIGEST = f"{API_GROUP}/applied-digest"   # sha256 of the configuration we last applied to the object
-
-
-def with_digest(obj: Manifest) -> Manifest:
-    """The object as we send it: annotated with a digest of everything else in it."""
-    meta = dict(obj.get("metadata") or {})
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_DIGEST}
-    meta["annotations"] = annotations
-    body = {**obj, "metadata": meta}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    meta["annotations"] = {**annotations, ANNOTATION_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest()}
-    return body
-
-
-def digest_of(obj: Manifest) -> str | None:
-    return ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_DIGEST)
+__all__ = ["ANNOTATION_DIGEST", "digest_of", "is_current", "with_digest"]
 
 
 def is_current(sent: Manifest, live: Manifest) -> bool:

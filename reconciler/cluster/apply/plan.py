@@ -20,9 +20,10 @@ from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
 from reconciler.cluster.apply.diff import describe_diff, external_files, label_of, unified
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
-from reconciler.cluster.apply.order import concurrently, order_key
+from reconciler.cluster.apply.order import order_key
+from reconciler.cluster.concurrent import concurrently
 from reconciler.cluster.apply.ownership import check_owner
-from reconciler.cluster import crdsafety
+from reconciler.approve import crdsafety
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef

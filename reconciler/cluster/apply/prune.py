@@ -15,7 +15,8 @@ from reconciler.cli import progress
 from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
-from reconciler.cluster.apply.crds import CRD, custom_resource_count
+from reconciler.approve.crdsafety import custom_resource_count
+from reconciler.cluster.apply.crds import CRD
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.ownership import applied_by_us

@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
+from reconciler.cluster.kube import Kube
 from reconciler.model.declarations import ANNOTATION_ALLOW_UNSAFE_CRDS as ANNOTATION_ALLOW
+from reconciler.model.kube import Manifest, ObjectRef
 
 # bound keyword -> True when a larger value is looser (maximum), False when smaller is looser (minimum)
 _UPPER = ("maximum", "maxLength", "maxItems", "maxProperties")
@@ -140,3 +142,42 @@ def allowed(annotation: str | None, crd: str) -> bool:
 
 
 __all__ = ["ANNOTATION_ALLOW", "Finding", "allowed", "check_crd_upgrade"]
+
+
+def crd_findings(kube: Kube, new: Manifest, live: Manifest, accepted: str = "") -> list[Finding]:
+    """The unsafe changes replacing ``live`` with ``new`` would make: the one preflight that `approve` (when it
+    reads a cluster) and the planner both run, and that `diff` runs offline. ``accepted`` (the declaration's
+    annotation, or "*" for an approval's waiver) accepts them, but for a stored version removed, which the API
+    server itself refuses: that one is always reported."""
+    stored = (live.get("status") or {}).get("storedVersions") or []
+    served = [v["name"] for v in (live.get("spec") or {}).get("versions") or [] if v.get("served")]
+    still = {v["name"] for v in (new.get("spec") or {}).get("versions") or [] if v.get("served", True)}
+    if set(served) <= still or not custom_resource_count(kube, live):
+        served = []  # custom resources are only listed when a served version would go
+    found = check_crd_upgrade(live, new, stored, served)
+    if allowed(accepted, ObjectRef.of(new).name):
+        found = [f for f in found if f.rule == STORED_VERSION_REMOVED]
+    return found
+
+
+STORED_VERSION_REMOVED = "stored-version-removed"
+
+
+def custom_resource_count(kube: Kube, crd: Manifest) -> int:
+    """How many custom resources of the CRD exist: one metadata LIST of one item, plus the count the API
+    server reports for the rest (``remainingItemCount``), so exact without listing them all."""
+    spec = crd.get("spec") or {}
+    served = [v["name"] for v in spec.get("versions") or [] if v.get("served")]
+    if not served:
+        return 0
+    info = kube.resource(f"{spec['group']}/{served[0]}", spec["names"]["kind"])
+    if info is None:
+        return 0
+    from reconciler.cluster.kube import _METADATA_LIST
+
+    page = kube.request("GET", info.path(""), query=[("limit", "1")], accept=f"{_METADATA_LIST},application/json")
+    items = len(page.get("items") or [])
+    rest = (page.get("metadata") or {}).get("remainingItemCount")
+    if items and rest is None and (page.get("metadata") or {}).get("continue"):
+        return len(kube.list(info, metadata_only=True))   # the server did not count: list them all
+    return items + int(rest or 0)
