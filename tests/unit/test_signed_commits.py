@@ -197,3 +197,24 @@ def test_verifiers_are_required(monkeypatch, repo, trust, signers):
         pytest.skip("ssh-keygen found outside PATH")
     with pytest.raises(Exception, match="ssh-keygen. is not installed"):
         verify_revision(repo / ".git", str(pygit2.Repository(str(repo)).head.target), trust)
+
+
+def test_diff_reports_the_verdict_of_the_commit_under_the_working_tree(tmp_path, trust, signers, capsys):
+    import json
+
+    from tests.e2e.support import example_copy
+
+    root = example_copy(tmp_path)
+    git(root, "init", "-q", "-b", "main")
+    head = commit(root, "example", signers["bob"])
+    (root / "README.md").write_text("edited\n")
+    keys = str(trust.keys.path)
+    run = cli("diff", str(root), "--offline", "--trusted-keys", keys, capsys=capsys)
+    assert run.code in (0, 1), run.err
+    first = run.out.splitlines()[0]
+    assert first.startswith(f"signature: verified: commit {head}") and "Bob Builder" in first
+    assert "uncommitted changes are not signed" in first
+    commit(root, "unsigned edit")
+    run = cli("diff", str(root), "--offline", "--trusted-keys", keys, "-o", "json", capsys=capsys)
+    doc = json.loads(run.out)
+    assert doc["signature"]["verified"] is False and "is not signed" in doc["signature"]["message"]
