@@ -21,7 +21,7 @@ from reconciler.cluster.apply import DesiredOperator, PendingOperator, SyncResul
 from reconciler.cluster.kube import Kube
 from reconciler.bundle import source as bundle_source
 from reconciler.cluster import status as status_objects
-from reconciler.errors import CatalogError, LockfileError, ReconcilerError, ResolutionError
+from reconciler.errors import BundleError, CatalogError, LockfileError, ReconcilerError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import stamped
@@ -78,10 +78,23 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
     for name in sorted(set(snapshot.catalog_dirs) | set(images)):
         prio = settings[name].priority if name in settings else 0
         if name in images:
-            out[name] = load_image_catalog(name, images[name], prio)
+            keys = image_keys(snapshot, settings[name].verify, f"catalog {name}")
+            out[name] = load_image_catalog(name, images[name], prio, keys)
         else:
             out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
     return out
+
+
+def image_keys(snapshot: RepoSnapshot, paths: tuple[str, ...], what: str) -> tuple:
+    """The cosign public keys (``oci.signature.PublicKey``) the settings name for ``what``, read from the repository."""
+    if not paths:
+        return ()
+    from reconciler.oci.signature import SignatureError, load_keys
+
+    try:
+        return load_keys(snapshot.root, paths)
+    except SignatureError as exc:
+        raise CatalogError(f"{what}: {exc.message}", path=exc.path, hint=exc.hint) from None
 
 
 def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, LockEntry]:
@@ -312,8 +325,9 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
             continue
         progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
         entry = planned[sel.owner]
+        digest = verify_bundle_image(snapshot, sel, entry.digest) or entry.digest
         bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
-                        certificates, digest=entry.digest or None)
+                        certificates, digest=digest or None)
         if sel.package and bundle.package and bundle.package != sel.package:
             raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
                                   f"annotations say package {bundle.package!r}", path=sel.origin,
@@ -328,6 +342,28 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
                                    mediatype=bundle.mediatype)
         installs.append(Installed(sel, bundle, lock))
     return tuple(installs)
+
+
+def verify_bundle_image(snapshot: RepoSnapshot, sel: Selection, locked: str) -> str | None:
+    """The verified digest of a bundle image whose catalog requires signed bundles (``verifyBundles``), checked
+    before the image is pulled; None when its catalog requires nothing. A bundle that is not an image cannot
+    carry a cosign signature, so a catalog that requires them refuses it."""
+    catalog = snapshot.settings.catalogs.get(sel.catalog)
+    if catalog is None or not catalog.verify_bundles:
+        return None
+    from reconciler import oci
+    from reconciler.oci.signature import SignatureError, verify_image
+
+    keys = image_keys(snapshot, catalog.verify_bundles, f"catalog {sel.catalog}")
+    image = sel.image.removeprefix("docker://")
+    where = dict(path=sel.origin, obj=f"{sel.kind} {sel.owner}")
+    if "://" in image:
+        raise BundleError(f"catalog {sel.catalog} requires signed bundle images (verifyBundles), and bundle "
+                          f"{sel.bundle_name} comes from {sel.image}, which is not an image", **where)
+    try:
+        return verify_image(image, keys, locked or oci.resolve(image)).digest
+    except SignatureError as exc:
+        raise BundleError(f"bundle {sel.bundle_name}: {exc.message}", hint=exc.hint, **where) from None
 
 
 def _unsafe_crds_allowed(inst: Installed, decision: Decision | None, decl) -> str:

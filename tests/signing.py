@@ -97,3 +97,37 @@ def commit(repo: Path, message: str, signer: SshSigner | GpgSigner | None = None
 def tag(repo: Path, name: str, signer: SshSigner | GpgSigner | None = None) -> None:
     """An annotated tag at HEAD, signed by ``signer`` when given."""
     git(repo, "tag", *(("-s",) if signer else ("-a",)), name, "-m", f"release {name}", signer=signer)
+
+
+class Cosign:
+    """The real cosign (``bench.peers.cosign``), kept on loopback: no transparency log upload, and a dead proxy
+    for anything that is not loopback, so a key-pair signature is all it makes."""
+
+    PASSWORD = "cosign-test-password"
+
+    def __init__(self, home: Path) -> None:
+        from bench.peers.cosign import cosign_binary
+
+        self.binary = str(cosign_binary())
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+
+    def env(self) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", ""), "HOME": str(self.home), "TUF_ROOT": str(self.home / "tuf"),
+                "COSIGN_PASSWORD": self.PASSWORD, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY":
+                "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost", "DOCKER_CONFIG": str(self.home / "docker")}
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run([self.binary, *args], env=self.env(), cwd=self.home, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    def key_pair(self, name: str) -> tuple[Path, Path]:
+        """``cosign generate-key-pair``: the encrypted private key and the public key (PEM)."""
+        self.run("generate-key-pair", "--output-key-prefix", str(self.home / name))
+        return self.home / f"{name}.key", self.home / f"{name}.pub"
+
+    def sign(self, image_by_digest: str, key: Path) -> None:
+        self.run("sign", "--key", str(key), "--tlog-upload=false", "--allow-http-registry", "--yes",
+                 image_by_digest)
