@@ -103,7 +103,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     plane = start_plane()
-    rows = []
+    rows, alone = [], []
     try:
         admin = Kube(plane.admin_client())
         for n in args.sizes:
@@ -135,11 +135,13 @@ def main() -> None:
                     assert warm.outcome in ("applied", "unchanged"), warm
                     times, counts = _measure(sloop, kube, args.repeat, drift=True)
                     rows.append((n, f"local tree, signed ({label})", times, counts))
+                    alone.append((n, label, _verification_alone(path, trust, args.repeat * 5)))
                 after = _versions(admin)
                 assert after == before, "a no-op reconcile changed an object"
                 print(f"{n} operators: {len(before)} objects unchanged (generation, digest and our managedFields identical)")
                 from bench.loop_latency import _uninstall
-                _uninstall(admin)
+                from reconciler.repo.identity import detect
+                _uninstall(admin, detect(path))
     finally:
         plane.stop()
     print(f"\nno-op reconcile, median of {args.repeat} (per reconcile: requests by kind)\n")
@@ -148,6 +150,25 @@ def main() -> None:
     for n, label, times, counts in rows:
         print(f"| {n:>9} | {label:<34} | {statistics.median(times):7.3f} | {counts.get('read', 0):5.0f} | "
               f"{counts.get('dry-run', 0):7.0f} | {counts.get('write', 0):6.0f} |")
+
+    print(f"\nverifying the signed HEAD alone (no cluster: the rollback check's LIST is the extra read above), "
+          f"median of {args.repeat * 5}\n")
+    print(f"| {'operators':>9} | {'key':<8} | {'ms':>6} |")
+    print(f"|{'-' * 11}|{'-' * 10}|{'-' * 8}|")
+    for n, label, times in alone:
+        print(f"| {n:>9} | {label:<8} | {statistics.median(times) * 1000:6.1f} |")
+
+
+def _verification_alone(path: Path, trust, repeat: int) -> list[float]:  # noqa: ANN001 - a repo.verify.Trust
+    from reconciler.repo import git_revision
+    from reconciler.repo.verify import verify_revision
+
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        verify_revision(path / ".git", git_revision(path), trust)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 if __name__ == "__main__":
