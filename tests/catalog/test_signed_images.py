@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,19 @@ def test_signing_a_catalog_image_as_the_document_prints_it(tmp_path, oci_registr
     code, out, err = reconcile_dry_run(gitops, monkeypatch, tmp_path, capsys)
     assert code == 1, err
     assert "plumbus" in out
+
+
+def test_the_example_repository_shows_how_to_require_signed_images():
+    """The commented block of the example's reconciler.yaml is valid settings once uncommented."""
+    from reconciler.repo import _read_settings
+
+    text = (EXAMPLE / "reconciler.yaml").read_text()
+    block = text[text.index("# catalogs:"):].splitlines()
+    assert all(line.startswith("# ") for line in block)
+    uncommented = "\n".join(line[2:] for line in block) + "\n"
+
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "reconciler.yaml").write_text(uncommented)
+        community = _read_settings(Path(d)).catalogs["community"]
+    assert community.verify == ("keys/catalog.pub",) and community.verify_bundles == ("keys/bundles.pub",)
+    assert community.image == "registry.example.com/catalogs/community:latest"
