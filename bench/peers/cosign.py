@@ -1,4 +1,4 @@
-"""cosign (sigstore), pinned by ``cosign/go.mod`` and built by ``reconciler.gobuild``.
+"""cosign (sigstore), pinned by ``cosign/go.mod`` and built by ``reconciler.localcluster.gobuild``.
 
 The signer whose signatures image verification accepts: tests sign images
 pushed to the loopback registry with it (``cosign sign --key``, stored
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 MODULE_DIR = Path(__file__).with_name("cosign")
 MODULE = "github.com/sigstore/cosign/v2"

@@ -110,15 +110,19 @@ class ImageVerdict:
         return f"image {self.image} ({self.digest}) is signed by key {self.key}"
 
 
-def load_keys(root: Path, paths: tuple[str, ...]) -> tuple[PublicKey, ...]:
-    """The public keys named (relative to the repository's ``root``); never a path out of it."""
+def load_keys(root: Path, paths: tuple[str, ...], what: str = "") -> tuple[PublicKey, ...]:
+    """The public keys named (relative to the repository's ``root``) for ``what`` (e.g. ``catalog community``);
+    never a path out of the repository."""
     top = root.resolve()
     keys = []
     for rel in paths:
         target = (top / rel).resolve()
         if target != top and top not in target.parents:
-            raise SignatureError("the public key lies outside the repository", path=rel)
-        keys.append(PublicKey.load(target, rel))
+            raise SignatureError(f"{what + ': ' if what else ''}the public key lies outside the repository", path=rel)
+        try:
+            keys.append(PublicKey.load(target, rel))
+        except SignatureError as exc:
+            raise SignatureError(f"{what + ': ' if what else ''}{exc.message}", path=exc.path, hint=exc.hint) from None
     return tuple(keys)
 
 
