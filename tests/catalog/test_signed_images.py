@@ -12,7 +12,7 @@ import pytest
 
 from reconciler import oci, yamlio
 from reconciler.catalog.source import CONFIGS_LABEL
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.oci.signature import SignatureError, load_keys, signature_tag, verify_image
 from tests.catalog.test_image import push_catalog
 from tests.e2e.support import cli
