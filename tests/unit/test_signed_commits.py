@@ -218,3 +218,19 @@ def test_diff_reports_the_verdict_of_the_commit_under_the_working_tree(tmp_path,
     run = cli("diff", str(root), "--offline", "--trusted-keys", keys, "-o", "json", capsys=capsys)
     doc = json.loads(run.out)
     assert doc["signature"]["verified"] is False and "is not signed" in doc["signature"]["message"]
+
+
+def test_a_remote_followed_at_a_tag_verifies_the_fetched_tag(repo, trust, signers, tmp_path):
+    """What `watch URL --tag T --verify-mode TagAndHEAD` verifies: the tag object fetched into the bare clone."""
+    from reconciler.repo.git import Ref, RemoteRepository
+
+    commit(repo, "release", signers["alice"])
+    tag(repo, "v1", signers["bob"])
+    tag(repo, "v1-unsigned")
+    remote = RemoteRepository(repo.as_uri(), Ref(tag="v1"), tmp_path / "cache")
+    head = remote.fetch()
+    verdicts = verify_revision(remote.path, head, Trust(trust.keys, "TagAndHEAD"), tag="v1")
+    assert [v.signer for v in verdicts] == ["Bob Builder <bob@example.invalid>", "alice@example.invalid"]
+    unsigned = RemoteRepository(repo.as_uri(), Ref(tag="v1-unsigned"), tmp_path / "cache")
+    with pytest.raises(UntrustedRevision, match="tag v1-unsigned .* is not signed"):
+        verify_revision(unsigned.path, unsigned.fetch(), Trust(trust.keys, "Tag"), tag="v1-unsigned")
