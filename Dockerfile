@@ -34,7 +34,12 @@ RUN if [ -n "$PIP_CERT" ]; then export PIP_CERT; else unset PIP_CERT; fi \
  && /opt/reconciler/bin/python -c "import pygit2, watchdog, prometheus_client, reconciler.cli.parser"
 
 FROM ${PYTHON}
-RUN groupadd --gid 65532 reconciler \
+# gpg and ssh-keygen verify signed commits (--trusted-keys); image/build's base has them already.
+RUN if ! command -v gpg >/dev/null || ! command -v ssh-keygen >/dev/null; then \
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends gpg openssh-client \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && groupadd --gid 65532 reconciler \
  && useradd --uid 65532 --gid 65532 --home-dir /home/reconciler --create-home --shell /usr/sbin/nologin reconciler \
  && install -d -o 65532 -g 65532 /var/cache/reconciler /repo
 COPY --from=build /opt/reconciler /opt/reconciler

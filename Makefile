@@ -6,8 +6,8 @@
 # Both create the virtualenv and build the pinned control-plane binaries
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
-# registry, crane, operator-controller's renderer), OLM v0 for the tests that run it, and, as root on Debian,
-# installs Graphviz, OpenSSH's server and Chromium with apt-get when missing, so that no test is skipped for want of
+# registry, crane, operator-controller's renderer, cosign), OLM v0 for the tests that run it, and, as root on Debian,
+# installs Graphviz, OpenSSH's server, gpg and Chromium with apt-get when missing, so that no test is skipped for want of
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
 # root, so the image test runs on a fresh machine (it skips, saying why, where they cannot be had).
@@ -70,17 +70,19 @@ demo: binaries
 
 # Built before pytest collects anything: a test module looks for opm when it is imported.
 peers: $(STAMP)
-	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary()'
+	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller, cosign; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary(); cosign.cosign_binary()'
 
 # OLM v0 (olm-operator and catalog-operator, pinned by reconciler/localcluster/olm/go.mod), which tests/olm runs
 # on a control plane of its own; a cold build takes about ten minutes on two cores, so it happens here, with progress.
 olm: $(STAMP)
 	$(BIN)/python -c 'from reconciler.localcluster.olmv0 import ensure_olm; ensure_olm()'
 
-# Graphviz (`catalog graph --format svg`), sshd (git over SSH) and Chromium for the tests that use them.
+# Graphviz (`catalog graph --format svg`), sshd (git over SSH), gpg and ssh-keygen (signed commits) and Chromium for
+# the tests that use them.
 # Chromium (headless) renders the page `fleet status -o html` writes, in its test.
 TOOL_PACKAGES := $(if $(shell command -v dot),,graphviz) $(if $(wildcard /usr/sbin/sshd),,openssh-server) \
-                 $(if $(shell command -v ssh-keygen),,openssh-client) $(if $(wildcard /usr/bin/chromium),,chromium)
+                 $(if $(shell command -v ssh-keygen),,openssh-client) $(if $(wildcard /usr/bin/chromium),,chromium) \
+                 $(if $(shell command -v gpg),,gpg)
 tools:
 	@if [ -n "$(strip $(TOOL_PACKAGES))" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -61,11 +61,13 @@ def _run(loop: Loop, body) -> list[float]:
         thread.join(60)
 
 
-def _uninstall(kube: Kube) -> None:
+def _uninstall(kube: Kube, repository: str | None = None) -> None:
+    """Remove every Operator by reconciling an empty repository (as ``repository``: the one that installed them)."""
     from reconciler import pipeline
 
     with tempfile.TemporaryDirectory() as d:
-        Path(d, "reconciler.yaml").write_text("allowEmpty: true\n")
+        Path(d, "reconciler.yaml").write_text("allowEmpty: true\n" + (f"repository: {repository}\n" if repository
+                                                                      else ""))
         pipeline.reconcile(d, kube, dry_run=False)
 
 

@@ -14,6 +14,8 @@ before and after as a second check.
   local tree       the working tree is read, resolved and converted again, then planned
   remote, same commit   the commit's prepared state is reused; only the plan runs
   remote poll, no new commit   a fetch that finds nothing new: no cluster request at all
+  local tree, signed (SSH | OpenPGP)   the local tree with --trusted-keys: its HEAD, an empty commit signed by
+                   git with an ssh-keygen or gpg key made here, verified on every step (docs/security.md)
 """
 
 from __future__ import annotations
@@ -63,13 +65,45 @@ def _measure(loop: Loop, kube: CountingKube, repeat: int, *, drift: bool) -> tup
     return times, {k: v / repeat for k, v in kube.counts.items()}
 
 
+def _signed_heads(path: Path, keys: Path):
+    """Sign an empty commit on top of ``path`` with an SSH key, then with an OpenPGP key (both made here with the
+    real tools), yielding each time the verification that trusts it."""
+    import os
+    import subprocess
+
+    from reconciler.repo.verify import Trust, TrustedKeys
+
+    keys.mkdir()
+    user = ["-c", "user.name=Bench", "-c", "user.email=bench@example.invalid"]
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "ssh")], check=True)
+    kind, key = (keys / "ssh.pub").read_text().split()[:2]
+    (keys / "trusted-ssh").write_text(f"bench@example.invalid {kind} {key}\n")
+    subprocess.run(["git", *user, "-c", "gpg.format=ssh", "-c", f"user.signingkey={keys / 'ssh'}", "commit", "-S",
+                    "--allow-empty", "-qm", "signed (ssh)"], cwd=path, check=True)
+    yield "SSH", Trust(TrustedKeys.load(keys / "trusted-ssh"))
+    home = keys / "gnupg"
+    home.mkdir(mode=0o700)
+    env = {**os.environ, "GNUPGHOME": str(home)}
+    subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "Bench <bench@example.invalid>",
+                    "ed25519", "sign", "never"], env=env, check=True, capture_output=True)
+    armored = subprocess.run(["gpg", "--armor", "--export", "bench@example.invalid"], env=env, check=True,
+                             capture_output=True).stdout
+    (keys / "trusted-gpg").write_bytes(armored)
+    subprocess.run(["git", *user, "-c", "user.signingkey=bench@example.invalid", "commit", "-S", "--allow-empty",
+                    "-qm", "signed (openpgp)"], cwd=path, env=env, check=True)
+    try:
+        yield "OpenPGP", Trust(TrustedKeys.load(keys / "trusted-gpg"))
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], capture_output=True, check=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     plane = start_plane()
-    rows = []
+    rows, alone = [], []
     try:
         admin = Kube(plane.admin_client())
         for n in args.sizes:
@@ -95,19 +129,46 @@ def main() -> None:
                 rows.append((n, "remote, same commit", times[1:], counts))  # the first step prepares the commit
                 times, counts = _measure(rloop, kube, args.repeat, drift=False)
                 rows.append((n, "remote poll, no new commit", times, counts))
+                for label, trust in _signed_heads(path, Path(tmp) / "keys"):
+                    sloop = Loop(LocalSource(path, watch=False, trust=trust), kube, interval=3600)
+                    warm = sloop.step(drift=True)   # records the new (signed) revision on the status objects
+                    assert warm.outcome in ("applied", "unchanged"), warm
+                    times, counts = _measure(sloop, kube, args.repeat, drift=True)
+                    rows.append((n, f"local tree, signed ({label})", times, counts))
+                    alone.append((n, label, _verification_alone(path, trust, args.repeat * 5)))
                 after = _versions(admin)
                 assert after == before, "a no-op reconcile changed an object"
                 print(f"{n} operators: {len(before)} objects unchanged (generation, digest and our managedFields identical)")
                 from bench.loop_latency import _uninstall
-                _uninstall(admin)
+                from reconciler.repo.identity import detect
+                _uninstall(admin, detect(path))
     finally:
         plane.stop()
     print(f"\nno-op reconcile, median of {args.repeat} (per reconcile: requests by kind)\n")
-    print(f"| {'operators':>9} | {'scenario':<27} | {'seconds':>7} | {'reads':>5} | {'dry-run':>7} | {'writes':>6} |")
-    print(f"|{'-' * 11}|{'-' * 29}|{'-' * 9}|{'-' * 7}|{'-' * 9}|{'-' * 8}|")
+    print(f"| {'operators':>9} | {'scenario':<34} | {'seconds':>7} | {'reads':>5} | {'dry-run':>7} | {'writes':>6} |")
+    print(f"|{'-' * 11}|{'-' * 36}|{'-' * 9}|{'-' * 7}|{'-' * 9}|{'-' * 8}|")
     for n, label, times, counts in rows:
-        print(f"| {n:>9} | {label:<27} | {statistics.median(times):7.3f} | {counts.get('read', 0):5.0f} | "
+        print(f"| {n:>9} | {label:<34} | {statistics.median(times):7.3f} | {counts.get('read', 0):5.0f} | "
               f"{counts.get('dry-run', 0):7.0f} | {counts.get('write', 0):6.0f} |")
+
+    print(f"\nverifying the signed HEAD alone (no cluster: the rollback check's LIST is the extra read above), "
+          f"median of {args.repeat * 5}\n")
+    print(f"| {'operators':>9} | {'key':<8} | {'ms':>6} |")
+    print(f"|{'-' * 11}|{'-' * 10}|{'-' * 8}|")
+    for n, label, times in alone:
+        print(f"| {n:>9} | {label:<8} | {statistics.median(times) * 1000:6.1f} |")
+
+
+def _verification_alone(path: Path, trust, repeat: int) -> list[float]:  # noqa: ANN001 - a repo.verify.Trust
+    from reconciler.repo import git_revision
+    from reconciler.repo.verify import verify_revision
+
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        verify_revision(path / ".git", git_revision(path), trust)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 if __name__ == "__main__":

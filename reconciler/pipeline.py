@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from reconciler.cli import progress
 from reconciler.catalog import load_catalog
@@ -30,6 +30,9 @@ from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import check_holds, hold_details, select_cluster
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
+
+if TYPE_CHECKING:
+    from reconciler.repo.verify import Trust, Verdict
 
 __all__ = ["Installed", "Outcome", "Prepared", "ResolutionRequest", "SatResolver", "apply", "prepare", "reconcile",
            "resolve"]
@@ -69,7 +72,12 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
     for name in sorted(set(snapshot.catalog_dirs) | set(images)):
         prio = settings[name].priority if name in settings else 0
         if name in images:
-            out[name] = load_image_catalog(name, images[name], prio)
+            keys = ()
+            if settings[name].verify:
+                from reconciler.oci.signature import load_keys
+
+                keys = load_keys(snapshot.root, settings[name].verify, f"catalog {name}")
+            out[name] = load_image_catalog(name, images[name], prio, keys)
         else:
             out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
     return out
@@ -136,20 +144,23 @@ class Prepared:
     held: frozenset[str] = frozenset()   # owners whose input class only reports (dry-run): left untouched
     decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)   # approval, per owner
     notes: tuple[str, ...] = ()   # what the run says beside its changes (approvals not committed)
+    verdicts: tuple[Verdict, ...] = ()   # the signatures verified (``trust``)
 
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
             kube: Kube | None = None, locked: bool = False, identity: str | None = None,
             git_dir: Path | None = None, cluster: str | None = None,
-            uncommitted_approvals: bool = False) -> Prepared:
+            uncommitted_approvals: bool = False, trust: Trust | None = None, tag: str | None = None) -> Prepared:
     """Read, resolve and convert; nothing is written. ``kube`` is only read (installed state, version).
 
     ``revision`` names the commit when the tree is not a git working copy, ``identity`` and ``git_dir`` the
     repository it was taken from and where its history is (a fetched remote: ``repo/identity.py``);
     ``locked`` refuses a lockfile that the resolution does not reproduce; ``cluster`` names the cluster of a
     fleet repository (``repo/fleet.py``); ``uncommitted_approvals`` counts approvals not committed yet (a
-    preview: a real apply counts only committed ones).
+    preview: a real apply counts only committed ones); ``trust`` verifies the commit (or ``tag``) before anything
+    of the tree is read (``repo/verify.py``).
     """
+    verdicts = verify_source(repo, trust, revision=revision, git_dir=git_dir, tag=tag, kube=kube)
     progress.stage(f"reading {repo}")
     snapshot = select_cluster(read_repository(repo), cluster)
     if revision is not None:
@@ -167,7 +178,29 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
     return Prepared(snapshot, installs, lockfile, resolution, held,
                     approvals(snapshot, installs, kube, uncommitted=uncommitted_approvals),
-                    approval_notes(snapshot, counted=uncommitted_approvals))
+                    (*(f"verified: {v}" for v in verdicts), *approval_notes(snapshot, counted=uncommitted_approvals)),
+                    verdicts)
+
+
+def verify_source(repo: str | Path, trust: Trust | None, *, revision: str | None, git_dir: Path | None,
+                  tag: str | None, kube: Kube | None) -> tuple[Verdict, ...]:
+    """The signatures of the revision about to be read, as ``trust`` asks (none without it).
+
+    A working tree is verified at its HEAD (and refused with uncommitted changes); a fetched remote's tree at
+    ``revision`` in ``git_dir``. What the cluster records as applied (every instance's status objects: this
+    tree's settings are not trusted yet) is what a rollback is judged against.
+    """
+    if trust is None:
+        return ()
+    from reconciler.repo import git_revision
+    from reconciler.repo.identity import git_dir as find_git_dir
+    from reconciler.repo.verify import verify_revision
+
+    progress.stage("verifying signatures")
+    top = Path(repo).resolve()
+    applied = [r.status.get("revision") or "" for r in status_objects.read_all(kube).values()] if kube else []
+    return verify_revision(git_dir or find_git_dir(top), revision or git_revision(top), trust, tag=tag,
+                           applied=applied)
 
 
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,
@@ -209,9 +242,11 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
 
 def reconcile(repo: str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,
               locked: bool = False, write_lock: bool | None = None, wait: float = 0.0,
-              on_progress: Callable[[str], object] | None = None, cluster: str | None = None) -> Outcome:
+              on_progress: Callable[[str], object] | None = None, cluster: str | None = None,
+              trust: Trust | None = None) -> Outcome:
     """Prepare and apply once. A dry run writes nothing, olm.lock included, unless ``write_lock``."""
-    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster, uncommitted_approvals=dry_run)
+    prepared = prepare(repo, resolver, kube=kube, locked=locked, cluster=cluster, uncommitted_approvals=dry_run,
+                       trust=trust)
     if write_lock is None:
         write_lock = not dry_run
     return apply(prepared, kube, dry_run=dry_run, write_lockfile=write_lock and not locked, wait=wait,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from reconciler.bundle import RenderedBundle, render
 from reconciler.cli import progress
 from reconciler.cluster.kube import Kube
-from reconciler.errors import LockfileError, ResolutionError
+from reconciler.errors import BundleError, LockfileError, ResolutionError
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot
 from reconciler.resolve import Resolution, Selection
@@ -46,8 +46,9 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
             continue
         progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
         entry = planned[sel.owner]
+        digest = verify_bundle_image(snapshot, sel, entry.digest) or entry.digest
         bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
-                        certificates, digest=entry.digest or None)
+                        certificates, digest=digest or None)
         if sel.package and bundle.package and bundle.package != sel.package:
             raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
                                   f"annotations say package {bundle.package!r}", path=sel.origin,
@@ -63,3 +64,25 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
         installs.append(Installed(sel, bundle, lock))
     return tuple(installs)
 
+
+
+def verify_bundle_image(snapshot: RepoSnapshot, sel: Selection, locked: str) -> str | None:
+    """The verified digest of a bundle image whose catalog requires signed bundles (``verifyBundles``), checked
+    before the image is pulled; None when its catalog requires nothing. A bundle that is not an image cannot
+    carry a cosign signature, so a catalog that requires them refuses it."""
+    catalog = snapshot.settings.catalogs.get(sel.catalog)
+    if catalog is None or not catalog.verify_bundles:
+        return None
+    from reconciler import oci
+    from reconciler.oci.signature import SignatureError, load_keys, verify_image
+
+    keys = load_keys(snapshot.root, catalog.verify_bundles, f"catalog {sel.catalog}")
+    image = sel.image.removeprefix("docker://")
+    where = dict(path=sel.origin, obj=f"{sel.kind} {sel.owner}")
+    if "://" in image:
+        raise BundleError(f"catalog {sel.catalog} requires signed bundle images (verifyBundles), and bundle "
+                          f"{sel.bundle_name} comes from {sel.image}, which is not an image", **where)
+    try:
+        return verify_image(image, keys, locked or oci.resolve(image)).digest
+    except SignatureError as exc:
+        raise BundleError(f"bundle {sel.bundle_name}: {exc.message}", hint=exc.hint, **where) from None

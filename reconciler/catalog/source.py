@@ -17,11 +17,19 @@ from reconciler.model.catalog import Catalog
 CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
 
 
-def load_image_catalog(name: str, reference: str, priority: int = 0) -> Catalog:
+def load_image_catalog(name: str, reference: str, priority: int = 0, keys: tuple = ()) -> Catalog:
+    """The catalog in an image; with ``keys`` (``oci.signature.PublicKey``), only once its digest is verified
+    to be signed by one of them, before any of its content is fetched."""
     from reconciler import oci
     from reconciler.catalog import load_catalog
 
-    image = oci.pull(reference)
+    if keys:
+        from reconciler.oci.signature import verify_image
+
+        digest = verify_image(reference, keys).digest
+        image = oci.pull(str(oci.parse_reference(reference).with_digest(digest)))
+    else:
+        image = oci.pull(reference)
     configs = image.labels.get(CONFIGS_LABEL, "/configs")
     root = image.root.resolve()
     directory = (root / configs.lstrip("/")).resolve()

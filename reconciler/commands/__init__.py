@@ -23,7 +23,8 @@ exit codes: (they say whose move it is; see docs/hardening.md)
       shape or with a duplicate key; a catalog; resolution; a bundle (a field of the wrong type, or an
       object the API server refuses as invalid); a policy; a symbolic link out of the repository; a file
       that is not a regular file, is nested too deeply or expands aliases too far; or a guardrail policy
-      violation, which holds back only the Operator concerned (the others are applied)
+      violation, which holds back only the Operator concerned (the others are applied); a commit not
+      signed by a --trusted-keys key (a dry run reports it and exits 2)
   3   the cluster: unreachable, a kubeconfig that cannot be loaded, or a request refused for any reason
       other than an invalid object (authorization, conflicts, server errors)
   4   an Operator waits for approval; everything else was applied (see `reconciler approve`); a
@@ -138,3 +139,37 @@ def complete_stages(prefix: str, parsed_args: argparse.Namespace, **_: object) -
     except (OSError, yaml.YAMLError, AttributeError):
         return []
     return [s for s in stages if isinstance(s, str) and s.startswith(prefix)]
+
+
+def add_trust_args(p: argparse.ArgumentParser) -> None:
+    """Signed-commit verification (``repo/verify.py``); the file comes from outside the repository it verifies."""
+    import os
+
+    g = p.add_argument_group("signed commits (docs/security.md)")
+    g.add_argument("--trusted-keys", metavar="FILE", default=os.environ.get("RECONCILER_TRUSTED_KEYS") or None,
+                   help="verify the commit acted on against the OpenPGP public keys (armored) and SSH "
+                        "allowed-signers lines in FILE, kept outside the repository ($RECONCILER_TRUSTED_KEYS); "
+                        "an unsigned commit, or one signed by a key not in FILE, is refused")
+    g.add_argument("--verify-mode", choices=("HEAD", "Tag", "TagAndHEAD"),
+                   default=os.environ.get("RECONCILER_VERIFY_MODE") or "HEAD",
+                   help="what must be signed, as Flux's modes: HEAD the commit (default), Tag the annotated tag "
+                        "followed (--tag; in a working tree a tag at HEAD), TagAndHEAD both "
+                        "($RECONCILER_VERIFY_MODE)")
+    g.add_argument("--allow-rollback", action="store_true",
+                   default=os.environ.get("RECONCILER_ALLOW_ROLLBACK", "").lower() in ("1", "true", "yes"),
+                   help="accept a commit older than the one the cluster has applied (an ancestor of it: a branch "
+                        "moved back), refused by default when verifying ($RECONCILER_ALLOW_ROLLBACK=true)")
+
+
+def trust_from(args: argparse.Namespace):  # noqa: ANN201 - a repo.verify.Trust, imported only when asked for
+    """The verification ``add_trust_args`` asked for, or None."""
+    if not getattr(args, "trusted_keys", None):
+        if getattr(args, "verify_mode", "HEAD") != "HEAD" or getattr(args, "allow_rollback", False):
+            from reconciler.errors import UsageError
+
+            raise UsageError("--verify-mode and --allow-rollback need --trusted-keys",
+                             hint="give the file of trusted keys ($RECONCILER_TRUSTED_KEYS)")
+        return None
+    from reconciler.repo.verify import Trust, TrustedKeys
+
+    return Trust(TrustedKeys.load(args.trusted_keys), args.verify_mode, args.allow_rollback)

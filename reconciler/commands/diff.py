@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 EXIT_CODES = """\
@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "reconciler.yaml says it)")
     add_cluster_args(p)
     add_fleet_arg(p)
+    add_trust_args(p)
     p.set_defaults(run=run)
 
 
@@ -63,9 +64,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from reconciler.repo.fleet import cluster_context
 
         cluster_context(args.repo, args.cluster)   # a cluster the repository declares, or a usage error
+    verdict = signature_verdict(Path(args.repo), trust_from(args))
     rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context, cluster=args.cluster,
                   offline=args.offline)
-    out.write(render(rev, args.output, colour=_tty(out)))
+    text = render(rev, args.output, colour=_tty(out))
+    if verdict is not None:
+        if args.output == "json":
+            doc = json.loads(text)
+            doc["signature"] = {"verified": verdict[0], "message": verdict[1]}
+            text = json.dumps(doc, indent=2) + "\n"
+        else:
+            text = f"signature: {verdict[1]}\n\n" + text
+    out.write(text)
     if args.cluster is not None and args.output == "text":
         from reconciler.commands.fleet import print_holds
         from reconciler.repo import read_repository
@@ -73,6 +83,30 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         print_holds(select_cluster(read_repository(args.repo), args.cluster), out, args.repo)
     return EXIT_CHANGES if rev.changed else EXIT_OK
+
+
+def signature_verdict(root: Path, trust) -> tuple[bool, str] | None:  # noqa: ANN001 - a repo.verify.Trust
+    """Whether the commit under the working tree is signed by a trusted key (what a reconcile of it would say).
+
+    A review is of uncommitted changes as often as not, so the commit is judged, and uncommitted changes are
+    said beside the verdict rather than refused.
+    """
+    if trust is None:
+        return None
+    from reconciler.repo import git_revision
+    from reconciler.repo.identity import git_dir
+    from reconciler.repo.verify import UntrustedRevision, verify_revision
+
+    revision = git_revision(root.resolve())
+    commit = revision.removesuffix("-dirty") if revision else None
+    try:
+        verdicts = verify_revision(git_dir(root.resolve()), commit, trust)
+    except UntrustedRevision as exc:
+        return False, f"not verified, a reconcile refuses it: {exc.message}"
+    said = "; ".join(str(v) for v in verdicts)
+    if revision and revision.endswith("-dirty"):
+        said += " (the working tree's uncommitted changes are not signed: commit them signed before reconciling)"
+    return True, f"verified: {said}"
 
 
 def _tty(out: TextIO) -> bool:

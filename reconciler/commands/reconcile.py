@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args, add_fleet_arg
+from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL, EXIT_UNHEALTHY
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
                      help="text for people; json or yaml for scripts: the change set as a ReconcileResult "
                           "document (schema in docs/output.md), including unchanged objects")
+    add_trust_args(rec)
     rec.set_defaults(run=run)
 
 
@@ -90,14 +91,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                            hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
+    trust, refused = trust_from(args), None
+    if trust is not None and args.dry_run:   # a dry run reports the verdict, and still shows the plan
+        from reconciler.repo.verify import UntrustedRevision
+
+        try:
+            pipeline.verify_source(args.repo, trust, revision=None, git_dir=None, tag=None, kube=kube)
+        except UntrustedRevision as exc:
+            trust, refused = None, exc
     try:
         with interrupted_by_sigterm():
             outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
                                          write_lock=args.write_lock or not args.dry_run,
                                          wait=args.timeout if args.wait else 0.0, on_progress=progress.status,
-                                         cluster=args.cluster)
+                                         cluster=args.cluster, trust=trust)
     finally:
         progress.clear()   # the report, or the error, starts on a clean line of the terminal
+    if refused is not None:
+        outcome.sync.notes.insert(0, f"not verified, a real run refuses it: {refused.render()}")
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                       show_unchanged=args.show_unchanged, colour=_tty(out))
@@ -108,7 +119,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
         unhealthy = bool(_unhealthy(outcome, waited=args.wait))
-    if any(d.violations for d in outcome.pending):
+    if refused is not None or any(d.violations for d in outcome.pending):
         return EXIT_ERROR
     if unhealthy:
         return EXIT_UNHEALTHY

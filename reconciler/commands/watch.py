@@ -8,14 +8,16 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
+from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
 from reconciler.errors import EXIT_OK
 
 EPILOG = """\
 A revision that fails to load, resolve or convert is never applied: the last
 good one stays applied (and keeps being corrected for drift), and the error
 is logged, counted in /metrics and recorded as a Warning Event on the
-Operator status objects.
+Operator status objects. With --trusted-keys, a commit that is not signed by
+a trusted key (or moves the branch back) is rejected the same way, before
+anything of it is read.
 
 exit codes:
   0  stopped by SIGTERM or SIGINT after finishing (or safely aborting) the current step
@@ -82,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="text, or one JSON object a line with the fields operator, revision, object, action, "
                         "duration, reason and outcome where they apply (default text)")
+    add_trust_args(w)
     auth = w.add_argument_group("remote authentication")
     auth.add_argument("--git-username", help="user name for HTTPS (any non-empty name works with most tokens)")
     auth.add_argument("--git-token-file", type=Path, help="file holding an HTTPS token or password")
@@ -201,6 +204,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         d = args.lease_duration
         elector = LeaderElector(Kube(api), _lease_namespace(args), args.lease_name, identity,
                                 lease_duration=d, renew_deadline=d * 2 / 3, retry_period=d / 7.5)
+    source.trust = trust_from(args)
     loop = Loop(source, kube, interval=args.interval, dry_run=args.dry_run, elector=elector,
                 events_namespace=args.events_namespace or _context_namespace(args) or "default",
                 identity=identity, report=report if args.report else None, cluster=args.cluster)

@@ -220,7 +220,9 @@ class Loop:
                 with self.source.tree(target) as path:
                     repository, git_dir = self.source.origin(path)
                     prepared = pipeline.prepare(path, revision=target.key, kube=self.kube, identity=repository,
-                                                git_dir=git_dir, cluster=self.cluster)
+                                                git_dir=git_dir, cluster=self.cluster,
+                                                trust=getattr(self.source, "trust", None),
+                                                tag=getattr(self.source, "tag", None))
                 self.metrics.resolution_duration.observe(time.monotonic() - t0)
             except ClusterError as exc:  # reading installed state failed: not the revision's fault
                 return self._finish(self._failed(target.revision, exc, "resolve"), started)

@@ -15,11 +15,14 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reconciler.repo import git_revision, identity
 from reconciler.repo.git import RemoteRepository, redact_url
 from reconciler.repo.watch import TreeWatcher
+
+if TYPE_CHECKING:
+    from reconciler.repo.verify import Trust
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Source(Protocol):
     description: str
     write_lockfile: bool
     poll_interval: float | None
+    trust: Trust | None     # verify each revision's signature before it is read (repo/verify.py)
+    tag: str | None         # the tag followed, for the Tag verification modes
 
     def current(self) -> Target: ...
 
@@ -57,10 +62,12 @@ class LocalSource:
     """
 
     poll_interval = None
+    tag = None
 
     def __init__(self, root: Path, *, debounce: float = 0.3, watch: bool = True, write_lockfile: bool = True,
-                 repository: str | None = None) -> None:
+                 repository: str | None = None, trust: Trust | None = None) -> None:
         self.root = Path(root).absolute()
+        self.trust = trust
         self.repository = repository
         self.description = f"working tree {self.root}"
         self.debounce = debounce
@@ -104,8 +111,10 @@ class RemoteSource:
     write_lockfile = False
 
     def __init__(self, remote: RemoteRepository, *, poll_interval: float | None = 30.0,
-                 repository: str | None = None) -> None:
+                 repository: str | None = None, trust: Trust | None = None) -> None:
         self.remote = remote
+        self.trust = trust
+        self.tag = remote.ref.tag
         self.repository = repository
         self.poll_interval = poll_interval
         self.description = f"{redact_url(remote.url)} ({remote.ref})"

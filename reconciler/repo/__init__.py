@@ -65,6 +65,10 @@ class CatalogSettings:
     priority: int = 0
     upgrade_graph: str = "replaces"
     image: str | None = None       # a catalog image instead of catalogs/<name>/
+    # cosign public keys (paths in the repository) the catalog image's digest must be signed by (``verify``),
+    # and those every bundle image the catalog lists must be signed by (``verifyBundles``): oci/signature.py
+    verify: tuple[str, ...] = ()
+    verify_bundles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,9 +187,10 @@ def _read_settings(top: Path) -> Settings:
         if not isinstance(name, str) or not name:
             raise InputError(f"catalogs: the catalog name {name!r} must be a string", path=SETTINGS_FILE)
         cfg = cfg or {}
-        if not isinstance(cfg, dict) or set(cfg) - {"priority", "upgradeGraph", "image"}:
+        if not isinstance(cfg, dict) or set(cfg) - {"priority", "upgradeGraph", "image", "verify", "verifyBundles"}:
             raise InputError(f"catalogs.{name} must be a mapping such as {{priority: 10}}", path=SETTINGS_FILE,
-                             hint="catalog settings are 'priority', 'upgradeGraph' and 'image'")
+                             hint="catalog settings are 'priority', 'upgradeGraph', 'image', 'verify' and "
+                                  "'verifyBundles'")
         image = cfg.get("image")
         if image is not None and (not isinstance(image, str) or not image):
             raise InputError(f"catalogs.{name}.image must be an image reference", path=SETTINGS_FILE)
@@ -196,7 +201,14 @@ def _read_settings(top: Path) -> Settings:
         if graph not in ("replaces", "semver"):
             raise InputError(f"catalogs.{name}.upgradeGraph must be 'replaces' or 'semver', not {graph!r}",
                              path=SETTINGS_FILE)
-        catalogs[name] = CatalogSettings(priority=prio, upgrade_graph=graph, image=image)
+        verify = {field_: _verification(cfg.get(field_), f"catalogs.{name}.{field_}")
+                  for field_ in ("verify", "verifyBundles")}
+        if verify["verify"] and image is None:
+            raise InputError(f"catalogs.{name}.verify applies to a catalog image, and the catalog has no 'image'",
+                             path=SETTINGS_FILE, hint="a catalog directory is verified with the commit that holds "
+                                                      "it (--trusted-keys); verifyBundles still applies to it")
+        catalogs[name] = CatalogSettings(priority=prio, upgrade_graph=graph, image=image, verify=verify["verify"],
+                                         verify_bundles=verify["verifyBundles"])
     kube_version = doc.get("kubernetesVersion")
     if kube_version is not None:
         try:
@@ -244,6 +256,23 @@ def _read_settings(top: Path) -> Settings:
                     provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
                     repository=repository, stages=tuple(stages), ignore_differences=ignore_rules,
                     create_only=create_only, take_over_managers=tuple(take_over))
+
+
+def _verification(cfg: Any, where: str) -> tuple[str, ...]:
+    """``{provider: cosign, keys: [path, ...]}``: the public keys (in the repository) an image must be signed by."""
+    if cfg is None:
+        return ()
+    example = "for example {provider: cosign, keys: [keys/cosign.pub]}"
+    if not isinstance(cfg, dict) or set(cfg) - {"provider", "keys"}:
+        raise InputError(f"{where} must be a mapping with 'provider' and 'keys'", path=SETTINGS_FILE, hint=example)
+    if cfg.get("provider", "cosign") != "cosign":
+        raise InputError(f"{where}.provider {cfg.get('provider')!r} is not supported: only cosign is",
+                         path=SETTINGS_FILE, hint=example)
+    keys = cfg.get("keys")
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise InputError(f"{where}.keys must list one or more public key files of the repository",
+                         path=SETTINGS_FILE, hint=example)
+    return tuple(keys)
 
 
 def _read_clusters(top: Path, settings: Settings) -> dict[str, Any]:

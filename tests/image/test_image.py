@@ -64,6 +64,8 @@ def test_the_image_runs_the_cli_as_its_non_root_user(image):
     assert top.returncode == 0 and "usage: reconciler" in top.stdout, top.stderr
     watch = _run(image, "reconciler", "watch", "--help")
     assert watch.returncode == 0 and "--leader-elect" in watch.stdout and "Examples:" in watch.stdout, watch.stderr
+    # The verifiers of signed commits are there.
+    assert _run(image, "sh", "-c", "gpg --version && ssh-keygen -Y 2>&1 | grep -q find-principals").returncode == 0
     # Nothing of the build stage: no pip, no sources, no compiler.
     assert _run(image, "sh", "-c", "test ! -e /opt/reconciler/bin/pip && test ! -e /src && ! command -v gcc"
                 ).returncode == 0

@@ -1,0 +1,44 @@
+"""docs/security.md's commands for signed commits, run as printed in a directory holding a copy of the example."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.docblocks import indented_block
+from tests.example import approved_copy
+from tests.signing import GIT_USER, tools_or_skip
+
+FIRST_LINE = "ssh-keygen -q -t ed25519 -N '' -C alice@example.com -f alice"
+
+
+def test_turning_on_signed_commits_as_the_document_prints_it(tmp_path):
+    tools_or_skip()
+    block = indented_block("docs/security.md", FIRST_LINE)
+    assert len(block) == 4 and block[-1] == "reconciler reconcile gitops --dry-run --trusted-keys trusted-keys"
+    gitops = approved_copy(tmp_path / "gitops", lock=False)
+    env = {**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path), "GIT_AUTHOR_NAME": "Alice",
+           "GIT_AUTHOR_EMAIL": "alice@example.com", "GIT_COMMITTER_NAME": "Alice",
+           "GIT_COMMITTER_EMAIL": "alice@example.com",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=gitops, check=True)
+    subprocess.run(["git", *GIT_USER, "add", "-A"], cwd=gitops, check=True)
+    subprocess.run(["git", *GIT_USER, "commit", "-qm", "Unsigned example"], cwd=gitops, check=True)
+
+    def run(line: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    for line in block[:2]:   # the key and the trusted-keys file
+        done = run(line)
+        assert done.returncode == 0, f"{line}\n{done.stdout}{done.stderr}"
+    before = run(block[-1])   # the example's own commit is not signed
+    assert before.returncode == 2 and "is not signed" in before.stdout, before.stdout + before.stderr
+    done = run(block[2])
+    assert done.returncode == 0, done.stderr
+    after = run(block[-1])
+    assert after.returncode == 1, after.stdout + after.stderr    # verified; the plan has changes
+    assert "verified: commit " in after.stdout and "'Signed by Alice'" in after.stdout
+    assert "is signed by alice@example.com (SSH key SHA256:" in after.stdout
