@@ -20,13 +20,15 @@ import pygit2
 import pytest
 
 from reconciler import yamlio
+from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.cluster.kube import Kube
 from tests.e2e.support import GitOpsRepo, approve, cli, get, managed
 from tests.e2e.test_reconcile import V100, V110
 from tests.loop.conftest import wait_until
+from tests.loop.test_watch_local import events
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write, write_bundle, write_docs
 
-from .conftest import CAPABILITIES, passed
+from .conftest import CAPABILITIES, passed, proven
 
 pytestmark = pytest.mark.incluster
 
@@ -48,10 +50,15 @@ def gitops(tmp_path: Path) -> GitOpsRepo:
 
 
 def test_first_install_and_upgrade(deployed, k8s, gitops, clean, capsys):
+    # The status CRD as deploy/base ships it, never applied by the reconciler yet: its first run takes it over.
+    crd = k8s.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    k8s.request("PATCH", crd.path("", "operators.reconciler.dev"), content_type="application/merge-patch+json",
+                body={"metadata": {"annotations": {ANNOTATION_DIGEST: None}}})
     run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--timeout", "120s", capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert managed(k8s, "plumbus") == V100
     assert conditions(k8s, "plumbus")["Ready"]["status"] == "True"
+    assert ANNOTATION_DIGEST in k8s.get(crd, "", "operators.reconciler.dev")["metadata"]["annotations"]
     installer = get(k8s, "v1", "ServiceAccount", "install-plumbus", "reconciler-system")
     assert installer is not None   # the bundle was written by it, not by the deployed ServiceAccount
 
@@ -130,3 +137,168 @@ def test_dry_run_and_diff_of_a_change_then_the_approval_wait(deployed, k8s, gito
     assert run.code == 0, run.out + run.err
     assert get(k8s, "v1", "Secret", "plumbus-settings", "plumbus-system") is not None
     passed("dry run", "diff", "approval wait")
+
+
+def test_prune_removes_what_the_repository_no_longer_declares(deployed, k8s, gitops, clean, capsys):
+    assert cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys).code == 0
+    assert managed(k8s, "plumbus") == V100
+    gitops.remove("operators/plumbus.yaml")
+    gitops.write("reconciler.yaml", (gitops.path / "reconciler.yaml").read_text() + "allowEmpty: true\n")
+    gitops.commit("plumbus goes")
+    run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert managed(k8s, "plumbus") == set()
+    assert get(k8s, "v1", "ServiceAccount", "install-plumbus", "reconciler-system") is None
+    assert get(k8s, OPERATOR, "Operator", "plumbus") is None
+    passed("prune")
+
+
+@pytest.fixture
+def bundles(tmp_path: Path, deployed: Path, capsys):
+    """A repository of directly referenced bundles, each approved (AllowAll); afterwards emptied, as deploy/'s
+    ServiceAccount."""
+    root = tmp_path / "bundles"
+    write(root, "reconciler.yaml", "allowEmpty: true\nprovisionerClassName: approve-everything\n")
+    write(root, "classes/approve-everything.yaml", "apiVersion: rukpak.io/v1\nkind: ProvisionerClass\n"
+          "metadata: {name: approve-everything}\nprovisioner: operators.coreos.com/operators\n"
+          "parameters: {approval: AllowAll}\n")
+    yield root
+    for p in (root / "operators").glob("*.yaml"):
+        p.unlink()
+    run = cli("reconcile", str(root), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+    assert run.code == 0, run.out + run.err
+
+
+def _declare(root: Path, name: str, csv: dict, *objects: dict) -> None:
+    ref = write_bundle(root, f"bundles/{name}", csv, *objects, package=name)
+    write_docs(root, f"operators/{name}.yaml", operator_doc(name, bundle={"name": name, "spec": {"refs": [ref]}},
+                                                            install={"namespace": f"ns-{name}"}))
+
+
+def test_an_apiservice_bundle(deployed, k8s, bundles, capsys):
+    uid = uuid.uuid4().hex[:6]
+    name, group = f"api-{uid}", f"m{uid}.example.com"
+    csv = csv_doc(f"{name}.v0.1.0", apiservicedefinitions={"owned": [
+        {"group": group, "version": "v1beta1", "kind": "Metric", "name": "metrics",
+         "deploymentName": "demo-controller", "containerPort": 6443}]})
+    _declare(bundles, name, csv)
+    # Applied whole; no container serves it (kwok), so it is judged once, not awaited.
+    run = cli("reconcile", str(bundles), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert "Summary: 12 created" in run.out, run.out
+    service = get(k8s, "apiregistration.k8s.io/v1", "APIService", f"v1beta1.{group}")
+    assert service is not None and service["metadata"]["labels"]["reconciler.dev/operator"] == name
+    assert service["spec"]["service"] == {"name": "demo-controller-service", "namespace": f"ns-{name}", "port": 443}
+    assert service["spec"]["caBundle"]
+    passed("APIService bundle")
+
+
+def test_a_webhook_bundle(deployed, k8s, bundles, capsys):
+    uid = uuid.uuid4().hex[:6]
+    name, group = f"hook-{uid}", f"h{uid}.example.com"
+    rules = [{"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+              "resources": ["widgets"]}]
+    csv = csv_doc(f"{name}.v0.1.0", deployments=[deployment("demo-webhook", "demo-sa")], webhookdefinitions=[
+        {"deploymentName": "demo-webhook", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+         "failurePolicy": "Fail", "containerPort": 443, "targetPort": 9443, "rules": rules,
+         "type": "ValidatingAdmissionWebhook", "generateName": f"v{uid}.{group}", "webhookPath": "/v"}])
+    _declare(bundles, name, csv, crd_doc(group=group))
+    run = cli("reconcile", str(bundles), "--kubeconfig", str(deployed), "--timeout", "120s", capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert "got its failure policy once its Service had a ready endpoint" in run.out
+    hooks = k8s.list(k8s.resource("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+                     label_selector=f"reconciler.dev/operator={name}")
+    assert [w["failurePolicy"] for h in hooks for w in h["webhooks"]] == ["Fail"]
+    passed("webhook bundle")
+
+
+def test_drift_correction(deployed, k8s, gitops, clean, capsys):
+    """Corrected every time; the same correction again is counted on its Event (events/patch)."""
+    assert cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys).code == 0
+    info = k8s.resource("apps/v1", "Deployment")
+    for _ in range(2):
+        k8s.request("PATCH", info.path("plumbus-system", "plumbus-controller"),
+                    query=[("fieldManager", "someone-else"), ("force", "true")],
+                    body={"apiVersion": "apps/v1", "kind": "Deployment",
+                          "metadata": {"name": "plumbus-controller", "namespace": "plumbus-system"},
+                          "spec": {"template": {"spec": {"containers": [{"name": "manager",
+                                                                          "image": "example.invalid/x:1"}]}}}},
+                    content_type="application/apply-patch+yaml")
+        run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+        assert run.code == 0, run.out + run.err
+        diverge = conditions(k8s, "plumbus")["ComponentsDiverge"]
+        assert (diverge["status"], diverge["reason"]) == ("True", "DriftCorrected"), diverge
+        dep = get(k8s, "apps/v1", "Deployment", "plumbus-controller", "plumbus-system")
+        assert dep["spec"]["template"]["spec"]["containers"][0]["image"] != "example.invalid/x:1"
+        assert cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait",
+                   capsys=capsys).code == 0
+        assert conditions(k8s, "plumbus")["ComponentsDiverge"]["status"] == "False"
+    drift = [e for e in events(k8s) if e["reason"] == "DriftCorrected"]
+    assert drift and max(e.get("count", 1) for e in drift) >= 2, drift
+    passed("drift correction")
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, deployed: Path, clean, capsys):
+    """The example fleet as a git repository; afterwards emptied on cluster dev, as deploy/'s ServiceAccount."""
+    root = tmp_path / "fleet"
+    shutil.copytree(ROOT / "examples" / "fleet-repo", root)
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    _commit(repo, "a fleet")
+    yield root
+    (root / "operators" / "plumbus.yaml").unlink()
+    (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "allowEmpty: true\n")
+    _commit(repo, "empty")
+    run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+    assert run.code == 0, run.out + run.err
+
+
+def _commit(repo: pygit2.Repository, message: str) -> str:
+    repo.index.add_all()
+    repo.index.write()
+    sig = pygit2.Signature("Test", "test@example.invalid")
+    parents = [] if repo.head_is_unborn else [repo.head.target]
+    return str(repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents))
+
+
+def test_the_fleet_loop(deployed, k8s, fleet, tmp_path):
+    """`watch --cluster dev` as its own process, leader-elected, as deploy/'s sidecar runs it."""
+    log = (tmp_path / "watch.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "reconciler", "watch", str(fleet), "--cluster", "dev",
+                             "--kubeconfig", str(deployed), "--interval", "3600", "--leader-elect",
+                             "--identity", "incluster-test", "--lease-duration", "5"],
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RECONCILER_TRACEBACK": "1"})
+    try:
+        def applied() -> bool:
+            assert proc.poll() is None, (tmp_path / "watch.log").read_text()
+            op = get(k8s, OPERATOR, "Operator", "plumbus")
+            return bool(op) and op["metadata"].get("annotations", {}).get("reconciler.dev/cluster") == "dev" and \
+                any(c["type"] == "Ready" and c["status"] == "True" for c in op["status"].get("conditions", []))
+        wait_until(applied, "cluster dev's Operators applied by the loop")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", "plumbus-system") is not None
+    passed("fleet loop")
+
+
+def test_no_rule_of_deploy_is_unused(control_plane, audit_start):
+    """Read last: every request deploy/'s ServiceAccount sent while the suite ran, from the audit log."""
+    from reconciler.localcluster.plane import DEPLOYED_USER
+
+    from .rbac_usage import deploy_rbac, unused
+
+    missing = set(CAPABILITIES) - proven()
+    if missing:
+        pytest.skip(f"needs the whole in-cluster suite (not run or failed here: {', '.join(sorted(missing))})")
+    left, redundant, count = unused(deploy_rbac(ROOT / "deploy"), control_plane.audit_log, DEPLOYED_USER,
+                                    audit_start)
+    assert count > 100, f"only {count} requests recorded in {control_plane.audit_log}"
+    assert not left, "grants of deploy/base/rbac.yaml that no capability used:\n  " + "\n  ".join(map(str, left))
+    assert not redundant, "grants of deploy/base/rbac.yaml that another rule always covered:\n  " + \
+        "\n  ".join(map(str, redundant))
