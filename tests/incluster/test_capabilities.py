@@ -22,11 +22,11 @@ import pytest
 from reconciler import yamlio
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.cluster.kube import Kube
-from tests.e2e.support import GitOpsRepo, approve, cli, get, managed
+from tests.e2e.support import GitOpsRepo, approve, approving_everything, cli, get, managed
 from tests.e2e.test_reconcile import V100, V110
 from tests.loop.conftest import wait_until
 from tests.loop.test_watch_local import events
-from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write, write_bundle, write_docs
+from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 
 from .conftest import CAPABILITIES, passed, proven
 
@@ -157,11 +157,7 @@ def test_prune_removes_what_the_repository_no_longer_declares(deployed, k8s, git
 def bundles(tmp_path: Path, deployed: Path, capsys):
     """A repository of directly referenced bundles, each approved (AllowAll); afterwards emptied, as deploy/'s
     ServiceAccount."""
-    root = tmp_path / "bundles"
-    write(root, "reconciler.yaml", "allowEmpty: true\nprovisionerClassName: approve-everything\n")
-    write(root, "classes/approve-everything.yaml", "apiVersion: rukpak.io/v1\nkind: ProvisionerClass\n"
-          "metadata: {name: approve-everything}\nprovisioner: operators.coreos.com/operators\n"
-          "parameters: {approval: AllowAll}\n")
+    root = approving_everything(tmp_path / "bundles")
     yield root
     for p in (root / "operators").glob("*.yaml"):
         p.unlink()
