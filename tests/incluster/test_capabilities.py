@@ -298,3 +298,13 @@ def test_no_rule_of_deploy_is_unused(control_plane, audit_start):
     assert not left, "grants of deploy/base/rbac.yaml that no capability used:\n  " + "\n  ".join(map(str, left))
     assert not redundant, "grants of deploy/base/rbac.yaml that another rule always covered:\n  " + \
         "\n  ".join(map(str, redundant))
+
+
+# Capabilities being built elsewhere: each is to run here, as deploy/'s ServiceAccount, when it lands (and the
+# rules it needs to be added to deploy/base/rbac.yaml, where the check above then finds them used).
+def test_adopting_an_olm_v0_install():
+    pytest.skip("capability not built yet: adopting OLM v0 installs (reading and retiring Subscriptions and CSVs)")
+
+
+def test_commit_verification_with_keys_from_a_secret():
+    pytest.skip("capability not built yet: commit verification with keys mounted from a Secret")
