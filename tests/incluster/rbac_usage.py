@@ -111,7 +111,8 @@ def requests(audit_log: Path, user: str, start: int = 0) -> Iterator[Request]:
 
 def unused(rbac_docs: Iterable[dict], audit_log: Path, user: str,
            start: int = 0) -> tuple[list[Grant], list[Grant], int]:
-    """The grants no request used, those only ever used beside another rule, and how many requests were read."""
+    """The grants no request used, those only ever used beside another rule, and how many authorised requests
+    and the checks they caused were read."""
     bound = grants(rbac_docs, user)
     used: set[Grant] = set()
     alone: set[Grant] = set()
