@@ -269,7 +269,7 @@ def test_the_fleet_loop(deployed, k8s, fleet, tmp_path):
             assert proc.poll() is None, (tmp_path / "watch.log").read_text()
             op = get(k8s, OPERATOR, "Operator", "plumbus")
             return bool(op) and op["metadata"].get("annotations", {}).get("reconciler.dev/cluster") == "dev" and \
-                any(c["type"] == "Ready" and c["status"] == "True" for c in op["status"].get("conditions", []))
+                any(c["type"] == "Ready" and c["status"] == "True" for c in op.get("status", {}).get("conditions", []))
         wait_until(applied, "cluster dev's Operators applied by the loop")
     finally:
         proc.send_signal(signal.SIGTERM)

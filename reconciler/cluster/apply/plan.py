@@ -168,8 +168,9 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
             else:
                 errors.append(message)
     if unchecked - rebinding:
-        result.notes.append(f"not checked by the API server: the objects of {', '.join(sorted(unchecked - rebinding))}, "
-                            f"whose installer a real run creates first (this identity may not write them itself)")
+        result.notes.append(f"not checked by the API server: the objects of "
+                            f"{', '.join(sorted(unchecked - rebinding))}, whose installer a real run creates first "
+                            f"(this identity may not write them itself)")
     if unchecked & rebinding:
         result.notes.append(f"not checked by the API server: the objects of {', '.join(sorted(unchecked & rebinding))} "
                             f"that only the newly approved permissions allow (a real run binds the installer to them "
