@@ -168,25 +168,42 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
 def in_place(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]], *,
              instance: str = DEFAULT_INSTANCE) -> dict[str, Kube]:
     """A client acting as each Operator's installer that is in place exactly as ``ensure_all`` would leave it
-    (its ServiceAccount, and RBAC granting the approved permissions and nothing else), writing nothing: the
-    identities a dry run plans with, the real run's own. An Operator whose installer is missing, or bound to
-    other permissions (a first install, an approval that changed), is left out: only a real run binds it.
+    (its ServiceAccount, and RBAC granting the approved permissions and nothing else), writing nothing. An
+    Operator whose installer is missing, or bound to other permissions (a first install, an approval that
+    changed), is left out: only a real run binds it.
+    """
+    writers, rebinding = for_dry_run(kube, namespace, wanted, instance=instance)
+    return {operator: client for operator, client in writers.items() if operator not in rebinding}
+
+
+def for_dry_run(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet, set[str]]], *,
+                instance: str = DEFAULT_INSTANCE) -> tuple[dict[str, Kube], frozenset[str]]:
+    """The identities a dry run plans with, writing nothing: the real run's own.
+
+    A client acting as each Operator's installer whose ServiceAccount exists (the one the real run applies
+    as), and the Operators among them whose installer the real run binds to other permissions first (an
+    approval that changed): planned as bound now, what only the new permissions allow cannot be checked. An
+    Operator with no installer yet (a first install) is left out.
     """
     live = _live(kube)
     mine: dict[str, set[tuple[str, str, str]]] = {}
     for key, item in live.items():
-        operator = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL_INSTALLER)
-        if operator:
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        operator = labels.get(LABEL_INSTALLER)
+        if operator and labels.get(LABEL_INSTANCE) in (None, instance):
             mine.setdefault(operator, set()).add(key)
-    out = {}
+    writers, rebinding = {}, set()
     for operator, (permissions, _) in sorted(wanted.items()):
+        if ("ServiceAccount", namespace, account_name(operator)) not in mine.get(operator, set()):
+            continue
         objects = installer_objects(namespace, operator, permissions, instance)
         keys = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
-        if keys == mine.get(operator, set()) and all(
-                _rbac_body(live[(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])])
-                == _rbac_body(o) for o in objects):
-            out[operator] = kube.impersonating(username(namespace, operator))
-    return out
+        if keys != mine[operator] or any(_rbac_body(live[(o["kind"], o["metadata"].get("namespace", ""),
+                                                                o["metadata"]["name"])]) != _rbac_body(o)
+                                         for o in objects):
+            rebinding.add(operator)
+        writers[operator] = kube.impersonating(username(namespace, operator))
+    return writers, frozenset(rebinding)
 
 
 def _any_left(kube: Kube, namespace: str, instance: str) -> bool:

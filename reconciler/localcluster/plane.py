@@ -80,10 +80,14 @@ _OLM_PROCESSES = (_CATALOG_OPERATOR, _OLM_OPERATOR)                          # s
 _STATE_FILE = "state.json"
 _ADMIN_KUBECONFIG = "admin.kubeconfig"
 _KWOK_CONFIG = "kwok.yaml"
+# The API server's audit log records every request of deploy/'s ServiceAccount (and nobody else's): what the
+# in-cluster deployment actually does with its RBAC (tests/incluster derive deploy/'s rules from it).
+DEPLOYED_USER = "system:serviceaccount:reconciler-system:reconciler"
+_AUDIT_POLICY, _AUDIT_LOG = "audit-policy.yaml", "audit.log"
 # Everything start() creates in the state directory; reset() removes exactly these,
 # the state file first so that an interrupted reset leaves no record pointing at nothing.
 _OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", *(f"{name}.log" for name in _PROCESSES + _OLM_PROCESSES),
-          _ADMIN_KUBECONFIG, _KWOK_CONFIG)
+          _ADMIN_KUBECONFIG, _KWOK_CONFIG, _AUDIT_POLICY, _AUDIT_LOG)
 _PORT_ATTEMPTS = 3
 _OLM_TIMEOUT = 120.0   # for OLM's CRDs and its first act, beyond the rest of the plane's start-up
 _POLL = 0.1
@@ -153,6 +157,11 @@ class ControlPlane:
     @property
     def kubeconfig_path(self) -> Path:
         return self.state_dir / _ADMIN_KUBECONFIG
+
+    @property
+    def audit_log(self) -> Path:
+        """JSON lines, one audit event (level Metadata) per request of deploy/'s ServiceAccount."""
+        return self.state_dir / _AUDIT_LOG
 
     @property
     def version(self) -> str:
@@ -313,6 +322,11 @@ class ControlPlane:
 
         The namespace must exist. Tokens are signed by the apiserver itself.
         """
+        return _client_from(self.service_account_kubeconfig(namespace, name, expiration_seconds))
+
+    def service_account_kubeconfig(self, namespace: str, name: str, expiration_seconds: int = 3600) -> Path:
+        """A kubeconfig holding a TokenRequest token for ``namespace/name`` (the SA is created if needed), as a
+        pod of that ServiceAccount would be given: for the CLI under test acting as it."""
         with self.admin_client() as admin:
             core = kubernetes.client.CoreV1Api(admin)
             try:
@@ -327,7 +341,7 @@ class ControlPlane:
         user = f"system:serviceaccount:{namespace}:{name}"
         _write_kubeconfig(path, self.server, self._pki.ca_cert, user,
                           {"token": request.status.token})
-        return _client_from(path)
+        return path
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -370,7 +384,17 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki.service_account_key}",
             # Operators routinely ship privileged pods; without this their specs are rejected.
             "--allow-privileged=true",
+            f"--audit-policy-file={self._audit_policy()}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
         ]
+
+    def _audit_policy(self) -> Path:
+        path = self.state_dir / _AUDIT_POLICY
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+            "rules": [{"level": "Metadata", "users": [DEPLOYED_USER]}, {"level": "None"}]}))
+        return path
 
     def _controller_manager_args(self) -> list[str]:
         pki = self._pki

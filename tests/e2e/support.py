@@ -79,6 +79,18 @@ def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> Run:
     return Run(code, out.getvalue(), capsys.readouterr().err)
 
 
+def approving_everything(root: Path) -> Path:
+    """A new repository of directly referenced bundles whose every bundle is approved (AllowAll), for tests of
+    what comes after approval; it may end up empty (allowEmpty)."""
+    from tests.unit.helpers import write
+
+    write(root, "reconciler.yaml", "allowEmpty: true\nprovisionerClassName: approve-everything\n")
+    write(root, "classes/approve-everything.yaml", "apiVersion: rukpak.io/v1\nkind: ProvisionerClass\n"
+          "metadata: {name: approve-everything}\nprovisioner: operators.coreos.com/operators\n"
+          "parameters: {approval: AllowAll}\n")
+    return root
+
+
 def example_copy(tmp_path: Path) -> Path:
     """A plain copy of the example repository (not a git repository), without its lockfile, approved."""
     return approved_copy(tmp_path / "repo", lock=False)

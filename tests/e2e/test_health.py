@@ -12,9 +12,9 @@ import pytest
 
 from reconciler.cli.parser import main
 from reconciler.cluster.kube import Kube
-from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write, write_bundle, write_docs
+from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 
-from .support import GitOpsRepo, get, reconcile
+from .support import GitOpsRepo, approving_everything, get, reconcile
 
 pytestmark = pytest.mark.cluster
 
@@ -29,12 +29,8 @@ def uid() -> str:
 @pytest.fixture
 def repo(tmp_path: Path, kc: Path, capsys: pytest.CaptureFixture[str]):
     """An empty repository of directly referenced bundles; afterwards everything it installed is removed."""
-    root = tmp_path / "repo"
     # Health is under test here, not approval: every bundle of these repositories is approved.
-    write(root, "reconciler.yaml", "allowEmpty: true\nprovisionerClassName: approve-everything\n")
-    write(root, "classes/approve-everything.yaml", "apiVersion: rukpak.io/v1\nkind: ProvisionerClass\n"
-          "metadata: {name: approve-everything}\nprovisioner: operators.coreos.com/operators\n"
-          "parameters: {approval: AllowAll}\n")
+    root = approving_everything(tmp_path / "repo")
     yield root
     for p in (root / "operators").glob("*.yaml"):
         p.unlink()

@@ -49,7 +49,7 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
           result: SyncResult, writers: dict[str, Kube] | None = None, *,
           owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
           moves: Mapping[str, str] | None = None, instance: str = "default",
-          fresh: frozenset[tuple[str, str]] = frozenset()) -> list[Planned]:
+          fresh: frozenset[tuple[str, str]] = frozenset(), rebinding: frozenset[str] = frozenset()) -> list[Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -64,6 +64,11 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
     namespace this run created for it (``fresh``: (Operator, namespace)
     pairs). Those touch nothing but that namespace; each is validated as it
     is created, and a refusal rolls the first install back whole (``sync``).
+
+    A dry run cannot check, and reports so, what the identity a real run writes with is not yet allowed to
+    write: the objects of an Operator whose installer does not exist yet (planned as the caller, who in the
+    cluster may not write bundles), and those that only the newly approved permissions of a ``rebinding``
+    installer allow.
     """
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
@@ -130,9 +135,12 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
         except ApiError as exc:
             if is_invalid_object(exc):
                 return [("invalid", f"{p.ref}: {exc.message}")]
-            if dry_run and exc.status == 403 and p.writer is None and by_name[p.operator].installer is not None:
-                # the identity a real run writes with does not exist yet (a first install, a new approval), and
-                # the reconciler's own may not write bundles (in-cluster): checked when it is applied
+            if dry_run and not_allowed_yet(p, exc) and (p.operator in rebinding if p.writer is not None
+                                                         else by_name[p.operator].installer is not None):
+                # the identity a real run writes with does not exist yet (a first install) or is not bound to
+                # the new approval yet, and the reconciler's own may not write bundles (in-cluster)
+                if current is not None:
+                    p.action, p.detail = Action.CONFIGURED, "not checked by the API server"
                 return [("unchecked", p.operator)]
             return [("error", f"{p.ref}: {exc.message}{as_installer(p, writer, exc)}")]
         if current is not None:
@@ -160,9 +168,14 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
                 unchecked.add(message)
             else:
                 errors.append(message)
-    if unchecked:
-        result.notes.append(f"not checked by the API server: the objects of {', '.join(sorted(unchecked))}, whose "
-                            f"installer a real run creates first (this identity may not write them itself)")
+    if unchecked - rebinding:
+        result.notes.append(f"not checked by the API server: the objects of "
+                            f"{', '.join(sorted(unchecked - rebinding))}, whose installer a real run creates first "
+                            f"(this identity may not write them itself)")
+    if unchecked & rebinding:
+        result.notes.append(f"not checked by the API server: the objects of {', '.join(sorted(unchecked & rebinding))} "
+                            f"that only the newly approved permissions allow (a real run binds the installer to them "
+                            f"first)")
     if invalid:
         raise invalid_objects(invalid)
     if unsafe:
@@ -183,6 +196,13 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
         result.notes.append(f"{unverified} object(s) could not be checked by server-side dry-run because their "
                             f"namespace or CustomResourceDefinition does not exist yet")
     return planned
+
+
+def not_allowed_yet(p: Planned, exc: ApiError) -> bool:
+    """Refused for want of a permission: 403, or the 404 of a binding to a role the same run creates, which the
+    API server looks up to see whether the writer holds its permissions when it may not bind it by name."""
+    return exc.status == 403 or (exc.status == 404 and p.ref.group == "rbac.authorization.k8s.io"
+                                 and p.ref.kind in ("RoleBinding", "ClusterRoleBinding"))
 
 
 INVALID_STATUSES = (400, 422)  # the object itself is wrong (schema, field validation): the bundle's fault

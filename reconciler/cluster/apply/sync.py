@@ -41,7 +41,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     ``pending`` Operators wait for approval: held likewise, with their status saying what waits (a dry run
     previews them instead: they come as ``desired`` marked ``waiting``, and so do their changes). An
     Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
-    (not in a dry run, which creates nothing: it plans with the caller's identity).
+    (in a dry run, which creates nothing, as the installers already there: see ``installer.for_dry_run``).
     ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts become each
     Operator's Ready, Progressing and Degraded conditions. Only ``instance``'s status objects are read,
     written and pruned; a declaration named like another instance's Operator is refused.
@@ -89,6 +89,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     # as they are created, and a refusal while writing rolls the first install back whole. A refusal up to the
     # end of planning leaves the cluster as it was: the installers made for first installs and the namespaces
     # made by this run are removed again.
+    rebinding: frozenset[str] = frozenset()   # dry run: installers a real run binds to new permissions first
     first = frozenset() if dry_run else frozenset(
         op.name for op in desired
         if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
@@ -103,11 +104,11 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)),
                 collect=bool(set(mine) - {op.name for op in desired}))   # an Operator of the instance has ended
         elif any(op.installer is not None for op in desired):
-            # A dry run writes nothing, so it plans as the installers already in place (the real run's
-            # identities); an Operator whose installer a real run would first create or rebind is checked as the
-            # caller.
+            # A dry run writes nothing, so it plans as the installers already there (the real run's identities,
+            # even where a real run first binds one to newly approved permissions); an Operator whose installer a
+            # real run would first create is checked as the caller.
             wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None}
-            writers = installer.in_place(kube, installer_namespace, wanted, instance=instance.name)
+            writers, rebinding = installer.for_dry_run(kube, installer_namespace, wanted, instance=instance.name)
             missing = sorted(set(wanted) - set(writers))
             if missing:
                 result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of "
@@ -115,7 +116,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                                     f"each Operator's")
         owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
         planned = plan(kube, desired, missing_ns if dry_run else set(), dry_run, result, writers, owned=owned,
-                       moves=moves, instance=instance.name, fresh=fresh)
+                       moves=moves, instance=instance.name, fresh=fresh, rebinding=rebinding)
     except ReconcilerError:
         undo_preparation(kube, installer_namespace, sorted(first), created_ns)
         raise

@@ -1,0 +1,57 @@
+"""The in-cluster suite: every capability run as deploy/'s ServiceAccount, with exactly deploy/'s RBAC.
+
+deploy/base is applied for real by an administrator; the reconciler then acts only through a TokenRequest
+token of ``reconciler-system/reconciler``, as its pod would. The API server's audit log (the local plane
+records this ServiceAccount's requests, and only its) says afterwards which of deploy/'s rules were used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.cluster.kube import Kube
+from tests.loop.conftest import uninstall
+from tests.loop.test_deploy import objects
+
+
+@pytest.fixture(scope="session")
+def audit_start(control_plane) -> int:
+    """Where this suite's part of the audit log begins (the suite's first test asks first)."""
+    return control_plane.audit_log.stat().st_size if control_plane.audit_log.exists() else 0
+
+
+@pytest.fixture
+def k8s(control_plane) -> Kube:
+    return Kube(control_plane.admin_client())
+
+
+@pytest.fixture
+def deployed(control_plane, k8s, audit_start) -> Path:
+    """deploy/base applied; a kubeconfig that acts as its ServiceAccount (nothing else is granted to it)."""
+    for doc in objects("base"):
+        k8s.apply(k8s.require_resource(doc), doc, field_manager="deploy-test", dry_run=False)
+    return control_plane.service_account_kubeconfig("reconciler-system", "reconciler")
+
+
+@pytest.fixture
+def clean(k8s):
+    uninstall(k8s)
+    yield
+    uninstall(k8s)
+
+
+CAPABILITIES = ("first install", "upgrade", "dry run", "diff", "prune", "APIService bundle", "webhook bundle",
+                "drift correction", "approval wait", "fleet loop")
+_PASSED: set[str] = set()
+
+
+def passed(*capabilities: str) -> None:
+    """Record that the calling test proved these capabilities (the RBAC check needs all of them)."""
+    assert set(capabilities) <= set(CAPABILITIES)
+    _PASSED.update(capabilities)
+
+
+def proven() -> set[str]:
+    return set(_PASSED)
