@@ -117,6 +117,7 @@ class _Live:
     member: Member
     cluster: VirtualCluster
     loop_kubeconfig: Path | None = None
+    kube: Kube | None = None   # the harness's own reader, with short timeouts
     port: int = 0
     loop: subprocess.Popen | None = None
     log: Path | None = None
@@ -138,6 +139,8 @@ class LiveFleet:
         self.repo = self.workdir / "served" / "fleet"
         self.server: GitHttpServer | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self.committed_at = 0.0   # time.monotonic() of the last commit (a release's or a promotion's)
+        self.loops_started_at = 0.0
         self.commands = FleetCommands(self.repo, self.workdir / "fleet.kubeconfig")
 
     @property
@@ -159,6 +162,7 @@ class LiveFleet:
                 n: (lv.cluster.server, lv.cluster.kubeconfig_path) for n, lv in self.live.items()})
             for lv in self.live.values():
                 self._start_loop(lv)
+            self.loops_started_at = time.monotonic()
         except BaseException:
             self.close()
             raise
@@ -266,6 +270,7 @@ class LiveFleet:
     def commit(self, message: str) -> str:
         self._git("add", "-A")
         self._git("commit", "-q", "-m", message)
+        self.committed_at = time.monotonic()
         head = self.head()
         self.notify()
         return head
@@ -275,6 +280,7 @@ class LiveFleet:
         before = self.head()
         done = self.commands.promote(stage)
         if self.head() != before:
+            self.committed_at = time.monotonic()
             self.notify()
         return done
 
@@ -310,9 +316,10 @@ class LiveFleet:
 
     def observe(self, name: str) -> dict[str, Seen] | None:
         """The Operators a cluster reports (None when it cannot be read)."""
+        lv = self.live[name]
         try:
-            kube = Kube(self.live[name].cluster.admin_client(), attempts=1, timeout=(2.0, 5.0))
-            recorded = status_objects.read_all(kube, INSTANCE)
+            lv.kube = lv.kube or Kube(lv.cluster.admin_client(), attempts=1, timeout=(2.0, 5.0))
+            recorded = status_objects.read_all(lv.kube, INSTANCE)
         except Exception:   # noqa: BLE001 - a cluster that is down reads as None
             return None
         out = {}
@@ -327,7 +334,8 @@ class LiveFleet:
         return kube.get(kube.resource("apps/v1", "Deployment"), namespace, deployment)
 
     def wait_converged(self, names: list[str], bundle: str, *, ready: bool = True, timeout: float = 300.0,
-                       operator: str = OPERATOR, since: float | None = None) -> dict[str, float]:
+                       operator: str = OPERATOR, since: float | None = None, every: float = 0.2
+                       ) -> dict[str, float]:
         """Wait until every named cluster reports ``operator`` at ``bundle`` (Ready, unless ``ready`` is False);
         the seconds from ``since`` (default: now) at which each was first seen so. Fails naming the clusters that
         did not, and what they report, after the bound (which is generous: not a timing assertion)."""
@@ -352,7 +360,7 @@ class LiveFleet:
                     raise AssertionError(f"not every cluster reached {operator} {bundle}"
                                          f"{' Ready' if ready else ''} within {timeout:.0f}s: {missing}; "
                                          f"loop logs under {self.workdir / 'loops'}")
-                time.sleep(0.2)
+                time.sleep(every)
 
     def memory(self) -> tuple[list[int], list[int]]:
         """(resident bytes per cluster, its processes summed; resident bytes per loop process)."""
