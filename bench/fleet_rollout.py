@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -88,10 +89,22 @@ def run_size(count: int, releases: int, poll: float, work: Path) -> dict:
         clusters, loops = fleet.memory()
         out["cluster_rss"], out["loop_rss"] = clusters, loops
         out["etcd_rss"] = rss_of(plane._procs.get("etcd"))
+        out["steps"] = _step_durations(fleet)
         out["load"] = os.getloadavg()[0]
     finally:
         fleet.close()
         plane.stop()
+    return out
+
+
+def _step_durations(fleet: LiveFleet) -> dict[str, list[float]]:
+    """Where a loop's time goes: the durations of its steps that applied a change and of those that found none
+    (every commit wakes every loop, so most steps of a stage's rollout run on the other stages' clusters)."""
+    out: dict[str, list[float]] = {"applied": [], "unchanged": []}
+    for live in fleet.live.values():
+        text = live.log.read_text(errors="replace") if live.log and live.log.exists() else ""
+        for outcome, seconds in re.findall(r"step (applied|unchanged) in ([0-9.]+)s", text):
+            out[outcome].append(float(seconds))
     return out
 
 
@@ -116,6 +129,10 @@ def main() -> None:
         r = results[-1]
         print(f"{count} clusters: started in {r['start']:.0f} s; stage samples {[round(s, 1) for s in r['stage']]}",
               flush=True)
+        report(results)   # after each size, so that a long run's first figures are never lost
+
+
+def report(results: list[dict]) -> None:
     rows = [("clusters (own loop each)", *(str(r["clusters"]) for r in results)),
             ("fleet started and installed everywhere", *(f"{r['start']:.0f} s" for r in results)),
             ("loops started -> every cluster installed", *(f"{r['first']:.1f} s" for r in results)),
@@ -128,6 +145,10 @@ def main() -> None:
             ("resolve + approve before a release commit, median",
              *(f"{statistics.median(r['resolve']):.1f} s" for r in results)),
             ("promote command, median", *(f"{statistics.median(r['promote']):.1f} s" for r in results)),
+            ("loop step that applies, median", *(f"{statistics.median(r['steps']['applied'] or [0]):.1f} s"
+                                                  for r in results)),
+            ("loop step that finds nothing to do, median",
+             *(f"{statistics.median(r['steps']['unchanged'] or [0]):.1f} s" for r in results)),
             ("memory per cluster (4 processes), median", *(_mib(r["cluster_rss"]) for r in results)),
             ("memory per loop, median", *(_mib(r["loop_rss"]) for r in results)),
             ("shared etcd", *(f"{r['etcd_rss'] / 2**20:.0f} MiB" for r in results)),
@@ -137,7 +158,7 @@ def main() -> None:
         print(f"{row[0]:<{width}}  " + "  ".join(f"{c:>9}" for c in row[1:]))
     for r in results:
         print(f"fleet rollout: {r['clusters']} clusters, stage p90 {pct(r['stage'], 0.9):.1f} s, "
-              f"three-stage rollout {max(r['rollout']):.1f} s ({len(r['stage'])} stage samples)")
+              f"three-stage rollout {max(r['rollout']):.1f} s ({len(r['stage'])} stage samples)", flush=True)
 
 
 if __name__ == "__main__":
