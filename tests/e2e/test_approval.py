@@ -227,9 +227,10 @@ def test_the_api_server_refuses_an_object_beyond_the_approval(repo, kc, k8s, cap
     assert approve(repo, "plumbus", capsys=capsys).code == 0
     assert reconcile(repo, kc, capsys=capsys).code == 0
     from reconciler import pipeline
+    from reconciler.cluster.desired import desired_state
 
     prepared = pipeline.prepare(repo.path, kube=k8s)
-    desired = pipeline.desired_state(prepared.installs, prepared.resolution, prepared.decisions)
+    desired = desired_state(prepared.installs, prepared.resolution, prepared.decisions)
     assert len(desired) == 1
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {
         "name": "smuggled", "namespace": "plumbus-system", "labels": {"reconciler.dev/operator": "plumbus"}},
@@ -280,7 +281,7 @@ def test_a_guardrail_violation_holds_back_only_its_operator(repo, kc, k8s, capsy
 
     # A reviewed exception for this exact bundle, recorded in git.
     capsys.readouterr()
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
     assert main(["approve", str(repo.path), "fleeb", "--offline", "--waive", "no-cluster-admin-binding"]) == 0
     assert "waivedPolicies: [no-cluster-admin-binding]" in (repo.path / "approvals/fleeb.yaml").read_text()
     repo.commit("Approve fleeb with its cluster-admin binding")

@@ -37,7 +37,7 @@ from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import Kube
 from reconciler.localcluster.plane import ControlPlane, _die_with_parent, _prctl, _write_kubeconfig
 from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts, rss_of
-from reconciler.server import signature
+from reconciler.loop.server import signature
 from tests.loop.gitserver import GitHttpServer
 
 ROOT = Path(__file__).resolve().parents[2]
