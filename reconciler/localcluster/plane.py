@@ -447,7 +447,7 @@ class ControlPlane:
             "--node-lease-duration-seconds=40",
         ]
 
-    def _create_nodes(self) -> None:
+    def _create_nodes(self, server: str | None = None) -> None:
         """Register the simulated nodes, as a kubelet registers itself; kwok then keeps them Ready."""
         for index in range(NODE_COUNT):
             name = f"{NODE_PREFIX}{index}"
@@ -459,7 +459,7 @@ class ControlPlane:
                 "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
                            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
             }
-            _post(f"{self.server}/api/v1/nodes", node, self._admin_ssl_context())
+            _post(f"{server or self.server}/api/v1/nodes", node, self._admin_ssl_context())
 
     def _launch(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         self._log(f"starting {name}")
@@ -558,8 +558,8 @@ class ControlPlane:
         url = f"{self.server}/api/v1/namespaces/default"
         return _get(url, self._admin_ssl_context()) is not None
 
-    def _nodes_ready(self) -> bool:
-        body = _get(f"{self.server}/api/v1/nodes", self._admin_ssl_context())
+    def _nodes_ready(self, server: str | None = None) -> bool:
+        body = _get(f"{server or self.server}/api/v1/nodes", self._admin_ssl_context())
         if body is None:
             return False
         ready = [n for n in json.loads(body).get("items", [])
@@ -567,9 +567,9 @@ class ControlPlane:
                         for c in (n.get("status") or {}).get("conditions") or [])]
         return len(ready) >= NODE_COUNT
 
-    def _default_service_account_exists(self) -> bool:
+    def _default_service_account_exists(self, server: str | None = None) -> bool:
         """The serviceaccounts controller runs: pods in new namespaces will be admitted."""
-        url = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"
+        url = f"{server or self.server}/api/v1/namespaces/default/serviceaccounts/default"
         return _get(url, self._admin_ssl_context()) is not None
 
     def _admin_ssl_context(self) -> ssl.SSLContext:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -11,24 +10,13 @@ from reconciler import yamlio
 from reconciler.cluster.kube import Kube
 from reconciler.cluster.status import STATUS_CRD
 from reconciler.loop import LeaderElector, LocalSource, Loop
+from tests.rollout.harness import DEPLOY
+from tests.rollout.harness import deploy_objects as objects
 
 from .conftest import uninstall, wait_until
 from .test_watch_local import applied_at, clean, events  # noqa: F401  (clean is a fixture)
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 VARIANTS = ("base", "remote", "sidecar")
-
-
-def objects(variant: str) -> list[dict]:
-    out = []
-    kustomization = yamlio.read_all(DEPLOY / variant / "kustomization.yaml")[0]
-    for res in kustomization["resources"]:
-        path = DEPLOY / variant / res
-        if path.is_dir():
-            out += objects(path.relative_to(DEPLOY).as_posix())
-        else:
-            out += [d for d in yamlio.read_all(path) if d]
-    return out
 
 
 def test_the_shipped_status_crd_is_the_one_the_reconciler_applies():
