@@ -10,7 +10,7 @@ of the same facts changes nothing and a review shows only what changed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ class ApprovedBundle:
     waived_policies: tuple[str, ...] = ()
     # Taken over from what already ran (``reconciler adopt``): the evidence, e.g. the OLM v0 CSV and the
     # permissions it held. Not an escalation: the bundle ran with them before the repository knew of it.
-    adopted: Any = None
+    adopted: Any = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
