@@ -147,3 +147,49 @@ def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed:
 
     again = run(block[6])   # the next reconcile is a no-op
     assert "takeover of" not in again, again
+    upgrade_through_the_repository(installed, tmp_path / "platform-repo", env)
+
+
+NEXT = "move2kube-operator/0.3.15"   # the next bundle of CASES[0]'s package
+
+
+def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dict) -> None:
+    """The next bundle is added to the repository's catalog: `resolve` moves the lock, `reconcile` applies it,
+    and OLM, no longer asked, does nothing."""
+    import json
+    import shutil
+
+    from tests.olm.support import CORPUS, write_catalog_of
+
+    case = CASES[0]
+    shutil.copytree(CORPUS / "operators" / NEXT, repo / "bundles" / NEXT)
+    (blob,) = write_catalog_of([CORPUS / "operators" / NEXT], repo / "next",
+                               image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+    shutil.rmtree(repo / "next")
+    catalog = repo / "catalogs" / "corpus" / "catalog.json"
+    docs = [json.loads(line) for line in catalog.read_text().splitlines()]
+    for doc in docs:
+        if doc["schema"] == "olm.channel" and doc["package"] == case.package:
+            doc["entries"].append({"name": blob["name"], "replaces": case.csv})
+    catalog.write_text("\n".join(json.dumps(d) for d in docs + [blob]) + "\n")
+
+    def run(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "reconciler", *args], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"{args}\n{done.stdout}{done.stderr}"
+        return done.stdout
+
+    run("resolve", str(repo))
+    lock = (repo / "olm.lock").read_text()
+    assert f"name: {blob['name']}" in lock and f"name: {case.csv}" not in lock, lock
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], env=env, check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "move2kube-operator 0.3.15"], env=env, check=True)
+    run("reconcile", str(repo))
+    time.sleep(5)   # time for OLM to act, if it still did
+    with installed.admin_client() as api:
+        (dep,) = [d for d in kubernetes.client.AppsV1Api(api).list_namespaced_deployment(case.namespace).items
+                  if "move2kube" in d.metadata.name]
+        images = {c.image for c in dep.spec.template.spec.containers}
+        assert "quay.io/konveyor/move2kube-operator:v0.3.15" in images, images
+        for plural in ("subscriptions", "installplans", "clusterserviceversions"):
+            assert custom(api).list_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, plural)["items"] == []
