@@ -31,7 +31,7 @@ RUN if [ -n "$PIP_CERT" ]; then export PIP_CERT; else unset PIP_CERT; fi \
  && /opt/reconciler/bin/pip uninstall --quiet --yes setuptools wheel \
  && /opt/reconciler/bin/pip uninstall --quiet --yes pip \
  && find /opt/reconciler -name '__pycache__' -prune -exec rm -rf {} + \
- && /opt/reconciler/bin/python -c "import pygit2, watchdog, prometheus_client, reconciler.cli"
+ && /opt/reconciler/bin/python -c "import pygit2, watchdog, prometheus_client, reconciler.cli.parser"
 
 FROM ${PYTHON}
 RUN groupadd --gid 65532 reconciler \

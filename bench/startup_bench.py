@@ -64,7 +64,7 @@ properties:
 SCRIPT = """#!{python}
 import re
 import sys
-from reconciler.cli import main
+from reconciler.cli.parser import main
 if __name__ == "__main__":
     sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
     sys.exit(main())

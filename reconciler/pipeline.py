@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from reconciler import progress, yamlio
+from reconciler import yamlio
+from reconciler.cli import progress
 from reconciler.bundle import RenderedBundle, render
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from reconciler.bundle.certs import CertificateProvider, ServiceCert
 
 KEEP_ENTRIES = 256
-_PRODUCERS = ("bundle", "model/kube.py", "model/declarations.py", "yamlio.py", "yamlbounds.py")
+_PRODUCERS = ("bundle", "model/kube.py", "model/declarations.py", "yamlio")
 
 
 def _format() -> str:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 # The key includes a digest of the code that produces a cached result, so changing the loader, the
 # validation rules, the YAML reader or the model can never serve a result the current code would not give.
-_PRODUCERS = ("reconciler/yamlio.py", "reconciler/yamlio_classes.py", "reconciler/model/catalog.py", "reconciler/model/record.py",
+_PRODUCERS = ("reconciler/yamlio/__init__.py", "reconciler/yamlio/classes.py", "reconciler/yamlio/bounds.py", "reconciler/model/catalog.py", "reconciler/model/record.py",
               "reconciler/model/semver_range.py", "reconciler/catalog/load.py", "reconciler/catalog/validate.py",
               "reconciler/catalog/findings.py", "reconciler/catalog/cache.py")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))

@@ -2,7 +2,7 @@
 
 ``COMMANDS`` is the order they appear in ``--help``. Handlers take the parsed
 arguments and an output stream and return an exit code; errors are raised as
-``ReconcilerError`` and mapped to exit codes by ``reconciler.cli``.
+``ReconcilerError`` and mapped to exit codes by ``reconciler.cli.parser``.
 """
 
 from __future__ import annotations

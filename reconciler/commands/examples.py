@@ -1,6 +1,6 @@
 """The ``Examples:`` section of every command's help, in one place so they stay consistent.
 
-Keys are the command path after ``reconciler``. ``reconciler.cli`` puts each
+Keys are the command path after ``reconciler``. ``reconciler.cli.parser`` puts each
 above the command's exit codes; a test checks that every command has one.
 """
 

@@ -75,7 +75,8 @@ def duration(text: str) -> float:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from reconciler import pipeline, progress
+    from reconciler import pipeline
+    from reconciler.cli import progress
     from reconciler.cluster.kube import Kube, load_api_client
     from reconciler.errors import ClusterError, UsageError
 

@@ -171,9 +171,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.commands.reconcile import print_outcome
     from reconciler.errors import ClusterError
     from reconciler.loop import LeaderElector, LocalSource, Loop, StepResult
-    from reconciler.server import Server
+    from reconciler.loop.server import Server
 
-    from reconciler import logs
+    from reconciler.cli import logs
 
     logs.setup(args.log_level or logs.level_for(args.verbose, args.quiet, default="info"), args.log_format)
     source = build_source(args)

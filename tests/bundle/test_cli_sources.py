@@ -10,7 +10,7 @@ import pytest
 
 from reconciler import oci
 from reconciler.bundle import render
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.model.declarations import InstallSettings
 from tests.bundle.test_golden import _webhook_csv
 from tests.unit.helpers import crd_doc, csv_doc, write, write_bundle, write_docs

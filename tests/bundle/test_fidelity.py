@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.bundle import render
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.errors import BundleError
 from reconciler.model.declarations import InstallSettings
 from tests.unit.helpers import by_kind, crd_doc, csv_doc, write, write_bundle, write_docs

@@ -12,7 +12,7 @@ import pytest
 from reconciler import yamlio
 from reconciler.bundle import fetch, k8s_v1, read_content, render
 from reconciler.bundle.certs import CertManagerProvider
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.errors import BundleError, UnsupportedBundleError
 from reconciler.model.declarations import InstallSettings
 from tests.bundle.test_golden import check_golden

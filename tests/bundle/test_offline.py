@@ -24,7 +24,7 @@ def refuse(event, args):
         tries.append(event)
         raise OSError("no network in an offline run")
 sys.addaudithook(refuse)
-from reconciler.cli import main
+from reconciler.cli.parser import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exc:

@@ -9,7 +9,7 @@ import pytest
 
 from reconciler import oci
 from reconciler.bundle import render
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.model.declarations import InstallSettings
 from reconciler.model.lock import Lockfile
 from tests.unit.helpers import write, write_docs

@@ -12,7 +12,7 @@ import pytest
 
 from reconciler import yamlio
 from reconciler.catalog import load
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from tests.catalog.helpers import CORPUS, bundle, channel, package
 from tests.unit.helpers import write, write_docs
 

@@ -11,7 +11,7 @@ import pytest
 from reconciler import oci, yamlio
 from reconciler.catalog.source import CONFIGS_LABEL, load_image_catalog
 from tests.example import approved_copy
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.errors import CatalogError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"

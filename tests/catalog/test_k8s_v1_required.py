@@ -18,7 +18,7 @@ import pytest
 
 from reconciler import pipeline, yamlio
 from reconciler.catalog.render import APIKinds, api_kinds, api_kinds_of_objects, render_bundle_dir
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.model.catalog import Bundle, Property
 from reconciler.repo import read_repository
 from tests.bundle.test_k8s_v1 import _bundle

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import build_parser, main, subcommands
+from reconciler.cli.parser import build_parser, main, subcommands
 
 ROOT = Path(__file__).resolve().parents[2]
 

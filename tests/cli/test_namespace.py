@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cli import build_parser, main, namespace_last, subcommands
+from reconciler.cli.parser import build_parser, main, namespace_last, subcommands
 from reconciler.commands import NO_NAMESPACE
 from reconciler.errors import EXIT_USAGE
 

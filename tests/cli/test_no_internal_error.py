@@ -17,7 +17,7 @@ import pygit2
 import pytest
 
 from reconciler import network
-from reconciler.cli import EXIT_INTERNAL
+from reconciler.cli.parser import EXIT_INTERNAL
 from tests.e2e.support import cli
 from tests.example import approved_copy
 from tests.seeds import SEEDS, all_blocks

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import logs
-from reconciler.cli import build_parser
+from reconciler.cli import logs
+from reconciler.cli.parser import build_parser
 from tests.e2e.support import GitOpsRepo, cli, example_copy
 
 

@@ -128,7 +128,7 @@ def screen(transcript: str) -> list[str]:
 def test_a_status_line_is_erased_before_anything_else_is_written():
     import io
 
-    from reconciler.progress import TerminalProgress
+    from reconciler.cli.progress import TerminalProgress
 
     term = io.StringIO()
     progress = TerminalProgress(term)

@@ -32,7 +32,7 @@ def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _cli_modules(*argv: str) -> tuple[int, str, set[str]]:
     """The exit code and stdout of ``reconciler ARGV`` in a fresh interpreter, and the modules it loaded."""
-    child = ("import sys\nfrom reconciler.cli import main\ntry:\n    code = main(sys.argv[1:])\n"
+    child = ("import sys\nfrom reconciler.cli.parser import main\ntry:\n    code = main(sys.argv[1:])\n"
              "except SystemExit as exc:\n    code = exc.code\n"
              "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + "
              "' CODE ' + str(code) + '\\n')\n")
@@ -62,7 +62,7 @@ def test_help_imports_only_the_parsers():
 
 def test_logs_are_set_up_when_logging_is_first_imported():
     """A command that never logs does not import logging; a library that logs later still gets the set-up."""
-    child = ("import sys\nfrom reconciler import logs\nlogs.setup('info', 'json')\n"
+    child = ("import sys\nfrom reconciler.cli import logs\nlogs.setup('info', 'json')\n"
              "print('logging' in sys.modules)\nimport logging\n"
              "logging.getLogger('reconciler.x').info('hello', extra={'operator': 'plumbus'})\n"
              "logging.getLogger('reconciler.x').debug('below the level')\n"
@@ -79,7 +79,7 @@ def test_logs_are_set_up_when_logging_is_first_imported():
 def test_verbose_applies_to_logs_of_a_module_imported_after_the_set_up(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "catalog.yaml").write_text(ONE_PACKAGE)
-    child = ("import sys\nfrom reconciler.cli import main\n"
+    child = ("import sys\nfrom reconciler.cli.parser import main\n"
              "code = main(sys.argv[1:])\nimport logging\n"
              "logging.getLogger('reconciler.x').info('shown with -v')\n"
              "logging.getLogger('reconciler.x').debug('shown with -vv only')\nprint(code)\n")

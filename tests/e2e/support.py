@@ -11,7 +11,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.cluster.kube import Kube
 from tests.example import EXAMPLE, approved_copy  # noqa: F401 (EXAMPLE: for the tests that read it)
 

@@ -280,7 +280,7 @@ def test_a_guardrail_violation_holds_back_only_its_operator(repo, kc, k8s, capsy
 
     # A reviewed exception for this exact bundle, recorded in git.
     capsys.readouterr()
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
     assert main(["approve", str(repo.path), "fleeb", "--offline", "--waive", "no-cluster-admin-binding"]) == 0
     assert "waivedPolicies: [no-cluster-admin-binding]" in (repo.path / "approvals/fleeb.yaml").read_text()
     repo.commit("Approve fleeb with its cluster-admin binding")

@@ -58,7 +58,7 @@ def approve_namespace(repo: GitOpsRepo) -> None:
     """Another install namespace is another set of permissions: approve both bundles for it, as a user would."""
     import io
 
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
 
     for version in ("1.1.0", "1.0.0"):
         repo.set_version(version)

@@ -95,7 +95,7 @@ def test_unserving_a_version_that_custom_resources_are_read_through_is_refused(r
 
 
 def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bundle(repo, kc, k8s: Kube, capsys):
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
 
     with retyped_after_install(repo, kc, k8s, capsys):
         # It needs no new permission (Android approves it), but the CRD check refuses it.
@@ -115,7 +115,7 @@ def test_an_unsafe_crd_upgrade_can_be_accepted_by_an_approval_for_that_exact_bun
 def test_removing_a_stored_version_is_refused_by_approve_and_reconcile_and_no_waiver_accepts_it(
         repo, kc, k8s: Kube, capsys):
     """One preflight: what the API server would refuse is refused before it, by approve and by reconcile alike."""
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
 
     own_namespace(repo)
     repo.set_version("1.0.0")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from reconciler.cluster.kube import Kube
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write, write_bundle, write_docs
 

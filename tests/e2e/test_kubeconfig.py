@@ -128,7 +128,7 @@ def test_namespace_defaults_to_the_contexts(control_plane, tmp_path, monkeypatch
     monkeypatch.setenv("KUBECONFIG", str(path))
     assert load_kubeconfig().namespace() == "team-ns"
     assert load_kubeconfig(str(path)).namespace("team") == "team-ns"
-    from reconciler.cli import build_parser
+    from reconciler.cli.parser import build_parser
     from reconciler.commands.watch import _lease_namespace
 
     args = build_parser().parse_args(["watch", "repo"])

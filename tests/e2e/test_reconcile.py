@@ -375,7 +375,7 @@ def test_deprecations_are_reported_by_reconcile_and_in_status(repo, kc, k8s, cap
 
 
 def _resolve_offline(repo, capsys):
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
     import io
     capsys.readouterr()
     code = main(["resolve", str(repo.path), "--offline"], out=io.StringIO())

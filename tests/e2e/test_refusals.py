@@ -50,7 +50,7 @@ def healthy(control_plane, tmp_path_factory):
     """The repository with its two healthy Operators installed; they are removed after the module."""
     if not CORPUS.is_dir():
         pytest.skip(f"no corpus bundle at {CORPUS}")
-    from reconciler.cli import main
+    from reconciler.cli.parser import main
 
     repo = GitOpsRepo(tmp_path_factory.mktemp("refusals") / "repo")
     repo.write("classes.yaml", CLASSES)

@@ -15,7 +15,7 @@ import sys
 import pygit2
 
 from reconciler import network
-from reconciler.cli import main
+from reconciler.cli.parser import main
 
 COMMANDS = [
     ["resolve", "{repo}", "--offline", "--no-write"],

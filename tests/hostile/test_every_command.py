@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import EXIT_INTERNAL
+from reconciler.cli.parser import EXIT_INTERNAL
 from tests.hostile.test_hostile import CASES, HERE, ROOT, _remove_deep, build, load_case
 
 

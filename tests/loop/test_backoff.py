@@ -14,7 +14,7 @@ from kubernetes import client as k8s_client
 
 from reconciler.cluster.kube import Kube
 from reconciler.loop import APPLIED, FAILED, UNCHANGED, LocalSource, Loop
-from reconciler.server import Server
+from reconciler.loop.server import Server
 from tests.e2e.faultproxy import Fault, FaultProxy
 
 from .conftest import wait_until

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 
 from reconciler.loop import Loop, LocalSource
-from reconciler.server import signature, verify
+from reconciler.loop.server import signature, verify
 
 SECRET = b"It's a Secret to Everybody"
 BODY = b"Hello, World!"

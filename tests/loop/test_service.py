@@ -13,7 +13,7 @@ from reconciler.cluster.kube import Kube
 from reconciler.loop import APPLIED, LeaderElector, Loop, RemoteSource
 from reconciler.loop.relay import HookRelay
 from reconciler.repo.git import Auth, Ref, RemoteRepository
-from reconciler.server import Server, signature
+from reconciler.loop.server import Server, signature
 
 from .conftest import TOKEN, USER, wait_until
 from .test_deploy import objects

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reconciler.loop import APPLIED, REJECTED, Loop, RemoteSource
 from reconciler.repo.git import Auth, Ref, RemoteRepository
-from reconciler.server import signature
+from reconciler.loop.server import signature
 from tests.e2e.support import managed
 from tests.e2e.test_reconcile import V100, V110
 

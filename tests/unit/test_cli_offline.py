@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import main
+from reconciler.cli.parser import main
 from tests.unit.helpers import EXAMPLE_REPO, copy_example, no_cluster, write  # noqa: F401 (fixture)
 
 EXPECTED_CHANGES = [

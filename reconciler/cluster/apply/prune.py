@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from reconciler import progress
+from reconciler.cli import progress
 from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult

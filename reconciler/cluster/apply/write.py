@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconciler import progress
+from reconciler.cli import progress
 from reconciler.cluster.apply.changes import Change, DesiredOperator
 from reconciler.cluster.apply.crds import CRD, wait_established
 from reconciler.cluster.apply.order import concurrently, order_key

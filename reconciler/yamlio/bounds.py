@@ -1,7 +1,7 @@
 """What the YAML and JSON readers share below both: the integer bound and the two signals their parsers raise.
 
 ``yamlio`` (which must not import PyYAML until a YAML text arrives) and
-``yamlio_classes`` (PyYAML's loader classes) both raise these; ``yamlio`` turns
+``yamlio.classes`` (PyYAML's loader classes) both raise these; ``yamlio`` turns
 them into input errors naming the file and line.
 """
 

@@ -10,7 +10,7 @@ import re
 
 import yaml
 
-from reconciler.yamlbounds import MAX_INT_DIGITS, DuplicateKey, LongNumber
+from reconciler.yamlio.bounds import MAX_INT_DIGITS, DuplicateKey, LongNumber
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import re
 import stat
 
 from reconciler.errors import InputError
-from reconciler.yamlbounds import MAX_INT_DIGITS, DuplicateKey, LongNumber
+from reconciler.yamlio.bounds import MAX_INT_DIGITS, DuplicateKey, LongNumber
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ _PYYAML = ("yaml", "_Loader", "_GoLoader", "_StrictLoader", "_NoAliasDumper", "_
 
 
 def _pyyaml() -> None:
-    """Import PyYAML and the loader and dumper classes (``reconciler.yamlio_classes``) on first use.
+    """Import PyYAML and the loader and dumper classes (``reconciler.yamlio.classes``) on first use.
 
     PyYAML's import is a large share of a short command's start-up (its reader
     compiles a big regular expression), and a JSON text never needs it.
@@ -47,7 +47,7 @@ def _pyyaml() -> None:
     global yaml, _Loader, _GoLoader, _StrictLoader, _NoAliasDumper, _ReadableDumper
     if "yaml" in globals():
         return
-    from reconciler import yamlio_classes as c
+    from reconciler.yamlio import classes as c
 
     yaml, _Loader, _GoLoader, _StrictLoader, _NoAliasDumper, _ReadableDumper = (
         c.yaml, c._Loader, c._GoLoader, c._StrictLoader, c._NoAliasDumper, c._ReadableDumper)
@@ -169,7 +169,7 @@ def load_all(text: str, source: str, *, strict: bool = False, go: bool = False) 
 
     ``strict`` refuses duplicate keys instead of letting the last one win.
     ``go`` resolves plain scalars as Go's YAML 1.1 decoder does (``y`` is
-    true, ``1e5`` a number, ``1:20`` text: ``yamlio_classes._GoLoader``), for
+    true, ``1e5`` a number, ``1:20`` text: ``yamlio.classes._GoLoader``), for
     content whose meaning is opm's (catalogs).
     """
     if len(text) > MAX_FILE_BYTES:
