@@ -3,7 +3,7 @@
 For every install OLM v0 made (``olmv0.survey``) the repository gains three
 things, and the cluster is only read:
 
-* an Operator declaration meaning what the Subscription meant: its package
+* an Operator declaration, named after the package, meaning what the Subscription meant: its package
   and channel, the namespace it runs in and the namespaces its OperatorGroup
   targets, and, for ``installPlanApproval: Manual``, ``approval: Manual``
   (which holds every upgrade until it is approved, as OLM held its
@@ -137,12 +137,8 @@ def _with_catalog(spec: dict, catalog: str) -> dict:
 
 
 def _names(installs: tuple[Install, ...]) -> dict[int, str]:
-    """Each install's Operator name: its package, or package-namespace where one package is installed twice."""
-    count: dict[str, int] = {}
-    for i in installs:
-        count[i.package] = count.get(i.package, 0) + 1
-    return {id(i): i.package if count[i.package] == 1 else f"{i.package}-{i.namespace}"[:63].rstrip("-")
-            for i in installs}
+    """Each install's Operator name: its package (``survey`` leaves a package installed twice to OLM)."""
+    return {id(i): i.package for i in installs}
 
 
 def _catalog_name(inst: Install) -> str:

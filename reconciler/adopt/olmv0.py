@@ -130,6 +130,7 @@ def survey(view: ClusterView) -> Survey:
         result = _install(view, sub, csv_name)
         (installs if isinstance(result, Install) else unmapped).append(result)
     unmapped.extend(_group_conflicts(installs))
+    unmapped.extend(_packages_twice(installs))
     conflicted = {u.what for u in unmapped}
     installs = [i for i in installs if i.where not in conflicted]
     for csv in sorted(view.of("ClusterServiceVersion"), key=lambda o: (_ns(o), _name(o))):
@@ -249,6 +250,23 @@ def _group_conflicts(installs: list[Install]) -> list[Unmapped]:
                 out.append(Unmapped(i.where, f"OperatorGroup {ns}/{group} holds several Subscriptions whose "
                                     f"install modes conflict ({names})",
                                     "move each to a namespace and OperatorGroup of its own in OLM, then adopt"))
+    return out
+
+
+def _packages_twice(installs: list[Install]) -> list[Unmapped]:
+    """One package subscribed in several namespaces: the reconciler installs a package once per cluster (its
+    CRDs and cluster RBAC are the cluster's), so none of them is taken over rather than one chosen."""
+    by_package: dict[str, list[Install]] = {}
+    for i in installs:
+        by_package.setdefault(i.package, []).append(i)
+    out = []
+    for package, members in sorted(by_package.items()):
+        if len(members) > 1:
+            where = ", ".join(i.namespace for i in members)
+            out += [Unmapped(i.where, f"package {package} is installed in {len(members)} namespaces ({where}); the "
+                             "reconciler installs a package once per cluster",
+                             "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again")
+                    for i in members]
     return out
 
 

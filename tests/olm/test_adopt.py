@@ -156,3 +156,85 @@ def test_a_cluster_without_olm_is_an_error(control_plane: ControlPlane, tmp_path
     assert done.returncode == 3, done.stdout + done.stderr
     assert "the cluster runs no OLM v0: it does not serve Subscription" in done.stderr
     assert git(repo, "status", "--porcelain") == ""
+
+
+# What OLM v0 adds to a pod template that the bundle does not say (kept by a takeover: docs/migration.md).
+OLM_TEMPLATE_ANNOTATIONS = {"olm.operatorGroup", "olm.operatorNamespace", "olm.targetNamespaces"}
+OLM_ENV = {"OPERATOR_CONDITION_NAME"}
+
+
+def missing_from(ours, live, path: str = "") -> list[str]:
+    """Where ``ours`` says something ``live`` does not (``live`` may say more: defaults, OLM's additions).
+    Lists of named items (containers, env, ports, volumes) are matched by name."""
+    if isinstance(ours, dict) and isinstance(live, dict):
+        return [p for k, v in ours.items() for p in (missing_from(v, live[k], f"{path}.{k}") if k in live
+                                                      else [f"{path}.{k}"])]
+    if isinstance(ours, list) and isinstance(live, list):
+        if all(isinstance(o, dict) and "name" in o for o in ours + live):
+            by_name = {o["name"]: o for o in live}
+            return [p for o in ours for p in (missing_from(o, by_name[o["name"]], f"{path}[{o['name']}]")
+                                              if o["name"] in by_name else [f"{path}[{o['name']}]"])]
+        if len(ours) != len(live):
+            return [path]
+        return [p for i, (o, v) in enumerate(zip(ours, live)) for p in missing_from(o, v, f"{path}[{i}]")]
+    return [] if ours == live else [f"{path}: {ours!r} != {live!r}"]
+
+
+def granted(objects: list[dict], namespace: str, account: str):
+    """The permissions RBAC among ``objects`` gives ServiceAccount ``namespace/account``."""
+    from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule
+
+    roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects
+             if o["kind"] in ("Role", "ClusterRole")}
+    rules = []
+    for b in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        if not any(s.get("kind") == "ServiceAccount" and s.get("name") == account and s.get("namespace") == namespace
+                   for s in b.get("subjects") or []):
+            continue
+        scope = b["metadata"].get("namespace") or CLUSTER
+        ref = b["roleRef"]
+        role = roles.get((ref["kind"], "" if ref["kind"] == "ClusterRole" else scope, ref["name"]))
+        rules += [Rule.from_rbac(r, scope) for r in (role or {}).get("rules") or []]
+    return PermissionSet.of(rules)
+
+
+def test_what_olm_creates_is_what_the_reconciler_creates_but_for_olm_s_own_additions(installed: ControlPlane,
+                                                                                       tmp_path: Path):
+    """For the same bundles: Deployments' pod templates, the operator's RBAC and Services, as OLM v0 made them
+    and as the reconciler renders them (the differences are documented in docs/migration.md)."""
+    from reconciler.bundle import render
+    from reconciler.cluster.kube import Kube
+    from reconciler.model.declarations import InstallSettings
+
+    repo = make_repo(tmp_path / "repo")
+    kinds = (("apps/v1", "Deployment"), ("v1", "Service"), ("rbac.authorization.k8s.io/v1", "Role"),
+             ("rbac.authorization.k8s.io/v1", "RoleBinding"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"))
+    with installed.admin_client() as api:
+        kube = Kube(api)
+        live = [o for v, k in kinds for o in kube.list(kube.resource(v, k))]
+        for case in CASES:
+            ours = list(render(f"file://bundles/{case.bundle}", repo,
+                               InstallSettings(case.namespace, tuple(case.targets or ("",))), "operators").objects)
+            csv = get(api, case.namespace, "clusterserviceversions", case.csv)
+            for dep in (o for o in ours if o["kind"] == "Deployment"):
+                (olm,) = [o for o in live if o["kind"] == "Deployment" and o["metadata"]["namespace"] == case.namespace
+                          and o["metadata"]["name"] == dep["metadata"]["name"]]
+                mine, theirs = dep["spec"]["template"], olm["spec"]["template"]
+                assert missing_from(mine, theirs) == [], (case.bundle, missing_from(mine, theirs))
+                extra = set(theirs["metadata"].get("annotations") or {}) - set(mine["metadata"].get("annotations") or {})
+                assert extra <= set(csv["metadata"].get("annotations") or {}) | OLM_TEMPLATE_ANNOTATIONS, extra
+                for container in theirs["spec"]["containers"]:
+                    (own,) = [c for c in mine["spec"]["containers"] if c["name"] == container["name"]]
+                    added = {e["name"] for e in container.get("env") or []} - {e["name"] for e in own.get("env") or []}
+                    assert added <= OLM_ENV, (case.bundle, added)
+                account = dep["spec"]["template"]["spec"].get("serviceAccountName") or "default"
+                mine_rbac, olm_rbac = granted(ours, case.namespace, account), granted(live, case.namespace, account)
+                narrower = [a for a in olm_rbac.atoms() if not mine_rbac.allows(a)]
+                assert narrower == [], (case.bundle, account, narrower)   # a takeover never narrows RBAC
+                beyond = [a for a in mine_rbac.atoms() if not olm_rbac.allows(a)]
+                assert beyond == [], (case.bundle, account, beyond)   # nor widens it
+            for svc in (o for o in ours if o["kind"] == "Service"):
+                (olm,) = [o for o in live if o["kind"] == "Service" and o["metadata"]["namespace"] == case.namespace
+                          and o["metadata"]["name"] == svc["metadata"]["name"]]
+                assert missing_from(svc["spec"], olm["spec"]) == [], (case.bundle, svc["metadata"]["name"])

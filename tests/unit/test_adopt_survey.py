@@ -117,3 +117,11 @@ def test_an_adopted_approval_keeps_its_evidence_through_a_round_trip():
     bad = text.replace("clusterServiceVersion: op.v1.0.0, ", "")
     with pytest.raises(Exception, match="adopted must name the clusterServiceVersion"):
         parse_record(yamlio.load_all(bad, "approvals/op.yaml")[0], "approvals/op.yaml")
+
+
+def test_a_package_installed_in_two_namespaces_is_left_to_olm():
+    other = "team-b"
+    found = reasons(view([sub(), sub(ns=other)], [csv(), csv(ns=other)], [group(), group(targets=(other,), ns=other)],
+                         [SOURCE, {**SOURCE, "metadata": {"name": "cat", "namespace": other}}]))
+    assert set(found) == {"Subscription ops/op", "Subscription team-b/op"}
+    assert all("package op is installed in 2 namespaces (ops, team-b)" in r for r in found.values()), found
