@@ -1,4 +1,4 @@
-"""Peer tools built from pinned Go modules with ``reconciler.gobuild``, one module per tool.
+"""Peer tools built from pinned Go modules with ``reconciler.localcluster.gobuild``, one module per tool.
 
 Each tool has a directory ``bench/peers/<tool>/`` holding its go.mod and
 go.sum, and a Python module ``bench/peers/<tool>.py`` exposing a function that

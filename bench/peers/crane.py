@@ -1,4 +1,4 @@
-"""crane (go-containerregistry), pinned by ``crane/go.mod`` and built by ``reconciler.gobuild``.
+"""crane (go-containerregistry), pinned by ``crane/go.mod`` and built by ``reconciler.localcluster.gobuild``.
 
 An OCI client independent of the one the project uses (oras-py): tests pull
 the images ``reconciler bundle build`` pushes with it, to prove that a
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 MODULE_DIR = Path(__file__).with_name("crane")
 MODULE = "github.com/google/go-containerregistry"

@@ -1,4 +1,4 @@
-"""``kubectl`` at the local control plane's version, pinned by ``kubectl/go.mod`` and built by ``reconciler.gobuild``.
+"""``kubectl`` at the local control plane's version, pinned by ``kubectl/go.mod`` and built by ``reconciler.localcluster.gobuild``.
 
 The apply benchmark compares the reconciler's server-side apply with
 ``kubectl apply --server-side`` against the same API server. The module pins
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 MODULE_DIR = Path(__file__).with_name("kubectl")
 MODULE = "k8s.io/kubernetes"

@@ -1,4 +1,4 @@
-"""operator-controller's registry+v1 renderer, pinned by ``operator_controller/go.mod`` and built by ``reconciler.gobuild``.
+"""operator-controller's registry+v1 renderer, pinned by ``operator_controller/go.mod`` and built by ``reconciler.localcluster.gobuild``.
 
 The conversion-parity sweep (``bench/convert_parity.py``) and its test render
 the same bundle with the reconciler and with OLM v1's own converter. That
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 MODULE_DIR = Path(__file__).with_name("operator_controller")
 MODULE = "github.com/operator-framework/operator-controller"

@@ -1,4 +1,4 @@
-"""``opm`` from operator-registry, pinned by ``opm/go.mod`` and built by ``reconciler.gobuild``.
+"""``opm`` from operator-registry, pinned by ``opm/go.mod`` and built by ``reconciler.localcluster.gobuild``.
 
 The catalog benchmarks and the verdict-comparison tests run ``opm validate``
 and ``opm render`` on the same content as ``reconciler catalog``. opm links
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.peers import stop
-from reconciler.gobuild import GoTool, pinned, tail
+from reconciler.localcluster.gobuild import GoTool, pinned, tail
 
 MODULE_DIR = Path(__file__).with_name("opm")
 MODULE = "github.com/operator-framework/operator-registry"

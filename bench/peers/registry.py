@@ -1,4 +1,4 @@
-"""The CNCF distribution registry, pinned by ``registry/go.mod`` and built by ``reconciler.gobuild``.
+"""The CNCF distribution registry, pinned by ``registry/go.mod`` and built by ``reconciler.localcluster.gobuild``.
 
 Tests push and pull the images the project builds to this registry, started
 on a loopback port with a temporary storage directory (see
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 MODULE_DIR = Path(__file__).with_name("registry")
 MODULE = "github.com/distribution/distribution/v3"

@@ -299,7 +299,9 @@ def _default_channel(bundle: Any, catalog: Any) -> str:
 def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Install, str]]) -> None:
     """Approve, for each adopted Operator, the permissions its bundle needs, with the CSV as evidence."""
     from reconciler import pipeline
-    from reconciler.approve.records import ApprovedBundle, add_approval, read_records
+    from reconciler.approve.records import add_approval
+    from reconciler.model.approvals import ApprovedBundle
+    from reconciler.repo import read_records
 
     prepared = pipeline.prepare(work, kube=kube, uncommitted_approvals=True)
     for inst, name in adopted:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reconciler.approve.permissions import CLUSTER, Atom, PermissionSet, Rule
+from reconciler.model.permissions import CLUSTER, Atom, PermissionSet, Rule
 from reconciler.approve.policy import AccessCheck, Decision, decide
 from reconciler.approve.required import Requirements, required_permissions
 from reconciler.model.resources import ResourceLookup, resource_lookup

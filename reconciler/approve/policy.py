@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reconciler.model.provisioner import Identity, ProvisionerClass
-from reconciler.approve.permissions import CLUSTER, Atom, PermissionSet, compact
-from reconciler.approve.records import ApprovalRecord, APPROVALS_DIR
+from reconciler.model.permissions import CLUSTER, Atom, PermissionSet, compact
+from reconciler.model.approvals import ApprovalRecord, APPROVALS_DIR
 from reconciler.approve.required import Requirements
 
 # Asks the cluster whether ``identity`` may do ``atom``: SubjectAccessReview.

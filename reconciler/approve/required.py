@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule, compact
+from reconciler.model.permissions import CLUSTER, PermissionSet, Rule, compact
 from reconciler.model.kube import Manifest
 from reconciler.model.resources import ResourceLookup, group_of, guess_plural, resource_lookup
 

@@ -21,7 +21,7 @@ from reconciler.model.kube import LABEL_OPERATOR, Manifest, ObjectRef, instance_
 from reconciler.repo import RepoSnapshot
 
 if TYPE_CHECKING:
-    from reconciler.pipeline import Installed
+    from reconciler.bundle.installed import Installed
 
 
 def counted_approvals(snapshot: RepoSnapshot, uncommitted: bool = False) -> dict:

@@ -55,12 +55,12 @@ def _cache_path(fetched: FetchedBundle) -> Path | None:
     """The cache entry: the content digest plus the directory layout (the digest covers files only)."""
     if os.environ.get("RECONCILER_BUNDLE_CACHE") == "off" or not fetched.digest.startswith("sha256:"):
         return None
-    from reconciler.gobuild import cache_dir
+    from reconciler import cachedir
 
     key = hashlib.sha256(f"{_CACHE_FORMAT}\0{fetched.digest}".encode())
     for dirpath, dirnames, _ in sorted(os.walk(fetched.path)):
         key.update(b"\0" + os.path.relpath(dirpath, fetched.path).encode())
-    return cache_dir() / "bundle-content" / f"{key.hexdigest()}.marshal"
+    return Path(cachedir.root()) / "bundle-content" / f"{key.hexdigest()}.marshal"
 
 
 def read_content(fetched: FetchedBundle) -> BundleContent:

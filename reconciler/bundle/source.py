@@ -85,9 +85,9 @@ _SHA256_FRAGMENT = re.compile(r"^sha256=([0-9a-f]{64})$")
 
 
 def _cache(kind: str) -> Path:
-    from reconciler.gobuild import cache_dir
+    from reconciler import cachedir
 
-    return cache_dir() / "bundles" / kind
+    return Path(cachedir.root()) / "bundles" / kind
 
 
 def _fetch_git(reference: str, repo_root: Path) -> FetchedBundle:

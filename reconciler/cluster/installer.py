@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule
+from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
 from reconciler.model.kube import API_GROUP, DEFAULT_INSTANCE, FIELD_MANAGER, LABEL_INSTANCE, Manifest, ownership_labels

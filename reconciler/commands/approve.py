@@ -11,7 +11,9 @@ import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
-from reconciler.approve.records import ApprovedBundle, add_approval, read_records
+from reconciler.approve.records import add_approval
+from reconciler.model.approvals import ApprovedBundle
+from reconciler.repo import read_records
 from reconciler.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -117,7 +119,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
 def _entries(args: argparse.Namespace, name: str, decisions: list, out: TextIO) -> list:
     """The approval entries for ``name``: one per distinct bundle that waits, its permissions the union of what
     each cluster it is placed on needs; and where, for the report."""
-    from reconciler.approve.permissions import PermissionSet
+    from reconciler.model.permissions import PermissionSet
     from reconciler.errors import PolicyError
 
     merged: dict[tuple[str, str], tuple[PermissionSet, set[str], list[str]]] = {}
@@ -154,7 +156,7 @@ def _entries(args: argparse.Namespace, name: str, decisions: list, out: TextIO) 
 
 def describe_pending(d: "Decision", indent: str = "    ") -> list[str]:
     """The permissions that wait, split into what the operator gains and what creating its objects needs."""
-    from reconciler.approve.permissions import compact
+    from reconciler.model.permissions import compact
 
     pending = d.pending
     gains = compact(a for a in pending.atoms() if d.required.grants.allows(a))

@@ -232,6 +232,8 @@ def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review
     """Point the declaration at the update (when it must change) and lock it; each file is added to
     ``written`` before it is written."""
     from reconciler import pipeline, yamlio
+    from reconciler.bundle.installed import convert
+    from reconciler.lock import plan_lock, write_lock
     from reconciler.model.lock import Lockfile
     from reconciler.repo import read_repository
     from reconciler.repo.fleet import select_cluster
@@ -254,8 +256,8 @@ def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review
         yamlio.write_atomic(path, rewritten)
         snapshot = select_cluster(read_repository(root), cluster)
     resolution = pipeline.resolve(snapshot, None)
-    planned = pipeline.plan_lock(snapshot, resolution)
-    installs = pipeline.convert(snapshot, resolution, planned, None)
+    planned = plan_lock(snapshot, resolution)
+    installs = convert(snapshot, resolution, planned, None)
     converted = {i.lock.operator: i.lock for i in installs}
     fresh = {e.operator: converted.get(e.operator, e) for e in planned.entries}
     moving = {o for o, e in fresh.items()
@@ -265,4 +267,4 @@ def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review
                and not (o not in fresh and p.operator in e.required_by.split(","))}
     entries.update({o: fresh[o] for o in moving})
     written.append(snapshot.lock_path)
-    pipeline.write_lock(snapshot, Lockfile(tuple(sorted(entries.values()))))
+    write_lock(snapshot, Lockfile(tuple(sorted(entries.values()))))

@@ -146,10 +146,11 @@ def _held_lock(snapshot: RepoSnapshot, cluster: str) -> Lockfile:
     """The target cluster's lockfile, resolved held to what the previous stage's lockfiles pin (which the
     evidence showed it runs), dependencies included."""
     from reconciler import pipeline
+    from reconciler.lock import plan_lock
     from reconciler.repo.fleet import stage_holds
 
     view = select_cluster(snapshot, cluster)
-    return pipeline.plan_lock(view, pipeline.resolve(view, None, holds=stage_holds(view, promoting=True)))
+    return plan_lock(view, pipeline.resolve(view, None, holds=stage_holds(view, promoting=True)))
 
 
 def write(root: str | Path, promotion: Promotion, *, commit: bool = True) -> str | None:

@@ -48,6 +48,7 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
     Clusters are taken in stage order, so a later stage's holds see the lockfiles the earlier stages just got.
     """
     from reconciler import pipeline
+    from reconciler.lock import plan_lock, write_lock
 
     snapshot = snapshot or read_repository(root)
     stages = {name: i for i, name in enumerate(snapshot.settings.stages)}
@@ -62,9 +63,9 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
         lockfile = done.get(key)
         if lockfile is None:
             resolution = pipeline.resolve(view, None, catalogs=catalogs)
-            lockfile = done[key] = pipeline.plan_lock(view, resolution)
+            lockfile = done[key] = plan_lock(view, resolution)
         out.lockfiles[cluster.name] = lockfile
         out.shape_of[cluster.name] = key
-        if write and pipeline.write_lock(view, lockfile):
+        if write and write_lock(view, lockfile):
             out.written.append(cluster.name)
     return out

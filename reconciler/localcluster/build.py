@@ -1,4 +1,4 @@
-"""The local cluster's binaries, pinned by ``gomod/`` and ``kwok/``, built by ``reconciler.gobuild``.
+"""The local cluster's binaries, pinned by ``gomod/`` and ``kwok/``, built by ``reconciler.localcluster.gobuild``.
 
 ``gomod/`` pins Kubernetes (kube-apiserver, kube-controller-manager,
 kube-scheduler) and etcd; ``kwok/`` pins kwok, which plays the kubelet for
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler.gobuild import GoTool, cache_dir, pinned, tail
+from reconciler.localcluster.gobuild import GoTool, cache_dir, pinned, tail
 
 GOMOD_DIR = Path(__file__).with_name("gomod")
 KWOK_DIR = Path(__file__).with_name("kwok")

@@ -28,7 +28,7 @@ from kubernetes.client.rest import ApiException
 
 from reconciler import yamlio
 from reconciler.errors import ControlPlaneError
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 MODULE_DIR = Path(__file__).with_name("olm")
 MODULE = "github.com/operator-framework/operator-lifecycle-manager"

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from reconciler.errors import ReconcilerError
-from reconciler.gobuild import cache_dir
+from reconciler import cachedir
 
 MAX_OBJECT_BYTES = 16 * 1024 * 1024      # one file in a layer, or a manifest / config blob
 MAX_IMAGE_BYTES = 512 * 1024 * 1024      # all layers of an image, compressed or not
@@ -287,7 +287,7 @@ def _cache_root() -> Path:
     """``$RECONCILER_OCI_CACHE_DIR``, else ``oci/`` in the reconciler's cache."""
     if explicit := os.environ.get("RECONCILER_OCI_CACHE_DIR"):
         return Path(explicit)
-    return cache_dir() / "oci"
+    return Path(cachedir.root()) / "oci"
 
 
 def _entry(digest: str) -> Path:

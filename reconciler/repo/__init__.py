@@ -97,7 +97,7 @@ class RepoSnapshot:
     input_classes: dict[str, InputClass] = field(default_factory=lambda: dict(BUILTIN_INPUT_CLASSES))
     provisioner_classes: dict[str, ProvisionerClass] = field(default_factory=lambda: dict(BUILTIN_CLASSES))
     bundles: dict = field(default_factory=dict)     # RukPak Bundles by name (model.direct.BundleDecl)
-    approvals: dict = field(default_factory=dict)   # Operator name -> approve.records.ApprovalRecord
+    approvals: dict = field(default_factory=dict)   # Operator name -> model.approvals.ApprovalRecord
     # The approvals as committed at HEAD, in a git working tree (None elsewhere: a fetched commit's tree is
     # committed by construction, a tree outside git has no commits): what a real apply counts.
     committed_approvals: dict | None = None
@@ -134,7 +134,6 @@ def read_repository(root: str | os.PathLike[str]) -> RepoSnapshot:
     operators, classes, provisioners, bundles = _read_declarations(top, settings)
     clusters = _read_clusters(top, settings)
     _check_overrides(operators, provisioners)
-    from reconciler.approve.records import read_records
     from reconciler.repo import identity
 
     return RepoSnapshot(root=top, revision=git_revision(top), settings=settings,
@@ -501,6 +500,17 @@ def _rel(top: Path, path: Path) -> str:
         return str(path)
 
 
+def read_records(root: Path) -> dict:
+    """The approval records of the working tree's ``approvals/`` (``model/approvals.py``)."""
+    from reconciler.model.approvals import APPROVALS_DIR, is_record_file, records_from
+
+    base = root / APPROVALS_DIR
+    if not base.is_dir():
+        return {}
+    rels = [f"{APPROVALS_DIR}/{path.name}" for path in sorted(base.iterdir()) if is_record_file(path.name)]
+    return records_from((rel, yamlio.read_text(root / rel, rel)) for rel in rels)
+
+
 def committed_records(top: Path) -> dict | None:
     """The approval records of ``top``'s ``approvals/`` as committed at HEAD; None when ``top`` is not in a git
     working tree. Read from the object database as the working tree's files are read (regular files only,
@@ -511,7 +521,7 @@ def committed_records(top: Path) -> dict | None:
         return None
     import pygit2
 
-    from reconciler.approve.records import is_record_file, records_from
+    from reconciler.model.approvals import is_record_file, records_from
 
     try:
         found = pygit2.discover_repository(str(top))

@@ -21,6 +21,8 @@ from typing import Any
 import pygit2
 
 from reconciler import pipeline
+from reconciler.bundle.installed import Installed, convert
+from reconciler.lock import plan_lock
 from reconciler.approve import stage
 from reconciler.errors import InputError, UsageError
 from reconciler.model.lock import Lockfile
@@ -37,7 +39,7 @@ class Resolved:
     side: Side
     snapshot: RepoSnapshot
     lockfile: Lockfile
-    installs: tuple[pipeline.Installed, ...]
+    installs: tuple[Installed, ...]
 
 
 def open_git(root: Path) -> tuple[pygit2.Repository, str]:
@@ -145,10 +147,10 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
     resolution = pipeline.resolve(snapshot, None, holds=holds, catalogs=catalogs)
     if (installed is None or pin) and own_lock is not None:
         resolution = pinned(resolution, own_lock)
-    planned = pipeline.plan_lock(snapshot, resolution)
+    planned = plan_lock(snapshot, resolution)
     from reconciler.bundle.certs import SelfSignedProvider
 
-    installs = pipeline.convert(snapshot, resolution, planned, None,
+    installs = convert(snapshot, resolution, planned, None,
                                 certificates=SelfSignedProvider(lookup=secrets_of(reuse)))
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))

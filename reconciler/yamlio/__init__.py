@@ -595,6 +595,12 @@ def dump(obj: Any) -> str:
                      allow_unicode=True, width=100)
 
 
+def dump_record(obj: Any) -> str:
+    """YAML for a file people review line by line: keys in the order given, a list of scalars on one line."""
+    _pyyaml()
+    return yaml.dump(obj, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=None, width=120)
+
+
 def dump_all(objs: list[Any]) -> str:
     _pyyaml()
     return yaml.dump_all(objs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False,

@@ -227,9 +227,10 @@ def test_the_api_server_refuses_an_object_beyond_the_approval(repo, kc, k8s, cap
     assert approve(repo, "plumbus", capsys=capsys).code == 0
     assert reconcile(repo, kc, capsys=capsys).code == 0
     from reconciler import pipeline
+    from reconciler.cluster.desired import desired_state
 
     prepared = pipeline.prepare(repo.path, kube=k8s)
-    desired = pipeline.desired_state(prepared.installs, prepared.resolution, prepared.decisions)
+    desired = desired_state(prepared.installs, prepared.resolution, prepared.decisions)
     assert len(desired) == 1
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {
         "name": "smuggled", "namespace": "plumbus-system", "labels": {"reconciler.dev/operator": "plumbus"}},

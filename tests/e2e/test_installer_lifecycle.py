@@ -127,7 +127,7 @@ def test_an_operator_handed_to_another_instance_leaves_no_installer_of_the_first
 
 
 def test_an_installer_from_before_instances_with_no_operator_is_removed(repo, kc, k8s, capsys):
-    from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule
+    from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
 
     stray = installer.installer_objects(NS, "plumbus-gone", PermissionSet.of(
         [Rule(scope=CLUSTER, api_groups=("",), resources=("configmaps",), verbs=("get",))]))

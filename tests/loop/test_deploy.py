@@ -99,7 +99,8 @@ def _drift(k8s: Kube) -> None:
 
 def test_an_installed_operators_installer_is_found_in_place_without_a_write(control_plane, k8s, gitops, clean):
     from reconciler import pipeline
-    from reconciler.approve.permissions import PermissionSet, Rule
+    from reconciler.cluster.desired import desired_state
+    from reconciler.model.permissions import PermissionSet, Rule
     from reconciler.cluster import installer
     from reconciler.cluster.apply.plan import shipped_namespaces
     from tests.e2e.support import RecordingKube
@@ -107,7 +108,7 @@ def test_an_installed_operators_installer_is_found_in_place_without_a_write(cont
     sa = _as_deployed(control_plane, k8s)
     assert pipeline.reconcile(gitops.path, sa, dry_run=False).sync.changed
     prepared = pipeline.prepare(gitops.path, kube=sa)
-    [op] = pipeline.desired_state(prepared.installs, prepared.resolution, prepared.decisions)
+    [op] = desired_state(prepared.installs, prepared.resolution, prepared.decisions)
     wanted = {"plumbus": (op.installer, shipped_namespaces(op))}
     reader = RecordingKube(control_plane.service_account_client("reconciler-system", "reconciler"))
     found = installer.in_place(reader, "reconciler-system", wanted)

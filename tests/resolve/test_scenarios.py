@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from reconciler import pipeline, yamlio
+from reconciler.lock import plan_lock
 from reconciler.errors import ReconcilerError
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import read_repository
@@ -136,7 +137,7 @@ def _materialise(scenario: dict[str, Any], root: Path) -> None:
 def _resolve(root: Path) -> tuple[Any, str]:
     snapshot = read_repository(root)
     resolution = pipeline.resolve(snapshot)
-    return resolution, pipeline.plan_lock(snapshot, resolution).render()
+    return resolution, plan_lock(snapshot, resolution).render()
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])

@@ -6,7 +6,7 @@ import pytest
 
 from reconciler.adopt import declaration
 from reconciler.adopt.olmv0 import ClusterView, install_mode, survey
-from reconciler.approve.records import parse_record, render_record
+from reconciler.model.approvals import parse_record, render_record
 from reconciler import yamlio
 from reconciler.model.declarations import Origin, parse_operator
 

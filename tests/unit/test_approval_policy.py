@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.approve import decide, required_permissions
-from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule
-from reconciler.approve.records import ApprovalRecord, ApprovedBundle, parse_record, render_record
+from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
+from reconciler.model.approvals import ApprovalRecord, ApprovedBundle, parse_record, render_record
 from reconciler.approve.required import Requirements
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.provisioner import BUILTIN_CLASSES, Identity, ProvisionerClass, parse_provisioner_class

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.gobuild import GoTool, pinned
+from reconciler.localcluster.gobuild import GoTool, pinned
 
 
 def _tool(module_dir, **kw) -> GoTool:

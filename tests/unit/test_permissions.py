@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule, compact
+from reconciler.model.permissions import CLUSTER, PermissionSet, Rule, compact
 from reconciler.approve.required import required_permissions
 
 

@@ -1,5 +1,5 @@
 // Flux's server-side apply engine behind a small main of ours: the peer of the reconcile benchmark.
-// Built by bench/peers/fluxssa.py through reconciler.gobuild; cached outside the source tree.
+// Built by bench/peers/fluxssa.py through reconciler.localcluster.gobuild; cached outside the source tree.
 module reconciler.local/bench/fluxssa
 
 go 1.26.0

@@ -1,5 +1,5 @@
 // Pins kubectl at the local control plane's version: the peer of the apply benchmark.
-// Built by bench/peers/kubectl.py through reconciler.gobuild; cached outside the source tree.
+// Built by bench/peers/kubectl.py through reconciler.localcluster.gobuild; cached outside the source tree.
 module reconciler.local/bench/kubectl
 
 go 1.26.0

@@ -1,5 +1,5 @@
 // Pins the OCI registry (CNCF distribution) that tests push bundle and catalog images to.
-// Built by bench/peers/registry.py through reconciler.gobuild; cached outside the source tree.
+// Built by bench/peers/registry.py through reconciler.localcluster.gobuild; cached outside the source tree.
 module reconciler.local/peers/registry
 
 go 1.26.0

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.model.kube import Manifest, ObjectRef
 
 if TYPE_CHECKING:
-    from reconciler.approve.permissions import PermissionSet
+    from reconciler.model.permissions import PermissionSet
     from reconciler.model.fieldrules import IgnoreRule, ObjectSelector
     from reconciler.cluster.wait import OperatorHealth
 

@@ -1,0 +1,65 @@
+"""The conversion stage's output: each resolved bundle fetched, converted and pinned (``Installed``).
+
+``convert`` is the one path from a resolution and its planned lock to rendered bundles, for the pipeline, a
+review and ``update`` alike; a locked digest must match what is fetched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from reconciler.bundle import RenderedBundle, render
+from reconciler.cli import progress
+from reconciler.cluster.kube import Kube
+from reconciler.errors import LockfileError, ResolutionError
+from reconciler.model.lock import LockEntry, Lockfile
+from reconciler.repo import RepoSnapshot
+from reconciler.resolve import Resolution, Selection
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One Operator, Input or dependency after resolution and conversion."""
+
+    selection: Selection
+    bundle: RenderedBundle
+    lock: LockEntry
+
+
+def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
+            kube: Kube | None = None, certificates=None) -> tuple[Installed, ...]:
+    """Fetch and convert every bundle to apply; a locked digest must match the fetched content.
+
+    With ``kube``, self-signed webhook certificates already in the cluster are
+    reused until they near expiry, so a reconcile does not rotate them each time.
+    ``certificates`` replaces the provider (a review reuses the other side's).
+    """
+    from reconciler.bundle.certs import SelfSignedProvider, cluster_lookup
+
+    if certificates is None:
+        certificates = SelfSignedProvider(lookup=cluster_lookup(kube) if kube is not None else None)
+    planned = {e.operator: e for e in lock.entries}
+    installs = []
+    for sel in resolution.selections:
+        if not sel.apply:
+            continue
+        progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
+        entry = planned[sel.owner]
+        bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
+                        certificates, digest=entry.digest or None)
+        if sel.package and bundle.package and bundle.package != sel.package:
+            raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
+                                  f"annotations say package {bundle.package!r}", path=sel.origin,
+                                  obj=f"{sel.kind} {sel.owner}")
+        if entry.digest and entry.digest != bundle.digest:
+            raise LockfileError(f"the content of {sel.image} changed: locked {entry.digest}, fetched "
+                                f"{bundle.digest}", path=snapshot.lock_file, obj=f"{sel.kind} {sel.owner}",
+                                hint="bundles are immutable; publish a new version, or re-resolve if the "
+                                     "change is intended")
+        lock = dataclasses.replace(entry, package=entry.package or bundle.package,
+                                   version=entry.version or bundle.version, digest=bundle.digest,
+                                   mediatype=bundle.mediatype)
+        installs.append(Installed(sel, bundle, lock))
+    return tuple(installs)
+
