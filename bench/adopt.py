@@ -27,6 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "operators"
 
 
+def _version_key(directory: Path) -> tuple:
+    """A version directory's order: numeric parts as numbers (0.11.0 after 0.9.0), a pre-release before its release."""
+    core, _, pre = directory.name.partition("-")
+    return tuple(int(p) if p.isdigit() else -1 for p in core.split(".")), pre == "", pre
+
+
 def bundles(corpus: Path, count: int) -> list[tuple[Path, str]]:
     """``count`` corpus bundles OLM installs alone in OwnNamespace and the reconciler converts: (dir, CSV name)."""
     from reconciler import yamlio
@@ -36,7 +42,7 @@ def bundles(corpus: Path, count: int) -> list[tuple[Path, str]]:
 
     out = []
     for package in sorted(p for p in corpus.iterdir() if p.is_dir()):
-        versions = sorted((v for v in package.iterdir() if (v / "manifests").is_dir()), key=lambda v: v.name)
+        versions = sorted((v for v in package.iterdir() if (v / "manifests").is_dir()), key=_version_key)
         if not versions or (versions[-1] / "metadata" / "dependencies.yaml").exists():
             continue
         newest = versions[-1]
