@@ -182,7 +182,7 @@ def missing_from(ours, live, path: str = "") -> list[str]:
 
 def granted(objects: list[dict], namespace: str, account: str):
     """The permissions RBAC among ``objects`` gives ServiceAccount ``namespace/account``."""
-    from reconciler.approve.permissions import CLUSTER, PermissionSet, Rule
+    from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
 
     roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects
              if o["kind"] in ("Role", "ClusterRole")}
