@@ -1,6 +1,6 @@
 """Adopting a cluster that OLM v0 runs: how long `reconciler adopt` takes and how many API requests it makes.
 
-  python -m bench.adopt [--installs 50] [--repeat 3] [--corpus ../shared/corpus/operators]
+  python -m bench.adopt [--installs 50] [--repeat 3] [--corpus ../shared/corpus/operators] [--packages P ...]
 
 A local control plane with the real OLM v0 (``ControlPlane(olm=...)``) is
 started here; ``--installs`` corpus packages (each one's newest bundle that
@@ -33,7 +33,7 @@ def _version_key(directory: Path) -> tuple:
     return tuple(int(p) if p.isdigit() else -1 for p in core.split(".")), pre == "", pre
 
 
-def bundles(corpus: Path, count: int) -> list[tuple[Path, str]]:
+def bundles(corpus: Path, count: int, only: tuple[str, ...] = ()) -> list[tuple[Path, str]]:
     """``count`` corpus bundles OLM installs alone in OwnNamespace and the reconciler converts: (dir, CSV name)."""
     from reconciler import yamlio
     from reconciler.bundle import render
@@ -41,7 +41,7 @@ def bundles(corpus: Path, count: int) -> list[tuple[Path, str]]:
     from reconciler.model.declarations import InstallSettings
 
     out = []
-    for package in sorted(p for p in corpus.iterdir() if p.is_dir()):
+    for package in sorted(p for p in corpus.iterdir() if p.is_dir() and (not only or p.name in only)):
         versions = sorted((v for v in package.iterdir() if (v / "manifests").is_dir()), key=_version_key)
         if not versions or (versions[-1] / "metadata" / "dependencies.yaml").exists():
             continue
@@ -68,10 +68,13 @@ def main() -> None:
     parser.add_argument("--installs", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--packages", nargs="*", default=(),
+                        help="only these corpus packages (OLM v0 cannot install every one: 3scale-community-operator's "
+                             "InstallPlan fails here)")
     args = parser.parse_args()
     if not args.corpus.is_dir():
         raise SystemExit(f"no corpus at {args.corpus}")
-    chosen = bundles(args.corpus, args.installs)
+    chosen = bundles(args.corpus, args.installs, args.packages)
 
     from bench.peers import opm
     from reconciler.localcluster import ControlPlane, ensure_binaries
