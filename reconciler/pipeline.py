@@ -28,7 +28,7 @@ from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import select_cluster, stage_holds
+from reconciler.repo.fleet import check_holds, hold_details, select_cluster
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
 __all__ = ["Installed", "Outcome", "Prepared", "ResolutionRequest", "SatResolver", "apply", "prepare", "reconcile",
@@ -112,7 +112,10 @@ def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, kube)
-    holds = stage_holds(snapshot) if holds is None else holds   # a later stage of a fleet: what was promoted
+    if holds is None:   # a later stage of a fleet: what was promoted there, or what the stage before runs
+        details = hold_details(snapshot)
+        check_holds(snapshot, details)
+        holds = {h.package: h.bundles for h in details}
     pins = lock_pins(snapshot, installed) if kube is not None else {}
     check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,3 +22,39 @@ def indented_block(document: str, first_line: str) -> list[str]:
             break
         block.append(line[4:])
     return block
+
+
+def fenced_block(document: str, first_line: str) -> list[str]:
+    """The lines of the fenced (```) block in ``document`` whose first line is ``first_line``."""
+    lines = (ROOT / document).read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("```") and i + 1 < len(lines) and lines[i + 1] == first_line:
+            end = lines.index("```", i + 1)
+            return lines[i + 1:end]
+    raise ValueError(f"{document} has no fenced block starting with {first_line!r}")
+
+
+def run_walkthrough(block: list[str], home: Path) -> list[tuple[str, str, int]]:
+    """Run ``block`` line by line in one bash from the project's root, as a reader with ``home`` as HOME, no
+    kubeconfig and no cluster would; each line's (line, output, exit code). A ``# exit N: phrase`` comment is
+    checked (the code, and the phrase up to a parenthesis, comma or semicolon in the output); any other line
+    must exit 0."""
+    marker = "@@rc="
+    script = "".join(f"{line}\necho \"{marker}$?\"\n" for line in block)
+    env = {**os.environ, "HOME": str(home), "KUBECONFIG": "", "GIT_AUTHOR_NAME": "Reader",
+           "GIT_AUTHOR_EMAIL": "reader@example.invalid", "GIT_COMMITTER_NAME": "Reader",
+           "GIT_COMMITTER_EMAIL": "reader@example.invalid", "RECONCILER_CACHE_DIR": str(home / "cache"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    outputs = re.split(rf"^{re.escape(marker)}(\d+)\n", proc.stdout, flags=re.M)
+    steps = list(zip(block, outputs[0::2], (int(c) for c in outputs[1::2])))
+    assert len(steps) == len(block), proc.stdout + proc.stderr
+    for line, out, code in steps:
+        said = re.search(r"# exit (\d+): (.*?)(?: \(|,|;|$)", line)
+        if said:
+            assert code == int(said.group(1)), f"{line}\n{out}{proc.stderr}"
+            assert said.group(2).split(" (")[0] in out, f"{line}\n{out}"
+        else:
+            assert code == 0, f"{line}\n{out}{proc.stderr}"
+    return steps

@@ -111,4 +111,32 @@ def add_fleet_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", metavar="NAME",
                    help="in a fleet repository (clusters/<name>.yaml), the cluster to act on; its kubeconfig "
                         "context (spec.context, else its name) is used when --context is not given and the "
-                        "kubeconfig has it (docs/fleet.md)")
+                        "kubeconfig has it (docs/fleet.md)").completer = complete_clusters  # type: ignore[attr-defined]
+
+
+def _repo_of(parsed_args: argparse.Namespace) -> str:
+    return getattr(parsed_args, "repo", None) or "."
+
+
+def complete_clusters(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
+    """Tab completion of --cluster: the clusters the typed REPO declares (their file names; nothing else read)."""
+    from reconciler.repo.fleet import cluster_names
+
+    try:
+        return [n for n in cluster_names(_repo_of(parsed_args)) if n.startswith(prefix)]
+    except OSError:
+        return []
+
+
+def complete_stages(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
+    """Tab completion of a stage: the ``stages`` of the typed REPO's reconciler.yaml, in their order."""
+    import os
+
+    import yaml
+
+    try:
+        with open(os.path.join(_repo_of(parsed_args), "reconciler.yaml"), encoding="utf-8") as f:
+            stages = (yaml.safe_load(f) or {}).get("stages") or []
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
+    return [s for s in stages if isinstance(s, str) and s.startswith(prefix)]

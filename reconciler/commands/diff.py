@@ -66,6 +66,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     rev = compute(Path(args.repo), args.base, args.kubeconfig, args.context, cluster=args.cluster,
                   offline=args.offline)
     out.write(render(rev, args.output, colour=_tty(out)))
+    if args.cluster is not None and args.output == "text":
+        from reconciler.commands.fleet import print_holds
+        from reconciler.repo import read_repository
+        from reconciler.repo.fleet import select_cluster
+
+        print_holds(select_cluster(read_repository(args.repo), args.cluster), out, args.repo)
     return EXIT_CHANGES if rev.changed else EXIT_OK
 
 

@@ -61,7 +61,8 @@ EXAMPLES: dict[str, str] = {
     "promote": """\
   reconciler promote . --to staging --dry-run          # the evidence from dev, and what would change
   reconciler promote . --to prod --soak 24h            # prod gets what staging ran healthy for a day; commits
-  reconciler promote . --to prod --force --reason "CVE-2026-1234 hotfix"   # override, recorded in the commit""",
+  reconciler promote . --to prod --force --reason "CVE-2026-1234 hotfix"   # override, recorded in the commit
+  reconciler promote . --all --soak 24h --branch promote/nightly   # a scheduled job: what is ready, as a PR""",
     "fleet": """\
   reconciler fleet status .                             # the cluster x Operator matrix, every context read
   reconciler fleet status . -o html > fleet.html        # one page to open in a browser""",

@@ -61,3 +61,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(yamlio.dump(fleet.to_dict()))
     return EXIT_CLUSTER if any(not c.reachable for c in fleet.clusters) else EXIT_OK
+
+
+def holds_of(snapshot) -> list:  # noqa: ANN001 - a RepoSnapshot (one cluster's view)
+    """The packages a cluster of a later stage is held on (``repo.fleet.StageHold``), empty outside a fleet."""
+    from reconciler.repo.fleet import hold_details
+
+    return hold_details(snapshot) if snapshot.cluster is not None else []
+
+
+def print_holds(snapshot, out: TextIO, repo: str = "REPO") -> None:  # noqa: ANN001 - a RepoSnapshot (one cluster's view)
+    """Say what the cluster's stage holds back, and the command that moves it (resolve, update, diff)."""
+    holds = holds_of(snapshot)
+    if holds:
+        print(f"\nHeld (cluster {snapshot.cluster.name}, stage {snapshot.cluster.stage}):", file=out)
+        for hold in holds:
+            print(f"  {hold.describe(repo)}", file=out)
+
+
+def hold_document(hold) -> dict:  # noqa: ANN001 - a StageHold
+    return {"operator": hold.operator, "package": hold.package, "bundles": sorted(hold.bundles),
+            "stage": hold.stage, "heldBy": hold.by, "previousStage": hold.previous, "command": hold.command()}
+

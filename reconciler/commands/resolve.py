@@ -59,6 +59,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.repo import read_repository
     from reconciler.resolve import Unsatisfiable
 
+    from reconciler.commands.fleet import hold_document, holds_of, print_holds
     from reconciler.repo.fleet import select_cluster
 
     if args.graph and args.output != "table":
@@ -109,6 +110,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                                      if snapshot.lock else {}))
     elif args.output == "table":
         _table(resolution, out, explain=args.explain)
+        if args.explain:
+            print_holds(snapshot, out, args.repo)
         if checks:
             print("", file=out)
             for check in checks:
@@ -128,6 +131,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
               file=out)
     else:
         doc = as_document(resolution, lockfile, explain=args.explain)
+        if snapshot.cluster is not None:
+            doc["held"] = [hold_document(h) for h in holds_of(snapshot)]
         from reconciler.commands.approve import approval_document
 
         doc["approvals"] = [approval_document(d) for _, d in sorted(decisions.items())]

@@ -84,6 +84,8 @@ def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...]
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.commands.fleet import hold_document, holds_of, print_holds
+
     root = Path(args.repo)
     if args.branch is not None and not args.apply:
         raise UsageError("--branch names the branch --apply commits on", hint="add --apply, or drop --branch")
@@ -94,6 +96,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         applied = apply(root, snapshot, found, args.branch, cluster=args.cluster)
     if args.output == "json":
         doc = {"updates": [p.to_dict() for p in found], "beyondRange": len(beyond)}
+        if snapshot.cluster is not None:
+            doc["held"] = [hold_document(h) for h in holds_of(snapshot)]
         if args.apply:
             doc["branch"] = args.branch
             doc["commits"] = [{"operator": op, "branch": b, "commit": c} for op, b, c in applied.commits]
@@ -106,6 +110,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print("No updates available within the declarations." if more else "No updates available.", file=out)
         if more:
             print(more, file=out)
+        print_holds(snapshot, out, args.repo)
         return EXIT_OK
     rows = [("OPERATOR", "INSTALLED", "UPDATE", "LEVEL", "SCOPE", "EDGE", "DECLARATION CHANGES")]
     for p in found:
@@ -121,6 +126,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"skipped {op}: branch {branch} already exists (delete it to propose this update again)", file=out)
     if applied.returned_to:
         print(f"back on {applied.returned_to}", file=out)
+    print_holds(snapshot, out, args.repo)
     return EXIT_OK
 
 
@@ -205,26 +211,14 @@ def _return(repo, start, home: str | None, restore: list[Path] = ()) -> None:  #
 
 def _commit_update(repo, root: Path, p, written: list[Path], cluster: str | None = None) -> str:  # noqa: ANN001
     """Write one update on the checked-out branch and commit it with its review in the message."""
-    import pygit2
-
     from reconciler.commands import diff
+    from reconciler.repo.commit import commit_paths
 
     _write_update(root, p, written, cluster)
     review = diff.compute(root, base="HEAD", pin_after=True, cluster=cluster, offline=True)
     message = (f"Update {p.operator} to {p.target}\n\n{p.installed} -> {p.target} ({p.level}, {p.scope} the "
                f"declaration; {p.edge})\n\n" + diff.render(review, "markdown"))
-    index = repo.index
-    index.read()
-    workdir = Path(repo.workdir).resolve()
-    for path in written:
-        index.add(path.resolve().relative_to(workdir).as_posix())
-    index.write()
-    tree = index.write_tree()
-    try:
-        sig = repo.default_signature
-    except (KeyError, pygit2.GitError):
-        sig = pygit2.Signature("reconciler", "reconciler@localhost")
-    return str(repo.create_commit("HEAD", sig, sig, message, tree, [repo.head.target]))
+    return commit_paths(repo, written, message)
 
 
 def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review.updates.Proposal

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import select_cluster, stage_holds
+from reconciler.errors import ReconcilerError
+from reconciler.model.fleet import ClusterDecl
+from reconciler.repo.fleet import check_holds, hold_details, select_cluster
 
 
 @dataclass
@@ -32,20 +34,32 @@ class FleetResolution:
         return len(set(self.shape_of.values()))
 
 
-def facts_digest(view: RepoSnapshot) -> str:
+def facts_digest(view: RepoSnapshot, holds: dict[str, frozenset[str]] | None = None) -> str:
     """What a cluster's resolution depends on, as one digest (the repository's catalogs are common to all)."""
+    if holds is None:
+        holds = {h.package: h.bundles for h in hold_details(view)}
     h = hashlib.sha256()
     h.update(repr(view.operators).encode())
     h.update(b"\0" + str(view.settings.kubernetes_version).encode())
     h.update(b"\0" + (repr(view.lock.entries).encode() if view.lock else b""))
-    h.update(b"\0" + repr(sorted((p, sorted(n)) for p, n in stage_holds(view).items())).encode())
+    h.update(b"\0" + repr(sorted((p, sorted(n)) for p, n in holds.items())).encode())
     return h.hexdigest()
+
+
+def in_cluster(exc: ReconcilerError, cluster: ClusterDecl) -> ReconcilerError:
+    """``exc`` saying which cluster of the fleet (and stage) it is about, unless it says so already."""
+    where = f"cluster {cluster.name}" + (f" (stage {cluster.stage})" if cluster.stage else "")
+    if not exc.message.startswith(f"cluster {cluster.name}"):
+        exc.message = f"{where}: {exc.message}"
+        exc.args = (exc.render(),)
+    return exc
 
 
 def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapshot | None = None) -> FleetResolution:
     """Every cluster's lockfile, offline (what each runs is its lockfile); written when ``write``.
 
     Clusters are taken in stage order, so a later stage's holds see the lockfiles the earlier stages just got.
+    All or nothing: every cluster is resolved before any lockfile is written, and an error names its cluster.
     """
     from reconciler import pipeline
     from reconciler.lock import plan_lock, write_lock
@@ -57,15 +71,24 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
     catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
     done: dict[str, Lockfile] = {}
     out = FleetResolution()
+    views = {}
     for cluster in order:
-        view = select_cluster(snapshot, cluster.name)
-        key = facts_digest(view)
-        lockfile = done.get(key)
-        if lockfile is None:
-            resolution = pipeline.resolve(view, None, catalogs=catalogs)
-            lockfile = done[key] = plan_lock(view, resolution)
+        view = views[cluster.name] = select_cluster(snapshot, cluster.name)
+        try:
+            details = hold_details(view, locks=out.lockfiles)
+            check_holds(view, details)
+            holds = {h.package: h.bundles for h in details}
+            key = facts_digest(view, holds)
+            lockfile = done.get(key)
+            if lockfile is None:
+                resolution = pipeline.resolve(view, None, catalogs=catalogs, holds=holds)
+                lockfile = done[key] = plan_lock(view, resolution)
+        except ReconcilerError as exc:
+            raise in_cluster(exc, cluster) from None
         out.lockfiles[cluster.name] = lockfile
         out.shape_of[cluster.name] = key
-        if write and write_lock(view, lockfile):
-            out.written.append(cluster.name)
+    if write:
+        for cluster in order:
+            if write_lock(views[cluster.name], out.lockfiles[cluster.name]):
+                out.written.append(cluster.name)
     return out

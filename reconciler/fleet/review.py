@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import select_cluster
+from reconciler.repo.fleet import hold_details, select_cluster
 from reconciler.review import Review, Side, review
 
 MARKDOWN_LIMIT = 60_000   # GitHub refuses a comment over 65,536 characters
@@ -40,6 +40,8 @@ class FleetReview:
     before: str
     after: str
     groups: tuple[Group, ...]
+    held: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (what a stage holds, the clusters it holds so)
+    refusals: tuple[str, ...] = ()   # what a reconcile of a cluster would refuse after this change
 
     @property
     def changed(self) -> bool:
@@ -50,13 +52,14 @@ class FleetReview:
         return sum(len(g.clusters) for g in self.groups)
 
 
-def _key(view: RepoSnapshot | None, installed: Any = None) -> str:
+def _key(view: RepoSnapshot | None, installed: Any = None, holds: list | None = None) -> str:
     from reconciler.fleet.resolve import facts_digest
 
     if view is None:
         return "-"
     extra = repr(installed.entries) if installed is not None else ""
-    return hashlib.sha256((facts_digest(view) + extra).encode()).hexdigest()
+    held = None if holds is None else {h.package: h.bundles for h in holds}
+    return hashlib.sha256((facts_digest(view, held) + extra).encode()).hexdigest()
 
 
 def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot | None = None) -> FleetReview:
@@ -66,6 +69,8 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
     repo, rel = open_git(root)
     commit, label = base_commit(repo, rel, base)
     reviews: dict[str, Review] = {}
+    held: dict[str, list[str]] = {}
+    refusals: list[str] = []
     with checkout(repo, commit, rel) as base_root:
         from reconciler import pipeline
 
@@ -87,8 +92,13 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
                                            catalogs=base_catalogs) if base_view is not None else None
             before = sides[bkey]
             after_view = select_cluster(snapshot, name) if name in snapshot.clusters else None
+            if after_view is not None and base_view is not None:
+                refusals += _refused(name, base_view, after_view)
+            holds = hold_details(after_view) if after_view is not None else []
+            for hold in holds:
+                held.setdefault(hold.describe(str(root)), []).append(name)
             installed = before.lockfile if before else None
-            akey = ("after", _key(after_view, installed))
+            akey = ("after", _key(after_view, installed, holds))
             if akey not in sides:
                 sides[akey] = resolve_side(root, "working tree", installed=installed,
                                            reuse=before.side if before else None, snapshot=after_view,
@@ -110,7 +120,18 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
         first.setdefault(sig, rev)
     groups = sorted((Group(tuple(sorted(members)), first[sig]) for sig, members in by_outcome.items()),
                     key=lambda g: (not g.changed, -len(g.clusters), g.clusters))
-    return FleetReview(f"base {label}", "working tree", tuple(groups))
+    return FleetReview(f"base {label}", "working tree", tuple(groups),
+                       tuple((line, tuple(sorted(c))) for line, c in sorted(held.items())), tuple(refusals))
+
+
+def _refused(name: str, before: RepoSnapshot, after: RepoSnapshot) -> list[str]:
+    """What `reconcile --cluster NAME` would refuse once the change lands (it never acts on an empty desired
+    state unless reconciler.yaml says allowEmpty)."""
+    if before.operators and not after.operators and not after.settings.allow_empty:
+        gone = ", ".join(sorted(op.name for op in before.operators))
+        return [f"{name}: the change places nothing on it, so its reconcile would refuse to remove {gone} "
+                f"(an empty desired state is applied only with allowEmpty: true in reconciler.yaml)"]
+    return []
 
 
 def _signature(rev: Review) -> str:
@@ -154,13 +175,24 @@ def render_fleet(fleet: FleetReview, output: str, colour: bool = False) -> str:
     if output == "json":
         doc = {"schemaVersion": fmt.SCHEMA_VERSION, "before": fleet.before, "after": fleet.after,
                "changed": fleet.changed, "clusters": fleet.clusters,
+               "held": [{"clusters": list(c), "hold": line} for line, c in fleet.held],
+               "refusals": list(fleet.refusals),
                "groups": [{"clusters": list(g.clusters), "changed": g.changed, "summary": summary(g.review),
                            "review": fmt.as_document(g.review)} for g in fleet.groups]}
         return json.dumps(doc, indent=2) + "\n"
     if output == "markdown":
         return _markdown(fleet)
     out = [f"Diff {fleet.before} -> {fleet.after} across {fleet.clusters} cluster(s)"]
-    out += [f"  {names(g.clusters)}: {summary(g.review)}" for g in fleet.groups]
+    reads: dict[str, list[str]] = {}   # groups whose outcome reads the same (e.g. only a namespace differs): one line
+    for g in fleet.groups:
+        reads.setdefault(summary(g.review), []).extend(g.clusters)
+    out += [f"  {names(tuple(sorted(c)))}: {line}" for line, c in reads.items()]
+    if fleet.refusals:
+        out.append("A reconcile would refuse:")
+        out += [f"  {line}" for line in fleet.refusals]
+    if fleet.held:
+        out.append("Held back by the stages (not moved by this change):")
+        out += [f"  {names(c)}: {line}" for line, c in fleet.held]
     for g in fleet.groups:
         if g.changed:
             out.append("")
@@ -179,7 +211,11 @@ def _markdown(fleet: FleetReview) -> str:
     unchanged = [c for g in fleet.groups if not g.changed for c in g.clusters]
     text = (f"## Operator changes across {fleet.clusters} clusters: {fleet.before} → {fleet.after}\n\n"
             f"{sum(len(g.clusters) for g in changed)} cluster(s) change, in {len(changed)} group(s) of identical "
-            f"outcome; {len(unchanged)} unchanged.\n\n| clusters | outcome |\n| --- | --- |\n")
+            f"outcome; {len(unchanged)} unchanged.\n\n")
+    if fleet.refusals:   # first: what would stop a cluster matters more than any detail
+        text += "**A reconcile would refuse:**\n\n" + "".join(f"- {fmt._cell(r)}\n" for r in fleet.refusals[:20])
+        text += (f"- and {len(fleet.refusals) - 20} more\n" if len(fleet.refusals) > 20 else "") + "\n"
+    text += "| clusters | outcome |\n| --- | --- |\n"
     listed = 0
     for g in changed:
         row = f"| {fmt._cell(names(g.clusters, limit=len(g.clusters)))} | {fmt._cell(summary(g.review))} |\n"

@@ -15,16 +15,21 @@ external asset) that a person opens in a browser.
 
 from __future__ import annotations
 
+import enum
 import html
+import socket
+import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import lock_file_of, read_lock, select_cluster
 
+API_VERSION = "reconciler.dev/v1alpha1"
+KIND = "FleetStatus"
 WORKERS = 16          # clusters read at once
 TIMEOUT = (3.0, 10.0)   # connect, read: seconds, per request
 ATTEMPTS = 2
@@ -49,15 +54,46 @@ class Cell:
     ready_since: str = ""          # when Ready last became True (RFC 3339), for a promotion's soak
 
 
+class Reach(enum.Enum):
+    """Whether a cluster could be read, and if not, why: the kind of cause, so that a script (and `promote`'s
+    exit code) decides on it, and a sentence for a person (``ClusterStatus.error``)."""
+
+    REACHABLE = "Reachable"
+    NO_KUBECONFIG = "NoKubeconfig"           # no kubeconfig at all
+    NO_CONTEXT = "NoContext"                 # the kubeconfig lacks the cluster's context
+    INVALID_CONTEXT = "InvalidContext"       # the context names a cluster or user it does not define, or bad data
+    CONNECTION_REFUSED = "ConnectionRefused"
+    TIMEOUT = "Timeout"
+    UNKNOWN_HOST = "UnknownHost"
+    TLS = "TLSFailed"
+    UNAUTHORIZED = "Unauthorized"            # 401: credentials missing or expired
+    FORBIDDEN = "Forbidden"                  # 403: the user may not read the status objects
+    WRONG_CLUSTER = "WrongCluster"           # the context reaches another cluster of the fleet
+    ERROR = "Error"                          # anything else the API server answered
+
+
+class Unreadable(Exception):
+    """A cluster that could not be read: the cause as a ``Reach`` and a sentence."""
+
+    def __init__(self, reach: Reach, text: str) -> None:
+        super().__init__(text)
+        self.reach, self.text = reach, text
+
+
 @dataclass
 class ClusterStatus:
     name: str
     stage: str = ""
     context: str = ""
     reachable: bool = False
-    error: str = ""
+    error: str = ""                  # why it could not be read, for a person
     seconds: float = 0.0
     cells: dict[str, Cell] = field(default_factory=dict)
+    reach: Reach = Reach.REACHABLE   # why it could not be read, for a script
+
+    def __post_init__(self) -> None:
+        if not self.reachable and self.reach is Reach.REACHABLE:
+            self.reach = Reach.ERROR
 
 
 @dataclass
@@ -70,14 +106,25 @@ class FleetStatus:
         return [summary_line(self, name) for name in self.operators]
 
     def to_dict(self) -> dict[str, Any]:
+        """The versioned document of ``fleet status -o json|yaml`` (docs/output.md)."""
         return {
+            "apiVersion": API_VERSION, "kind": KIND,
             "repository": self.repository,
             "operators": self.operators,
             "clusters": [{"name": c.name, "stage": c.stage, "context": c.context, "reachable": c.reachable,
-                          "error": c.error, "operators": [asdict(cell) for _, cell in sorted(c.cells.items())]}
+                          "reason": c.reach.value, "message": c.error,
+                          "error": c.error,   # the same words, under the name scripts read before versioning
+                          "operators": [_cell_document(cell) for _, cell in sorted(c.cells.items())]}
                          for c in self.clusters],
             "summary": [{"operator": name, "line": summary_line(self, name)} for name in self.operators],
         }
+
+
+def _cell_document(cell: Cell) -> dict[str, Any]:
+    return {"operator": cell.operator, "placed": cell.placed, "installed": cell.installed, "bundle": cell.bundle,
+            "version": cell.version, "health": cell.health, "message": cell.message,
+            "pendingApproval": cell.pending, "locked": cell.locked, "inSync": cell.in_sync,
+            "driftCorrected": cell.drift, "revision": cell.revision, "readySince": cell.ready_since}
 
 
 def summary_line(fleet: FleetStatus, operator: str) -> str:
@@ -158,7 +205,8 @@ def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WO
         try:
             recorded = _read_cluster(merged, contexts, cluster.kube_context, snapshot.settings.instance, name)
         except Exception as exc:   # noqa: BLE001 - whatever fails, the cluster is a row that says so
-            out.error = " ".join(str(getattr(exc, "message", exc)).split())[:300]
+            why = exc if isinstance(exc, Unreadable) else Unreadable(Reach.ERROR, _sentence(exc))
+            out.reach, out.error = why.reach, " ".join(why.text.split())[:300]
             out.cells = {op: Cell(op, placed=op in placed, locked=locked.get(op, ""), health="Unknown")
                          for op in operators}
             out.seconds = time.monotonic() - started
@@ -183,18 +231,85 @@ def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, 
     from reconciler.cluster.kube import Kube
     from reconciler.errors import ClusterError
 
+    if merged is None:
+        raise Unreadable(Reach.NO_KUBECONFIG, f"no kubeconfig is configured: pass --kubeconfig FILE or set "
+                                              f"KUBECONFIG to one with a context named {context!r}")
     if context not in contexts:
-        raise ClusterError(f"the kubeconfig has no context {context!r}" + (
-            f" (it has {len(contexts)})" if contexts else " (no kubeconfig is configured)"))
-    api = k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
+        raise Unreadable(Reach.NO_CONTEXT, f"the kubeconfig has no context {context!r} (it has {len(contexts)}): "
+                                           f"add one, or name the one to use in spec.context of "
+                                           f"clusters/{name}.yaml")
+    try:
+        api = k8s_config.new_client_from_config_dict(merged.config, context=context, persist_config=False)
+    except Exception:   # noqa: BLE001 - the config loader's own text names its internals
+        raise Unreadable(Reach.INVALID_CONTEXT, f"the kubeconfig's context {context!r} cannot be used: its "
+                                                f"cluster or user is missing, or a certificate or token in it cannot "
+                                                f"be read (try: kubectl --context {context} version)") from None
+    server = str(api.configuration.host)
     kube = Kube(api, attempts=ATTEMPTS, timeout=TIMEOUT)
     out = {}
-    for op, rec in status_objects.read_all(kube, instance).items():
+    try:
+        records = status_objects.read_all(kube, instance)
+    except ClusterError as exc:
+        raise _unreachable(exc, server, context) from None
+    for op, rec in records.items():
         if rec.cluster and rec.cluster != name:
-            raise ClusterError(f"context {context!r} reaches the cluster of {rec.cluster!r} (Operator {op} says "
-                               f"so), not {name!r}")
+            raise Unreadable(Reach.WRONG_CLUSTER, f"context {context!r} reaches the cluster of {rec.cluster!r} "
+                                                  f"(Operator {op} says so), not {name!r}")
         out[op] = rec.status
     return out
+
+
+def _unreachable(exc: BaseException, server: str, context: str) -> Unreadable:
+    """What went wrong reading a cluster, in a sentence that names the server and the cause, never a library's
+    text (the cause is found among the exceptions the error was raised from)."""
+    import urllib3
+
+    status = getattr(exc, "status", None)
+    if status == 401:
+        return Unreadable(Reach.UNAUTHORIZED, f"the API server at {server} refused the credentials of context "
+                                              f"{context!r} (401): they are missing or expired")
+    if status == 403:
+        return Unreadable(Reach.FORBIDDEN, f"the user of context {context!r} may not read the reconciler's "
+                                           f"Operator status objects at {server} (403)")
+    if status is not None:
+        return Unreadable(Reach.ERROR, f"the API server at {server} answered {_sentence(exc)}")
+    causes = _causes(exc)
+    for cause in causes:
+        if isinstance(cause, (ssl.SSLError, urllib3.exceptions.SSLError)):
+            return Unreadable(Reach.TLS, f"the TLS handshake with {server} failed: its certificate is not the "
+                                         f"one context {context!r} trusts, or it is not a TLS server")
+        if isinstance(cause, (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.ReadTimeoutError,
+                              TimeoutError, socket.timeout)):
+            return Unreadable(Reach.TIMEOUT, f"the API server at {server} did not answer within "
+                                             f"{TIMEOUT[0]:.0f} s (a firewall, or a cluster that is down?)")
+        if isinstance(cause, socket.gaierror) or "Name or service not known" in str(cause) or \
+                "nodename nor servname" in str(cause):
+            return Unreadable(Reach.UNKNOWN_HOST, f"the host name of {server} does not resolve (a typo in the "
+                                                  f"kubeconfig, or a name known only inside another network?)")
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
+            return Unreadable(Reach.CONNECTION_REFUSED, f"cannot reach the API server at {server}: nothing "
+                                                        f"accepts connections there (is the cluster running?)")
+    return Unreadable(Reach.ERROR, f"cannot reach the API server at {server}: the connection failed "
+                                   f"(try: kubectl --context {context} version)")
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or wraps (urllib3 keeps the socket's error as ``reason``)."""
+    out: list[BaseException] = []
+    todo: list[Any] = [exc]
+    while todo and len(out) < 20:
+        e = todo.pop()
+        if not isinstance(e, BaseException) or any(e is o for o in out):
+            continue
+        out.append(e)
+        todo += [e.__cause__, e.__context__, getattr(e, "reason", None), *e.args]
+    return out
+
+
+def _sentence(exc: BaseException) -> str:
+    """Our own errors say what is wrong; anything else is named by its kind only."""
+    message = getattr(exc, "message", None)
+    return str(message) if message else f"an unexpected {type(exc).__name__}"
 
 
 # Rendering ---------------------------------------------------------------------------------------------

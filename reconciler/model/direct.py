@@ -35,7 +35,7 @@ from reconciler.errors import DeclarationError
 from reconciler.model.declarations import (
     DirectBundle, InstallSettings, OperatorDecl, Origin, _install, _Reader, image_reference, provisioner_class,
 )
-from reconciler.model.fleet import parse_selector
+from reconciler.model.labels import parse_selector
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 
 INSTALL_API_VERSION = "operators.coreos.com/v2alpha1"

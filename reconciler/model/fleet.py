@@ -17,47 +17,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.errors import DeclarationError
-from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
-from reconciler.model.shape import kind_of
+from reconciler.model.kube import is_dns1123_label
+from reconciler.model.labels import LABELS, LabelSelector, parse_labels, parse_selector
+from reconciler.model.shape import SCALAR, STR, ListOf, MapOf, Obj, Valid, check
 
 CLUSTER_API_VERSION = "reconciler.dev/v1alpha1"
 CLUSTER_KIND = "Cluster"
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        if self.operator == "In":
-            return labels.get(self.key) in self.values
-        if self.operator == "NotIn":
-            return labels.get(self.key) not in self.values
-        if self.operator == "Exists":
-            return self.key in labels
-        return self.key not in labels
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    """A Kubernetes LabelSelector: every matchLabels pair and every requirement must hold (empty: all)."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    requirements: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match_labels) and all(
-            r.matches(labels) for r in self.requirements)
-
-    def __str__(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.match_labels]
-        for r in self.requirements:
-            parts.append(f"{r.key} {r.operator.lower()} ({','.join(r.values)})" if r.values else
-                         (r.key if r.operator == "Exists" else f"!{r.key}"))
-        return ",".join(parts) or "(every cluster)"
+_NAME = Valid(STR, is_dns1123_label, "a DNS-1123 label (lowercase letters, digits, '-')")
+_NONEMPTY = Valid(STR, bool, "a name")
+# The fleet's declarations as model.shape checks them: closed (an unknown field is an error), each value of its
+# type and form; the selectors' own rules are in model.labels.
+CLUSTER = Obj({
+    "apiVersion": STR, "kind": STR,
+    "metadata": Obj({"name": _NAME, "labels": LABELS, "annotations": MapOf(STR)}, required=("name",),
+                    closed=True),
+    "spec": Obj({"kubernetesVersion": SCALAR, "stage": _NAME, "context": _NONEMPTY}, closed=True),
+}, required=("metadata",), closed=True)
+PLACEMENT = Obj({
+    "clusterSelector": Obj(),   # a LabelSelector: model.labels.SELECTOR, checked by parse_selector
+    "overrides": ListOf(Obj({"clusterSelector": Obj(), "installNamespace": _NAME, "version": SCALAR,
+                             "provisionerClassName": _NONEMPTY}, required=("clusterSelector",), closed=True)),
+}, closed=True)
 
 
 @dataclass(frozen=True)
@@ -101,152 +82,64 @@ def _fail(message: str, origin: str, obj: str, hint: str | None = None) -> Decla
     return DeclarationError(message, path=origin, obj=obj, hint=hint)
 
 
-def _known(data: dict[str, Any], known: tuple[str, ...], where: str, origin: str, obj: str) -> None:
-    extra = sorted(set(data) - set(known), key=str)
-    if extra:
-        raise _fail(f"unknown field {where}.{extra[0]}" + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""),
-                    origin, obj, hint=f"known fields of {where}: {', '.join(known)}")
-
-
-def _labels(raw: Any, where: str, origin: str, obj: str) -> tuple[tuple[str, str], ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, dict):
-        raise _fail(f"{where} must be a mapping of label names to values, not {kind_of(raw)}", origin, obj)
-    out = []
-    for k, v in raw.items():
-        if not isinstance(k, str) or not _label_key(k):
-            raise _fail(f"{where}: {k!r} is not a label name", origin, obj,
-                        hint="a label name is an optional DNS prefix and '/', then at most 63 letters, digits, "
-                             "'-', '_' or '.'")
-        if not isinstance(v, str) or not _label_value(v):
-            raise _fail(f"{where}.{k}: {v!r} is not a label value (a string of at most 63 letters, digits, "
-                        f"'-', '_' or '.')", origin, obj, hint='quote values YAML reads otherwise: "true", "1.36"')
-        out.append((k, v))
-    return tuple(sorted(out))
-
-
-def _label_key(key: str) -> bool:
-    prefix, _, name = key.rpartition("/")
-    return (not prefix or is_dns1123_subdomain(prefix)) and _label_value(name) and bool(name)
-
-
-def _label_value(value: str) -> bool:
-    return len(value) <= 63 and (not value or (value[0].isalnum() and value[-1].isalnum() and all(
-        c.isalnum() or c in "-_." for c in value) and value.isascii()))
-
-
-def parse_selector(raw: Any, where: str, origin: str, obj: str) -> LabelSelector:
-    """A LabelSelector as Kubernetes writes it (matchLabels, matchExpressions), checked as the API server does."""
-    if not isinstance(raw, dict):
-        raise _fail(f"{where} must be a LabelSelector mapping (matchLabels, matchExpressions), not {kind_of(raw)}",
-                    origin, obj)
-    _known(raw, ("matchLabels", "matchExpressions"), where, origin, obj)
-    labels = _labels(raw.get("matchLabels"), f"{where}.matchLabels", origin, obj)
-    reqs = []
-    exprs = raw.get("matchExpressions") or []
-    if not isinstance(exprs, list):
-        raise _fail(f"{where}.matchExpressions must be a list", origin, obj)
-    for i, expr in enumerate(exprs):
-        at = f"{where}.matchExpressions[{i}]"
-        if not isinstance(expr, dict):
-            raise _fail(f"{at} must be a mapping with key, operator and values", origin, obj)
-        _known(expr, ("key", "operator", "values"), at, origin, obj)
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values")
-        if not isinstance(key, str) or not _label_key(key):
-            raise _fail(f"{at}.key must be a label name", origin, obj)
-        if op not in _OPERATORS:
-            raise _fail(f"{at}.operator must be one of {', '.join(_OPERATORS)}, not {op!r}", origin, obj)
-        if op in ("In", "NotIn"):
-            if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-                raise _fail(f"{at}.values must be a non-empty list of strings for {op}", origin, obj)
-        elif values:
-            raise _fail(f"{at}.values must be empty for {op}", origin, obj)
-        reqs.append(Requirement(key, op, tuple(values or ())))
-    return LabelSelector(labels, tuple(reqs))
+def _version_text(value: Any, where: str, origin: str, obj: str, hint: str) -> str:
+    """A version written in YAML: a float is what ``1.10`` becomes unquoted, so it is refused with the fix."""
+    if isinstance(value, float):
+        raise _fail(f"{where} {value!r} was read as a number", origin, obj, hint=hint)
+    return str(value)
 
 
 def parse_placement(raw: Any, origin: str, obj: str) -> Placement:
     """``spec.placement``: ``clusterSelector`` and ``overrides``."""
     where = "spec.placement"
-    if not isinstance(raw, dict):
-        raise _fail(f"{where} must be a mapping, not {kind_of(raw)}", origin, obj)
-    _known(raw, ("clusterSelector", "overrides"), where, origin, obj)
+    check(raw, PLACEMENT, where=where, path=origin, obj=obj, error=DeclarationError)
     selector = None
     if raw.get("clusterSelector") is not None:
         selector = parse_selector(raw["clusterSelector"], f"{where}.clusterSelector", origin, obj)
     overrides = []
-    items = raw.get("overrides") or []
-    if not isinstance(items, list):
-        raise _fail(f"{where}.overrides must be a list", origin, obj)
-    for i, item in enumerate(items):
+    for i, item in enumerate(raw.get("overrides") or []):
         at = f"{where}.overrides[{i}]"
-        if not isinstance(item, dict):
-            raise _fail(f"{at} must be a mapping", origin, obj)
-        _known(item, ("clusterSelector", "installNamespace", "version", "provisionerClassName"), at, origin, obj)
-        if item.get("clusterSelector") is None:
-            raise _fail(f"{at}.clusterSelector is required: it says which clusters the values are for", origin, obj)
-        ns = item.get("installNamespace")
-        if ns is not None and (not isinstance(ns, str) or not is_dns1123_label(ns)):
-            raise _fail(f"{at}.installNamespace {ns!r} is not a namespace name", origin, obj)
         version = item.get("version")
         if version is not None:
-            if isinstance(version, float):
-                raise _fail(f"{at}.version {version!r} was read as a number", origin, obj, hint='quote it: "1.10"')
             from reconciler.model.semver_range import VersionRange
 
+            version = _version_text(version, f"{at}.version", origin, obj, 'quote it: "1.10"')
             try:
-                VersionRange.parse(str(version))
+                VersionRange.parse(version)
             except Exception as exc:   # noqa: BLE001 - the range parser's own message says what is wrong
                 raise _fail(f"{at}.version: {getattr(exc, 'message', exc)}", origin, obj) from None
-        pcls = item.get("provisionerClassName")
-        if pcls is not None and (not isinstance(pcls, str) or not pcls):
-            raise _fail(f"{at}.provisionerClassName must name a ProvisionerClass", origin, obj)
+        ns, pcls = item.get("installNamespace"), item.get("provisionerClassName")
         if ns is None and version is None and pcls is None:
             raise _fail(f"{at} overrides nothing", origin, obj,
                         hint="give installNamespace, version or provisionerClassName")
         overrides.append(Override(parse_selector(item["clusterSelector"], f"{at}.clusterSelector", origin, obj),
-                                  ns, None if version is None else str(version), pcls))
+                                  ns, version, pcls))
     return Placement(selector, tuple(overrides))
 
 
 def parse_cluster(doc: dict[str, Any], origin: str) -> ClusterDecl:
     """A ``Cluster`` declaration from ``clusters/<name>.yaml``; unknown fields are errors."""
     meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        raise _fail("Cluster needs metadata with a name", origin, "Cluster")
-    name = meta.get("name")
-    if not isinstance(name, str) or not is_dns1123_label(name):
-        raise _fail(f"Cluster metadata.name {name!r} must be a DNS-1123 label (lowercase letters, digits, '-')",
-                    origin, "Cluster")
-    obj = f"Cluster {name}"
-    _known(doc, ("apiVersion", "kind", "metadata", "spec"), "Cluster", origin, obj)
-    _known(meta, ("name", "labels", "annotations"), "metadata", origin, obj)
-    labels = _labels(meta.get("labels"), "metadata.labels", origin, obj)
+    name = meta.get("name") if isinstance(meta, dict) else None
+    obj = f"Cluster {name}" if isinstance(name, str) and is_dns1123_label(name) else "Cluster"
+    check(doc, CLUSTER, path=origin, obj=obj, error=DeclarationError,
+          hint="a Cluster has metadata (name, labels) and spec (kubernetesVersion, stage, context); "
+               "docs/fleet.md shows one")
+    labels = parse_labels(meta.get("labels"), "metadata.labels", origin, obj)
     spec = doc.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise _fail(f"spec must be a mapping, not {kind_of(spec)}", origin, obj)
-    _known(spec, ("kubernetesVersion", "stage", "context"), "spec", origin, obj)
     version = spec.get("kubernetesVersion")
     if version is not None:
-        if isinstance(version, float):
-            raise _fail(f"spec.kubernetesVersion {version!r} was read as a number", origin, obj,
-                        hint='quote it: kubernetesVersion: "1.36"')
         from reconciler.model.semver_range import parse_version
 
-        version = str(version).lstrip("v")
+        version = _version_text(version, "spec.kubernetesVersion", origin, obj,
+                                'quote it: kubernetesVersion: "1.36"').lstrip("v")
         if version.count(".") == 1:   # a Kubernetes minor, as people write it: 1.36 is 1.36.0
             version += ".0"
         try:
             parse_version(version)
         except Exception as exc:   # noqa: BLE001
             raise _fail(f"spec.kubernetesVersion: {getattr(exc, 'message', exc)}", origin, obj) from None
-    stage, context = spec.get("stage"), spec.get("context")
-    if stage is not None and (not isinstance(stage, str) or not is_dns1123_label(stage)):
-        raise _fail(f"spec.stage {stage!r} must be a stage name of reconciler.yaml's stages", origin, obj)
-    if context is not None and (not isinstance(context, str) or not context):
-        raise _fail("spec.context must name a kubeconfig context", origin, obj)
-    return ClusterDecl(name, origin, labels, None if version is None else str(version), stage, context)
+    return ClusterDecl(name, origin, labels, version, spec.get("stage"), spec.get("context"))
 
 
 def for_cluster(decl: Any, cluster: ClusterDecl) -> Any:

@@ -15,6 +15,7 @@ or a later rule, judges those). ``null`` counts as absent unless a field is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,9 +103,11 @@ class ListOf(Shape):
 
 @dataclass(frozen=True)
 class MapOf(Shape):
-    """A mapping with string keys whose values all have one shape (labels, annotations)."""
+    """A mapping with string keys whose values all have one shape (labels, annotations); ``key``, when given,
+    checks each key too."""
 
     value: Shape = ANY
+    key: Shape | None = None
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, dict):
@@ -112,6 +115,8 @@ class MapOf(Shape):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise Mismatch(where, f"keys must be strings, not {kind_of(key)} ({key!r})")
+            if self.key is not None:
+                self.key.check(key, f"{where}: {key!r}")
             self.value.check(item, f"{where}.{key}")
 
     @property
@@ -126,10 +131,17 @@ class Obj(Shape):
     fields: dict[str, Shape] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     nonempty: tuple[str, ...] = ()   # required strings that may not be ""
+    closed: bool = False             # a field it does not name is an error (our own kinds, not Kubernetes')
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, dict):
             raise Mismatch(where, f"must be a mapping, not {kind_of(value)}")
+        if self.closed:
+            extra = sorted(set(value) - set(self.fields), key=str)
+            if extra:
+                more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+                raise Mismatch("", f"unknown field {_join(where, str(extra[0]))}{more}; known fields of "
+                                   f"{where or 'the document'}: {', '.join(self.fields)}")
         for key in self.required:
             if value.get(key) is None:
                 raise Mismatch(_join(where, key), "is required")
@@ -146,6 +158,39 @@ class Obj(Shape):
         return "a mapping"
 
 
+@dataclass(frozen=True)
+class Valid(Shape):
+    """``base``, and a value ``test`` accepts: ``name`` says what it must be (``a DNS-1123 label``)."""
+
+    base: Shape
+    test: Callable[[Any], bool]
+    name: str
+
+    def check(self, value: Any, where: str) -> None:
+        self.base.check(value, where)
+        if not self.test(value):
+            raise Mismatch(where, f"{value!r} is not {self.name}")
+
+    @property
+    def want(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class OneOf(Shape):
+    """One of a few strings."""
+
+    values: tuple[str, ...]
+
+    def check(self, value: Any, where: str) -> None:
+        if value not in self.values:
+            raise Mismatch(where, f"must be one of {', '.join(self.values)}, not {value!r}")
+
+    @property
+    def want(self) -> str:
+        return f"one of {', '.join(self.values)}"
+
+
 def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
@@ -159,5 +204,5 @@ def check(value: Any, shape: Shape, *, where: str = "", path: str | None = None,
         raise error(str(exc), path=path, obj=obj, hint=hint) from None
 
 
-__all__ = ["ANY", "BOOL", "INT", "INT_OR_STR", "ListOf", "MapOf", "Mismatch", "Obj", "SCALAR", "STR", "Shape",
-           "check", "kind_of"]
+__all__ = ["ANY", "BOOL", "INT", "INT_OR_STR", "ListOf", "MapOf", "Mismatch", "Obj", "OneOf", "SCALAR", "STR",
+           "Shape", "Valid", "check", "kind_of"]

@@ -106,6 +106,7 @@ class RepoSnapshot:
     clusters: dict = field(default_factory=dict)   # a fleet's clusters by name (model.fleet.ClusterDecl)
     cluster: Any = None             # the cluster this view is of (``select_cluster``), in a fleet repository
     lock_file: str = LOCK_FILENAME  # the lockfile, relative to the root
+    operator_stages: dict = field(default_factory=dict)   # a fleet's Operators -> the stages they are placed on
 
     @property
     def lock_path(self) -> Path:

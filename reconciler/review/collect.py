@@ -27,7 +27,7 @@ from reconciler.approve import stage
 from reconciler.errors import InputError, UsageError
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import select_cluster, stage_holds
+from reconciler.repo.fleet import check_holds, hold_details, select_cluster
 from reconciler.repo.git import materialise
 from reconciler.review import Approval, BundleInfo, Owner, Side, secret_lookup
 
@@ -137,7 +137,9 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
             return None
         snapshot = select_cluster(snapshot, cluster) if snapshot.is_fleet else snapshot
     own_lock = snapshot.lock
-    holds = stage_holds(snapshot)   # a later stage of a fleet: what its own lockfile (a promotion) allows
+    details = hold_details(snapshot)   # a later stage of a fleet: what its own lockfile (a promotion) allows
+    check_holds(snapshot, details)
+    holds = {h.package: h.bundles for h in details}
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if installed is not None:

@@ -62,6 +62,11 @@ def test_bash_completes_commands_flags_and_choices(tmp_path):
     assert "reconcile" not in complete("reconciler catalog ")
     assert complete("reconciler reconcile . --dry") == ["--dry-run"]
     assert complete("reconciler watch . --log-format ") == ["json", "text"]
+    fleet = ROOT / "examples" / "fleet-repo"   # a fleet's cluster and stage names, read from the typed REPO
+    assert complete(f"reconciler reconcile {fleet} --cluster ") == ["dev", "prod-eu", "prod-us", "staging"]
+    assert complete(f"reconciler diff {fleet} --cluster prod-") == ["prod-eu", "prod-us"]
+    assert complete(f"reconciler promote {fleet} --to ") == ["dev", "prod", "staging"]
+    assert complete(f"reconciler promote {fleet} --to st") == ["staging"]
 
 
 def test_help_of_a_run_is_the_whole_tree_help(capsys):

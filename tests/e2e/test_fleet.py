@@ -145,6 +145,11 @@ def test_each_cluster_reconciles_its_own_placement_and_promotion_needs_evidence(
         refused = cli("promote", str(root), "--to", "prod", "--soak", "0", "--kubeconfig", str(kc), capsys=capsys)
         assert refused.code == 2, refused.out
         assert "dev: plumbus plumbus.v1.1.0 is not healthy (Progressing" in refused.out, refused.out
+        waiting = cli("promote", str(root), "--all", "--soak", "0", "--kubeconfig", str(kc), "-o", "json",
+                      capsys=capsys)   # the scheduled form: still rolling out is not ready yet, not refused
+        assert waiting.code == 6, waiting.out
+        kinds = {f["kind"] for s in json.loads(waiting.out)["stages"] for ev in s["evidence"] for f in ev["findings"]}
+        assert kinds == {"progressing"}, waiting.out
     finally:
         cordon(dev, names, False)
     run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(kc), "--timeout", "120s",
@@ -164,6 +169,12 @@ def test_each_cluster_reconciles_its_own_placement_and_promotion_needs_evidence(
     message = repo[repo.head.target].message
     assert message.startswith("Promote plumbus plumbus.v1.1.0 to prod") and "dev: plumbus.v1.1.0 healthy" in message
     assert "plumbus.v1.1.0" in (root / "clusters/prod-eu/olm.lock").read_text()
+    assert "  prod-eu: plumbus plumbus.v1.0.0 -> plumbus.v1.1.0\n" in message
+    # a second run, as a scheduled job runs it, is a no-op: prod already pins what dev proved
+    promoted = repo.head.target
+    again = cli("promote", str(root), "--all", "--soak", "0", "--kubeconfig", str(kc), capsys=capsys)
+    assert again.code == 0, again.out + again.err
+    assert "Nothing to promote" in again.out and pygit2.Repository(str(root)).head.target == promoted
     # the diff of the promotion shows what moves where
     review = cli("diff", str(root), "--base", "HEAD^", capsys=capsys)
     assert review.code == 1 and "prod-eu (1 cluster): plumbus 1.0.0 -> 1.1.0" in review.out, review.out
@@ -177,8 +188,9 @@ def test_fleet_status_reads_every_cluster_and_reports_an_unreachable_one(fleet, 
     status = cli("fleet", "status", str(root), "--kubeconfig", str(kc), "-o", "json", capsys=capsys)
     assert status.code == 0, status.err
     doc = json.loads(status.out)
+    assert (doc["apiVersion"], doc["kind"]) == ("reconciler.dev/v1alpha1", "FleetStatus")
     cells = {(c["name"], op["operator"]): op for c in doc["clusters"] for op in c["operators"]}
-    assert cells[("dev", "plumbus")]["bundle"] == "plumbus.v1.0.0" and cells[("dev", "plumbus")]["in_sync"]
+    assert cells[("dev", "plumbus")]["bundle"] == "plumbus.v1.0.0" and cells[("dev", "plumbus")]["inSync"]
     assert cells[("dev", "gadget")]["installed"] and not cells[("prod-eu", "gadget")]["placed"]
     assert any(s["line"].startswith("plumbus: 2/2 clusters at 1.0.0") for s in doc["summary"])
 
@@ -192,7 +204,9 @@ def test_fleet_status_reads_every_cluster_and_reports_an_unreachable_one(fleet, 
         assert down.code == 3
         doc = json.loads(down.out)
         row = next(c for c in doc["clusters"] if c["name"] == "prod-eu")
-        assert not row["reachable"] and "cannot reach the API server" in row["error"]
+        assert not row["reachable"] and row["reason"] == "ConnectionRefused", row
+        assert row["message"] == f"cannot reach the API server at {prod.server}: nothing accepts connections there " \
+                                 f"(is the cluster running?)"
         assert any("1 unreachable" in s["line"] for s in doc["summary"] if s["operator"] == "plumbus")
         table = cli("fleet", "status", str(root), "--kubeconfig", str(kc), capsys=capsys)
         assert "\nprod-eu  prod   unreachable: cannot reach the API server" in table.out, table.out
@@ -241,5 +255,5 @@ def _check_page_in_a_browser(page: str, doc: dict, path: Path) -> None:
     for key, op in expected.items():
         cell = parsed.cells[key]
         assert (cell["data-bundle"], cell["data-health"], cell["data-in-sync"]) == (
-            op["bundle"], op["health"], str(op["in_sync"]).lower()), key
+            op["bundle"], op["health"], str(op["inSync"]).lower()), key
 

@@ -122,7 +122,7 @@ def test_label_selectors_match_as_kubernetes_does(selector, labels, expected):
 @pytest.mark.parametrize("selector, message", [
     ({"matchExpressions": [{"key": "env", "operator": "In"}]}, "values must be a non-empty list"),
     ({"matchExpressions": [{"key": "env", "operator": "Exists", "values": ["x"]}]}, "values must be empty"),
-    ({"matchExpressions": [{"key": "env", "operator": "Like", "values": ["x"]}]}, "operator must be one of"),
+    ({"matchExpressions": [{"key": "env", "operator": "Like", "values": ["x"]}]}, "operator: must be one of"),
     ({"matchLabel": {"env": "x"}}, "unknown field s.matchLabel"),
 ])
 def test_bad_selectors_are_refused(selector, message):

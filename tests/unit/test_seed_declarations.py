@@ -302,7 +302,7 @@ def test_provisioner_classes_are_read_with_their_policy(tmp_path: Path, api_vers
      "Instance i: spec.bundle embeds a spec for Bundle b, which declarations.yaml declares with other refs"),
     ("kind: Instance\nmetadata: {name: i}\nspec: {selector: {matchExpressions: [{key: app, operator: Near}]}, "
      "bundle: {name: b, spec: {refs: [file://a]}}}\n",
-     "Instance i: spec.selector.matchExpressions[0].operator must be one of In, NotIn, Exists, DoesNotExist"),
+     "Instance i: spec.selector.matchExpressions[0].operator: must be one of In, NotIn, Exists, DoesNotExist"),
     ("kind: Instance\nmetadata: {name: chart}\nspec:\n  bundle: {name: b, spec: {class: helm.bundle, refs: "
      "[file://chart]}}\n", "Instance chart: spec.bundle.spec.class 'helm.bundle' is not supported\n  hint: Helm "
      "charts are not installed by the reconciler (seed 004 names helm.bundle for a Helm provisioner); render the "
