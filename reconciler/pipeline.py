@@ -232,10 +232,21 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                         knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
     desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id,
                             preview=dry_run, settings=snapshot.settings)
+    adopted = {d.name: d.adopted_from for d in snapshot.operators if d.adopted_from}
+    takeovers, steps = [], []
+    if adopted and kube is not None:   # OLM v0 installs the repository adopted: adopt/takeover.py
+        from reconciler.adopt import takeover
+
+        takeovers = takeover.find(kube, desired, adopted)
+        desired = takeover.adopting(desired, takeovers)
+        steps = takeover.before(kube, takeovers, dry_run=dry_run)
     result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                   revision=snapshot.revision, held=prepared.held,
                   pending=() if dry_run else pending_state(installs, prepared.decisions),
                   installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
+    if takeovers:
+        assert kube is not None
+        result.notes.extend(steps + takeover.after(kube, takeovers, desired, dry_run=dry_run))
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 

@@ -26,6 +26,10 @@ EXAMPLES: dict[str, str] = {
   reconciler resolve . --explain --no-write   # why each bundle, without writing
   reconciler resolve . --offline -o json      # ignore the cluster; machine-readable
   reconciler resolve . --cluster prod-eu      # in a fleet repository: one cluster (without: all of them)""",
+    "adopt": """\
+  reconciler adopt . --dry-run                # what OLM v0 runs, as the files adopt would write
+  reconciler adopt . && git add -A && git commit -m "Adopt what OLM v0 runs"
+  reconciler reconcile . --dry-run            # then: each takeover step before it happens""",
     "approve": """\
   reconciler approve . plumbus                # approve what plumbus waits for, then commit:
   git add approvals/ && git commit -m "Approve plumbus.v1.1.0"

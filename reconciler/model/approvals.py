@@ -11,7 +11,7 @@ of the same facts changes nothing and a review shows only what changed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import yamlio
@@ -33,6 +33,9 @@ class ApprovedBundle:
     digest: str
     permissions: PermissionSet
     waived_policies: tuple[str, ...] = ()
+    # Taken over from what already ran (``reconciler adopt``): the evidence, e.g. the OLM v0 CSV and the
+    # permissions it held. Not an escalation: the bundle ran with them before the repository knew of it.
+    adopted: Any = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def parse_record(doc: Any, rel: str) -> ApprovalRecord:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
                 or not isinstance(entry.get("digest"), str) or not entry["digest"].startswith("sha256:"):
             raise fail(f"{where} needs a bundle name and a sha256: digest")
-        unknown = sorted(set(entry) - {"name", "digest", "permissions", "waivedPolicies"}, key=str)
+        unknown = sorted(set(entry) - {"name", "digest", "permissions", "waivedPolicies", "adopted"}, key=str)
         if unknown:
             raise fail(f"{where} has unknown field {unknown[0]!r}")
         try:
@@ -99,7 +102,10 @@ def parse_record(doc: Any, rel: str) -> ApprovalRecord:
         waived = entry.get("waivedPolicies") or []
         if not isinstance(waived, list) or not all(isinstance(w, str) for w in waived):
             raise fail(f"{where}.waivedPolicies must be a list of policy names")
-        bundles.append(ApprovedBundle(entry["name"], entry["digest"], perms, tuple(sorted(set(waived)))))
+        adopted = entry.get("adopted")
+        if adopted is not None and not (isinstance(adopted, dict) and adopted.get("clusterServiceVersion")):
+            raise fail(f"{where}.adopted must name the clusterServiceVersion that ran with these permissions")
+        bundles.append(ApprovedBundle(entry["name"], entry["digest"], perms, tuple(sorted(set(waived))), adopted))
     return ApprovalRecord(name, rel, tuple(bundles))
 
 
@@ -109,6 +115,8 @@ def render_record(record: ApprovalRecord) -> str:
         entry: dict[str, Any] = {"name": b.name, "digest": b.digest, "permissions": b.permissions.to_list()}
         if b.waived_policies:
             entry["waivedPolicies"] = list(b.waived_policies)
+        if b.adopted:
+            entry["adopted"] = b.adopted
         bundles.append(entry)
     doc = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": record.operator},
            "spec": {"bundles": bundles}}

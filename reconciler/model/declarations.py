@@ -109,6 +109,7 @@ class OperatorDecl:
     placement: Placement | None = None      # spec.placement: which clusters of a fleet, and their overrides
     ignore_differences: tuple = ()          # spec.ignoreDifferences (model.fieldrules.IgnoreRule)
     create_only: tuple = ()                 # spec.createOnly (model.fieldrules.ObjectSelector)
+    adopted_from: str = ""   # metadata.annotations[reconciler.dev/adopted-from]: what `reconciler adopt` read
 
     @property
     def package(self) -> str | None:
@@ -208,7 +209,8 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
     decl = dataclasses.replace(decl, **_approval_fields(spec, origin))
     spec.done()
     decl = dataclasses.replace(decl, allow_unsafe_crds=_allow_unsafe_crds(meta, origin, obj),
-                               delete_custom_resources=_delete_custom_resources(meta, origin, obj))
+                               delete_custom_resources=_delete_custom_resources(meta, origin, obj),
+                               adopted_from=_adopted_from(meta, origin, obj))
     if decl.catalog is None and decl.bundle is None:
         raise spec.fail("spec must name a catalog package (spec.catalog) or a bundle (spec.bundle)")
     if decl.catalog is not None and decl.bundle is not None:
@@ -228,6 +230,21 @@ def _allow_unsafe_crds(meta: dict[str, Any], origin: Origin, obj: str) -> str:
     if not isinstance(value, str):
         raise DeclarationError(f"metadata.annotations.{ANNOTATION_ALLOW_UNSAFE_CRDS} must be a string of CRD "
                                f"names separated by commas, or \"*\"", path=str(origin), obj=obj)
+    return value
+
+
+ANNOTATION_ADOPTED_FROM = "reconciler.dev/adopted-from"
+
+
+def _adopted_from(meta: dict[str, Any], origin: Origin, obj: str) -> str:
+    """``olm-v0/<namespace>/<subscription>``: the install `reconciler adopt` read, which `reconcile` takes over."""
+    value = (meta.get("annotations") or {}).get(ANNOTATION_ADOPTED_FROM) or ""
+    parts = value.split("/") if isinstance(value, str) else []
+    if value and not (len(parts) == 3 and parts[0] == "olm-v0" and is_dns1123_label(parts[1]) and parts[2]):
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_ADOPTED_FROM} must be olm-v0/<namespace>/"
+                               f"<subscription>, not {value!r}", path=str(origin), obj=obj,
+                               hint="it is written by `reconciler adopt`; restore it from git, or remove it once "
+                                    "the takeover is done")
     return value
 
 

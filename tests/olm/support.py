@@ -6,6 +6,8 @@ import json
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,36 @@ needs_olm = pytest.mark.skipif(not OLM_BUILDS, reason="OLM v0 is not built and `
 needs_corpus = pytest.mark.skipif(not BUNDLE.is_dir(), reason="../shared/corpus is absent")
 
 
+GROUP = "operators.coreos.com"
+WAIT = 240.0
+
+
+def wait_for(what: str, probe: Callable[[], object], plane, timeout: float = WAIT) -> object:
+    """Poll ``probe`` until it returns something true; on timeout fail with the end of OLM's logs."""
+    deadline = time.monotonic() + timeout
+    while not (found := probe()):
+        if time.monotonic() > deadline:
+            logs = "\n".join(f"--- {name}.log\n" + (plane.state_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+                             for name in ("catalog-operator", "olm-operator"))
+            pytest.fail(f"{what}: not after {timeout:.0f}s\n{logs}")
+        time.sleep(0.5)
+    return found
+
+
+def get(api, namespace: str, plural: str, name: str, version: str = "v1alpha1") -> dict | None:
+    """An OLM object, or None when there is none."""
+    import kubernetes.client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        return kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
+            GROUP, version, namespace, plural, name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 def uncaptured(request: pytest.FixtureRequest):
     """Output capture off for the block: it would hide the progress of a build that takes minutes."""
     return request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled()
@@ -27,17 +59,29 @@ def uncaptured(request: pytest.FixtureRequest):
 
 def write_catalog(bundle_dir: Path, catalog_dir: Path) -> dict:
     """A file-based catalog of the bundle alone, in its default channel; returns the bundle's blob."""
+    return write_catalog_of([bundle_dir], catalog_dir)[0]
+
+
+def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bundle_dir: "") -> list[dict]:
+    """A file-based catalog of the bundles, each alone in its package's default channel; their blobs.
+
+    ``image(bundle_dir)`` is the image each blob records ("" for none: OLM installs from the inline objects).
+    """
     from reconciler import yamlio
 
-    done = subprocess.run([sys.executable, "-m", "reconciler", "catalog", "render", str(bundle_dir)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    blob = json.loads(done.stdout)
-    annotations = yamlio.read_all(bundle_dir / "metadata" / "annotations.yaml")[0]["annotations"]
-    channel = annotations["operators.operatorframework.io.bundle.channel.default.v1"]
+    docs, blobs = [], []
+    for bundle_dir in bundle_dirs:
+        ref = image(bundle_dir)
+        done = subprocess.run([sys.executable, "-m", "reconciler", "catalog", "render", str(bundle_dir)]
+                              + (["--image", ref] if ref else []), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        blob = json.loads(done.stdout)
+        annotations = yamlio.read_all(bundle_dir / "metadata" / "annotations.yaml")[0]["annotations"]
+        channel = annotations["operators.operatorframework.io.bundle.channel.default.v1"]
+        docs += [{"schema": "olm.package", "name": blob["package"], "defaultChannel": channel},
+                 {"schema": "olm.channel", "package": blob["package"], "name": channel,
+                  "entries": [{"name": blob["name"]}]}, blob]
+        blobs.append(blob)
     catalog_dir.mkdir(parents=True)
-    (catalog_dir / "catalog.json").write_text("\n".join(json.dumps(doc) for doc in (
-        {"schema": "olm.package", "name": blob["package"], "defaultChannel": channel},
-        {"schema": "olm.channel", "package": blob["package"], "name": channel, "entries": [{"name": blob["name"]}]},
-        blob)) + "\n")
-    return blob
+    (catalog_dir / "catalog.json").write_text("\n".join(json.dumps(doc) for doc in docs) + "\n")
+    return blobs

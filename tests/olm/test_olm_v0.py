@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import kubernetes.client
 import pytest
 from kubernetes.client.rest import ApiException
 
 from reconciler.localcluster import ControlPlane
-from tests.olm.support import needs_corpus, needs_olm
+from tests.olm.support import GROUP, get, needs_corpus, needs_olm, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
-GROUP = "operators.coreos.com"
 PACKAGE, CSV_NAME, CHANNEL = "ecr-secret-operator", "ecr-secret-operator.v0.6.0", "alpha"
 DEPLOYMENT = "ecr-secret-operator-controller-manager"
-WAIT = 240.0
 
 
 @pytest.fixture
@@ -64,29 +62,6 @@ def subscribe(api: kubernetes.client.ApiClient, namespace: str, address: str, ap
         "apiVersion": f"{GROUP}/v1alpha1", "kind": "Subscription", "metadata": {"name": PACKAGE},
         "spec": {"name": PACKAGE, "channel": CHANNEL, "source": "corpus", "sourceNamespace": namespace,
                  "installPlanApproval": approval}})
-
-
-def wait_for(what: str, probe: Callable[[], object], plane: ControlPlane, timeout: float = WAIT) -> object:
-    """Poll ``probe`` until it returns something true; on timeout fail with the end of OLM's logs."""
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        if time.monotonic() > deadline:
-            logs = "\n".join(f"--- {name}.log\n" + (plane.state_dir / f"{name}.log").read_text(errors="replace")[-3000:]
-                             for name in ("catalog-operator", "olm-operator"))
-            pytest.fail(f"{what}: not after {timeout:.0f}s\n{logs}")
-        time.sleep(0.5)
-    return found
-
-
-def get(api: kubernetes.client.ApiClient, namespace: str, plural: str, name: str,
-        version: str = "v1alpha1") -> dict | None:
-    try:
-        return kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
-            GROUP, version, namespace, plural, name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def csv_succeeded(api: kubernetes.client.ApiClient, namespace: str) -> dict | None:

@@ -123,14 +123,16 @@ def check_cluster(mine: Mapping[str, status_objects.Recorded], instance: Instanc
 
 
 def check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[str, set[tuple[str, str, str, str]]],
-                 moves: Mapping[str, str], instance: str = "default") -> None:
+                 moves: Mapping[str, str], instance: str = "default",
+                 adopting: frozenset[tuple[str, str, str, str]] = frozenset()) -> None:
     """Refuse to apply over an object that is not provably ``operator``'s.
 
     Provenance, not labels: the object is ours when an inventory of this
     instance lists it and our field manager applied it. It is then
     ``operator``'s own, or the Operator it was renamed from, or another
     Operator's (refused). Anything else is foreign, whatever its labels say,
-    and is taken over only when annotated for adoption.
+    and is taken over only when annotated for adoption, or when the Operator
+    takes it over from the installer it replaces (``adopting``).
     """
     meta = live.get("metadata") or {}
     holders = sorted(name for name, keys in owned.items() if ref.key in keys)
@@ -146,7 +148,7 @@ def check_owner(operator: str, ref: ObjectRef, live: Manifest, owned: Mapping[st
                           f"whatever its annotations", obj=str(ref),
                           hint="a bundle that ships this object cannot be installed here; remove the object from "
                                "the bundle, or install another version")
-    if (meta.get("annotations") or {}).get(ANNOTATION_ADOPT) == "true":
+    if (meta.get("annotations") or {}).get(ANNOTATION_ADOPT) == "true" or ref.key in adopting:
         return
     label = (meta.get("labels") or {}).get(LABEL_OPERATOR)
     if label:

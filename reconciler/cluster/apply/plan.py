@@ -99,7 +99,7 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
         current = live.get(p.ref.key)
         if current is not None:
             op = by_name[p.operator]
-            check_owner(p.operator, p.ref, current, owned or {}, moves or {}, instance)
+            check_owner(p.operator, p.ref, current, owned or {}, moves or {}, instance, adopting=op.adopting)
             if create_only(p.obj, p.ref, op.create_only):
                 p.action, p.write, p.detail = Action.UNCHANGED, False, "create-only: it exists, left as it is"
                 continue

@@ -89,10 +89,13 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     # as they are created, and a refusal while writing rolls the first install back whole. A refusal up to the
     # end of planning leaves the cluster as it was: the installers made for first installs and the namespaces
     # made by this run are removed again.
+    # An Operator taking over what another installer runs (``adopting``) is never a first install: it is not removed
+    # whole when refused, since what it would remove is running.
     rebinding: frozenset[str] = frozenset()   # dry run: installers a real run binds to new permissions first
     first = frozenset() if dry_run else frozenset(
         op.name for op in desired
-        if op.name not in moves and (op.name not in recorded or not recorded[op.name].inventory))
+        if op.name not in moves and not op.adopting
+        and (op.name not in recorded or not recorded[op.name].inventory))
     fresh = frozenset((op.name, ns) for op in desired if op.name in first for ns in op.namespaces if ns in created_ns)
     try:
         if not dry_run:

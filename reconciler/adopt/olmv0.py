@@ -1,0 +1,293 @@
+"""What OLM v0 runs, read from a live cluster, and what each install means as a declaration.
+
+Reading (``read_cluster``) is the only side effect here: one LIST per OLM kind
+(Subscription, OperatorGroup, ClusterServiceVersion, InstallPlan,
+CatalogSource), every namespace. Everything after it is pure: ``installs``
+walks the Subscriptions, because a Subscription is what a user asked OLM for,
+and judges each with what it points at (its installed CSV, the namespace's
+OperatorGroup, its CatalogSource). An install that cannot be mapped becomes an
+``Unmapped`` with its reason, never dropped; so does a CSV that no
+Subscription accounts for (installed by hand, or left behind by a deleted
+Subscription), since taking it over would mean guessing what was asked for.
+
+OLM's copies of a CSV into the namespaces an OperatorGroup targets
+(``olm.copiedFrom``) are bookkeeping, not installs, and are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.errors import ClusterError
+
+GROUP = "operators.coreos.com"
+KINDS = {  # what is read, and the apiVersion it is read in
+    "Subscription": f"{GROUP}/v1alpha1",
+    "ClusterServiceVersion": f"{GROUP}/v1alpha1",
+    "InstallPlan": f"{GROUP}/v1alpha1",
+    "CatalogSource": f"{GROUP}/v1alpha1",
+    "OperatorGroup": f"{GROUP}/v1",
+}
+COPIED_FROM = "olm.copiedFrom"
+CONFIG_FIELDS = ("env", "envFrom", "resources", "nodeSelector", "tolerations", "volumes", "volumeMounts",
+                 "selector", "affinity", "annotations")
+MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Every OLM v0 object of the cluster, by kind, as listed."""
+
+    objects: dict[str, tuple[Manifest, ...]]
+
+    def of(self, kind: str, namespace: str | None = None) -> list[Manifest]:
+        return [o for o in self.objects.get(kind, ()) if namespace is None or _ns(o) == namespace]
+
+    def get(self, kind: str, namespace: str, name: str) -> Manifest | None:
+        return next((o for o in self.of(kind, namespace) if _name(o) == name), None)
+
+
+@dataclass(frozen=True)
+class Install:
+    """One OLM v0 install that maps onto a declaration: what its Subscription asked for and what runs."""
+
+    subscription: Manifest
+    csv: Manifest
+    operator_group: Manifest
+    catalog_source: Manifest
+    target_namespaces: tuple[str, ...]   # ("",) for all namespaces
+    install_plans: tuple[str, ...] = ()
+
+    @property
+    def namespace(self) -> str:
+        return _ns(self.subscription)
+
+    @property
+    def package(self) -> str:
+        return str(self.subscription["spec"]["name"])
+
+    @property
+    def channel(self) -> str | None:
+        return self.subscription["spec"].get("channel") or None
+
+    @property
+    def manual(self) -> bool:
+        return self.subscription["spec"].get("installPlanApproval") == "Manual"
+
+    @property
+    def csv_name(self) -> str:
+        return _name(self.csv)
+
+    @property
+    def where(self) -> str:
+        return f"Subscription {self.namespace}/{_name(self.subscription)}"
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    """An OLM v0 install the adoption leaves to OLM, and why."""
+
+    what: str       # "Subscription ns/name" or "ClusterServiceVersion ns/name"
+    reason: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Survey:
+    installs: tuple[Install, ...] = ()
+    unmapped: tuple[Unmapped, ...] = field(default_factory=tuple)
+
+
+def read_cluster(kube: Kube) -> ClusterView:
+    """List every OLM v0 object; a cluster without OLM's APIs is an error saying so."""
+    infos: dict[str, ResourceInfo] = {}
+    for kind, api_version in KINDS.items():
+        info = kube.resource(api_version, kind)
+        if info is None:
+            raise ClusterError(f"the cluster runs no OLM v0: it does not serve {kind} ({api_version})",
+                               obj=kube.server,
+                               hint="adopt reads the installs OLM v0 made; check --kubeconfig/--context name the "
+                                    "cluster that runs OLM (`kubectl get subscriptions -A` lists them)")
+        infos[kind] = info
+    return ClusterView({kind: tuple(kube.list(info)) for kind, info in infos.items()})
+
+
+def survey(view: ClusterView) -> Survey:
+    """Every Subscription as an ``Install`` or an ``Unmapped``, and every CSV no Subscription accounts for."""
+    installs: list[Install] = []
+    unmapped: list[Unmapped] = []
+    claimed: set[tuple[str, str]] = set()
+    for sub in sorted(view.of("Subscription"), key=lambda o: (_ns(o), _name(o))):
+        ns = _ns(sub)
+        status = sub.get("status") or {}
+        csv_name = status.get("installedCSV") or ""
+        if csv_name:
+            claimed.add((ns, csv_name))
+        result = _install(view, sub, csv_name)
+        (installs if isinstance(result, Install) else unmapped).append(result)
+    unmapped.extend(_group_conflicts(installs))
+    unmapped.extend(_packages_twice(installs))
+    conflicted = {u.what for u in unmapped}
+    installs = [i for i in installs if i.where not in conflicted]
+    for csv in sorted(view.of("ClusterServiceVersion"), key=lambda o: (_ns(o), _name(o))):
+        if COPIED_FROM in (csv["metadata"].get("labels") or {}) or (_ns(csv), _name(csv)) in claimed:
+            continue
+        unmapped.append(Unmapped(f"ClusterServiceVersion {_ns(csv)}/{_name(csv)}",
+                                 "no Subscription installed it (applied by hand, or its Subscription was deleted): "
+                                 "what was asked for (package, channel, approval) is unknown",
+                                 "create a Subscription for its package in that namespace, or declare the Operator "
+                                 "yourself and let `reconcile` take its objects over (reconciler.dev/adopt)"))
+    return Survey(tuple(installs), tuple(unmapped))
+
+
+def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmapped:
+    ns, name = _ns(sub), _name(sub)
+    what = f"Subscription {ns}/{name}"
+    spec = sub.get("spec") or {}
+    state = (sub.get("status") or {}).get("state") or "no state yet"
+    if not csv_name:
+        return Unmapped(what, f"nothing is installed for it yet (state: {state})",
+                        "approve or finish its InstallPlan in OLM first, or delete the Subscription and declare the "
+                        "Operator in the repository")
+    csv = view.get("ClusterServiceVersion", ns, csv_name)
+    if csv is None:
+        return Unmapped(what, f"its installed ClusterServiceVersion {csv_name} does not exist",
+                        "let OLM repair the install (or delete the Subscription) and adopt again")
+    phase = (csv.get("status") or {}).get("phase") or "no phase"
+    reason = (csv.get("status") or {}).get("reason") or ""
+    if phase != "Succeeded":
+        return Unmapped(what, f"ClusterServiceVersion {csv_name} is {phase}" + (f" ({reason})" if reason else "")
+                        + ": only a succeeded install is taken over as it runs",
+                        "wait for OLM to finish (or fix the failure) and adopt again")
+    replacing = [c for c in view.of("ClusterServiceVersion", ns) if c["spec"].get("replaces") == csv_name
+                 and COPIED_FROM not in (c["metadata"].get("labels") or {})]
+    if replacing or (spec.get("installPlanApproval") != "Manual" and status_of(sub) == "UpgradePending"):
+        return Unmapped(what, f"ClusterServiceVersion {csv_name} is being replaced"
+                        + (f" by {_name(replacing[0])}" if replacing else " (an upgrade is pending)"),
+                        "wait for the upgrade to finish and adopt again")
+    config = {k: v for k, v in (spec.get("config") or {}).items() if v not in (None, [], {}, "")}
+    if config:
+        return Unmapped(what, f"spec.config overrides its pod templates ({', '.join(sorted(config))}); a "
+                        "declaration has no field that applies them to the bundle's Deployments, so a takeover "
+                        "would drop them and restart the pods",
+                        "move the overrides into the bundle (a bundle of your own in bundles/, declared with "
+                        "spec.bundle) or remove spec.config, then adopt again")
+    groups = view.of("OperatorGroup", ns)
+    if len(groups) != 1:
+        return Unmapped(what, f"namespace {ns} has {len(groups)} OperatorGroups (OLM installs nothing under "
+                        "none or several)", "keep exactly one OperatorGroup in the namespace")
+    group = groups[0]
+    targets = _targets(group)
+    if targets is None:
+        return Unmapped(what, f"OperatorGroup {ns}/{_name(group)} chooses its namespaces by a label selector "
+                        "(or has not listed them yet), which a declaration cannot express",
+                        "give the OperatorGroup spec.targetNamespaces, or declare the Operator with the namespaces "
+                        "it should watch")
+    mode = install_mode(ns, targets)
+    supported = {m.get("type") for m in csv["spec"].get("installModes") or [] if m.get("supported")}
+    if mode not in supported:
+        return Unmapped(what, f"OperatorGroup {ns}/{_name(group)} asks for {mode}, which {csv_name} does not "
+                        f"support ({', '.join(sorted(t for t in supported if t)) or 'no mode'})",
+                        "fix the OperatorGroup's target namespaces in OLM first")
+    src_ns, src = spec.get("sourceNamespace") or ns, spec.get("source") or ""
+    source = view.get("CatalogSource", src_ns, src)
+    if source is None:
+        return Unmapped(what, f"its CatalogSource {src_ns}/{src} does not exist",
+                        "the bundle that runs cannot be checked against a catalog: recreate the CatalogSource")
+    conn = ((source.get("status") or {}).get("connectionState") or {}).get("lastObservedState") or "unknown"
+    if conn != "READY":
+        return Unmapped(what, f"its CatalogSource {src_ns}/{src} cannot be read (connection {conn})",
+                        "make the CatalogSource READY again, or put its catalog into the repository "
+                        f"(`opm render {describe_source(source)} -o yaml > catalogs/{src}/catalog.yaml`)")
+    plans = tuple(sorted(_name(p) for p in view.of("InstallPlan", ns)
+                         if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
+    return Install(sub, csv, group, source, targets, plans)
+
+
+def status_of(sub: Manifest) -> str:
+    return str((sub.get("status") or {}).get("state") or "")
+
+
+def _targets(group: Manifest) -> tuple[str, ...] | None:
+    spec = group.get("spec") or {}
+    if spec.get("selector"):
+        return None
+    listed = spec.get("targetNamespaces")
+    if listed is None:   # no list and no selector: every namespace
+        return ("",)
+    return tuple(sorted(listed)) or ("",)
+
+
+def install_mode(namespace: str, targets: tuple[str, ...]) -> str:
+    if targets == ("",):
+        return "AllNamespaces"
+    if targets == (namespace,):
+        return "OwnNamespace"
+    return "SingleNamespace" if len(targets) == 1 else "MultiNamespace"
+
+
+def _group_conflicts(installs: list[Install]) -> list[Unmapped]:
+    """Several Subscriptions under one OperatorGroup whose CSVs disagree on the modes they support.
+
+    OLM gives every CSV of a namespace the one OperatorGroup's namespaces; a
+    declaration per Operator could give each its own, so adopting them apart
+    would change what one of them watches. They are left together.
+    """
+    by_group: dict[tuple[str, str], list[Install]] = {}
+    for i in installs:
+        by_group.setdefault((i.namespace, _name(i.operator_group)), []).append(i)
+    out = []
+    for (ns, group), members in sorted(by_group.items()):
+        modes = {frozenset(m.get("type") for m in i.csv["spec"].get("installModes") or [] if m.get("supported"))
+                 for i in members}
+        if len(members) > 1 and len(modes) > 1:
+            names = ", ".join(i.csv_name for i in members)
+            for i in members:
+                out.append(Unmapped(i.where, f"OperatorGroup {ns}/{group} holds several Subscriptions whose "
+                                    f"install modes conflict ({names})",
+                                    "move each to a namespace and OperatorGroup of its own in OLM, then adopt"))
+    return out
+
+
+def _packages_twice(installs: list[Install]) -> list[Unmapped]:
+    """One package subscribed in several namespaces: the reconciler installs a package once per cluster (its
+    CRDs and cluster RBAC are the cluster's), so none of them is taken over rather than one chosen."""
+    by_package: dict[str, list[Install]] = {}
+    for i in installs:
+        by_package.setdefault(i.package, []).append(i)
+    out = []
+    for package, members in sorted(by_package.items()):
+        if len(members) > 1:
+            where = ", ".join(i.namespace for i in members)
+            out += [Unmapped(i.where, f"package {package} is installed in {len(members)} namespaces ({where}); the "
+                             "reconciler installs a package once per cluster",
+                             "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again")
+                    for i in members]
+    return out
+
+
+def describe_source(source: Manifest) -> str:
+    spec = source.get("spec") or {}
+    return str(spec.get("image") or spec.get("address") or f"the catalog of CatalogSource {_name(source)}")
+
+
+def csv_permissions(csv: Manifest) -> dict[str, Any]:
+    """The permissions the CSV holds, as written in it: the evidence an adoption records."""
+    strategy = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
+    out: dict[str, Any] = {}
+    for key in ("permissions", "clusterPermissions"):
+        out[key] = [{"serviceAccountName": p.get("serviceAccountName", ""), "rules": p.get("rules") or []}
+                    for p in strategy.get(key) or []]   # an empty list says it held none
+    return out
+
+
+def _ns(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _name(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

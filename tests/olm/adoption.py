@@ -1,0 +1,125 @@
+"""What the adoption tests share: corpus bundles installed by a real OLM v0, and a repository of their catalog.
+
+Each case is one OLM v0 install in a namespace of its own (a CatalogSource,
+an OperatorGroup for its mode and a Subscription); the repository holds its
+own rendering of the same bundles, each pointing at its copy under bundles/.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import kubernetes.client
+
+from reconciler.localcluster import ControlPlane
+from tests.olm.support import CORPUS, get, uncaptured, wait_for, write_catalog_of
+
+GROUP = "operators.coreos.com"
+SUFFIX = uuid.uuid4().hex[:6]
+
+
+class Case:
+    def __init__(self, bundle: str, csv: str, mode: str, approval: str = "Automatic", config: dict | None = None,
+                 orphan: bool = False) -> None:
+        self.bundle, self.csv, self.mode, self.approval, self.config = bundle, csv, mode, approval, config
+        self.orphan = orphan
+        self.package = bundle.split("/")[0]
+        self.namespace = f"adopt-{mode.lower()}-{SUFFIX}"
+        self.watched = f"adopt-watched-{SUFFIX}" if mode == "SingleNamespace" else self.namespace
+
+    @property
+    def targets(self) -> list[str] | None:
+        return None if self.mode == "AllNamespaces" else [self.watched]
+
+
+def custom(api) -> kubernetes.client.CustomObjectsApi:
+    return kubernetes.client.CustomObjectsApi(api)
+
+
+def subscribe(api, case: Case, address: str) -> None:
+    core = kubernetes.client.CoreV1Api(api)
+    for ns in {case.namespace, case.watched}:
+        core.create_namespace({"metadata": {"name": ns}})
+    c = custom(api)
+    c.create_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "catalogsources", {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "corpus"},
+        "spec": {"sourceType": "grpc", "address": address}})
+    group: dict = {"apiVersion": f"{GROUP}/v1", "kind": "OperatorGroup", "metadata": {"name": "group"}, "spec": {}}
+    if case.targets is not None:
+        group["spec"]["targetNamespaces"] = case.targets
+    c.create_namespaced_custom_object(GROUP, "v1", case.namespace, "operatorgroups", group)
+    spec = {"name": case.package, "source": "corpus", "sourceNamespace": case.namespace,
+            "installPlanApproval": case.approval}
+    if case.config:
+        spec["config"] = case.config
+    c.create_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions", {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "Subscription", "metadata": {"name": case.package},
+        "spec": spec})
+
+
+def settle(api, case: Case, plane: ControlPlane) -> None:
+    """Approve a Manual install's first plan, then wait for the CSV and for the Subscription to record it."""
+    if case.approval == "Manual":
+        def waiting() -> str | None:
+            ref = ((get(api, case.namespace, "subscriptions", case.package) or {}).get("status") or {}).get(
+                "installPlanRef")
+            return ref and ref["name"]
+        plan = wait_for(f"{case.package}'s InstallPlan", waiting, plane)
+        custom(api).patch_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "installplans", plan,
+                                                   {"spec": {"approved": True}})
+
+    def succeeded() -> bool:
+        csv = get(api, case.namespace, "clusterserviceversions", case.csv) or {}
+        sub = get(api, case.namespace, "subscriptions", case.package) or {}
+        return (csv.get("status") or {}).get("phase") == "Succeeded" and \
+            bool((sub.get("status") or {}).get("installedCSV"))
+    wait_for(f"{case.csv} Succeeded", succeeded, plane)
+    if case.orphan:
+        custom(api).delete_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions", case.package)
+
+
+def make_repo(path: Path, cases: list[Case]) -> Path:
+    """A git repository with catalogs/corpus: the same bundles rendered with file://bundles/... images."""
+    path.mkdir()
+    for case in cases:
+        shutil.copytree(CORPUS / "operators" / case.bundle, path / "bundles" / case.bundle)
+    write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], path / "catalogs" / "corpus",
+                     image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "catalogs")
+    return path
+
+
+def git(path: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=path,
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def reconciler(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reconciler", *args], capture_output=True, text=True, timeout=600)
+
+
+
+
+@contextmanager
+def installed_by_olm(request, plane: ControlPlane, directory: Path, cases: list[Case]) -> Iterator[None]:
+    """Every case installed by OLM v0 from one catalog served by opm (a CatalogSource per namespace)."""
+    from bench.peers import opm
+
+    with uncaptured(request):
+        opm.opm_binary(log=print)
+    write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], directory / "catalog")
+    with opm.serve(directory / "catalog", directory / "serve") as address, plane.admin_client() as api:
+        for case in cases:
+            subscribe(api, case, address)
+        for case in cases:
+            settle(api, case, plane)
+        yield

@@ -1,0 +1,195 @@
+"""After `reconciler adopt` is committed, `reconcile` takes OLM v0's installs over without disruption.
+
+Real OLM v0 installs corpus bundles in three modes (one with Manual
+approval, one with a custom resource of its CRD created beforehand); the
+repository adopts them, commits, and reconciles. What must hold: no new
+ReplicaSet and the same pod templates (no pod restarted), every CRD and
+custom resource still there, OLM's bookkeeping gone (Subscription,
+InstallPlans, CSV, OperatorCondition, OperatorGroup) with nothing owned by a
+CSV any more, OLM not acting again, and the next reconcile a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kubernetes.client
+import pytest
+
+from reconciler.localcluster import ControlPlane
+from reconciler.model.kube import LABEL_OPERATOR
+from tests.docblocks import indented_block
+from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo
+from tests.olm.support import needs_corpus, needs_olm
+
+pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
+
+CASES = [
+    Case("move2kube-operator/0.3.15-rc.0", "move2kube-operator.v0.3.15-rc.0", "AllNamespaces"),
+    Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace", approval="Manual"),
+    Case("ack-s3-controller/1.10.0", "ack-s3-controller.v1.10.0", "SingleNamespace"),
+]
+CR = ("odoo-community.org", "v1alpha1", "odoos", "Odoo")
+FIRST_LINE = "reconciler adopt platform-repo --dry-run"
+
+
+@pytest.fixture(scope="module")
+def installed(request, olm_plane: ControlPlane, tmp_path_factory) -> Iterator[ControlPlane]:
+    with installed_by_olm(request, olm_plane, tmp_path_factory.mktemp("takeover-catalog"), CASES):
+        yield olm_plane
+
+
+def snapshot(api) -> dict:
+    """What must not change: ReplicaSets, pod templates, CRDs, custom resources."""
+    apps = kubernetes.client.AppsV1Api(api)
+    namespaces = {c.namespace for c in CASES}
+    replica_sets = sorted((rs.metadata.namespace, rs.metadata.name) for ns in namespaces
+                          for rs in apps.list_namespaced_replica_set(ns).items)
+    templates = {(d.metadata.namespace, d.metadata.name): api.sanitize_for_serialization(d.spec.template)
+                 for ns in namespaces for d in apps.list_namespaced_deployment(ns).items}
+    crds = sorted(c.metadata.name for c in kubernetes.client.ApiextensionsV1Api(api).list_custom_resource_definition().items)
+    group, version, plural, _ = CR
+    crs = [o["metadata"]["name"] for o in custom(api).list_namespaced_custom_object(
+        group, version, CASES[1].namespace, plural)["items"]]
+    return {"replicaSets": replica_sets, "templates": templates, "crds": crds, "customResources": crs}
+
+
+def olm_bookkeeping(api) -> list[str]:
+    """Every OLM object left for the adopted installs, and every object still owned by a CSV."""
+    left = []
+    for case in CASES:
+        for plural, version in (("subscriptions", "v1alpha1"), ("installplans", "v1alpha1"),
+                                ("clusterserviceversions", "v1alpha1"), ("operatorgroups", "v1"),
+                                ("operatorconditions", "v2")):
+            items = custom(api).list_namespaced_custom_object(GROUP, version, case.namespace, plural)["items"]
+            left += [f"{plural} {case.namespace}/{o['metadata']['name']}" for o in items]
+        # Nothing OLM made is left owned by no one: every object of these kinds in the namespaces is the
+        # reconciler's (but the namespace's default ServiceAccount).
+        for ns in {case.namespace, case.watched}:
+            for kind, items in (("Deployment", kubernetes.client.AppsV1Api(api).list_namespaced_deployment(ns)),
+                                ("ServiceAccount", kubernetes.client.CoreV1Api(api).list_namespaced_service_account(ns)),
+                                ("Service", kubernetes.client.CoreV1Api(api).list_namespaced_service(ns)),
+                                ("Role", kubernetes.client.RbacAuthorizationV1Api(api).list_namespaced_role(ns)),
+                                ("RoleBinding", kubernetes.client.RbacAuthorizationV1Api(api)
+                                 .list_namespaced_role_binding(ns))):
+                for o in items.items:
+                    labels = o.metadata.labels or {}
+                    if kind == "ServiceAccount" and o.metadata.name == "default":
+                        continue
+                    ours = LABEL_OPERATOR in labels or "reconciler.dev/installer-for" in labels   # or its installer
+                    if not ours or any(k.startswith("olm.owner") for k in labels) \
+                            or any(r.kind == "ClusterServiceVersion" for r in o.metadata.owner_references or []):
+                        left.append(f"{kind} {ns}/{o.metadata.name} (labels {sorted(labels)})")
+    rbac = kubernetes.client.RbacAuthorizationV1Api(api)
+    csvs = {c.csv for c in CASES}
+    for kind, items in (("ClusterRole", rbac.list_cluster_role().items),
+                        ("ClusterRoleBinding", rbac.list_cluster_role_binding().items)):
+        left += [f"{kind} {o.metadata.name} labelled olm.owner: {o.metadata.labels} "
+                 f"{[(m.manager, m.operation, m.time) for m in o.metadata.managed_fields or []]}" for o in items
+                 if (o.metadata.labels or {}).get("olm.owner") in csvs]
+    return left
+
+
+def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed: ControlPlane, tmp_path: Path):
+    """docs/migration.md's block, run as printed, with what must hold checked after each line."""
+    block = indented_block("docs/migration.md", FIRST_LINE)
+    assert len(block) == 7, block
+    with installed.admin_client() as api:
+        group, version, plural, kind = CR
+        custom(api).create_namespaced_custom_object(group, version, CASES[1].namespace, plural, {
+            "apiVersion": f"{group}/{version}", "kind": kind, "metadata": {"name": "kept"}, "spec": {}})
+        before = snapshot(api)
+    assert before["customResources"] == ["kept"]
+    make_repo(tmp_path / "platform-repo", CASES)
+    env = {**os.environ, "KUBECONFIG": str(installed.kubeconfig_path),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def run(line: str, code: int = 0) -> str:
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == code, f"{line}\n{done.stdout}{done.stderr}"
+        return done.stdout
+
+    preview_adopt = run(block[0])
+    assert all(f"would write operators/{c.package}.yaml" in preview_adopt for c in CASES), preview_adopt
+    assert not (tmp_path / "platform-repo" / "operators").exists()
+    run(block[1])
+    run(block[2])
+    run(block[3])
+
+    preview = run(block[4], code=1)   # changes found: the takeover's
+    for case in CASES:
+        assert (f"takeover of {case.package} from OLM v0: would delete Subscription {case.namespace}/"
+                f"{case.package}") in preview, preview
+        assert (f"takeover of {case.package} from OLM v0: would delete ClusterServiceVersion {case.namespace}/"
+                f"{case.csv}, orphaning its objects") in preview
+    with installed.admin_client() as api:
+        assert snapshot(api) == before
+        assert get(api, CASES[0].namespace, "subscriptions", CASES[0].package) is not None   # nothing done yet
+
+    run(block[5])
+    time.sleep(10)   # time for OLM's controllers and the garbage collector to act, if they were going to
+    with installed.admin_client() as api:
+        after = snapshot(api)
+        assert after["replicaSets"] == before["replicaSets"]   # no new ReplicaSet: no pod restarted
+        assert after["templates"] == before["templates"]
+        assert set(before["crds"]) <= set(after["crds"])
+        assert after["customResources"] == ["kept"]
+        left = olm_bookkeeping(api)
+        assert left == [], "\n".join(left)
+
+    again = run(block[6])   # the next reconcile is a no-op
+    assert "takeover of" not in again, again
+    upgrade_through_the_repository(installed, tmp_path / "platform-repo", env)
+
+
+NEXT = "move2kube-operator/0.3.15"   # the next bundle of CASES[0]'s package
+
+
+def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dict) -> None:
+    """The next bundle is added to the repository's catalog: `resolve` moves the lock, `reconcile` applies it,
+    and OLM, no longer asked, does nothing."""
+    import json
+    import shutil
+
+    from tests.olm.support import CORPUS, write_catalog_of
+
+    case = CASES[0]
+    shutil.copytree(CORPUS / "operators" / NEXT, repo / "bundles" / NEXT)
+    (blob,) = write_catalog_of([CORPUS / "operators" / NEXT], repo / "next",
+                               image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+    shutil.rmtree(repo / "next")
+    catalog = repo / "catalogs" / "corpus" / "catalog.json"
+    docs = [json.loads(line) for line in catalog.read_text().splitlines()]
+    for doc in docs:
+        if doc["schema"] == "olm.channel" and doc["package"] == case.package:
+            doc["entries"].append({"name": blob["name"], "replaces": case.csv})
+    catalog.write_text("\n".join(json.dumps(d) for d in docs + [blob]) + "\n")
+
+    def run(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "reconciler", *args], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"{args}\n{done.stdout}{done.stderr}"
+        return done.stdout
+
+    run("resolve", str(repo))
+    lock = (repo / "olm.lock").read_text()
+    assert f"name: {blob['name']}" in lock and f"name: {case.csv}" not in lock, lock
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], env=env, check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "move2kube-operator 0.3.15"], env=env, check=True)
+    run("reconcile", str(repo))
+    time.sleep(5)   # time for OLM to act, if it still did
+    with installed.admin_client() as api:
+        (dep,) = [d for d in kubernetes.client.AppsV1Api(api).list_namespaced_deployment(case.namespace).items
+                  if "move2kube" in d.metadata.name]
+        images = {c.image for c in dep.spec.template.spec.containers}
+        assert "quay.io/konveyor/move2kube-operator:v0.3.15" in images, images
+        for plural in ("subscriptions", "installplans", "clusterserviceversions"):
+            assert custom(api).list_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, plural)["items"] == []

@@ -1,0 +1,127 @@
+"""What `reconciler adopt` makes of OLM v0's objects, without a cluster: each install mapped, or left with its reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.adopt import declaration
+from reconciler.adopt.olmv0 import ClusterView, install_mode, survey
+from reconciler.model.approvals import parse_record, render_record
+from reconciler import yamlio
+from reconciler.model.declarations import Origin, parse_operator
+
+NS = "ops"
+
+
+def csv(name="op.v1.0.0", phase="Succeeded", modes=("OwnNamespace", "AllNamespaces"), ns=NS, **spec) -> dict:
+    return {"metadata": {"name": name, "namespace": ns},
+            "spec": {"version": "1.0.0", "installModes": [{"type": m, "supported": True} for m in modes], **spec},
+            "status": {"phase": phase}}
+
+
+def sub(name="op", installed="op.v1.0.0", ns=NS, **spec) -> dict:
+    return {"metadata": {"name": name, "namespace": ns},
+            "spec": {"name": name, "channel": "stable", "source": "cat", "sourceNamespace": ns, **spec},
+            "status": {"installedCSV": installed, "state": "AtLatestKnown"}}
+
+
+def group(targets=(NS,), ns=NS, **spec) -> dict:
+    return {"metadata": {"name": "og", "namespace": ns},
+            "spec": {"targetNamespaces": list(targets), **spec} if targets is not None else spec}
+
+
+SOURCE = {"metadata": {"name": "cat", "namespace": NS}, "spec": {"image": "quay.io/org/index:v1"},
+          "status": {"connectionState": {"lastObservedState": "READY"}}}
+
+
+def view(subs=(), csvs=(), groups=(), sources=(SOURCE,)) -> ClusterView:
+    return ClusterView({"Subscription": tuple(subs), "ClusterServiceVersion": tuple(csvs),
+                        "OperatorGroup": tuple(groups), "CatalogSource": tuple(sources), "InstallPlan": ()})
+
+
+def reasons(v: ClusterView) -> dict[str, str]:
+    return {u.what: u.reason for u in survey(v).unmapped}
+
+
+def test_a_succeeded_install_maps_with_its_mode():
+    found = survey(view([sub()], [csv()], [group()]))
+    (inst,) = found.installs
+    assert found.unmapped == ()
+    assert (inst.package, inst.channel, inst.target_namespaces, inst.manual) == ("op", "stable", (NS,), False)
+    assert install_mode(NS, inst.target_namespaces) == "OwnNamespace"
+    assert install_mode(NS, survey(view([sub()], [csv()], [group(targets=None)])).installs[0].target_namespaces) \
+        == "AllNamespaces"
+
+
+@pytest.mark.parametrize("case, expected", [
+    (dict(subs=[sub(installed="")], csvs=[], groups=[group()]), "nothing is installed for it yet"),
+    (dict(subs=[sub()], csvs=[csv(phase="Failed")], groups=[group()]), "is Failed"),
+    (dict(subs=[sub()], csvs=[csv(), csv(name="op.v1.1.0", phase="Installing", replaces="op.v1.0.0")],
+          groups=[group()]), "is being replaced by op.v1.1.0"),
+    (dict(subs=[sub(config={"env": [{"name": "A", "value": "1"}]})], csvs=[csv()], groups=[group()]),
+     "spec.config overrides its pod templates (env)"),
+    (dict(subs=[sub()], csvs=[csv()], groups=[]), "has 0 OperatorGroups"),
+    (dict(subs=[sub()], csvs=[csv()], groups=[group(targets=None, selector={"matchLabels": {"a": "b"}})]),
+     "chooses its namespaces by a label selector"),
+    (dict(subs=[sub()], csvs=[csv(modes=("AllNamespaces",))], groups=[group()]),
+     "asks for OwnNamespace, which op.v1.0.0 does not support"),
+    (dict(subs=[sub()], csvs=[csv()], groups=[group()], sources=[]), "its CatalogSource ops/cat does not exist"),
+    (dict(subs=[sub()], csvs=[csv()], groups=[group()],
+          sources=[{**SOURCE, "status": {"connectionState": {"lastObservedState": "TRANSIENT_FAILURE"}}}]),
+     "cannot be read (connection TRANSIENT_FAILURE)"),
+])
+def test_an_install_that_cannot_be_adopted_is_listed_with_its_reason(case, expected):
+    found = reasons(view(**case))
+    assert expected in found["Subscription ops/op"], found
+    assert survey(view(**case)).installs == ()
+
+
+def test_a_csv_without_a_subscription_is_listed_and_copies_are_not():
+    copy = csv(ns="other")
+    copy["metadata"]["labels"] = {"olm.copiedFrom": NS}
+    assert reasons(view([], [csv(), copy], [group()])) == {
+        "ClusterServiceVersion ops/op.v1.0.0": "no Subscription installed it (applied by hand, or its Subscription "
+                                               "was deleted): what was asked for (package, channel, approval) is "
+                                               "unknown"}
+
+
+def test_subscriptions_of_one_group_with_conflicting_modes_are_both_left():
+    v = view([sub(), sub(name="two", installed="two.v1")],
+             [csv(), csv(name="two.v1", modes=("OwnNamespace",))], [group()])
+    found = reasons(v)
+    assert set(found) == {"Subscription ops/op", "Subscription ops/two"}
+    assert all("install modes conflict" in r for r in found.values())
+
+
+@pytest.mark.parametrize("approval, api_version", [("Automatic", "operators.coreos.com/v1"),
+                                                   ("Manual", "operators.coreos.com/v2alpha1")])
+def test_the_declaration_means_what_the_subscription_meant(approval, api_version):
+    (inst,) = survey(view([sub(installPlanApproval=approval)], [csv()], [group()])).installs
+    doc = declaration(inst, "op", "community")
+    assert doc["apiVersion"] == api_version
+    decl = parse_operator(doc, Origin("operators/op.yaml"))   # a declaration the repository reads as it is
+    assert (decl.package, decl.catalog.channel, decl.catalog.name) == ("op", "stable", "community")
+    assert (decl.install.namespace, decl.install.target_namespaces) == (NS, (NS,))
+    assert decl.manual_approval is (approval == "Manual") and decl.version is None
+    assert decl.adopted_from == "olm-v0/ops/op"
+
+
+def test_an_adopted_approval_keeps_its_evidence_through_a_round_trip():
+    text = ("apiVersion: reconciler.dev/v1alpha1\nkind: Approval\nmetadata: {name: op}\nspec:\n  bundles:\n"
+            "  - name: op.v1.0.0\n    digest: sha256:" + "a" * 64 + "\n    permissions: []\n"
+            "    adopted: {from: OLM v0, clusterServiceVersion: op.v1.0.0, namespace: ops, permissions: []}\n")
+    record = parse_record(yamlio.load_all(text, "approvals/op.yaml")[0], "approvals/op.yaml")
+    assert record.bundles[0].adopted["clusterServiceVersion"] == "op.v1.0.0"
+    again = parse_record(yamlio.load_all(render_record(record), "x")[0], "x")
+    assert again.bundles == record.bundles and hash(again.bundles[0]) == hash(record.bundles[0])
+    bad = text.replace("clusterServiceVersion: op.v1.0.0, ", "")
+    with pytest.raises(Exception, match="adopted must name the clusterServiceVersion"):
+        parse_record(yamlio.load_all(bad, "approvals/op.yaml")[0], "approvals/op.yaml")
+
+
+def test_a_package_installed_in_two_namespaces_is_left_to_olm():
+    other = "team-b"
+    found = reasons(view([sub(), sub(ns=other)], [csv(), csv(ns=other)], [group(), group(targets=(other,), ns=other)],
+                         [SOURCE, {**SOURCE, "metadata": {"name": "cat", "namespace": other}}]))
+    assert set(found) == {"Subscription ops/op", "Subscription team-b/op"}
+    assert all("package op is installed in 2 namespaces (ops, team-b)" in r for r in found.values()), found
