@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from reconciler import yamlio
@@ -9,8 +10,12 @@ from reconciler.model.approvals import APPROVALS_DIR, ApprovalRecord, ApprovedBu
 
 
 def add_approval(root: Path, existing: ApprovalRecord | None, operator: str, bundle: ApprovedBundle) -> Path:
-    """Record ``bundle`` as approved for ``operator`` (replacing an entry for the same name and digest)."""
+    """Record ``bundle`` as approved for ``operator`` (replacing an entry for the same name and digest; the
+    evidence of an adopted entry is kept, since approving again does not make what ran before unknown)."""
     rel = existing.path if existing else f"{APPROVALS_DIR}/{operator}.yaml"
+    same = existing.find(bundle.name, bundle.digest) if existing else None
+    if same is not None and same.adopted and not bundle.adopted:
+        bundle = replace(bundle, adopted=same.adopted)
     kept = tuple(b for b in (existing.bundles if existing else ()) if (b.name, b.digest) != (bundle.name, bundle.digest))
     record = ApprovalRecord(operator, rel, kept + (bundle,))
     path = root / rel

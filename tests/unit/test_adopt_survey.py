@@ -125,3 +125,20 @@ def test_a_package_installed_in_two_namespaces_is_left_to_olm():
                          [SOURCE, {**SOURCE, "metadata": {"name": "cat", "namespace": other}}]))
     assert set(found) == {"Subscription ops/op", "Subscription team-b/op"}
     assert all("package op is installed in 2 namespaces (ops, team-b)" in r for r in found.values()), found
+
+
+def test_approving_an_adopted_bundle_again_keeps_its_evidence(tmp_path):
+    from reconciler.approve.records import add_approval
+    from reconciler.model.approvals import ApprovedBundle
+    from reconciler.model.permissions import PermissionSet
+
+    text = ("apiVersion: reconciler.dev/v1alpha1\nkind: Approval\nmetadata: {name: op}\nspec:\n  bundles:\n"
+            "  - name: op.v1.0.0\n    digest: sha256:" + "a" * 64 + "\n    permissions: []\n"
+            "    adopted: {from: OLM v0, clusterServiceVersion: op.v1.0.0, namespace: ops, permissions: []}\n")
+    record = parse_record(yamlio.load_all(text, "approvals/op.yaml")[0], "approvals/op.yaml")
+    path = add_approval(tmp_path, record, "op", ApprovedBundle("op.v1.0.0", "sha256:" + "a" * 64, PermissionSet()))
+    again = parse_record(yamlio.load_all(path.read_text(), "approvals/op.yaml")[0], "approvals/op.yaml")
+    assert [b.adopted["clusterServiceVersion"] for b in again.bundles] == ["op.v1.0.0"]
+    other = add_approval(tmp_path, again, "op", ApprovedBundle("op.v1.1.0", "sha256:" + "b" * 64, PermissionSet()))
+    latest = parse_record(yamlio.load_all(other.read_text(), "approvals/op.yaml")[0], "approvals/op.yaml")
+    assert [bool(b.adopted) for b in latest.bundles] == [True, False]
