@@ -43,7 +43,7 @@ def clean(k8s):
 
 
 CAPABILITIES = ("first install", "upgrade", "dry run", "diff", "prune", "APIService bundle", "webhook bundle",
-                "drift correction", "approval wait", "fleet loop")
+                "drift correction", "approval wait", "fleet loop", "commit verification")
 _PASSED: set[str] = set()
 
 
