@@ -356,26 +356,25 @@ def test_commit_verification_with_keys_from_a_secret(deployed, k8s, gitops, clea
     passed("commit verification")
 
 
-def test_no_rule_of_deploy_is_unused(control_plane, audit_start):
-    """Read last: every request deploy/'s ServiceAccount sent while the suite ran, from the audit log."""
+def test_no_rule_of_deploy_is_unused(control_plane, audit_start, tmp_path):
+    """Read last: every request deploy/'s ServiceAccount sent while the suite ran, from the audit log (and those
+    it sent to the plane running OLM v0, kept by test_adoption)."""
     from reconciler.localcluster.plane import DEPLOYED_USER
+
+    from .conftest import kept_audit
 
     from .rbac_usage import deploy_rbac, unused
 
     missing = set(CAPABILITIES) - proven()
     if missing:
         pytest.skip(f"needs the whole in-cluster suite (not run or failed here: {', '.join(sorted(missing))})")
-    left, redundant, count = unused(deploy_rbac(ROOT / "deploy"), control_plane.audit_log, DEPLOYED_USER,
-                                    audit_start)
+    with control_plane.audit_log.open("rb") as f:
+        f.seek(audit_start)
+        (tmp_path / "audit.log").write_bytes(f.read() + kept_audit())
+    left, redundant, count = unused(deploy_rbac(ROOT / "deploy"), tmp_path / "audit.log", DEPLOYED_USER)
     assert count > 100, f"only {count} requests recorded in {control_plane.audit_log}"
     assert not left, "grants of deploy/base/rbac.yaml that no capability used:\n  " + "\n  ".join(map(str, left))
     assert not redundant, "grants of deploy/base/rbac.yaml that another rule always covered:\n  " + \
         "\n  ".join(map(str, redundant))
 
 
-
-
-# Capabilities being built elsewhere: each is to run here, as deploy/'s ServiceAccount, when it lands (and the
-# rules it needs to be added to deploy/base/rbac.yaml, where the check above then finds them used).
-def test_adopting_an_olm_v0_install():
-    pytest.skip("capability not built yet: adopting OLM v0 installs (reading and retiring Subscriptions and CSVs)")
