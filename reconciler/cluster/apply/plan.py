@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, ChangeSet
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
 from reconciler.cluster.apply.diff import describe_diff, external_files, label_of, unified
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.concurrent import concurrently
-from reconciler.cluster.apply.ownership import check_owner
+from reconciler.cluster.apply.provenance import check_owner
 from reconciler.approve import crdsafety
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError
@@ -46,7 +46,7 @@ class Planned:
 
 
 def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
-          result: SyncResult, writers: dict[str, Kube] | None = None, *,
+          result: ChangeSet, writers: dict[str, Kube] | None = None, *,
           owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
           moves: Mapping[str, str] | None = None, instance: str = "default",
           fresh: frozenset[tuple[str, str]] = frozenset(), rebinding: frozenset[str] = frozenset()) -> list[Planned]:
@@ -309,7 +309,7 @@ def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[di
     return live, partial
 
 
-def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, result: SyncResult) -> set[str]:
+def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, result: ChangeSet) -> set[str]:
     """Create missing install namespaces (never pruned); return those that did not exist (created unless dry-run).
 
     A run refused before it writes anything else deletes the ones it created (``sync``), so a refusal leaves

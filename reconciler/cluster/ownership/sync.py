@@ -1,27 +1,30 @@
-"""The one entry the pipeline calls: plan, record intent, write, prune, judge, record."""
+"""The sync of the Operators of one instance, the one entry the pipeline calls: plan, record intent, write, prune,
+judge, record."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
 from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, write_parent
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
+from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
 from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.fields import unmatched
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.ownership import (
-    check_cluster, check_instances, check_repositories, check_unique, find_moves, held_renames,
-)
+from reconciler.cluster.apply.provenance import check_unique
 from reconciler.cluster.apply.plan import ensure_namespaces, plan, shipped_namespaces
-from reconciler.cluster.apply.prune import prune
-from reconciler.cluster.apply.record import (
+from reconciler.cluster.ownership.inventory import (
+    check_cluster, check_instances, check_repositories, find_moves, held_renames,
+)
+from reconciler.cluster.ownership.prune import prune
+from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
-from reconciler.cluster.apply import webhooks
+from reconciler.cluster.ownership import webhooks
 from reconciler.cluster.apply.write import execute_all, refused_on_write
 from reconciler.cluster.kube import Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
@@ -29,6 +32,13 @@ from reconciler.model.kube import API_GROUP, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.cluster.wait import OperatorHealth
+
+
+@dataclass
+class SyncResult(ChangeSet):
+    """The change set of one sync, with each Operator's health when it was judged after applying."""
+
+    health: dict[str, OperatorHealth] = field(default_factory=dict)
 
 
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
@@ -235,7 +245,7 @@ def roll_back(kube: Kube, refused: list[DesiredOperator], going_on: list[Desired
     stamp = instance.stamp()
     for op in refused:
         written = status_objects.Recorded(op.name, tuple(ObjectRef.of(o) for o in op.objects), op.spec, {})
-        undone = SyncResult()
+        undone = ChangeSet()
         left = prune(kube, going_on, {op.name: written}, dry_run=False, result=undone, writers=writers,
                      installer_namespace=instance.namespace).get(op.name, set())
         removed[op.name] = sum(1 for c in undone.changes if c.action == Action.DELETED)

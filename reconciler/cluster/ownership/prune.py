@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from reconciler.cli import progress
 from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, ChangeSet
 from reconciler.approve.crdsafety import custom_resource_count
 from reconciler.cluster.apply.crds import CRD
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.ownership import applied_by_us
+from reconciler.cluster.apply.provenance import applied_by_us
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
@@ -30,7 +30,7 @@ from reconciler.model.kube import (
 
 
 def prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded], *,
-           dry_run: bool, result: SyncResult, writers: Mapping[str, Kube] | None = None,
+           dry_run: bool, result: ChangeSet, writers: Mapping[str, Kube] | None = None,
            installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
     """Delete recorded objects that left the desired state; return those that must stay recorded.
 
