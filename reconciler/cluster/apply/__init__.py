@@ -33,14 +33,18 @@ The engine is a package of small modules, one job each, imported in this
 order (none reaches back): ``changes`` (the change set, the one value every
 output is built from), ``order`` (stages and concurrency), ``digest`` (the
 request-free "unchanged"), ``diff`` (explaining a change), ``provenance``
-(whose object it is), ``fields``, ``crds``, ``plan`` and ``write``.
+(whose object it is), ``fields``, ``crds``, ``target`` (the run's state:
+client, mode, writers, change set), ``plan``, ``write`` and ``applier``, the
+``Applier`` whose verbs (namespaces, plan, diff, apply, write, delete, wait)
+are what the ownership policy calls.
 """
 
 from __future__ import annotations
 
+from reconciler.cluster.apply.applier import Applier, Claims
 from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
 from reconciler.cluster.apply.diff import describe_diff
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, is_current, with_digest
 
-__all__ = ["ANNOTATION_DIGEST", "Action", "Change", "ChangeSet", "DesiredOperator", "PendingOperator",
+__all__ = ["ANNOTATION_DIGEST", "Action", "Applier", "Change", "Claims", "ChangeSet", "DesiredOperator", "PendingOperator",
            "describe_diff", "is_current", "with_digest"]
