@@ -115,10 +115,13 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
     return out
 
 
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def condition(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": message,
-            "lastTransitionTime": now}
+            "lastTransitionTime": now()}
 
 
 def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, str]]:
@@ -164,7 +167,7 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
     generation = previous.generation if previous is not None and previous.spec == spec else 0
     if generation:
         _observe(status, generation)
-    if previous is not None and previous.spec == spec and previous.status == status \
+    if previous is not None and previous.spec == spec and _own(previous.status) == status \
             and previous.instance == instance and previous.labelled and previous.part_of == part_of \
             and (previous.repository == repository or not repository) and previous.cluster == cluster:
         return
@@ -181,10 +184,7 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
         _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
 
     def apply_status() -> None:
-        kube.request("PATCH", info.path("", name) + "/status",
-                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                     body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
-                     content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+        _apply_status(kube, info, name, status, FIELD_MANAGER)
 
     relabel = previous is None or previous.instance != instance or not previous.labelled \
         or previous.part_of != part_of or bool(repository and previous.repository != repository) \
@@ -208,6 +208,33 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
                 cond["type"] in ("Ready", "Degraded") and old.get("reason") != cond.get("reason"))
         if changed:
             _announce(kube, name, cond)
+
+
+REJECTION_MANAGER = f"{FIELD_MANAGER}-source"
+REJECTED = "rejected"   # status.rejected: the newest revision the loop refused, while an older one stays applied
+
+
+def _own(status: dict[str, Any]) -> dict[str, Any]:
+    """``status`` without the field the loop's rejections write under their own field manager."""
+    return {k: v for k, v in status.items() if k != REJECTED}
+
+
+def record_rejection(kube: Kube, info: ResourceInfo, name: str, rejection: dict[str, str] | None) -> None:
+    """Write (or, given None, remove) ``status.rejected`` of Operator ``name``.
+
+    The loop refuses a revision (unsigned, untrusted, invalid) and keeps the
+    last good one applied; this says so where ``kubectl get`` and ``reconciler
+    status`` look. It is applied under a field manager of its own, so the
+    status writes of each apply, which never set it, leave it alone; applying
+    an empty status under that manager removes it.
+    """
+    _apply_status(kube, info, name, {REJECTED: rejection} if rejection else {}, REJECTION_MANAGER)
+
+
+def _apply_status(kube: Kube, info: ResourceInfo, name: str, status: dict[str, Any], manager: str) -> None:
+    kube.request("PATCH", info.path("", name) + "/status", query=[("fieldManager", manager), ("force", "true")],
+                 body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
+                 content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
 
 
 def _observe(status: dict[str, Any], generation: int) -> None:

@@ -115,6 +115,8 @@ def summarize(recorded: dict[str, dict[str, Any]], locked: dict[str, dict[str, s
                 "pendingApproval": conds.get("InstallPendingApproval", {}).get("status") == "True",
                 "updatesAvailable": updates, "revision": status.get("revision") or "",
             })
+            if status.get("rejected"):
+                row["rejected"] = status["rejected"]
         if locked is not None:
             row["lock"] = _compare(status, locked.get(name))
         rows.append(row)
@@ -163,3 +165,12 @@ def print_table(rows: list[dict[str, Any]], out: TextIO, *, with_lock: bool, wit
         print("", file=out)
     for r in unready:
         print(f"{r['name']}: {r['reason'] or 'NotReady'}: {r['message']}", file=out)
+    rejections: dict[tuple[str, str], tuple[dict[str, str], list[str]]] = {}
+    for r in rows:   # the loop refused a newer revision: one line per refusal, naming the Operators it holds back
+        if r.get("rejected"):
+            said = r["rejected"]
+            rejections.setdefault((said.get("revision", ""), said.get("message", "")), (said, []))[1].append(r["name"])
+    for said, names in rejections.values():
+        print(f"\nRevision {said.get('revision', '')[:12] or '(working tree)'} was not applied "
+              f"({said.get('reason') or 'Rejected'}, since {said.get('since') or '?'}): {said.get('message', '')}; "
+              f"{said.get('applied', '')[:12] or 'the previous state'} stays applied for {', '.join(names)}", file=out)

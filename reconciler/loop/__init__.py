@@ -83,6 +83,7 @@ class Loop:
         self._good: pipeline.Prepared | None = None
         self._good_key: str | None = None
         self._bad: tuple[str | None, str] | None = None  # (key or revision, message) of the last rejection
+        self._rejection_shown = True   # status.rejected may be on status objects (unknown before the first apply)
         self._failures = 0
         self._retry_due: float | None = None
         self.steps = 0
@@ -264,6 +265,8 @@ class Loop:
         result = StepResult(APPLIED if outcome.sync.changed else UNCHANGED, target.revision,
                             prepared.snapshot.revision or UNVERSIONED, outcome_detail=outcome)
         self._applied(result, outcome, reason, fresh, new_revision=not same)
+        if fresh and rejected is None and self._rejection_shown:
+            self._show_rejection(None)
         if rejected is not None:  # the source is still bad: that stays the step's outcome
             result = dataclasses.replace(rejected, outcome_detail=outcome)
         return self._finish(result, started)
@@ -361,7 +364,23 @@ class Loop:
             self._event(name, "Warning", "RevisionRejected",
                         f"revision {target.revision or '(working tree)'} was not applied: {message}; "
                         f"{keep or 'the previous state'} stays applied")
+        self._show_rejection({"revision": target.revision or "", "reason": type(exc).__name__, "message": message,
+                              "applied": keep or "", "since": status_objects.now()})
         return result
+
+    def _show_rejection(self, rejection: dict[str, str] | None) -> None:
+        """Write ``status.rejected`` on the status objects (None: remove it once a newer revision applies)."""
+        if self.kube is None or self.dry_run:
+            return
+        try:
+            info = status_objects.resource(self.kube)
+            instance = self._good.snapshot.settings.instance if self._good is not None else None
+            for name, rec in sorted(status_objects.read_all(self.kube, instance).items()) if info else ():
+                if rejection is not None or status_objects.REJECTED in rec.status:
+                    status_objects.record_rejection(self.kube, info, name, rejection)
+            self._rejection_shown = rejection is not None
+        except ClusterError as exc:
+            log.warning("could not record the rejection on the Operator status objects: %s", exc.message)
 
     def _failed(self, revision: str | None, exc: ReconcilerError, stage: str) -> StepResult:
         self._failures += 1

@@ -38,16 +38,21 @@ def test_signed_commits_are_applied_an_unsigned_one_and_a_rollback_are_not(gitop
                                    and unsigned in e["message"]], "the refusal recorded as an Event")
         assert said[0]["type"] == "Warning" and "is not signed" in said[0]["message"] and first in said[0]["message"]
         assert loop.metrics.rejected_commit._value == {"revision": unsigned, "reason": "UntrustedRevision"}
+        shown = status(k8s)["rejected"]   # where `kubectl get` and `reconciler status` look
+        assert (shown["revision"], shown["reason"], shown["applied"]) == (unsigned, "UntrustedRevision", first)
+        assert "is not signed" in shown["message"]
 
         signed = commit(gitops.path, "follow 1.x, signed", alice)
         wait_until(lambda: applied_at(k8s, signed), "the next signed commit applied")
         assert managed(k8s, "plumbus") == V110
+        wait_until(lambda: "rejected" not in status(k8s), "the refusal removed once a newer revision applied")
 
         # A force-push back to the first signed commit: signed, but a replay of the past.
         subprocess.run(["git", "update-ref", "refs/heads/main", first], cwd=gitops.path, check=True)
         wait_until(lambda: loop.last.outcome == REJECTED and loop.last.revision == first, "the rollback rejected")
         assert f"is older than commit {signed}" in loop.last.error
         assert status(k8s)["revision"] == signed and managed(k8s, "plumbus") == V110
+        wait_until(lambda: status(k8s).get("rejected", {}).get("revision") == first, "the rollback shown as refused")
     assert loop.metrics.reconciles.labels(REJECTED)._value.get() >= 2
     assert loop.metrics.reconciles.labels(APPLIED)._value.get() >= 2
 

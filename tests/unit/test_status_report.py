@@ -138,3 +138,22 @@ def test_table_status_is_the_ready_reason_and_a_message_is_never_cut():
     assert lines[0].split() == ["default", "p", "p-system", "p", "1.0.0", "True", "Healthy", "-", "-", "3f2a9c1d0b7e"]
     assert lines[1].split()[:7] == ["team-b", "q", "-", "p", "1.0.0", "False", "HealthTimeout"]
     assert details == f"q: HealthTimeout: {slow}\n"
+
+
+def test_a_rejected_revision_is_said_once_with_the_operators_it_holds_back():
+    import io
+
+    from reconciler.commands.status import print_table
+
+    refused = {"revision": "9" * 40, "reason": "UntrustedRevision", "message": "commit 999 is not signed",
+               "applied": "3f2a9c1d0b7e" + "5" * 28, "since": "2026-11-28T03:00:00Z"}
+    ready = [{"type": "Ready", "status": "True", "reason": "Healthy", "message": "applied"}]
+    rows = summarize({"p": status("p.v1", conditions=ready, rejected=refused),
+                      "q": status("q.v1", conditions=ready, rejected=refused),
+                      "r": status("r.v1", conditions=ready)}, None)
+    assert [r.get("rejected") for r in rows] == [refused, refused, None]
+    out = io.StringIO()
+    print_table(rows, out, with_lock=False)
+    assert out.getvalue().split("\n\n")[1] == (
+        "Revision 999999999999 was not applied (UntrustedRevision, since 2026-11-28T03:00:00Z): commit 999 is not "
+        "signed; 3f2a9c1d0b7e stays applied for p, q\n")
