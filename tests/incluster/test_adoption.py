@@ -24,19 +24,21 @@ from tests.olm.adoption import installed_by_olm, make_repo
 from tests.olm.conftest import olm_plane  # noqa: F401  (a fixture)
 from tests.olm.support import needs_corpus, needs_olm
 from tests.olm.test_takeover import CASES, olm_bookkeeping, snapshot
-from tests.rollout.harness import deploy_objects
+from tests.rollout.harness import DEPLOY, deploy_objects
 
 from .conftest import keep_audit, passed
+from .rbac_usage import deploy_rbac
 
 pytestmark = [pytest.mark.incluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
 
 @pytest.fixture(scope="module")
 def installed(request, olm_plane: ControlPlane, tmp_path_factory) -> Iterator[ControlPlane]:  # noqa: F811
-    """deploy/base applied by an administrator, then the three installs made by OLM v0."""
+    """deploy/base and the component deploy/olm-takeover applied by an administrator, then the three installs
+    made by OLM v0."""
     with olm_plane.admin_client() as api:
         k8s = Kube(api)
-        for doc in deploy_objects("base"):
+        for doc in deploy_objects("base") + deploy_rbac(DEPLOY, "olm-takeover"):   # base's RBAC again: the same
             k8s.apply(k8s.require_resource(doc), doc, field_manager="deploy-test", dry_run=False)
     with installed_by_olm(request, olm_plane, tmp_path_factory.mktemp("incluster-catalog"), CASES):
         yield olm_plane
