@@ -148,3 +148,27 @@ def test_a_bad_spec_config_names_file_object_and_field(config, message):
     text = str(err.value)
     assert message in text, text
     assert "operators/demo.yaml" in text and "Operator demo" in text
+
+
+def test_the_documented_example_is_applied_to_every_deployment(tmp_path):
+    """docs/declarations.md's spec.config example, read as printed and rendered with a bundle of two Deployments."""
+    from reconciler import yamlio
+    from reconciler.bundle import render
+    from tests.docblocks import fenced_block
+    from tests.unit.helpers import csv_doc, deployment, write_bundle
+
+    text = "\n".join(fenced_block("docs/declarations.md", "apiVersion: operators.coreos.com/v1"))
+    parsed = parse_operator(yamlio.load_one(text, "docs/declarations.md"), Origin("docs/declarations.md"))
+    csv = csv_doc(deployments=[deployment("demo-controller", "demo-sa"), deployment("demo-webhook", "demo-sa")])
+    ref = write_bundle(tmp_path, "bundles/demo", csv)
+    out = render(ref, tmp_path, parsed.install, "operators")
+    deployments = [o for o in out.objects if o["kind"] == "Deployment"]
+    assert out.namespace == "tuned-operator" and len(deployments) == 2
+    for d in deployments:
+        pod = d["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["env"] == [{"name": "LOG_LEVEL", "value": "debug"}]
+        assert container["resources"] == {"limits": {"memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}}
+        assert pod["nodeSelector"] == {"node-role.kubernetes.io/infra": ""}
+        assert pod["tolerations"] == [{"key": "node-role.kubernetes.io/infra", "operator": "Exists",
+                                       "effect": "NoSchedule"}]
