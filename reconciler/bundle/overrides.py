@@ -13,8 +13,8 @@ OLM v0 gave it:
 - ``volumes``: into the pod; one of the same name replaces it in place;
 - ``volumeMounts``: into every container; one of the same name replaces it;
 - ``tolerations``: appended unless an equal toleration is there already;
-- ``resources``: replace every container's resources;
-- ``nodeSelector``: replaces the pod's;
+- ``resources``: replace every container's resources (``{}`` clears them);
+- ``nodeSelector``: replaces the pod's (``{}`` removes it);
 - ``affinity``: each of ``nodeAffinity``, ``podAffinity`` and
   ``podAntiAffinity`` given replaces the pod's; ``{}`` removes it, and
   ``affinity: {}`` removes the pod's affinity;
@@ -48,7 +48,7 @@ def apply(deployment: Manifest, config: DeploymentConfig) -> Manifest:
             container["envFrom"] = merge_env_from(container.get("envFrom") or [], cfg["envFrom"])
         if cfg.get("volumeMounts"):
             container["volumeMounts"] = merge_by_name(container.get("volumeMounts") or [], cfg["volumeMounts"])
-        if cfg.get("resources"):
+        if "resources" in cfg:
             container["resources"] = copy.deepcopy(cfg["resources"])
     if cfg.get("volumes"):
         pod["volumes"] = merge_by_name(pod.get("volumes") or [], cfg["volumes"])
@@ -56,6 +56,8 @@ def apply(deployment: Manifest, config: DeploymentConfig) -> Manifest:
         pod["tolerations"] = merge_tolerations(pod.get("tolerations") or [], cfg["tolerations"])
     if cfg.get("nodeSelector"):
         pod["nodeSelector"] = dict(cfg["nodeSelector"])
+    elif "nodeSelector" in cfg:
+        pod.pop("nodeSelector", None)
     if "affinity" in cfg:
         affinity = merge_affinity(pod.get("affinity"), cfg["affinity"])
         if affinity is None:

@@ -13,6 +13,7 @@ from reconciler.model.shape import ANY, INT_OR_STR, STR, ListOf, MapOf, Obj, Sca
 QUANTITY = Scalar((str, int, float), "a quantity (a string such as 100m or 64Mi, or a number)")
 _REF = Obj({"name": STR, "optional": ANY}, required=("name",))
 AFFINITY_PARTS = ("nodeAffinity", "podAffinity", "podAntiAffinity")
+CLEARED_BY_EMPTY = ("resources", "nodeSelector", "affinity")   # written as {}, they clear the bundle's
 
 #: The shape of ``spec.config``: the fields OLM v0 applies, each as Kubernetes spells it.
 CONFIG_SHAPE = Obj({
@@ -40,9 +41,10 @@ class DeploymentConfig:
 
     @classmethod
     def of(cls, value: dict[str, Any] | None) -> DeploymentConfig:
-        """Only the fields that say something: OLM v0 treats an absent, null or empty field alike (``affinity``
-        excepted, where ``{}`` removes the pod's affinity)."""
-        kept = {k: v for k, v in (value or {}).items() if v is not None and (k == "affinity" or v not in ([], {}, ""))}
+        """Only the fields that say something: OLM v0 treats an absent, null or empty field alike, but for the
+        three where ``{}`` clears what the bundle says (``resources``, ``nodeSelector``, ``affinity``)."""
+        kept = {k: v for k, v in (value or {}).items()
+                if v is not None and (k in CLEARED_BY_EMPTY or v not in ([], {}, ""))}
         return cls(json.dumps(kept, sort_keys=True) if kept else "")
 
     @property

@@ -83,6 +83,12 @@ def test_resources_replace_every_containers_resources():
     assert [c["resources"] for c in containers(t)] == [{"limits": {"memory": "64Mi"}}] * 2
 
 
+def test_empty_resources_and_node_selector_clear_the_bundles():
+    t = merged({"resources": {}, "nodeSelector": {}}, nodeSelector={"zone": "a"})
+    assert [c.get("resources") for c in containers(t)] == [{}, {}]
+    assert "nodeSelector" not in t["spec"]
+
+
 def test_node_selector_replaces_the_pods():
     t = merged({"nodeSelector": {"disk": "ssd"}}, nodeSelector={"zone": "a", "disk": "hdd"})
     assert t["spec"]["nodeSelector"] == {"disk": "ssd"}
@@ -117,8 +123,8 @@ def test_annotations_are_added_never_replacing():
 
 def test_no_config_leaves_the_deployment_as_it_is():
     d = dep()
-    assert apply(d, DeploymentConfig.of({"env": [], "nodeSelector": None})) is d
-    assert not DeploymentConfig.of({"env": [], "nodeSelector": None})
+    assert apply(d, DeploymentConfig.of({"env": [], "nodeSelector": None, "annotations": {}})) is d
+    assert not DeploymentConfig.of({"env": [], "nodeSelector": None, "tolerations": [], "annotations": {}})
 
 
 def test_a_declaration_carries_spec_config():
