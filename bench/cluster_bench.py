@@ -4,7 +4,7 @@
                                 [--corpus ../shared/corpus/operators] [--no-kubectl]
 
 Against a control plane started here (kube-apiserver and etcd at the pinned
-version), in-process, through ``reconciler.cluster.apply.sync``:
+version), in-process, through ``reconciler.cluster.ownership.sync``:
 
   no-op, N Operators x 40 objects   N synthetic Operators (a CRD, RBAC, a Deployment, a Service,
                                     Secrets and ConfigMaps each) are applied once, then synced again
@@ -42,7 +42,8 @@ from typing import Any
 
 from bench.loop_support import start_plane
 from reconciler import yamlio
-from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator, SyncResult, sync
+from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator
+from reconciler.cluster.ownership import SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import LABEL_OPERATOR, Manifest, ownership_labels
 

@@ -18,7 +18,8 @@ from reconciler.catalog.source import load_image_catalog
 from reconciler.approve import Decision
 from reconciler.approve.stage import approval_notes, approvals
 from reconciler.bundle.installed import Installed, convert
-from reconciler.cluster.apply import DesiredOperator, SyncResult, sync
+from reconciler.cluster.apply import DesiredOperator
+from reconciler.cluster.ownership import SyncResult, sync
 from reconciler.cluster.desired import desired_state, pending_state
 from reconciler.cluster.kube import Kube
 from reconciler.cluster import status as status_objects

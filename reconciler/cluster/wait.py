@@ -257,7 +257,7 @@ def soften_webhooks(kube: Kube, objects: Iterable[Manifest]) -> tuple[tuple[Mani
     """``objects`` with the webhooks whose Service has no ready endpoint set to ``failurePolicy: Ignore``.
 
     Returns the objects and the configurations that were softened; the apply
-    engine decides which to soften and restores them (``apply/webhooks.py``).
+    engine decides which to soften and restores them (``ownership/webhooks.py``).
     """
     out, softened = [], []
     asked: dict[tuple[str, str], bool] = {}   # webhooks of a bundle mostly share one Service: asked once each

@@ -3,7 +3,7 @@
 Two repositories reconciled into one cluster must never prune or take over
 each other's Operators, whatever their settings. So each status object records
 the repository it came from, and an instance refuses to act on Operators
-recorded from another one (``cluster/apply/ownership.py``).
+recorded from another one (``cluster/ownership/inventory.py``).
 
 The identity has to be the same for every checkout of one repository (a
 laptop's clone over SSH, the in-cluster fetch over HTTPS, a git-sync

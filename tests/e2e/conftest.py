@@ -23,7 +23,7 @@ def k8s(control_plane) -> Kube:
 def recorded_k8s(control_plane):
     """A RecordingKube and the Operator names a test installs; afterwards those Operators are removed."""
     from reconciler.cluster import status as status_objects
-    from reconciler.cluster.apply import sync
+    from reconciler.cluster.ownership import sync
     from tests.e2e.support import RecordingKube
 
     kube = RecordingKube(control_plane.admin_client())

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 
 from reconciler.cluster import installer
-from reconciler.cluster.apply import sync
+from reconciler.cluster.ownership import sync
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
 

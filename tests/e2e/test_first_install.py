@@ -20,7 +20,8 @@ from collections.abc import Iterator
 import pytest
 
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.apply import Action, DesiredOperator, SyncResult, sync
+from reconciler.cluster.apply import Action, DesiredOperator
+from reconciler.cluster.ownership import SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.errors import BundleError, ClusterError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
@@ -222,7 +223,7 @@ def _reconciler_in_place(kube: Kube, refused: str) -> None:
     parent, which lists the kind of the status object a refusal is reported on), made before a test compares
     the cluster around a refusal: no Operator's doing."""
     from reconciler.cluster.applyset import Instance, write_parent
-    from reconciler.cluster.apply.record import ensure_status_crd
+    from reconciler.cluster.ownership.record import ensure_status_crd
     from reconciler.model.kube import API_GROUP
 
     ensure_status_crd(kube)

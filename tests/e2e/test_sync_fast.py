@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator, SyncResult, sync
+from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator
+from reconciler.cluster.ownership import SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import ownership_labels
 

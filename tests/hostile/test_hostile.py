@@ -251,7 +251,7 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     assert case["message"] in result.stderr, result.stderr
     if kube is not None:
         from reconciler.cluster import status as status_objects
-        from reconciler.cluster.apply import sync
+        from reconciler.cluster.ownership import sync
         from tests.e2e.support import managed, settled_state
 
         # A refused run leaves the cluster as it was, but for the refused Operator's status object.

@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance
-from reconciler.cluster.apply.ownership import check_repositories
+from reconciler.cluster.ownership.inventory import check_repositories
 from reconciler.errors import PolicyError
 from reconciler.repo import read_repository
 from reconciler.repo.identity import detect, from_setting, has_commit, normalize

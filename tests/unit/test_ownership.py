@@ -10,7 +10,8 @@ import pytest
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, parent
 from reconciler.cluster.apply import DesiredOperator
-from reconciler.cluster.apply.ownership import applied_by_us, check_owner, find_moves
+from reconciler.cluster.apply.provenance import applied_by_us, check_owner
+from reconciler.cluster.ownership.inventory import find_moves
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ObjectRef, applyset_id
 

@@ -1,4 +1,4 @@
-"""Sync desired objects to the cluster: plan, apply in stages, prune, record.
+"""The apply engine: plan, apply in stages, and the change set that says what was done.
 
 The change set says, per object, Created / Configured / Unchanged / Deleted /
 Skipped. Everything is planned before anything is written: live objects are
@@ -22,40 +22,29 @@ server moves a field to whoever changes it), the object is what we would
 apply and is skipped. Anything else is dry-run, and the difference is
 described by a bounded, linear walk of both objects.
 
-Ownership is proven by provenance, never by labels (anyone can write a
-label): an existing object is applied over, or pruned, only when its
-Operator's recorded inventory lists it and our field manager applied it
-(an Apply entry of ``reconciler`` in managedFields). Anything else is
-foreign and never taken over unless annotated ``reconciler.dev/adopt:
-"true"``, even when it carries our labels. Inventories belong to one
-reconciler instance (``applyset.py``): an instance never reads, applies over
-or prunes another's.
-
-Pruning is conservative. Only objects that are provably ours and still
-carry the owner's label are deleted; an object annotated
-``reconciler.dev/prune: disabled`` is kept and released (our labels are
-removed, so a later install does not silently re-adopt it); a CRD that still
-has custom resources is kept (deleting it would delete them) and stays in
-the inventory until it can go, unless the declaration opted in with
-``reconciler.dev/delete-custom-resources: "true"``. A declaration renamed
-with its bundle unchanged is a move: the new name takes over the old one's
-objects in place.
+Ownership is proven by provenance, never by labels (``provenance``): an
+existing object is applied over only when the inventory it is given lists it
+and our field manager applied it, or when it is annotated for adoption. Which
+inventories those are, what is pruned, and the status objects that record
+both are the ownership policy's, in ``cluster/ownership/``, which calls the
+engine.
 
 The engine is a package of small modules, one job each, imported in this
 order (none reaches back): ``changes`` (the change set, the one value every
 output is built from), ``order`` (stages and concurrency), ``digest`` (the
-request-free "unchanged"), ``diff`` (explaining a change), ``ownership``
-(provenance, instances, renames), ``crds``, ``plan``, ``write``, ``prune``,
-``record`` (status objects and the inventory) and ``sync``, the one entry
-the pipeline calls.
+request-free "unchanged"), ``diff`` (explaining a change), ``provenance``
+(whose object it is), ``fields``, ``crds``, ``target`` (the run's state:
+client, mode, writers, change set), ``plan``, ``write`` and ``applier``, the
+``Applier`` whose verbs (namespaces, plan, diff, apply, write, delete, wait)
+are what the ownership policy calls.
 """
 
 from __future__ import annotations
 
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
+from reconciler.cluster.apply.applier import Applier, Claims
+from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
 from reconciler.cluster.apply.diff import describe_diff
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, is_current, with_digest
-from reconciler.cluster.apply.sync import sync
 
-__all__ = ["ANNOTATION_DIGEST", "Action", "Change", "DesiredOperator", "PendingOperator", "SyncResult",
-           "describe_diff", "is_current", "sync", "with_digest"]
+__all__ = ["ANNOTATION_DIGEST", "Action", "Applier", "Change", "Claims", "ChangeSet", "DesiredOperator", "PendingOperator",
+           "describe_diff", "is_current", "with_digest"]

@@ -1,7 +1,8 @@
 """The change set: what a sync was asked to do, and what it did, object by object.
 
 Every output (the text report, ``-o json``, Events, metrics) is built from one
-``SyncResult``; its entries say Created / Configured / Unchanged / Deleted /
+``ChangeSet`` (a sync returns it as a ``SyncResult``, which adds each
+Operator's health: ``cluster/ownership/sync.py``); its entries say Created / Configured / Unchanged / Deleted /
 Skipped, as Flux's change sets do, so no output can tell a different story.
 """
 
@@ -16,7 +17,6 @@ from reconciler.model.kube import Manifest, ObjectRef
 if TYPE_CHECKING:
     from reconciler.model.permissions import PermissionSet
     from reconciler.model.fieldrules import IgnoreRule, ObjectSelector
-    from reconciler.cluster.wait import OperatorHealth
 
 
 class Action(str, Enum):
@@ -74,10 +74,11 @@ class PendingOperator:
 
 
 @dataclass
-class SyncResult:
+class ChangeSet:
+    """What a run did or would do, object by object, and what it has to say about it."""
+
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    health: dict[str, OperatorHealth] = field(default_factory=dict)   # per Operator, when judged after applying
 
     @property
     def changed(self) -> bool:

@@ -12,19 +12,19 @@ CustomResourceDefinition the same run creates cannot be checked beforehand.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
 from reconciler.cluster.apply.diff import describe_diff, external_files, label_of, unified
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.concurrent import concurrently
-from reconciler.cluster.apply.ownership import check_owner
+from reconciler.cluster.apply.provenance import check_owner
 from reconciler.approve import crdsafety
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.cluster.apply.target import Claims, Target
 from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef
 
@@ -45,11 +45,8 @@ class Planned:
     sides: tuple[str, str] | None = None
 
 
-def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_run: bool,
-          result: SyncResult, writers: dict[str, Kube] | None = None, *,
-          owned: Mapping[str, set[tuple[str, str, str, str]]] | None = None,
-          moves: Mapping[str, str] | None = None, instance: str = "default",
-          fresh: frozenset[tuple[str, str]] = frozenset(), rebinding: frozenset[str] = frozenset()) -> list[Planned]:
+def plan(target: Target, desired: list[DesiredOperator], claims: Claims, *, missing: set[str],
+         fresh: frozenset[tuple[str, str]] = frozenset(), rebinding: frozenset[str] = frozenset()) -> list[Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -68,18 +65,19 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
     A dry run cannot check, and reports so, what the identity a real run writes with is not yet allowed to
     write: the objects of an Operator whose installer does not exist yet (planned as the caller, who in the
     cluster may not write bundles), and those that only the newly approved permissions of a ``rebinding``
-    installer allow.
+    installer allow. ``missing``: namespaces a dry run did not create, whose objects cannot be dry-run.
     """
+    kube, dry_run, result = target.kube, target.dry_run, target.changes
     new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
                      if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
     by_name = {op.name: op for op in desired}
-    missing_ns = missing_ns | _shipped_namespaces_missing(kube, desired)
+    missing_ns = missing | _shipped_namespaces_missing(kube, desired)
     planned: list[Planned] = []
     errors: list[str] = []
     unplaced: list[str] = []   # namespaced by the cluster's discovery, yet given no namespace
     unverified = 0
     for op in desired:
-        writer = (writers or {}).get(op.name)   # None: the caller (no installer, or none in place in a dry run)
+        writer = target.installer(op.name)   # None: the caller (no installer, or none in place in a dry run)
         for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
             info = kube.resource(obj["apiVersion"], obj["kind"])
             if info is None and (ref.group, ref.kind) not in new_crd_kinds:
@@ -99,7 +97,7 @@ def plan(kube: Kube, desired: list[DesiredOperator], missing_ns: set[str], dry_r
         current = live.get(p.ref.key)
         if current is not None:
             op = by_name[p.operator]
-            check_owner(p.operator, p.ref, current, owned or {}, moves or {}, instance, adopting=op.adopting)
+            check_owner(p.operator, p.ref, current, claims.owned, claims.moves, claims.instance, adopting=op.adopting)
             if create_only(p.obj, p.ref, op.create_only):
                 p.action, p.write, p.detail = Action.UNCHANGED, False, "create-only: it exists, left as it is"
                 continue
@@ -309,7 +307,7 @@ def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[di
     return live, partial
 
 
-def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool, result: SyncResult) -> set[str]:
+def ensure_namespaces(target: Target, desired: list[DesiredOperator]) -> set[str]:
     """Create missing install namespaces (never pruned); return those that did not exist (created unless dry-run).
 
     A run refused before it writes anything else deletes the ones it created (``sync``), so a refusal leaves
@@ -318,6 +316,7 @@ def ensure_namespaces(kube: Kube, desired: list[DesiredOperator], dry_run: bool,
     A namespace the Operator's bundle ships as an object is left to that object (applied first, and the
     Operator's own): creating it here would make the bundle's Namespace a foreign object in its own way.
     """
+    kube, dry_run, result = target.kube, target.dry_run, target.changes
     info = kube.resource("v1", "Namespace")
     assert info is not None
     missing: set[str] = set()

@@ -9,17 +9,17 @@ with custom resources is kept unless the declaration opted in.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 
 from reconciler.cli import progress
 from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, SyncResult
+from reconciler.cluster.apply.applier import Applier
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.approve.crdsafety import custom_resource_count
 from reconciler.cluster.apply.crds import CRD
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.ownership import applied_by_us
+from reconciler.cluster.apply.provenance import applied_by_us
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
@@ -29,13 +29,15 @@ from reconciler.model.kube import (
 )
 
 
-def prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded], *,
-           dry_run: bool, result: SyncResult, writers: Mapping[str, Kube] | None = None,
-           installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
-    """Delete recorded objects that left the desired state; return those that must stay recorded.
+def prune(applier: Applier, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded],
+          installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
+    """Delete, through ``applier``, recorded objects that left the desired state; return those that must stay
+    recorded.
 
-    An object another desired Operator now claims (a renamed declaration took it over) is not pruned.
+    An object another desired Operator now claims (a renamed declaration took it over) is not pruned. An
+    Operator no longer desired is pruned as its installer (in ``installer_namespace``), which lives until then.
     """
+    kube, dry_run = applier.kube, applier.dry_run
     wanted = {op.name: {ObjectRef.of(o).key for o in op.objects} for op in desired}
     claimed = set().union(*wanted.values()) if wanted else set()
     specs = {op.name: op.spec for op in desired}
@@ -48,14 +50,14 @@ def prune(kube: Kube, desired: list[DesiredOperator], recorded: dict[str, status
         if delete_crs:  # CRDs first, while the operator still runs to finalize their custom resources
             order = sorted(order, key=lambda r: (r.group, r.kind) != CRD)
         for ref in order:
-            writer = (writers or {}).get(name) or (  # a removed Operator's installer lives until after pruning
+            writer = applier.writers.get(name) or (  # a removed Operator's installer lives until after pruning
                 kube.impersonating(installer.username(installer_namespace, name)) if installer_namespace else None)
-            action, detail = _prune_one(kube, name, ref, dry_run, delete_crs, writer)
+            action, detail = _prune_one(applier, name, ref, delete_crs, writer)
             if action is None:
                 continue
             if action == Action.SKIPPED and detail.startswith("kept:"):
                 remaining.setdefault(name, set()).add(ref)
-            result.changes.append(Change(name, ref, action, detail=detail))
+            applier.changes.changes.append(Change(name, ref, action, detail=detail))
             if not dry_run:
                 progress.item(f"{action.value:<10} {ref}")
     return remaining
@@ -67,8 +69,9 @@ def opted_in(recorded: object) -> int:
     return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0 else 0
 
 
-def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_crs: int = 0,
+def _prune_one(applier: Applier, operator: str, ref: ObjectRef, delete_crs: int = 0,
                writer: Kube | None = None) -> tuple[Action | None, str]:
+    kube, dry_run = applier.kube, applier.dry_run
     info = kube.resource(ref.api_version, ref.kind)
     live = kube.get(info, ref.namespace, ref.name) if info else None
     if info is None or live is None:
@@ -93,7 +96,7 @@ def _prune_one(kube: Kube, operator: str, ref: ObjectRef, dry_run: bool, delete_
                                     f"declaration")
         if count:
             detail = f"with its {count} custom resource(s) ({ANNOTATION_DELETE_CUSTOM_RESOURCES})"
-    kube.delete(info, ref.namespace, ref.name, dry_run=dry_run)
+    applier.delete(info, ref)
     if (ref.group, ref.kind) == CRD and not dry_run:
         # The API server finalizes a CRD asynchronously; a reinstall must not meet it half-deleted.
         _wait_gone(kube, info, ref)

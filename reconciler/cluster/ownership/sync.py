@@ -1,34 +1,45 @@
-"""The one entry the pipeline calls: plan, record intent, write, prune, judge, record."""
+"""The sync of the Operators of one instance, the one entry the pipeline calls: plan, record intent, write, prune,
+judge, record."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
 from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.applyset import Instance, write_parent
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator, PendingOperator, SyncResult
+from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
 from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.fields import unmatched
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.ownership import (
-    check_cluster, check_instances, check_repositories, check_unique, find_moves, held_renames,
+from reconciler.cluster.apply.provenance import check_unique
+from reconciler.cluster.apply import Applier, Claims
+from reconciler.cluster.apply.plan import shipped_namespaces
+from reconciler.cluster.ownership.inventory import (
+    check_cluster, check_instances, check_repositories, find_moves, held_renames,
 )
-from reconciler.cluster.apply.plan import ensure_namespaces, plan, shipped_namespaces
-from reconciler.cluster.apply.prune import prune
-from reconciler.cluster.apply.record import (
+from reconciler.cluster.ownership.prune import prune
+from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
-from reconciler.cluster.apply import webhooks
-from reconciler.cluster.apply.write import execute_all, refused_on_write
+from reconciler.cluster.ownership import webhooks
+from reconciler.cluster.apply.write import refused_on_write
 from reconciler.cluster.kube import Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.cluster.wait import OperatorHealth
+
+
+@dataclass
+class SyncResult(ChangeSet):
+    """The change set of one sync, with each Operator's health when it was judged after applying."""
+
+    health: dict[str, OperatorHealth] = field(default_factory=dict)
 
 
 def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
@@ -81,9 +92,9 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                           f"({', '.join(sorted(recorded))}); refusing to uninstall everything",
                           hint="set 'allowEmpty: true' in reconciler.yaml to remove them all")
 
-    missing_ns = ensure_namespaces(kube, desired, dry_run, result)
+    applier = Applier(kube, dry_run=dry_run, changes=result)
+    missing_ns = applier.namespaces(desired)
     created_ns = set() if dry_run else missing_ns
-    writers: dict[str, Kube] = {}
     # A first install (nothing recorded, so nothing of it runs) is checked before the first write like any
     # change, but for its objects in a namespace this run created for it: they touch nothing else, are validated
     # as they are created, and a refusal while writing rolls the first install back whole. A refusal up to the
@@ -102,7 +113,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             # Installers of Operators no longer desired and approved go; those still being uninstalled stay until
             # their objects are pruned (as them), below.
             uninstalling = frozenset(set(recorded) - {op.name for op in desired})
-            writers = installer.ensure_all(kube, installer_namespace, {
+            applier.writers = installer.ensure_all(kube, installer_namespace, {
                 op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
                 instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)),
                 collect=bool(set(mine) - {op.name for op in desired}))   # an Operator of the instance has ended
@@ -111,15 +122,16 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
             # even where a real run first binds one to newly approved permissions); an Operator whose installer a
             # real run would first create is checked as the caller.
             wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None}
-            writers, rebinding = installer.for_dry_run(kube, installer_namespace, wanted, instance=instance.name)
-            missing = sorted(set(wanted) - set(writers))
+            applier.writers, rebinding = installer.for_dry_run(kube, installer_namespace, wanted,
+                                                               instance=instance.name)
+            missing = sorted(set(wanted) - set(applier.writers))
             if missing:
                 result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of "
                                     f"{', '.join(missing)} were checked with the reconciler's own identity, not "
                                     f"each Operator's")
         owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
-        planned = plan(kube, desired, missing_ns if dry_run else set(), dry_run, result, writers, owned=owned,
-                       moves=moves, instance=instance.name, fresh=fresh, rebinding=rebinding)
+        planned = applier.plan(desired, Claims(owned, moves, instance.name), missing=missing_ns if dry_run else set(),
+                               fresh=fresh, rebinding=rebinding)
     except ReconcilerError:
         undo_preparation(kube, installer_namespace, sorted(first), created_ns)
         raise
@@ -129,11 +141,8 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     if pending and not dry_run:
         record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
     if dry_run:
-        result.changes.extend(Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff,
-                                     unified=p.unified or (created(p.obj, label_of(p.ref))
-                                                           if p.action == Action.CREATED else ()),
-                                     sides=p.sides) for p in planned)
-        prune(kube, desired, recorded, dry_run=True, result=result)
+        applier.diff(planned)
+        prune(applier, desired, recorded)
         return _mark_waiting(result, desired)
 
     info = ensure_status_crd(kube)
@@ -159,8 +168,7 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     relaxed = webhooks.relax(kube, planned)   # given their own policy back on every way out, below
     try:
         try:
-            changes, refused = execute_all(kube, planned)
-            result.changes.extend(changes)
+            refused = applier.apply(planned)
             # An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
             # marked applied; the others were written through every stage and are finished as usual.
             failed = {p.operator for p, _ in refused}
@@ -168,18 +176,17 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
                 failed |= {moves[name] for name in failed if name in moves}
                 desired = [op for op in desired if op.name not in failed]
                 recorded = {k: v for k, v in recorded.items() if k not in failed}
-                rolled_back = roll_back(kube, [op for op in all_desired if op.name in failed & first], desired,
-                                        created_ns, writers=writers, info=info, instance=instance)
-            remaining = prune(kube, desired, recorded, dry_run=False, result=result, writers=writers,
-                               installer_namespace=installer_namespace)
+                rolled_back = roll_back(applier, [op for op in all_desired if op.name in failed & first], desired,
+                                        created_ns, info=info, instance=instance)
+            remaining = prune(applier, desired, recorded, installer_namespace=installer_namespace)
         except (ClusterError, BundleError) as exc:
             for op in all_desired:
                 mark_failed(kube, info, op, exc, instance)
             raise
-        result.health = dict(judge(desired)) if judge is not None else {}
+        result.health = applier.wait(judge, desired)
     finally:
         if relaxed:
-            result.notes.extend(webhooks.restore(kube, relaxed, result.health))
+            result.notes.extend(webhooks.restore(applier, relaxed, result.health))
     drift = drifted_objects(planned, recorded, desired)
     # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
     current = status_objects.read_all(kube, instance.name) if intents or result.changed else mine
@@ -225,20 +232,20 @@ def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, al
     return result
 
 
-def roll_back(kube: Kube, refused: list[DesiredOperator], going_on: list[DesiredOperator], created_ns: set[str], *,
-              writers: Mapping[str, Kube], info: ResourceInfo, instance: Instance) -> dict[str, int]:
+def roll_back(applier: Applier, refused: list[DesiredOperator], going_on: list[DesiredOperator], created_ns: set[str],
+              *, info: ResourceInfo, instance: Instance) -> dict[str, int]:
     """First installs refused while writing, removed whole: what the run wrote of each (pruned as any object
     of ours is: newest first), its installer, and the namespaces this run made that no Operator going on uses.
     Each keeps its status object, with what could not be removed as its inventory. Returns how many objects
     of each were removed."""
+    kube = applier.kube
     removed: dict[str, int] = {}
     stamp = instance.stamp()
     for op in refused:
         written = status_objects.Recorded(op.name, tuple(ObjectRef.of(o) for o in op.objects), op.spec, {})
-        undone = SyncResult()
-        left = prune(kube, going_on, {op.name: written}, dry_run=False, result=undone, writers=writers,
-                     installer_namespace=instance.namespace).get(op.name, set())
-        removed[op.name] = sum(1 for c in undone.changes if c.action == Action.DELETED)
+        undone = Applier(kube, dry_run=False, writers=applier.writers)
+        left = prune(undone, going_on, {op.name: written}, installer_namespace=instance.namespace).get(op.name, set())
+        removed[op.name] = undone.changes.count(Action.DELETED)
         rec = status_objects.read_all(kube, instance.name).get(op.name)
         status_objects.write(kube, info, op.name, op.spec, {**(rec.status if rec else {}),
                                                             "inventory": inventory_of(left)}, rec, **stamp)

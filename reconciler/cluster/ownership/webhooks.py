@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reconciler.cluster.apply.applier import Applier
 from reconciler.cluster.apply.digest import digest_of, with_digest
 from reconciler.cluster.apply.plan import Planned
 from reconciler.cluster.kube import ApiError, Kube
 from reconciler.cluster.wait import OperatorHealth, WEBHOOK_KINDS, soften_webhooks
-from reconciler.model.kube import FIELD_MANAGER, Manifest
+from reconciler.model.kube import Manifest
 
 
 @dataclass
@@ -49,19 +50,20 @@ def relax(kube: Kube, planned: list[Planned]) -> list[Relaxed]:
     return out
 
 
-def restore(kube: Kube, relaxed: list[Relaxed], health: dict[str, OperatorHealth]) -> list[str]:
-    """Apply the bundle's own configuration over every one still live in its relaxed form; notes per Operator."""
+def restore(applier: Applier, relaxed: list[Relaxed], health: dict[str, OperatorHealth]) -> list[str]:
+    """Apply, through ``applier``, the bundle's own configuration over every one still live in its relaxed form;
+    notes per Operator, for the change set."""
+    kube = applier.kube
     restored: dict[str, list[str]] = {}
     notes = []
     for r in relaxed:
         p = r.planned
-        writer = p.writer or kube
         try:
             info = p.info or kube.require_resource(r.original)
             live = kube.get(info, p.ref.namespace, p.ref.name)
             if live is None or digest_of(live) != digest_of(p.obj):
                 continue   # never written this run (its Operator stopped earlier), or changed since: not ours to undo
-            writer.apply(info, r.original, field_manager=FIELD_MANAGER, dry_run=False)
+            applier.write(p.operator, info, r.original)
         except ApiError as exc:
             notes.append(f"{p.operator}: {p.ref} is left with failurePolicy Ignore: applying the bundle's policy "
                          f"failed ({exc.message}); the next reconcile applies it")

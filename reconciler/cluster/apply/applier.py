@@ -1,0 +1,84 @@
+"""The applier: one object for what every request of a run shares, with the engine's verbs.
+
+It holds the client, the run's mode (a dry run writes nothing), the identity
+each Operator's objects are written as (its installer, else the client's
+own) and the change set the run fills. The field manager is fixed: provenance
+is proven by it (``provenance.py``), so a run that applied under another
+name would lose its own objects. Requests run concurrently through the one
+pool of ``cluster/concurrent.py``, sized on the client.
+
+Its verbs are the engine's: ``namespaces`` (the install namespaces, made when
+missing), ``plan`` (every object's action decided before anything is
+written), ``diff`` (a dry run's plan as changes), ``apply`` (the plan
+written stage by stage), ``write`` (one object outside the plan, e.g. a
+webhook's own failure policy given back), ``delete`` and ``wait`` (the
+verdicts of a judge on what was applied). What to apply, which inventories
+prove ownership and what to prune is the caller's (``cluster/ownership/``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
+from reconciler.cluster.apply.diff import created, label_of
+from reconciler.cluster.apply.plan import Planned, ensure_namespaces, plan
+from reconciler.cluster.apply.target import Claims, Target
+from reconciler.cluster.apply.write import execute_all
+from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef
+
+__all__ = ["Applier", "Claims"]
+
+_Verdict = TypeVar("_Verdict")
+
+
+class Applier(Target):
+    """Server-side apply for one run, under the one field manager: ``kube`` writes, each Operator as
+    ``writers[name]`` when it has one."""
+
+    field_manager = FIELD_MANAGER
+
+    def writer(self, operator: str) -> Kube:
+        """The identity ``operator``'s objects are written as."""
+        return self.installer(operator) or self.kube
+
+    def namespaces(self, desired: list[DesiredOperator]) -> set[str]:
+        """Create the missing install namespaces (never deleted); return those missing (created unless a dry run)."""
+        return ensure_namespaces(self, desired)
+
+    def plan(self, desired: list[DesiredOperator], claims: Claims, *, missing: set[str],
+             fresh: frozenset[tuple[str, str]] = frozenset(),
+             rebinding: frozenset[str] = frozenset()) -> list[Planned]:
+        """Every object's action, decided before anything is written (``plan.plan``); refuses with nothing written.
+
+        ``missing``: namespaces a dry run did not create, whose objects cannot be dry-run.
+        """
+        return plan(self, desired, claims, missing=missing, fresh=fresh, rebinding=rebinding)
+
+    def diff(self, planned: list[Planned]) -> None:
+        """A dry run's plan as the change set: what would be created, configured or left, with its diff."""
+        self.changes.changes.extend(
+            Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff,
+                   unified=p.unified or (created(p.obj, label_of(p.ref)) if p.action == Action.CREATED else ()),
+                   sides=p.sides) for p in planned)
+
+    def apply(self, planned: list[Planned]) -> list[tuple[Planned, ApiError]]:
+        """Write the plan stage by stage (``write.execute_all``); returns the refusals, records the changes."""
+        done, refused = execute_all(self.kube, planned)
+        self.changes.changes.extend(done)
+        return refused
+
+    def write(self, operator: str, info: ResourceInfo, obj: Manifest) -> Manifest:
+        """Apply one object outside the plan, as ``operator``'s writer."""
+        return self.writer(operator).apply(info, obj, field_manager=self.field_manager, dry_run=self.dry_run)
+
+    def delete(self, info: ResourceInfo, ref: ObjectRef) -> None:
+        """Delete one object (server-side dry-run in a dry run); who may be deleted is the caller's decision."""
+        self.kube.delete(info, ref.namespace, ref.name, dry_run=self.dry_run)
+
+    def wait(self, judge: Callable[[list[DesiredOperator]], Mapping[str, _Verdict]] | None,
+             desired: list[DesiredOperator]) -> dict[str, _Verdict]:
+        """The verdict of ``judge`` (``cluster/wait.py`` polls until healthy or a deadline) on each Operator applied."""
+        return dict(judge(desired)) if judge is not None else {}
