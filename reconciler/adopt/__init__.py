@@ -116,17 +116,18 @@ def declaration(inst: Install, name: str, catalog: str) -> dict:
     """The Operator declaration meaning what ``inst``'s Subscription meant (catalog filled in when found)."""
     install: dict[str, Any] = {"namespace": inst.namespace, "targetNamespaces": list(inst.target_namespaces)}
     meta = {"name": name, "annotations": {ADOPTED_FROM: f"olm-v0/{inst.namespace}/{inst.subscription['metadata']['name']}"}}
+    config = {"config": inst.config} if inst.config else {}
     if inst.manual:   # the v1 shape has no approval field; v2alpha1 holds every upgrade until approved
         source: dict[str, Any] = {"package": inst.package, "ref": {"name": catalog}, "approval": "Manual"}
         if inst.channel:
             source["channel"] = inst.channel
         return {"apiVersion": "operators.coreos.com/v2alpha1", "kind": "Operator", "metadata": meta,
-                "spec": {"updates": {"type": "CatalogSource", "catalogSource": source}, "install": install}}
+                "spec": {"updates": {"type": "CatalogSource", "catalogSource": source}, "install": install, **config}}
     selector: dict[str, Any] = {"name": catalog, "package": inst.package}
     if inst.channel:
         selector["channel"] = inst.channel
     return {"apiVersion": "operators.coreos.com/v1", "kind": "Operator", "metadata": meta,
-            "spec": {"catalog": selector, "install": install}}
+            "spec": {"catalog": selector, "install": install, **config}}
 
 
 def _with_catalog(spec: dict, catalog: str) -> dict:
@@ -200,9 +201,11 @@ def _converts(bundle: Any, work: Path, inst: Install, snapshot: Any) -> Unmapped
     from reconciler.bundle import render
     from reconciler.errors import ReconcilerError
     from reconciler.model.declarations import InstallSettings
+    from reconciler.model.deployconfig import DeploymentConfig
 
     try:
-        render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces),
+        render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces,
+                                                   config=DeploymentConfig.of(inst.config)),
                snapshot.settings.default_install_namespace)
     except ReconcilerError as exc:
         return Unmapped(inst.where, f"the reconciler cannot install bundle {bundle.name} as OLM did: {exc.message}",
@@ -220,7 +223,7 @@ def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Install) -> st
     """Where the declaration goes: a new file, or None when the repository already declares the same thing.
 
     A declaration of the same name or package that means something else
-    (another channel, namespace, target namespaces or approval) is a
+    (another channel, namespace, target namespaces, spec.config or approval) is a
     conflict the user resolves: adopting over it would lose one of the two.
     """
     from reconciler.model.declarations import Origin, parse_operator
@@ -239,6 +242,7 @@ def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Install) -> st
             ("channel", decl.catalog.channel if decl.catalog else None, mine.catalog.channel if mine.catalog else None),
             ("install namespace", decl.install.namespace, mine.install.namespace),
             ("target namespaces", decl.install.target_namespaces, mine.install.target_namespaces),
+            ("spec.config", decl.install.config, mine.install.config),
             ("approval", "Manual" if decl.manual_approval else "Automatic",
              "Manual" if mine.manual_approval else "Automatic")) if a != b]
         if differ:

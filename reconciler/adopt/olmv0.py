@@ -21,6 +21,8 @@ from typing import Any
 
 from reconciler.cluster.kube import Kube, ResourceInfo
 from reconciler.errors import ClusterError
+from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
+from reconciler.model.shape import Mismatch
 
 GROUP = "operators.coreos.com"
 KINDS = {  # what is read, and the apiVersion it is read in
@@ -31,8 +33,6 @@ KINDS = {  # what is read, and the apiVersion it is read in
     "OperatorGroup": f"{GROUP}/v1",
 }
 COPIED_FROM = "olm.copiedFrom"
-CONFIG_FIELDS = ("env", "envFrom", "resources", "nodeSelector", "tolerations", "volumes", "volumeMounts",
-                 "selector", "affinity", "annotations")
 MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
 
 Manifest = dict[str, Any]
@@ -77,6 +77,11 @@ class Install:
     @property
     def manual(self) -> bool:
         return self.subscription["spec"].get("installPlanApproval") == "Manual"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The Subscription's ``spec.config``, the fields that say something (the declaration's ``spec.config``)."""
+        return DeploymentConfig.of(self.subscription["spec"].get("config")).value
 
     @property
     def csv_name(self) -> str:
@@ -169,13 +174,9 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
         return Unmapped(what, f"ClusterServiceVersion {csv_name} is being replaced"
                         + (f" by {_name(replacing[0])}" if replacing else " (an upgrade is pending)"),
                         "wait for the upgrade to finish and adopt again")
-    config = {k: v for k, v in (spec.get("config") or {}).items() if v not in (None, [], {}, "")}
-    if config:
-        return Unmapped(what, f"spec.config overrides its pod templates ({', '.join(sorted(config))}); a "
-                        "declaration has no field that applies them to the bundle's Deployments, so a takeover "
-                        "would drop them and restart the pods",
-                        "move the overrides into the bundle (a bundle of your own in bundles/, declared with "
-                        "spec.bundle) or remove spec.config, then adopt again")
+    if (refused := _config_refused(spec.get("config"))) is not None:
+        return Unmapped(what, f"its spec.config {refused}", "fix or remove the field in the Subscription (OLM "
+                        "applies the rest as written), then adopt again")
     groups = view.of("OperatorGroup", ns)
     if len(groups) != 1:
         return Unmapped(what, f"namespace {ns} has {len(groups)} OperatorGroups (OLM installs nothing under "
@@ -206,6 +207,20 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
     plans = tuple(sorted(_name(p) for p in view.of("InstallPlan", ns)
                          if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
     return Install(sub, csv, group, source, targets, plans)
+
+
+def _config_refused(config: Any) -> str | None:
+    """Why a Subscription's ``spec.config`` cannot become the declaration's ``spec.config`` (None when it can)."""
+    if config is None:
+        return None
+    if isinstance(config, dict) and config.get("selector"):
+        return "has a selector, which OLM v0 does not apply and a declaration does not accept"
+    try:
+        CONFIG_SHAPE.check({k: v for k, v in config.items() if k != "selector"} if isinstance(config, dict)
+                           else config, "spec.config")
+    except Mismatch as exc:
+        return f"cannot be declared: {exc}"
+    return None
 
 
 def status_of(sub: Manifest) -> str:

@@ -32,7 +32,10 @@ After a sync that applied the Operator (OLM lets go):
    collector removes the CSV's owner references from the Deployment,
    ServiceAccount, Service, Roles and bindings instead of deleting them, and
    olm-operator, with no CSV, no longer reconciles them; its copies in the
-   target namespaces go with it (deleted here too, if left);
+   target namespaces go with it (deleted here too, if left). A Subscription
+   with ``spec.config`` is deleted only now, after its CSV: olm-operator
+   reads the overrides from it whenever it syncs the CSV, and without it
+   would rewrite the Deployments without them;
 4. those labelled objects are deleted: the bundle's own, applied, replace
    them; a Deployment is never deleted;
 5. the OperatorCondition of the CSV is deleted, and the namespace's
@@ -56,6 +59,7 @@ from typing import Any
 
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.cluster.kube import ApiError, Kube
+from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import ObjectRef
 
 GROUP = "operators.coreos.com"
@@ -84,6 +88,9 @@ class Takeover:
     subscription_exists: bool
     plans: tuple[str, ...]
     owned: tuple[dict, ...]          # live objects OLM made for the CSV (by owner reference or olm.owner label)
+    # The Subscription has spec.config: olm-operator reads the overrides from it each time it syncs the CSV, so
+    # it goes only after the CSV (without it OLM would rewrite the Deployments without the overrides).
+    configured: bool = False
 
     @property
     def pending(self) -> bool:
@@ -116,8 +123,9 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
         plans = tuple(sorted(p["metadata"]["name"] for p in _list(kube, f"{GROUP}/v1alpha1", "InstallPlan", namespace)
                              if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
         owned = tuple(_owned(kube, namespace, csv_name))
+        configured = bool(DeploymentConfig.of(((sub or {}).get("spec") or {}).get("config")))
         out.append(Takeover(op.name, namespace, subscription, csv_name, str(op.bundle.get("package") or ""), csv,
-                            sub is not None, plans, owned))
+                            sub is not None, plans, owned, configured))
     return [t for t in out if t.pending]
 
 
@@ -138,7 +146,7 @@ def before(kube: Kube, takeovers: list[Takeover], *, dry_run: bool) -> list[str]
     """Steps 1 and 2: OLM stops asking. Returns what was (or would be) done, one line per step."""
     lines = []
     for t in takeovers:
-        if t.subscription_exists:
+        if t.subscription_exists and not (t.configured and t.live_csv is not None):
             lines.append(_step(t, f"delete Subscription {t.namespace}/{t.subscription} (OLM resolves and "
                               f"upgrades nothing more for {t.package})", dry_run))
             if not dry_run:
@@ -174,6 +182,11 @@ def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator],
             if not dry_run:
                 _delete(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv, orphan=True)
                 _wait_gone(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv)
+            if t.configured and t.subscription_exists:
+                lines.append(_step(t, f"delete Subscription {t.namespace}/{t.subscription} (kept until now: OLM "
+                                  f"applied its spec.config while the CSV was there)", dry_run))
+                if not dry_run:
+                    _delete(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription)
         if not dry_run:
             for c in _list(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", "",
                            selector=f"olm.copiedFrom={t.namespace}"):

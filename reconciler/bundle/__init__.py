@@ -60,6 +60,13 @@ def render(reference: str, repo_root: Path, install: InstallSettings, default_na
 def render_content(content: BundleContent, install: InstallSettings, default_namespace: str,
                    certificates: CertificateProvider | None = None) -> RenderedBundle:
     if content.mediatype == plain_v0.MEDIATYPE:
+        if install.config:
+            raise UnsupportedBundleError(
+                "spec.config overrides the Deployments OLM would generate from a registry+v1 bundle's "
+                "ClusterServiceVersion; a plain+v0 bundle is applied as its manifests are written, and spec.config "
+                "has no meaning for it", obj=content.name,
+                hint="remove spec.config from the Operator and write the change into the bundle's Deployment "
+                     "manifests")
         return _render_plain(content, install, default_namespace)
     mediatype = content.mediatype
     inferred = None
@@ -76,7 +83,7 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
     targets = install.target_namespaces
     plan = registry_v1.plan_install(csv, namespace, None if targets is None else
                                     tuple(mapped.get(t, t) for t in targets))
-    objects = map_namespaces(registry_v1.convert(content, plan, certificates), mapped)
+    objects = map_namespaces(registry_v1.convert(content, plan, certificates, install.config), mapped)
     placed_in = mapped.get(plan.namespace, plan.namespace)
     written = tuple(((group, kind, placed_in, name), ns) for (group, kind, name), ns in registry_v1.relocated(content)
                     if ns != placed_in)

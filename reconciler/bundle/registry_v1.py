@@ -23,10 +23,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from reconciler.bundle import crds, keyed, shapes, typed
+from reconciler.bundle import crds, keyed, overrides, shapes, typed
 from reconciler.bundle.certs import CertificateProvider, SelfSignedProvider, ServiceCert
 from reconciler.bundle.content import BundleContent, ParsedManifest
 from reconciler.errors import UnsupportedBundleError
+from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import Manifest, bounded_name, split_api_version
 
 CSV_GROUP_KIND = ("operators.coreos.com", "ClusterServiceVersion")
@@ -247,6 +248,7 @@ class Conversion:
     plan: InstallPlan
     services: tuple[ServiceSpec, ...]
     certs: dict[str, ServiceCert]
+    config: DeploymentConfig = DeploymentConfig()
 
     @property
     def owned_crds(self) -> dict[str, ParsedManifest]:
@@ -274,14 +276,16 @@ CERT_DIRS = {"apiservice-cert": ("/apiserver.local.config/certificates", {"tls.c
              "webhook-cert": ("/tmp/k8s-webhook-server/serving-certs", {"tls.crt": "tls.crt", "tls.key": "tls.key"})}
 
 
-def convert(content: BundleContent, plan: InstallPlan, certificates: CertificateProvider | None = None) -> list[Manifest]:
-    """All objects of the bundle, in generator order; each generator is a pure function of the conversion."""
+def convert(content: BundleContent, plan: InstallPlan, certificates: CertificateProvider | None = None,
+            config: DeploymentConfig = DeploymentConfig()) -> list[Manifest]:
+    """All objects of the bundle, in generator order; each generator is a pure function of the conversion.
+    ``config`` (an Operator's ``spec.config``) overrides every Deployment as OLM v0 applies it."""
     csv = find_csv(content)
     _reject_unsupported(csv, content, plan)
     services = _services(csv)
     provider = certificates or SelfSignedProvider()
     certs = {svc.name: provider.service_cert(plan.namespace, svc.name) for svc in services}
-    conv = Conversion(csv, content, plan, services, certs)
+    conv = Conversion(csv, content, plan, services, certs, config)
     objects: list[Manifest] = []
     for generate in GENERATORS:
         objects.extend(generate(conv))
@@ -591,10 +595,10 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
             volumes = ["webhook-cert", "apiservice-cert"] if name not in api_deployments else ["apiservice-cert",
                                                                                                "webhook-cert"]
             _mount_certs(template.setdefault("spec", {}), conv.certs[served[name].name].secret_name, volumes)
-        yield {"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": name, "namespace": plan.namespace,
-                            "labels": dict(d.get("label") or {})},
-               "spec": spec}
+        yield overrides.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                               "metadata": {"name": name, "namespace": plan.namespace,
+                                            "labels": dict(d.get("label") or {})},
+                               "spec": spec}, conv.config)
 
 
 def _mount_certs(pod: dict[str, Any], secret: str, volumes: list[str]) -> None:

@@ -19,11 +19,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
 from reconciler.model.provisioner import UNSUPPORTED_CLASSES, Identity, class_name
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
-from reconciler.model.shape import kind_of
+from reconciler.model.shape import Mismatch, kind_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,12 +78,15 @@ class InstallSettings:
     ``target_namespaces`` None means "let the bundle decide" (AllNamespaces
     when supported, else OwnNamespace). ``namespace_map`` (an Install's
     ``spec.namespaces``) replaces each ``from`` namespace by its ``to`` in
-    every namespace field of the installed objects.
+    every namespace field of the installed objects. ``config`` (an
+    Operator's ``spec.config``) overrides every Deployment of a registry+v1
+    bundle as OLM v0 applies a Subscription's ``spec.config``.
     """
 
     namespace: str | None = None
     target_namespaces: tuple[str, ...] | None = None
     namespace_map: tuple[tuple[str, str], ...] = ()
+    config: DeploymentConfig = DeploymentConfig()
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
     else:
         decl = _parse_v1(spec, name, origin)
     decl = dataclasses.replace(decl, **_approval_fields(spec, origin))
+    decl = dataclasses.replace(decl, install=dataclasses.replace(decl.install, config=_config(spec)))
     spec.done()
     decl = dataclasses.replace(decl, allow_unsafe_crds=_allow_unsafe_crds(meta, origin, obj),
                                delete_custom_resources=_delete_custom_resources(meta, origin, obj),
@@ -330,6 +335,23 @@ def _parse_v2alpha1(spec: _Reader, name: str, origin: Origin) -> OperatorDecl:
                         follow_updates=package is not None, manual_approval=approval == "Manual",
                         version=_version(spec, spec.get("version", (str, int, float))),
                         install=_install(spec))
+
+
+def _config(spec: _Reader) -> DeploymentConfig:
+    """``spec.config``: the Deployment overrides of OLM v0's Subscription ``spec.config``, checked field by field."""
+    value = spec.get("config", dict)
+    if value is None:
+        return DeploymentConfig()
+    if "selector" in value:
+        raise spec.fail("spec.config.selector has no effect (OLM v0 never applied it either) and is not accepted",
+                        hint="remove spec.config.selector; the bundle's Deployments keep their own selectors")
+    try:
+        CONFIG_SHAPE.check(value, "spec.config")
+    except Mismatch as exc:
+        raise spec.fail(str(exc), hint="spec.config takes OLM v0's Subscription spec.config fields: env, envFrom, "
+                                       "volumes, volumeMounts, tolerations, resources, nodeSelector, affinity, "
+                                       "annotations, each as Kubernetes spells it (docs/declarations.md)") from None
+    return DeploymentConfig.of(value)
 
 
 def _version(spec: _Reader, raw: Any) -> VersionRange | None:

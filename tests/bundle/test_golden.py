@@ -19,6 +19,7 @@ from reconciler.bundle import render
 from reconciler.bundle.certs import CertManagerProvider
 from reconciler.errors import UnsupportedBundleError
 from reconciler.model.declarations import InstallSettings
+from reconciler.model.deployconfig import DeploymentConfig
 from tests.unit.helpers import crd_doc, csv_doc, deployment, write_docs, write_bundle
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -152,6 +153,41 @@ def test_plain_v0(tmp_path):
                 "data": {"a": "1"}})
     out = render("file://bundles/plain", tmp_path, InstallSettings(), "operators")
     check_golden("plain-v0", out)
+
+
+# An Operator's spec.config, merged into every Deployment after the serving certificates are mounted, as OLM v0
+# merges a Subscription's: a variable and a mount replace theirs by name, the rest are appended.
+CONFIG = DeploymentConfig.of({
+    "env": [{"name": "LOG_LEVEL", "value": "debug"}, {"name": "WATCH_NAMESPACE", "value": "override"}],
+    "envFrom": [{"configMapRef": {"name": "proxy-settings"}}],
+    "volumes": [{"name": "cache", "emptyDir": {}}], "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
+    "resources": {"limits": {"memory": "128Mi"}, "requests": {"cpu": "50m"}},
+    "nodeSelector": {"node-role.kubernetes.io/infra": ""},
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}},
+    "annotations": {"team": "ops", "olm.targetNamespaces": "not-this"},
+})
+
+
+def test_spec_config(tmp_path):
+    csv = _webhook_csv()
+    csv["spec"]["install"]["spec"]["deployments"][1]["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}}},
+        {"name": "OTHER", "value": "kept"}]
+    ref = write_bundle(tmp_path, "bundles/demo", csv, crd_doc())
+    out = render(ref, tmp_path, InstallSettings("demo-ns", None, config=CONFIG), "operators", CertManagerProvider())
+    check_golden("spec-config", out)
+
+
+def test_spec_config_is_refused_for_a_plain_bundle(tmp_path):
+    write_docs(tmp_path / "bundles" / "plain", "manifests/all.yaml",
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}})
+    with pytest.raises(UnsupportedBundleError) as err:
+        render("file://bundles/plain", tmp_path, InstallSettings(config=CONFIG), "operators")
+    assert "a plain+v0 bundle is applied as its manifests are written, and spec.config has no meaning" in \
+        err.value.message
+    assert "remove spec.config from the Operator" in (err.value.hint or "")
 
 
 def test_rendering_is_deterministic_with_cert_manager(tmp_path):

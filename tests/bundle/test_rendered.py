@@ -9,6 +9,7 @@ import pytest
 from reconciler.bundle import registry_v1, render
 from reconciler.bundle.certs import SelfSignedProvider
 from reconciler.model.declarations import InstallSettings
+from reconciler.model.deployconfig import DeploymentConfig
 from tests.bundle.test_golden import _webhook_csv
 from tests.unit.helpers import crd_doc, csv_doc, write_bundle
 
@@ -22,9 +23,9 @@ def conversions(monkeypatch, tmp_path) -> list[str]:
     seen: list[str] = []
     real = registry_v1.convert
 
-    def counting(content, plan, certificates=None):
+    def counting(content, *args):
         seen.append(content.name)
-        return real(content, plan, certificates)
+        return real(content, *args)
     monkeypatch.setattr(registry_v1, "convert", counting)
     return seen
 
@@ -36,6 +37,10 @@ def test_an_unchanged_bundle_is_converted_once(tmp_path, conversions):
     assert again == first and len(conversions) == 1
     other = render(ref, tmp_path, InstallSettings("other-ns"), "operators")   # other settings: converted
     assert other.namespace == "other-ns" and len(conversions) == 2
+    configured = render(ref, tmp_path, InstallSettings("other-ns", config=DeploymentConfig.of(
+        {"nodeSelector": {"disk": "ssd"}})), "operators")                            # another spec.config: converted
+    assert len(conversions) == 3 and configured.objects != other.objects
+    conversions.pop()
     write_bundle(tmp_path, "bundles/demo", csv_doc(version="1.0.1"), crd_doc())   # other content: converted
     assert render(ref, tmp_path, InstallSettings("demo-ns"), "operators").digest != first.digest
     assert len(conversions) == 3

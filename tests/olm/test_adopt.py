@@ -3,7 +3,7 @@
 Corpus bundles are installed by OLM v0 on a plane of its own, in different
 modes: AllNamespaces (Automatic), OwnNamespace with Manual approval (its
 InstallPlan approved by hand), SingleNamespace watching another namespace, one
-with ``spec.config`` overrides (refused, with the reason), and a CSV whose
+with ``spec.config`` overrides (carried into the declaration's ``spec.config``), and a CSV whose
 Subscription was deleted (listed, never dropped). OLM is served a catalog of
 the bundles with their objects inline; the repository holds its own rendering
 of the same bundles (each pointing at its copy under bundles/), which adopt
@@ -31,8 +31,17 @@ CASES = [
     Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace", approval="Manual"),
     Case("ack-s3-controller/1.10.0", "ack-s3-controller.v1.10.0", "SingleNamespace"),
 ]
-CONFIGURED = Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "Config",
-                  config={"env": [{"name": "LOG_LEVEL", "value": "debug"}]})
+# Every field of spec.config, so that the comparison below checks the merge against what OLM v0 itself makes.
+CONFIGURED = Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "Config", config={
+    "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+    "envFrom": [{"configMapRef": {"name": "ruptura-settings", "optional": True}}],
+    "volumes": [{"name": "cache", "emptyDir": {}}], "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
+    "resources": {"limits": {"memory": "96Mi"}, "requests": {"cpu": "15m"}},
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}},
+    "annotations": {"example.com/team": "ops"}})
 ORPHAN = Case("apicurito/1.0.3", "apicurito.v1.0.3", "Orphan", orphan=True)
 # OLM installs it, but it ships a custom resource of its own CRD, which the reconciler refuses to install.
 REFUSED = Case("ecr-secret-operator/0.6.0", "ecr-secret-operator.v0.6.0", "Refused")
@@ -63,14 +72,14 @@ def test_adopt_writes_what_olm_runs(installed: ControlPlane, tmp_path: Path):
     done = reconciler("adopt", str(repo), "--kubeconfig", kubeconfig)
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
-    for case in CASES:
+    for case in CASES + [CONFIGURED]:
         assert f"adopted Subscription {case.namespace}/{case.package}: Operator {case.package}" in out, out
     # Never dropped: each install it leaves is listed with its reason.
-    assert f"not adopted Subscription {CONFIGURED.namespace}/{CONFIGURED.package}: spec.config overrides" in out
     assert f"not adopted ClusterServiceVersion {ORPHAN.namespace}/{ORPHAN.csv}: no Subscription installed it" in out
     assert (f"not adopted Subscription {REFUSED.namespace}/{REFUSED.package}: the reconciler cannot install bundle "
             f"{REFUSED.csv} as OLM did") in out
-    assert not (repo / "operators" / f"{CONFIGURED.package}.yaml").exists()
+    configured = yamlio.read_all(repo / "operators" / f"{CONFIGURED.package}.yaml")[0]
+    assert configured["spec"]["config"] == CONFIGURED.config   # the Subscription's overrides, declared
 
     decls = {c.package: yamlio.read_all(repo / "operators" / f"{c.package}.yaml")[0] for c in CASES}
     every, own, single = (decls[c.package] for c in CASES)
@@ -205,6 +214,7 @@ def test_what_olm_creates_is_what_the_reconciler_creates_but_for_olm_s_own_addit
     from reconciler.bundle import render
     from reconciler.cluster.kube import Kube
     from reconciler.model.declarations import InstallSettings
+    from reconciler.model.deployconfig import DeploymentConfig
 
     repo = make_repo(tmp_path / "repo")
     kinds = (("apps/v1", "Deployment"), ("v1", "Service"), ("rbac.authorization.k8s.io/v1", "Role"),
@@ -213,14 +223,17 @@ def test_what_olm_creates_is_what_the_reconciler_creates_but_for_olm_s_own_addit
     with installed.admin_client() as api:
         kube = Kube(api)
         live = [o for v, k in kinds for o in kube.list(kube.resource(v, k))]
-        for case in CASES:
+        for case in CASES + [CONFIGURED]:
             ours = list(render(f"file://bundles/{case.bundle}", repo,
-                               InstallSettings(case.namespace, tuple(case.targets or ("",))), "operators").objects)
+                               InstallSettings(case.namespace, tuple(case.targets or ("",)),
+                                               config=DeploymentConfig.of(case.config)), "operators").objects)
             csv = get(api, case.namespace, "clusterserviceversions", case.csv)
             for dep in (o for o in ours if o["kind"] == "Deployment"):
                 (olm,) = [o for o in live if o["kind"] == "Deployment" and o["metadata"]["namespace"] == case.namespace
                           and o["metadata"]["name"] == dep["metadata"]["name"]]
                 mine, theirs = dep["spec"]["template"], olm["spec"]["template"]
+                assert missing_from(dep["metadata"].get("annotations") or {},
+                                    olm["metadata"].get("annotations") or {}) == [], case.bundle
                 assert missing_from(mine, theirs) == [], (case.bundle, missing_from(mine, theirs))
                 extra = set(theirs["metadata"].get("annotations") or {}) - set(mine["metadata"].get("annotations") or {})
                 assert extra <= set(csv["metadata"].get("annotations") or {}) | OLM_TEMPLATE_ANNOTATIONS, extra

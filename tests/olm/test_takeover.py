@@ -1,7 +1,9 @@
 """After `reconciler adopt` is committed, `reconcile` takes OLM v0's installs over without disruption.
 
 Real OLM v0 installs corpus bundles in three modes (one with Manual
-approval, one with a custom resource of its CRD created beforehand); the
+approval, one with a custom resource of its CRD created beforehand, one
+whose Subscription's ``spec.config`` overrides env, resources and
+nodeSelector, which the declaration's ``spec.config`` carries over); the
 repository adopts them, commits, and reconciles. What must hold: no new
 ReplicaSet and the same pod templates (no pod restarted), every CRD and
 custom resource still there, OLM's bookkeeping gone (Subscription,
@@ -21,6 +23,7 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
+from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
@@ -29,10 +32,14 @@ from tests.olm.support import needs_corpus, needs_olm
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
+CONFIG = {"env": [{"name": "LOG_LEVEL", "value": "debug"}],
+          "resources": {"limits": {"memory": "96Mi"}, "requests": {"cpu": "15m", "memory": "32Mi"}},
+          "nodeSelector": {"kubernetes.io/os": "linux"}}
 CASES = [
     Case("move2kube-operator/0.3.15-rc.0", "move2kube-operator.v0.3.15-rc.0", "AllNamespaces"),
     Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace", approval="Manual"),
     Case("ack-s3-controller/1.10.0", "ack-s3-controller.v1.10.0", "SingleNamespace"),
+    Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace-config", config=CONFIG),
 ]
 CR = ("odoo-community.org", "v1alpha1", "odoos", "Odoo")
 FIRST_LINE = "reconciler adopt platform-repo --dry-run"
@@ -121,6 +128,14 @@ def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed:
     assert all(f"would write operators/{c.package}.yaml" in preview_adopt for c in CASES), preview_adopt
     assert not (tmp_path / "platform-repo" / "operators").exists()
     run(block[1])
+    configured = CASES[3]
+    written = (tmp_path / "platform-repo" / "operators" / f"{configured.package}.yaml").read_text()
+    assert yamlio.load_one(written, "operators")["spec"]["config"] == CONFIG, written
+    # what OLM made of the overrides, which the takeover must keep as it is
+    pod = before["templates"][(configured.namespace, configured.package)]["spec"]
+    (container,) = pod["containers"]
+    assert {"name": "LOG_LEVEL", "value": "debug"} in container["env"]
+    assert container["resources"] == CONFIG["resources"] and pod["nodeSelector"] == CONFIG["nodeSelector"]
     run(block[2])
     run(block[3])
 

@@ -58,8 +58,12 @@ def test_a_succeeded_install_maps_with_its_mode():
     (dict(subs=[sub()], csvs=[csv(phase="Failed")], groups=[group()]), "is Failed"),
     (dict(subs=[sub()], csvs=[csv(), csv(name="op.v1.1.0", phase="Installing", replaces="op.v1.0.0")],
           groups=[group()]), "is being replaced by op.v1.1.0"),
-    (dict(subs=[sub(config={"env": [{"name": "A", "value": "1"}]})], csvs=[csv()], groups=[group()]),
-     "spec.config overrides its pod templates (env)"),
+    (dict(subs=[sub(config={"selector": {"matchLabels": {"a": "b"}}})], csvs=[csv()], groups=[group()]),
+     "its spec.config has a selector, which OLM v0 does not apply"),
+    (dict(subs=[sub(config={"env": [{"value": "1"}]})], csvs=[csv()], groups=[group()]),
+     "its spec.config cannot be declared: spec.config.env[0].name: is required"),
+    (dict(subs=[sub(config={"resources": {"limits": {"cpu": "1"}}, "priorityClassName": "x"})], csvs=[csv()],
+          groups=[group()]), "its spec.config cannot be declared: unknown field spec.config.priorityClassName"),
     (dict(subs=[sub()], csvs=[csv()], groups=[]), "has 0 OperatorGroups"),
     (dict(subs=[sub()], csvs=[csv()], groups=[group(targets=None, selector={"matchLabels": {"a": "b"}})]),
      "chooses its namespaces by a label selector"),
@@ -142,3 +146,18 @@ def test_approving_an_adopted_bundle_again_keeps_its_evidence(tmp_path):
     other = add_approval(tmp_path, again, "op", ApprovedBundle("op.v1.1.0", "sha256:" + "b" * 64, PermissionSet()))
     latest = parse_record(yamlio.load_all(other.read_text(), "approvals/op.yaml")[0], "approvals/op.yaml")
     assert [bool(b.adopted) for b in latest.bundles] == [True, False]
+
+
+def test_spec_config_becomes_the_declarations_spec_config():
+    config = {"env": [{"name": "LOG_LEVEL", "value": "debug"}], "resources": {"limits": {"cpu": "500m"}},
+              "nodeSelector": {"disk": "ssd"}, "tolerations": [], "volumes": None}
+    (inst,) = survey(view([sub(config=config)], [csv()], [group()])).installs
+    doc = declaration(inst, "op", "cat")
+    assert doc["spec"]["config"] == {"env": [{"name": "LOG_LEVEL", "value": "debug"}],
+                                     "resources": {"limits": {"cpu": "500m"}}, "nodeSelector": {"disk": "ssd"}}
+    decl = parse_operator(doc, Origin("operators/op.yaml"))   # what adopt writes is a valid declaration
+    assert decl.install.config.value == doc["spec"]["config"]
+    (manual,) = survey(view([sub(config=config, installPlanApproval="Manual")], [csv()], [group()])).installs
+    assert parse_operator(declaration(manual, "op", "cat"), Origin("o.yaml")).install.config == decl.install.config
+    (plain,) = survey(view([sub()], [csv()], [group()])).installs
+    assert "config" not in declaration(plain, "op", "cat")["spec"]
