@@ -7,6 +7,7 @@ records this ServiceAccount's requests, and only its) says afterwards which of d
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,9 @@ def clean(k8s):
 
 
 CAPABILITIES = ("first install", "upgrade", "dry run", "diff", "prune", "APIService bundle", "webhook bundle",
-                "drift correction", "approval wait", "fleet loop")
+                "drift correction", "approval wait", "fleet loop", "commit verification", "adoption")
 _PASSED: set[str] = set()
+_AUDIT: list[bytes] = []   # audit events of deploy/'s ServiceAccount on planes other than the suite's
 
 
 def passed(*capabilities: str) -> None:
@@ -55,3 +57,18 @@ def passed(*capabilities: str) -> None:
 
 def proven() -> set[str]:
     return set(_PASSED)
+
+
+def keep_audit(audit_log: Path, start: int, user: str) -> None:
+    """Keep the requests ``user`` sent to another control plane (from byte ``start`` of its audit log), for the
+    RBAC check, before that plane stops and its log goes."""
+    if not audit_log.exists():
+        return
+    with audit_log.open("rb") as f:
+        f.seek(start)
+        _AUDIT.extend(line for line in f if json.loads(line).get("user", {}).get("username") == user)
+
+
+def kept_audit() -> bytes:
+    """The kept requests, as lines of an audit log."""
+    return b"".join(_AUDIT)

@@ -113,19 +113,29 @@ def unused(rbac_docs: Iterable[dict], audit_log: Path, user: str,
            start: int = 0) -> tuple[list[Grant], list[Grant], int]:
     """The grants no request used, those only ever used beside another rule, and how many authorised requests
     and the checks they caused were read."""
-    bound = grants(rbac_docs, user)
+    return unused_across([(list(rbac_docs), audit_log, start)], user)
+
+
+def unused_across(runs: Iterable[tuple[list[dict], Path, int]], user: str) -> tuple[list[Grant], list[Grant], int]:
+    """``unused`` over several clusters, each with the RBAC bound there and its audit log (from a byte offset):
+    a grant is used, or used alone, if it is on any of them."""
+    everything: dict[Grant, None] = {}
     used: set[Grant] = set()
     alone: set[Grant] = set()
     count = 0
-    for req in requests(audit_log, user, start):
-        count += 1
-        matching = {grant for grant, rule, scope in bound
-                    if grant.verb == req.verb and grant.resource in (req.resource, "*") and allows(rule, scope, req)}
-        used |= matching
-        if len({(g.role, g.rule) for g in matching}) == 1:
-            alone |= matching
-    return [g for g, _, _ in bound if g not in used], [g for g, _, _ in bound if g in used - alone], count
+    for rbac_docs, audit_log, start in runs:
+        bound = grants(rbac_docs, user)
+        everything.update((g, None) for g, _, _ in bound)
+        for req in requests(audit_log, user, start):
+            count += 1
+            matching = {grant for grant, rule, scope in bound if grant.verb == req.verb
+                        and grant.resource in (req.resource, "*") and allows(rule, scope, req)}
+            used |= matching
+            if len({(g.role, g.rule) for g in matching}) == 1:
+                alone |= matching
+    return [g for g in everything if g not in used], [g for g in everything if g in used - alone], count
 
 
-def deploy_rbac(deploy: Path) -> list[dict]:
-    return [d for d in yamlio.read_all(deploy / "base" / "rbac.yaml") if d]
+def deploy_rbac(deploy: Path, *components: str) -> list[dict]:
+    """deploy/base's RBAC, and that of the named components (deploy/olm-takeover)."""
+    return [d for part in ("base", *components) for d in yamlio.read_all(deploy / part / "rbac.yaml") if d]

@@ -283,28 +283,98 @@ def test_the_fleet_loop(deployed, k8s, fleet, tmp_path):
     passed("fleet loop")
 
 
-def test_no_rule_of_deploy_is_unused(control_plane, audit_start):
-    """Read last: every request deploy/'s ServiceAccount sent while the suite ran, from the audit log."""
+VERIFY_FIRST = ("kubectl -n reconciler-system create secret generic reconciler-trusted-keys "
+                "--from-file=keys=trusted-keys")
+
+
+@pytest.fixture
+def verified(control_plane, deployed, k8s, tmp_path: Path):
+    """docs/deploy.md's lines turning verification on, run as printed in a copy of deploy/; afterwards the
+    Deployment and the Secret are removed."""
+    from bench.peers.kubectl import kubectl_binary
+    from tests.docblocks import indented_block
+    from tests.signing import SshSigner, tools_or_skip, trusted_keys
+
+    tools_or_skip()
+    alice = SshSigner(tmp_path / "signer", "alice@example.invalid")
+    work = tmp_path / "deploy-copy"
+    shutil.copytree(ROOT / "deploy", work / "deploy")
+    trusted_keys(work / "trusted-keys", alice)
+    env = {**os.environ, "PATH": f"{kubectl_binary(log=lambda _: None).parent}:{os.environ['PATH']}",
+           "KUBECONFIG": str(control_plane.kubeconfig_path)}
+    try:
+        run = subprocess.run(["bash", "-c", "\n".join(["set -euo pipefail",
+                                                        *indented_block("docs/deploy.md", VERIFY_FIRST)])],
+                             cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        yield alice
+    finally:
+        for api_version, kind, name in (("apps/v1", "Deployment", "reconciler"),
+                                        ("v1", "Secret", "reconciler-trusted-keys")):
+            info = k8s.resource(api_version, kind)
+            if k8s.get(info, "reconciler-system", name):
+                k8s.delete(info, "reconciler-system", name)
+
+
+def test_commit_verification_with_keys_from_a_secret(deployed, k8s, gitops, clean, verified, tmp_path,
+                                                     monkeypatch, capsys):
+    """The Secret mounted as deploy/verify-commits mounts it; a signed commit is applied as deploy/'s
+    ServiceAccount, the unsigned one after it refused with nothing applied."""
+    import base64
+
+    from tests.signing import commit
+
+    pod = get(k8s, "apps/v1", "Deployment", "reconciler", "reconciler-system")["spec"]["template"]["spec"]
+    [container] = [c for c in pod["containers"] if c["name"] == "reconciler"]
+    path = {e["name"]: e.get("value") for e in container["env"]}["RECONCILER_TRUSTED_KEYS"]
+    [mount] = [m for m in container["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+    [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert "optional" not in volume["secret"]
+    # what the kubelet mounts: each key of the Secret as a file of the mount's directory
+    secret = get(k8s, "v1", "Secret", volume["secret"]["secretName"], "reconciler-system")
+    mounted = tmp_path / "mounted" / path.removeprefix(mount["mountPath"] + "/")
+    mounted.parent.mkdir()
+    for key, value in secret["data"].items():
+        (mounted.parent / key).write_bytes(base64.b64decode(value))
+    monkeypatch.setenv("RECONCILER_TRUSTED_KEYS", str(mounted))
+
+    signed = commit(gitops.path, "plumbus 1.0.0, signed", verified)
+    run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+    assert run.code == 0, run.out + run.err
+    assert managed(k8s, "plumbus") == V100
+    assert get(k8s, OPERATOR, "Operator", "plumbus")["status"]["revision"] == signed
+
+    gitops.set_version(">=1.0.0 <2.0.0")
+    unsigned = gitops.commit("follow 1.x, unsigned")
+    dry = cli("reconcile", str(gitops.path), "--dry-run", "--kubeconfig", str(deployed), capsys=capsys)
+    # the plan, with the refusal above it
+    assert dry.code == 2 and f"commit {unsigned}" in dry.out and "is not signed" in dry.out, dry.out + dry.err
+    run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
+    assert run.code == 2 and f"commit {unsigned}" in run.err and "is not signed" in run.err, run.out + run.err
+    assert managed(k8s, "plumbus") == V100   # nothing of the unsigned commit applied
+    assert get(k8s, OPERATOR, "Operator", "plumbus")["status"]["revision"] == signed
+    passed("commit verification")
+
+
+def test_no_rule_of_deploy_is_unused(control_plane, audit_start, tmp_path):
+    """Read last: every request deploy/'s ServiceAccount sent while the suite ran, from the audit log (and those
+    it sent to the plane running OLM v0, kept by test_adoption)."""
     from reconciler.localcluster.plane import DEPLOYED_USER
 
-    from .rbac_usage import deploy_rbac, unused
+    from .conftest import kept_audit
+
+    from .rbac_usage import deploy_rbac, unused_across
 
     missing = set(CAPABILITIES) - proven()
     if missing:
         pytest.skip(f"needs the whole in-cluster suite (not run or failed here: {', '.join(sorted(missing))})")
-    left, redundant, count = unused(deploy_rbac(ROOT / "deploy"), control_plane.audit_log, DEPLOYED_USER,
-                                    audit_start)
+    (tmp_path / "olm-plane.log").write_bytes(kept_audit())
+    left, redundant, count = unused_across([(deploy_rbac(ROOT / "deploy"), control_plane.audit_log, audit_start),
+                                            (deploy_rbac(ROOT / "deploy", "olm-takeover"),
+                                             tmp_path / "olm-plane.log", 0)], DEPLOYED_USER)
     assert count > 100, f"only {count} requests recorded in {control_plane.audit_log}"
-    assert not left, "grants of deploy/base/rbac.yaml that no capability used:\n  " + "\n  ".join(map(str, left))
-    assert not redundant, "grants of deploy/base/rbac.yaml that another rule always covered:\n  " + \
+    assert not left, "grants of deploy/'s RBAC that no capability used:\n  " + "\n  ".join(map(str, left))
+    assert not redundant, "grants of deploy/'s RBAC that another rule always covered:\n  " + \
         "\n  ".join(map(str, redundant))
 
 
-# Capabilities being built elsewhere: each is to run here, as deploy/'s ServiceAccount, when it lands (and the
-# rules it needs to be added to deploy/base/rbac.yaml, where the check above then finds them used).
-def test_adopting_an_olm_v0_install():
-    pytest.skip("capability not built yet: adopting OLM v0 installs (reading and retiring Subscriptions and CSVs)")
-
-
-def test_commit_verification_with_keys_from_a_secret():
-    pytest.skip("capability not built yet: commit verification with keys mounted from a Secret")
