@@ -360,22 +360,23 @@ class Loop:
         log.error("not applying %s: %s; %s", target.revision or "the working tree", message,
                   f"{keep} stays applied" if keep else "nothing was applied yet",
                   extra={"revision": target.revision or "", "outcome": REJECTED, "object": exc.obj or ""})
-        for name in self._status_names():
+        records = self._status_records()
+        for name in sorted(records):
             self._event(name, "Warning", "RevisionRejected",
                         f"revision {target.revision or '(working tree)'} was not applied: {message}; "
                         f"{keep or 'the previous state'} stays applied")
         self._show_rejection({"revision": target.revision or "", "reason": type(exc).__name__, "message": message,
-                              "applied": keep or "", "since": status_objects.now()})
+                              "applied": keep or "", "since": status_objects.now()}, records)
         return result
 
-    def _show_rejection(self, rejection: dict[str, str] | None) -> None:
+    def _show_rejection(self, rejection: dict[str, str] | None,
+                        records: dict[str, status_objects.Recorded] | None = None) -> None:
         """Write ``status.rejected`` on the status objects (None: remove it once a newer revision applies)."""
         if self.kube is None or self.dry_run:
             return
         try:
             info = status_objects.resource(self.kube)
-            instance = self._good.snapshot.settings.instance if self._good is not None else None
-            for name, rec in sorted(status_objects.read_all(self.kube, instance).items()) if info else ():
+            for name, rec in sorted((self._status_records() if records is None else records).items()) if info else ():
                 if rejection is not None or status_objects.REJECTED in rec.status:
                     status_objects.record_rejection(self.kube, info, name, rejection)
             self._rejection_shown = rejection is not None
@@ -394,15 +395,15 @@ class Loop:
                   exc.render(), extra={"revision": revision or "", "outcome": FAILED, "object": exc.obj or ""})
         return StepResult(FAILED, revision, self.applied_revision, exc.render())
 
-    def _status_names(self) -> list[str]:
+    def _status_records(self) -> dict[str, status_objects.Recorded]:
         if self.kube is None or self.dry_run:
-            return []
+            return {}
         try:
             # The last good revision's instance (a rejected revision's settings are not to be trusted).
             instance = self._good.snapshot.settings.instance if self._good is not None else None
-            return sorted(status_objects.read_all(self.kube, instance))
+            return status_objects.read_all(self.kube, instance)
         except ClusterError:
-            return []
+            return {}
 
     def _event(self, name: str, type_: str, reason: str, message: str) -> None:
         if self.kube is None or self.dry_run:
