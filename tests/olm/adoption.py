@@ -80,6 +80,18 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
         return (csv.get("status") or {}).get("phase") == "Succeeded" and \
             bool((sub.get("status") or {}).get("installedCSV"))
     wait_for(f"{case.csv} Succeeded", succeeded, plane)
+    if case.config and case.config.get("env"):
+        # olm-operator writes a Subscription's spec.config into the Deployments on a later sync than the one
+        # that makes the CSV Succeeded: what runs is what OLM made of the overrides only once they are there.
+        def overridden() -> bool:
+            deployments = kubernetes.client.AppsV1Api(api).list_namespaced_deployment(
+                case.namespace, label_selector=f"olm.owner={case.csv}").items
+            return bool(deployments) and all(
+                d.status.observed_generation == d.metadata.generation
+                and all(any(e.name == want["name"] and e.value == want.get("value") for e in c.env or [])
+                        for c in d.spec.template.spec.containers for want in case.config["env"])
+                for d in deployments)
+        wait_for(f"{case.csv}'s Deployments carrying the Subscription's spec.config", overridden, plane)
     if case.orphan:
         custom(api).delete_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions", case.package)
 
