@@ -52,7 +52,6 @@ CRDs and custom resources are never deleted by any step. ``reconcile
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -303,9 +302,9 @@ def _delete(kube: Kube, api_version: str, kind: str, namespace: str, name: str, 
 
 def _wait_gone(kube: Kube, api_version: str, kind: str, namespace: str, name: str) -> None:
     """Until the collector has orphaned the CSV's dependents and removed it (bounded; the next run goes on)."""
-    deadline = time.monotonic() + ORPHAN_WAIT
-    while _get(kube, api_version, kind, namespace, name) is not None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    info = kube.resource(api_version, kind)
+    if info is not None:
+        kube.wait_gone(info, namespace, name, ORPHAN_WAIT)
 
 
 def _ns(obj: dict) -> str:

@@ -317,6 +317,16 @@ class Kube:
                 return None
             raise
 
+    def wait_gone(self, info: ResourceInfo, namespace: str, name: str, timeout: float) -> bool:
+        """Poll until the object is gone (deleted, its finalizers and dependents done); False if it is still
+        there after ``timeout`` seconds (the caller says what that means)."""
+        deadline = time.monotonic() + timeout
+        while self.get(info, namespace, name) is not None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
     def list(self, info: ResourceInfo, *, label_selector: str | None = None, limit: int | None = None,
              namespace: str = "", metadata_only: bool = False) -> list[Manifest]:
         """Objects of one kind (in every namespace unless ``namespace``), all pages unless ``limit``.

@@ -355,16 +355,12 @@ def _wait_gone(kube: Kube, info: ResourceInfo, names: list[str]) -> set[str]:
     import time
 
     deadline = time.monotonic() + _TERMINATING_WAIT
-    left = list(names)
-    while left:
-        left = [ns for ns in left if kube.get(info, "", ns) is not None]
-        if left and time.monotonic() > deadline:
-            raise ClusterError(f"namespace {', '.join(left)} is being deleted and is still there after "
-                               f"{_TERMINATING_WAIT:.0f}s; nothing can be installed into it until it is gone",
-                               hint=f"see what holds it: kubectl get namespace {left[0]} -o yaml (its status "
-                                    f"conditions name what is left); reconcile again once it is gone")
-        if left:
-            time.sleep(0.5)
+    left = [ns for ns in names if not kube.wait_gone(info, "", ns, max(0.0, deadline - time.monotonic()))]
+    if left:
+        raise ClusterError(f"namespace {', '.join(left)} is being deleted and is still there after "
+                           f"{_TERMINATING_WAIT:.0f}s; nothing can be installed into it until it is gone",
+                           hint=f"see what holds it: kubectl get namespace {left[0]} -o yaml (its status "
+                                f"conditions name what is left); reconcile again once it is gone")
     return set(names)
 
 

@@ -8,7 +8,6 @@ with custom resources is kept unless the declaration opted in.
 
 from __future__ import annotations
 
-import time
 
 from reconciler.cli import progress
 from reconciler.cluster import installer
@@ -134,9 +133,6 @@ def _release(kube: Kube, info: ResourceInfo, ref: ObjectRef, live: Manifest, wri
 
 
 def _wait_gone(kube: Kube, info: ResourceInfo, ref: ObjectRef, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while kube.get(info, ref.namespace, ref.name) is not None:
-        if time.monotonic() > deadline:
-            raise ClusterError(f"{ref} was deleted but is still terminating after {timeout:.0f}s",
-                               hint="check its finalizers with kubectl get -o yaml")
-        time.sleep(0.1)
+    if not kube.wait_gone(info, ref.namespace, ref.name, timeout):
+        raise ClusterError(f"{ref} was deleted but is still terminating after {timeout:.0f}s",
+                           hint="check its finalizers with kubectl get -o yaml")
