@@ -43,7 +43,7 @@ from typing import Any
 from bench.loop_support import start_plane
 from reconciler import yamlio
 from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator
-from reconciler.cluster.ownership import SyncResult, sync
+from reconciler.cluster.ownership import Request, SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import LABEL_OPERATOR, Manifest, ownership_labels
 
@@ -182,7 +182,7 @@ def largest_real_bundles(corpus: Path, kube: Kube, count: int = 5) -> list[tuple
                              tuple(dict.fromkeys((rendered.namespace, *rendered.target_namespaces))),
                              {"package": name}, {"name": rendered.name})
         try:
-            sync(kube, [op], dry_run=True, allow_empty=True, revision=None)
+            sync(kube, Request([op], dry_run=True, allow_empty=True))
         except Exception as exc:  # noqa: BLE001 - a bundle this API server refuses is not a benchmark subject
             print(f"  skipping {root.relative_to(corpus)}: {str(exc).splitlines()[0][:100]}")
             continue
@@ -216,7 +216,7 @@ def timed_sync(kube: Kube, desired: list[DesiredOperator]) -> tuple[float, SyncR
 
     others = frozenset(status_objects.read_all(kube)) - {op.name for op in desired}
     start = time.perf_counter()
-    result = sync(kube, desired, dry_run=False, allow_empty=True, revision="bench", held=others)
+    result = sync(kube, Request(desired, dry_run=False, allow_empty=True, revision="bench", held=others))
     return time.perf_counter() - start, result
 
 

@@ -19,7 +19,7 @@ from reconciler.approve import Decision
 from reconciler.approve.stage import approval_notes, approvals
 from reconciler.bundle.installed import Installed, convert
 from reconciler.cluster.apply import DesiredOperator
-from reconciler.cluster.ownership import SyncResult, sync
+from reconciler.cluster.ownership import Request, SyncResult, sync
 from reconciler.cluster.desired import desired_state, pending_state
 from reconciler.cluster.kube import Kube
 from reconciler.cluster import status as status_objects
@@ -224,7 +224,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
         return wait_healthy(kube, {op.name: op.objects for op in desired}, timeout=wait, progress=on_progress,
                             operands=paths)
 
-    from reconciler.cluster.applyset import Instance
+    from reconciler.cluster.ownership.applyset import Instance
 
     from reconciler.repo.identity import has_commit
 
@@ -241,10 +241,10 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
         takeovers = takeover.find(kube, desired, adopted)
         desired = takeover.adopting(desired, takeovers)
         steps = takeover.before(kube, takeovers, dry_run=dry_run)
-    result = sync(kube, desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
-                  revision=snapshot.revision, held=prepared.held,
-                  pending=() if dry_run else pending_state(installs, prepared.decisions),
-                  installer_namespace=snapshot.settings.installer_namespace, judge=judge, instance=instance)
+    result = sync(kube, Request(desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
+                                revision=snapshot.revision, held=prepared.held,
+                                pending=() if dry_run else pending_state(installs, prepared.decisions),
+                                judge=judge), instance)
     if takeovers:
         assert kube is not None
         result.notes.extend(steps + takeover.after(kube, takeovers, desired, dry_run=dry_run))

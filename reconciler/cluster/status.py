@@ -6,7 +6,7 @@ the sorted list of objects the reconciler created for it. The inventory is
 the proof of ownership: an object is adopted, applied over or pruned only
 when its Operator's inventory lists it and our field manager applied it;
 labels alone prove nothing. Each status object belongs to one reconciler
-instance (``reconciler.dev/instance``, see ``applyset.py``); an instance
+instance (``reconciler.dev/instance``, see ``ownership/applyset.py``); an instance
 reads only its own.
 
 The group is our own so it cannot collide with OLM's ``operators.coreos.com``
@@ -23,7 +23,7 @@ from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import (
     ANNOTATION_CLUSTER, ANNOTATION_REPOSITORY, API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF,
-    Manifest, ObjectRef, ownership_labels,
+    Manifest, ObjectRef, instance_of, ownership_labels,
 )
 
 if TYPE_CHECKING:
@@ -94,14 +94,12 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
 
     Objects without an instance label (written before instances existed) are the ``default`` instance's.
     """
-    from reconciler.cluster.applyset import owner_of
-
     info = resource(kube)
     if info is None:
         return {}
     out = {}
     for item in kube.list(info):
-        owner = owner_of(item["metadata"].get("labels"))
+        owner = instance_of(item["metadata"].get("labels"))
         if instance is not None and owner != instance:
             continue
         status = item.get("status") or {}

@@ -161,6 +161,11 @@ def applyset_id(name: str, namespace: str, kind: str, group: str = "") -> str:
     return f"applyset-{base64.urlsafe_b64encode(digest).decode().rstrip('=')}-v1"
 
 
+def instance_of(labels: dict[str, str] | None) -> str:
+    """The reconciler instance a status object with these labels belongs to (unlabelled ones: ``default``'s)."""
+    return (labels or {}).get(LABEL_INSTANCE) or DEFAULT_INSTANCE
+
+
 def instance_applyset_id(instance: str, namespace: str) -> str:
     kind, name = applyset_parent(instance)
     return applyset_id(name, namespace, kind)

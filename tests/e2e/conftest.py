@@ -23,11 +23,11 @@ def k8s(control_plane) -> Kube:
 def recorded_k8s(control_plane):
     """A RecordingKube and the Operator names a test installs; afterwards those Operators are removed."""
     from reconciler.cluster import status as status_objects
-    from reconciler.cluster.ownership import sync
+    from reconciler.cluster.ownership import Request, sync
     from tests.e2e.support import RecordingKube
 
     kube = RecordingKube(control_plane.admin_client())
     names: list[str] = []
     yield kube, names
     others = frozenset(status_objects.read_all(kube)) - set(names)
-    sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
+    sync(kube, Request([], dry_run=False, allow_empty=True, held=others))

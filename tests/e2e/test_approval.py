@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from reconciler.cluster import installer
-from reconciler.cluster.ownership import sync
+from reconciler.cluster.ownership import installer
+from reconciler.cluster.ownership import Request, sync
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
 
@@ -238,7 +238,7 @@ def test_the_api_server_refuses_an_object_beyond_the_approval(repo, kc, k8s, cap
     # As if a bug in our own check let an unapproved object through: the server still says no.
     tampered = dataclasses.replace(desired[0], objects=desired[0].objects + (secret,))
     with pytest.raises(ClusterError) as caught:
-        sync(k8s, [tampered], dry_run=False, allow_empty=False, revision=None)
+        sync(k8s, Request([tampered], dry_run=False))
     message = caught.value.message
     assert "Secret plumbus-system/smuggled" in message and "forbidden" in message.lower()
     assert "applied as system:serviceaccount:reconciler-system:install-plumbus" in message

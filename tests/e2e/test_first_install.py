@@ -21,7 +21,7 @@ import pytest
 
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply import Action, DesiredOperator
-from reconciler.cluster.ownership import SyncResult, sync
+from reconciler.cluster.ownership import Request, SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.errors import BundleError, ClusterError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
@@ -56,7 +56,7 @@ def _operator(name: str, *, data: str = "one", container: str = "manager", confi
 def _sync(kube: Kube, *ops: DesiredOperator) -> SyncResult:
     """Sync ``ops``; every other Operator is held (with none: the test's Operators are removed)."""
     others = frozenset(status_objects.read_all(kube)) - {op.name for op in ops}
-    return sync(kube, list(ops), dry_run=False, allow_empty=True, revision="r1", held=others)
+    return sync(kube, Request(list(ops), dry_run=False, allow_empty=True, revision="r1", held=others))
 
 
 def _labelled(kube: Kube, name: str) -> set[ObjectRef]:
@@ -202,7 +202,8 @@ def test_an_object_refused_while_writing_stops_only_its_own_operator(recorded_k8
         assert (ready["first-g"]["status"], ready["first-g"]["reason"]) == ("False", "ApplyFailed")
         assert kube.get(kube.resource("v1", "ConfigMap"), "first-h-system", "config0")["data"] == {"value": "two"}
         assert _keys(_labelled(kube, "first-g")) <= _keys(recorded["first-g"].inventory)
-        sync(kube, [], dry_run=False, allow_empty=True, revision="r2", held=frozenset(recorded) - {"first-g"})
+        sync(kube, Request([], dry_run=False, allow_empty=True, revision="r2",
+                             held=frozenset(recorded) - {"first-g"}))
         assert _labelled(kube, "first-g") == set()
 
 
@@ -222,7 +223,7 @@ def _reconciler_in_place(kube: Kube, refused: str) -> None:
     """What any first run makes for the reconciler itself (the status CRD, the instance's namespace and ApplySet
     parent, which lists the kind of the status object a refusal is reported on), made before a test compares
     the cluster around a refusal: no Operator's doing."""
-    from reconciler.cluster.applyset import Instance, write_parent
+    from reconciler.cluster.ownership.applyset import Instance, write_parent
     from reconciler.cluster.ownership.record import ensure_status_crd
     from reconciler.model.kube import API_GROUP
 

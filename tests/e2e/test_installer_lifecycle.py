@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster import installer
+from reconciler.cluster.ownership import installer
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import LABEL_INSTANCE
 

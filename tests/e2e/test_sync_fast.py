@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator
-from reconciler.cluster.ownership import SyncResult, sync
+from reconciler.cluster.ownership import Request, SyncResult, sync
 from reconciler.cluster.kube import Kube
 from reconciler.model.kube import ownership_labels
 
@@ -40,7 +40,7 @@ def _operator(name: str, *, data: str = "one", replicas: int = 1) -> DesiredOper
 
 
 def _sync(kube: Kube, *ops: DesiredOperator) -> SyncResult:
-    return sync(kube, list(ops), dry_run=False, allow_empty=True, revision="r1")
+    return sync(kube, Request(list(ops), dry_run=False, allow_empty=True, revision="r1"))
 
 
 def _actions(result: SyncResult) -> Counter[str]:

@@ -251,7 +251,7 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     assert case["message"] in result.stderr, result.stderr
     if kube is not None:
         from reconciler.cluster import status as status_objects
-        from reconciler.cluster.ownership import sync
+        from reconciler.cluster.ownership import Request, sync
         from tests.e2e.support import managed, settled_state
 
         # A refused run leaves the cluster as it was, but for the refused Operator's status object.
@@ -263,5 +263,5 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
                      for r in (recorded.inventory if recorded else ())}
         assert left <= inventory, f"written but not recorded: {sorted(left - inventory)}"
         others = frozenset(status_objects.read_all(kube)) - {"hostile"}
-        sync(kube, [], dry_run=False, allow_empty=True, revision=None, held=others)
+        sync(kube, Request([], dry_run=False, allow_empty=True, held=others))
         assert managed(kube, "hostile") == set(), "removing the Operator left objects of the hostile bundle"

@@ -89,7 +89,7 @@ def test_an_installed_operators_installer_is_found_in_place_without_a_write(cont
     from reconciler import pipeline
     from reconciler.cluster.desired import desired_state
     from reconciler.model.permissions import PermissionSet, Rule
-    from reconciler.cluster import installer
+    from reconciler.cluster.ownership import installer
     from reconciler.cluster.apply.plan import shipped_namespaces
     from tests.e2e.support import RecordingKube
 

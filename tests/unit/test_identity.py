@@ -9,7 +9,7 @@ import pygit2
 import pytest
 
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.applyset import Instance
+from reconciler.cluster.ownership.applyset import Instance
 from reconciler.cluster.ownership.inventory import check_repositories
 from reconciler.errors import PolicyError
 from reconciler.repo import read_repository

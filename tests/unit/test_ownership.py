@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.applyset import Instance, parent
+from reconciler.cluster.ownership.applyset import Instance, parent
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.cluster.apply.provenance import applied_by_us, check_owner
 from reconciler.cluster.ownership.inventory import find_moves

@@ -133,7 +133,7 @@ def test_the_installer_rule_set_is_merged_without_changing_what_it_allows():
     """Rules that differ in one list merge into one: the installer's Role stays short, allowing the same."""
     import random
 
-    from reconciler.cluster.installer import merged_rules
+    from reconciler.cluster.ownership.installer import merged_rules
 
     binds = [Rule.make("ns", verbs=["bind"], api_groups=["rbac.authorization.k8s.io"], resources=["roles"],
                        resource_names=[f"role{i:02d}"]) for i in range(24)]

@@ -29,6 +29,9 @@ from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef
 
 
+_Key = tuple[str, str, str, str]
+
+
 @dataclass
 class Planned:
     operator: str
@@ -67,74 +70,106 @@ def plan(target: Target, desired: list[DesiredOperator], claims: Claims, *, miss
     cluster may not write bundles), and those that only the newly approved permissions of a ``rebinding``
     installer allow. ``missing``: namespaces a dry run did not create, whose objects cannot be dry-run.
     """
-    kube, dry_run, result = target.kube, target.dry_run, target.changes
-    new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in desired for o in op.objects
-                     if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
-    by_name = {op.name: op for op in desired}
-    missing_ns = missing | _shipped_namespaces_missing(kube, desired)
-    planned: list[Planned] = []
-    errors: list[str] = []
-    unplaced: list[str] = []   # namespaced by the cluster's discovery, yet given no namespace
-    unverified = 0
-    for op in desired:
-        writer = target.installer(op.name)   # None: the caller (no installer, or none in place in a dry run)
-        for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
-            info = kube.resource(obj["apiVersion"], obj["kind"])
-            if info is None and (ref.group, ref.kind) not in new_crd_kinds:
-                errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
-                continue
-            if info is not None and info.namespaced and not ref.namespace:
-                unplaced.append(f"{ref} (Operator {op.name})")
-                continue
-            planned.append(Planned(op.name, with_digest(obj), ref, info, Action.CREATED, writer=writer))
-    live, partial = read_live(kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns],
-                               errors)
-    checks: list[tuple[Planned, Manifest | None]] = []
-    for p in planned:
-        if p.info is None or p.ref.namespace in missing_ns:
-            unverified += 1  # created after its CRD or namespace: nothing to compare, nothing to dry-run yet
-            continue
-        current = live.get(p.ref.key)
-        if current is not None:
-            op = by_name[p.operator]
-            check_owner(p.operator, p.ref, current, claims.owned, claims.moves, claims.instance, adopting=op.adopting)
-            if create_only(p.obj, p.ref, op.create_only):
-                p.action, p.write, p.detail = Action.UNCHANGED, False, "create-only: it exists, left as it is"
-                continue
-            rules = [r for r in op.ignore if r.matches(p.ref)]
-            if rules:
-                if any(r.json_pointers for r in rules) and p.ref.key in partial:   # the values are needed
-                    current = live[p.ref.key] = kube.get(p.info, p.ref.namespace, p.ref.name) or current
-                    partial.discard(p.ref.key)
-                p.obj = respect(p.obj, current, rules)
-            if is_current(p.obj, current):
-                p.action, p.write = Action.UNCHANGED, False
-                continue
-        elif (p.operator, p.ref.namespace) in fresh:
-            continue   # in the namespace just made for this first install: its create validates it
-        checks.append((p, current))
+    planner = _Planner(target, desired, claims, rebinding)
+    planned = planner.place()
+    planner.read(planned, missing | _shipped_namespaces_missing(target.kube, desired))
+    checks = planner.triage(planned, fresh)
+    planner.judge(checks)
+    return planned
 
-    def check(item: tuple[Planned, Manifest | None]) -> list[tuple[str, str]]:
-        """Problems as (invalid | unsafe | error, message); none when the object can be applied."""
+
+class _Planner:
+    """One plan's shared state; its steps, in order: place, read, triage, judge (which raises any refusal)."""
+
+    def __init__(self, target: Target, desired: list[DesiredOperator], claims: Claims,
+                 rebinding: frozenset[str]) -> None:
+        self.kube, self.dry_run, self.result = target.kube, target.dry_run, target.changes
+        self.target, self.desired, self.claims, self.rebinding = target, desired, claims, rebinding
+        self.by_name = {op.name: op for op in desired}
+        self.errors: list[str] = []
+        self.unplaced: list[str] = []   # namespaced by the cluster's discovery, yet given no namespace
+        self.unverified = 0             # created after their CRD or namespace: nothing to compare or dry-run yet
+        self.live: dict[_Key, Manifest] = {}
+        self.partial: set[_Key] = set()   # read as metadata only
+        self.missing_ns: set[str] = set()
+
+    def place(self) -> list[Planned]:
+        """Each desired object with its kind as the cluster serves it (or as a CRD of the run will)."""
+        new_crd_kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for op in self.desired for o in op.objects
+                         if o.get("kind") == CRD[1] and o.get("apiVersion", "").startswith(CRD[0] + "/")}
+        planned: list[Planned] = []
+        for op in self.desired:
+            writer = self.target.installer(op.name)   # None: the caller (no installer, or none yet in a dry run)
+            for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
+                info = self.kube.resource(obj["apiVersion"], obj["kind"])
+                if info is None and (ref.group, ref.kind) not in new_crd_kinds:
+                    self.errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
+                elif info is not None and info.namespaced and not ref.namespace:
+                    self.unplaced.append(f"{ref} (Operator {op.name})")
+                else:
+                    planned.append(Planned(op.name, with_digest(obj), ref, info, Action.CREATED, writer=writer))
+        return planned
+
+    def read(self, planned: list[Planned], missing_ns: set[str]) -> None:
+        """The live copies of what can exist: all but objects of a kind or in a namespace still to be made."""
+        self.missing_ns = missing_ns
+        self.live, self.partial = read_live(
+            self.kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns], self.errors)
+
+    def triage(self, planned: list[Planned], fresh: frozenset[tuple[str, str]]) -> list[tuple[Planned,
+                                                                                            Manifest | None]]:
+        """Decide what needs no request (unchanged, create-only, not checkable yet); return what must be
+        dry-run, with its live copy."""
+        checks: list[tuple[Planned, Manifest | None]] = []
+        for p in planned:
+            if p.info is None or p.ref.namespace in self.missing_ns:
+                self.unverified += 1
+                continue
+            current = self.live.get(p.ref.key)
+            if current is not None:
+                op = self.by_name[p.operator]
+                check_owner(p.operator, p.ref, current, self.claims.owned, self.claims.moves, self.claims.instance,
+                            adopting=op.adopting)
+                if create_only(p.obj, p.ref, op.create_only):
+                    p.action, p.write, p.detail = Action.UNCHANGED, False, "create-only: it exists, left as it is"
+                    continue
+                rules = [r for r in op.ignore if r.matches(p.ref)]
+                if rules:
+                    if any(r.json_pointers for r in rules) and p.ref.key in self.partial:   # the values are needed
+                        current = self.live[p.ref.key] = self.kube.get(p.info, p.ref.namespace, p.ref.name) or current
+                        self.partial.discard(p.ref.key)
+                    p.obj = respect(p.obj, current, rules)
+                if is_current(p.obj, current):
+                    p.action, p.write = Action.UNCHANGED, False
+                    continue
+            elif (p.operator, p.ref.namespace) in fresh:
+                continue   # in the namespace just made for this first install: its create validates it
+            checks.append((p, current))
+        return checks
+
+    def check(self, item: tuple[Planned, Manifest | None]) -> list[tuple[str, str]]:
+        """Dry-run one object and compare: problems as (invalid | unsafe | unchecked | error, message); none
+        when the object can be applied."""
         p, current = item
         assert p.info is not None
+        kube, op = self.kube, self.by_name[p.operator]
         writer = p.writer or kube
         unsafe: list[tuple[str, str]] = []
         try:
-            if current is not None and p.ref.key in partial:  # listed as metadata: the diff needs all of it
+            if current is not None and p.ref.key in self.partial:  # listed as metadata: the diff needs all of it
                 current = kube.get(p.info, p.ref.namespace, p.ref.name)
-            if current is not None and not dry_run and stale_entries(current, by_name[p.operator].take_over):
+            if current is not None and not self.dry_run and stale_entries(current, op.take_over):
                 # fields a client-side apply wrote long ago become ours, so what the bundle drops goes
-                take_over(writer, p.info, p.ref, current, p.obj["apiVersion"], by_name[p.operator].take_over)
+                take_over(writer, p.info, p.ref, current, p.obj["apiVersion"], op.take_over)
                 current = kube.get(p.info, p.ref.namespace, p.ref.name)
             if current is not None and (p.ref.group, p.ref.kind) == CRD:
-                unsafe = [("unsafe", u) for u in unsafe_crd_changes(kube, by_name[p.operator], p.obj, current)]
+                unsafe = [("unsafe", u) for u in unsafe_crd_changes(kube, op, p.obj, current)]
             dry = writer.apply(p.info, p.obj, field_manager=FIELD_MANAGER, dry_run=True)
         except ApiError as exc:
             if is_invalid_object(exc):
                 return [("invalid", f"{p.ref}: {exc.message}")]
-            if dry_run and not_allowed_yet(p, exc) and (p.operator in rebinding if p.writer is not None
-                                                         else by_name[p.operator].installer is not None):
+            if self.dry_run and not_allowed_yet(p, exc) and (p.operator in self.rebinding if p.writer is not None
+                                                              else op.installer is not None):
                 # the identity a real run writes with does not exist yet (a first install) or is not bound to
                 # the new approval yet, and the reconciler's own may not write bundles (in-cluster)
                 if current is not None:
@@ -146,54 +181,58 @@ def plan(target: Target, desired: list[DesiredOperator], claims: Claims, *, miss
             p.action = Action.CONFIGURED if p.diff else Action.UNCHANGED
             if p.diff:
                 p.unified = unified(current, dry, label_of(p.ref))
-                if dry_run:
+                if self.dry_run:
                     p.sides = external_files(current, dry)
             # With no difference, write only to record a new digest (once), so the next run is a fast no-op.
             p.write = bool(p.diff) or digest_of(current) != digest_of(p.obj)
             p.drifted = bool(p.diff) and digest_of(current) == digest_of(p.obj)
         return unsafe
 
-    invalid: list[tuple[DesiredOperator, str]] = []
-    unsafe: list[str] = []
-    unchecked: set[str] = set()
-    for (p, _), problems in zip(checks, concurrently(check, checks)):
-        for category, message in problems:
-            if category == "invalid":
-                invalid.append((by_name[p.operator], message))
-            elif category == "unsafe":
-                unsafe.append(message)
-            elif category == "unchecked":
-                unchecked.add(message)
-            else:
-                errors.append(message)
-    if unchecked - rebinding:
-        result.notes.append(f"not checked by the API server: the objects of "
-                            f"{', '.join(sorted(unchecked - rebinding))}, whose installer a real run creates first "
-                            f"(this identity may not write them itself)")
-    if unchecked & rebinding:
-        result.notes.append(f"not checked by the API server: the objects of {', '.join(sorted(unchecked & rebinding))} "
-                            f"that only the newly approved permissions allow (a real run binds the installer to them "
-                            f"first)")
-    if invalid:
-        raise invalid_objects(invalid)
-    if unsafe:
-        raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
-                          "applied:\n  " + "\n  ".join(unsafe),
-                          hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
-                               f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
-                               f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or \"*\")")
-    if unplaced:
-        raise BundleError(f"{len(unplaced)} object(s) of a namespaced kind name no namespace, and neither the "
-                          f"built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not placed in "
-                          f"the install namespace; nothing was applied:\n  " + "\n  ".join(unplaced),
-                          hint="set metadata.namespace on each in its bundle")
-    if errors:
-        raise ClusterError(f"{len(errors)} object(s) were refused by the API server; nothing was applied:\n  "
-                           + "\n  ".join(errors))
-    if unverified and dry_run:
-        result.notes.append(f"{unverified} object(s) could not be checked by server-side dry-run because their "
-                            f"namespace or CustomResourceDefinition does not exist yet")
-    return planned
+    def judge(self, checks: list[tuple[Planned, Manifest | None]]) -> None:
+        """Dry-run what must be (concurrently), then refuse the whole plan for any problem, or note what a dry
+        run could not check."""
+        invalid: list[tuple[DesiredOperator, str]] = []
+        unsafe: list[str] = []
+        unchecked: set[str] = set()
+        for (p, _), problems in zip(checks, concurrently(self.check, checks)):
+            for category, message in problems:
+                if category == "invalid":
+                    invalid.append((self.by_name[p.operator], message))
+                elif category == "unsafe":
+                    unsafe.append(message)
+                elif category == "unchecked":
+                    unchecked.add(message)
+                else:
+                    self.errors.append(message)
+        notes = self.result.notes
+        if unchecked - self.rebinding:
+            notes.append(f"not checked by the API server: the objects of "
+                         f"{', '.join(sorted(unchecked - self.rebinding))}, whose installer a real run creates "
+                         f"first (this identity may not write them itself)")
+        if unchecked & self.rebinding:
+            notes.append(f"not checked by the API server: the objects of "
+                         f"{', '.join(sorted(unchecked & self.rebinding))} that only the newly approved "
+                         f"permissions allow (a real run binds the installer to them first)")
+        if invalid:
+            raise invalid_objects(invalid)
+        if unsafe:
+            raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
+                              "applied:\n  " + "\n  ".join(unsafe),
+                              hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
+                                   f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
+                                   f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or "
+                                   f"\"*\")")
+        if self.unplaced:
+            raise BundleError(f"{len(self.unplaced)} object(s) of a namespaced kind name no namespace, and neither "
+                              f"the built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not "
+                              f"placed in the install namespace; nothing was applied:\n  "
+                              + "\n  ".join(self.unplaced), hint="set metadata.namespace on each in its bundle")
+        if self.errors:
+            raise ClusterError(f"{len(self.errors)} object(s) were refused by the API server; nothing was applied:"
+                               f"\n  " + "\n  ".join(self.errors))
+        if self.unverified and self.dry_run:
+            notes.append(f"{self.unverified} object(s) could not be checked by server-side dry-run because their "
+                         f"namespace or CustomResourceDefinition does not exist yet")
 
 
 def not_allowed_yet(p: Planned, exc: ApiError) -> bool:
@@ -223,8 +262,6 @@ def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "no
                             "another version")
 
 
-_Key = tuple[str, str, str, str]
-
 
 _LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
 
@@ -241,56 +278,9 @@ def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[di
     partial: set[_Key] = set()
     # Metadata decides "unchanged"; only a Secret written through stringData is checked by its stored data.
     full = {p.info for p in planned if p.ref.kind == "Secret" and p.ref.group == "" and "stringData" in p.obj}
-    kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
-    owners: dict[ResourceInfo, set[str]] = {}
-    for p in planned:
-        owners.setdefault(p.info, set()).add(p.operator)  # type: ignore[arg-type]
-
-    def listed(info: ResourceInfo) -> list[Manifest]:
-        # Only the planned Operators' objects: the server encodes (and we decode) nothing of the others'. An
-        # object another Operator owns is not returned here; it is read below and refused as a conflict.
-        names = sorted(owners.get(info, ()))
-        selector = f"{LABEL_OPERATOR} in ({','.join(names)})" if 0 < len(names) <= _SELECTOR_NAMES else LABEL_OPERATOR
-        try:
-            items = kube.list(info, label_selector=selector, metadata_only=info not in full)
-        except ApiError as exc:
-            if exc.status not in (401, 403, 404, 405, 406):
-                raise
-            return []  # not allowed to list this kind everywhere: each object is read on its own below
-        return items
-
-    for info, items in zip(kinds, concurrently(listed, kinds)):
-        for item in items:
-            key = ObjectRef.of(item).key
-            live[key] = item
-            if info not in full:
-                partial.add(key)
-    unlisted = [p for p in planned if p.ref.key not in live]
+    _list_labelled(kube, planned, full, live, partial)
     # Objects the labelled list did not return are new, or exist without our label (adoption, conflict).
-    # Where many share a kind and namespace, one unlabelled metadata LIST there answers for all of them.
-    groups: dict[tuple[ResourceInfo, str], list[Planned]] = {}
-    for p in unlisted:
-        assert p.info is not None
-        groups.setdefault((p.info, p.ref.namespace if p.info.namespaced else ""), []).append(p)
-    scopes = [scope for scope, members in groups.items() if len(members) >= _LIST_OVER_GETS]
-
-    def scanned(scope: tuple[ResourceInfo, str]) -> list[Manifest] | None:
-        try:
-            return kube.list(scope[0], namespace=scope[1], metadata_only=True)
-        except ApiError as exc:
-            if exc.status not in (401, 403, 404, 405, 406):
-                raise
-            return None
-
-    for scope, items in zip(scopes, concurrently(scanned, scopes)):
-        if items is None:
-            continue
-        for item in items:
-            key = ObjectRef.of(item).key
-            live.setdefault(key, item)
-            partial.add(key)
-        del groups[scope]
-    unlisted = [p for members in groups.values() for p in members]
+    unlisted = _scan_crowded(kube, [p for p in planned if p.ref.key not in live], live, partial)
 
     def read(p: Planned) -> tuple[Planned, Manifest | None, str | None]:
         assert p.info is not None
@@ -305,6 +295,67 @@ def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[di
         elif obj is not None:
             live[p.ref.key] = obj
     return live, partial
+
+
+_NOT_LISTABLE = (401, 403, 404, 405, 406)   # not allowed to list (or no list of) this kind: read one by one
+
+
+def _list_labelled(kube: Kube, planned: list[Planned], full: set[ResourceInfo | None], live: dict[_Key, Manifest],
+                   partial: set[_Key]) -> None:
+    """One LIST per kind of the planned Operators' labelled objects into ``live`` (metadata only but for
+    ``full`` kinds, whose keys are not added to ``partial``)."""
+    kinds = sorted({p.info for p in planned if p.info is not None}, key=lambda i: (i.group, i.version, i.kind))
+    owners: dict[ResourceInfo, set[str]] = {}
+    for p in planned:
+        owners.setdefault(p.info, set()).add(p.operator)  # type: ignore[arg-type]
+
+    def listed(info: ResourceInfo) -> list[Manifest]:
+        # Only the planned Operators' objects: the server encodes (and we decode) nothing of the others'. An
+        # object another Operator owns is not returned here; it is read below and refused as a conflict.
+        names = sorted(owners.get(info, ()))
+        selector = f"{LABEL_OPERATOR} in ({','.join(names)})" if 0 < len(names) <= _SELECTOR_NAMES else LABEL_OPERATOR
+        try:
+            return kube.list(info, label_selector=selector, metadata_only=info not in full)
+        except ApiError as exc:
+            if exc.status not in _NOT_LISTABLE:
+                raise
+            return []  # each object is read on its own instead
+
+    for info, items in zip(kinds, concurrently(listed, kinds)):
+        for item in items:
+            key = ObjectRef.of(item).key
+            live[key] = item
+            if info not in full:
+                partial.add(key)
+
+
+def _scan_crowded(kube: Kube, unlisted: list[Planned], live: dict[_Key, Manifest],
+                  partial: set[_Key]) -> list[Planned]:
+    """Where many unlisted objects share a kind and namespace, one unlabelled metadata LIST there answers for
+    all of them (into ``live``); returns the unlisted objects left to read one by one."""
+    groups: dict[tuple[ResourceInfo, str], list[Planned]] = {}
+    for p in unlisted:
+        assert p.info is not None
+        groups.setdefault((p.info, p.ref.namespace if p.info.namespaced else ""), []).append(p)
+    scopes = [scope for scope, members in groups.items() if len(members) >= _LIST_OVER_GETS]
+
+    def scanned(scope: tuple[ResourceInfo, str]) -> list[Manifest] | None:
+        try:
+            return kube.list(scope[0], namespace=scope[1], metadata_only=True)
+        except ApiError as exc:
+            if exc.status not in _NOT_LISTABLE:
+                raise
+            return None
+
+    for scope, items in zip(scopes, concurrently(scanned, scopes)):
+        if items is None:
+            continue
+        for item in items:
+            key = ObjectRef.of(item).key
+            live.setdefault(key, item)
+            partial.add(key)
+        del groups[scope]
+    return [p for members in groups.values() for p in members]
 
 
 def ensure_namespaces(target: Target, desired: list[DesiredOperator]) -> set[str]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.applyset import Instance
+from reconciler.cluster.ownership.applyset import Instance
 from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ANNOTATION_REPOSITORY

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from reconciler.cli import progress
-from reconciler.cluster import installer
+from reconciler.cluster.ownership import installer
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.apply.applier import Applier
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator

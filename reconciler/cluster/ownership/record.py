@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.applyset import Instance
+from reconciler.cluster.ownership.applyset import Instance
 from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
 from reconciler.cluster.apply.crds import wait_established
 from reconciler.cluster.apply.diff import describe_diff
@@ -71,11 +71,13 @@ def drifted_objects(planned: list[Planned], recorded: dict[str, status_objects.R
     return out
 
 
-def status_for(op: DesiredOperator, revision: str | None, inventory: set[ObjectRef], ready: bool, reason: str,
-            message: str, health: OperatorHealth | None = None,
-            drifted: list[ObjectRef] | None = None) -> dict[str, Any]:
+def status_for(op: DesiredOperator, revision: str | None, inventory: set[ObjectRef], ready: tuple[bool, str, str],
+               health: OperatorHealth | None = None, drifted: list[ObjectRef] | None = None) -> dict[str, Any]:
+    """An Operator's status: ``ready`` is its Ready condition (status, reason, message) until ``health`` judges
+    it; ``drifted``, when given, the objects found changed by someone else and re-applied."""
     components: dict[str, Any] = {"matchLabels": {LABEL_OPERATOR: op.name}}
-    conditions = [status_objects.condition("Ready", ready, reason, message)]
+    message = ready[2]
+    conditions = [status_objects.condition("Ready", *ready)]
     if health is not None:
         conditions = status_objects.health_conditions(health, message)
         components["refs"] = [c.to_status() for c in health.components]

@@ -1,5 +1,10 @@
-"""The sync of the Operators of one instance, the one entry the pipeline calls: plan, record intent, write, prune,
-judge, record."""
+"""The sync of the Operators of one instance, the one entry the pipeline calls: read what the instance
+recorded, plan, record intent, write, prune, judge, record.
+
+``sync`` takes a ``Request`` (what the pipeline asks) and runs it as a ``_Run``, one object for what the
+steps of one sync share (the client, the applier and its change set, what the instance recorded), so each
+step is a method that reads as a paragraph of the sequence in ``_Run.sync``.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,18 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
-from reconciler.cluster import installer
 from reconciler.cluster import status as status_objects
-from reconciler.cluster.applyset import Instance, write_parent
 from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
 from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.fields import unmatched
 from reconciler.cluster.apply.order import order_key
+from reconciler.cluster.apply.plan import Planned, shipped_namespaces
 from reconciler.cluster.apply.provenance import check_unique
+from reconciler.cluster.apply.write import refused_on_write
 from reconciler.cluster.apply import Applier, Claims
-from reconciler.cluster.apply.plan import shipped_namespaces
+from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.cluster.ownership import installer, webhooks
+from reconciler.cluster.ownership.applyset import Instance, write_parent
 from reconciler.cluster.ownership.inventory import (
     check_cluster, check_instances, check_repositories, find_moves, held_renames,
 )
@@ -25,14 +32,33 @@ from reconciler.cluster.ownership.prune import prune
 from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
-from reconciler.cluster.ownership import webhooks
-from reconciler.cluster.apply.write import refused_on_write
-from reconciler.cluster.kube import Kube, ResourceInfo
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.cluster.wait import OperatorHealth
+
+Judge = Callable[[list[DesiredOperator]], Mapping[str, "OperatorHealth"]]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the pipeline asks of one sync.
+
+    ``held`` owners keep what they have, untouched (not applied, not pruned). ``pending`` Operators wait for
+    approval: held likewise, with their status saying what waits (a dry run previews them instead: they come
+    as ``desired`` marked ``waiting``, and so do their changes). ``judge`` (see ``wait.py``) is called after
+    applying and pruning; its verdicts become each Operator's Ready, Progressing and Degraded conditions.
+    ``allow_empty``: a repository that declares nothing may uninstall everything.
+    """
+
+    desired: list[DesiredOperator]
+    dry_run: bool
+    allow_empty: bool = False
+    revision: str | None = None
+    held: frozenset[str] = frozenset()
+    pending: tuple[PendingOperator, ...] = ()
+    judge: Judge | None = None
 
 
 @dataclass
@@ -42,194 +68,242 @@ class SyncResult(ChangeSet):
     health: dict[str, OperatorHealth] = field(default_factory=dict)
 
 
-def sync(kube: Kube | None, desired: list[DesiredOperator], *, dry_run: bool, allow_empty: bool,
-         revision: str | None, held: frozenset[str] = frozenset(), pending: tuple[PendingOperator, ...] = (),
-         installer_namespace: str = "reconciler-system",
-         judge: Callable[[list[DesiredOperator]], Mapping[str, OperatorHealth]] | None = None,
-         instance: Instance | None = None) -> SyncResult:
-    """Plan, apply and prune; owners in ``held`` keep what they have, untouched (not applied, not pruned).
+def sync(kube: Kube | None, request: Request, instance: Instance | None = None) -> SyncResult:
+    """Plan, apply and prune ``request`` for ``instance`` (the default one unless given).
 
-    ``pending`` Operators wait for approval: held likewise, with their status saying what waits (a dry run
-    previews them instead: they come as ``desired`` marked ``waiting``, and so do their changes). An
-    Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
+    An Operator with ``installer`` permissions is applied while impersonating its installer ServiceAccount
     (in a dry run, which creates nothing, as the installers already there: see ``installer.for_dry_run``).
-    ``judge`` (see ``wait.py``) is called after applying and pruning; its verdicts become each
-    Operator's Ready, Progressing and Degraded conditions. Only ``instance``'s status objects are read,
-    written and pruned; a declaration named like another instance's Operator is refused.
+    Only ``instance``'s status objects are read, written and pruned; a declaration named like another
+    instance's Operator is refused. Without a cluster (``kube`` None) the result is what a first install
+    into an empty cluster would create.
     """
-    instance = instance or Instance(namespace=installer_namespace)
     result = SyncResult()
-    if not dry_run:   # what waits for approval is only ever previewed
-        desired = [op for op in desired if not op.waiting]
+    # what waits for approval is only ever previewed
+    desired = list(request.desired) if request.dry_run else [op for op in request.desired if not op.waiting]
     result.notes.extend(unmatched(desired))
-    held = held | {p.name for p in pending}
     check_unique(desired)
     if kube is None:
-        result.notes.append("no cluster configured: compared against an empty cluster; nothing was validated "
-                            "by an API server")
-        for op in desired:
-            for ns in sorted(set(op.namespaces) - shipped_namespaces(op)):   # a shipped one is listed below
-                namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-                ref = ObjectRef("", "Namespace", "", ns, "v1")
-                result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(namespace, label_of(ref))))
-            for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
-                ref = ObjectRef.of(obj)
-                result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(obj, label_of(ref))))
-        return _mark_waiting(result, desired)
+        return _offline(desired, result)
+    return _Run(kube, request, instance or Instance(), desired, result).sync()
 
-    everyone = status_objects.read_all(kube)
-    check_instances(everyone, [op.name for op in desired] + [p.name for p in pending], instance)
-    mine = {k: v for k, v in everyone.items() if v.instance == instance.name}
-    check_cluster(mine, instance)
-    for name in check_repositories(mine, {op.name for op in desired} | {p.name for p in pending}, instance):
-        result.notes.append(f"Operator {name} was installed before repositories were recorded: it "
-                            f"{'would be' if dry_run else 'is'} recorded as this repository's ({instance.repository})")
-    held = held | held_renames(mine, pending, {op.name for op in desired})
-    recorded = {k: v for k, v in mine.items() if k not in held}
-    moves = find_moves(desired, recorded)
-    if not desired and recorded and not allow_empty:
-        raise PolicyError(f"the repository declares no Operators, but {len(recorded)} are installed "
-                          f"({', '.join(sorted(recorded))}); refusing to uninstall everything",
-                          hint="set 'allowEmpty: true' in reconciler.yaml to remove them all")
 
-    applier = Applier(kube, dry_run=dry_run, changes=result)
-    missing_ns = applier.namespaces(desired)
-    created_ns = set() if dry_run else missing_ns
-    # A first install (nothing recorded, so nothing of it runs) is checked before the first write like any
-    # change, but for its objects in a namespace this run created for it: they touch nothing else, are validated
-    # as they are created, and a refusal while writing rolls the first install back whole. A refusal up to the
-    # end of planning leaves the cluster as it was: the installers made for first installs and the namespaces
-    # made by this run are removed again.
-    # An Operator taking over what another installer runs (``adopting``) is never a first install: it is not removed
-    # whole when refused, since what it would remove is running.
-    rebinding: frozenset[str] = frozenset()   # dry run: installers a real run binds to new permissions first
-    first = frozenset() if dry_run else frozenset(
-        op.name for op in desired
-        if op.name not in moves and not op.adopting
-        and (op.name not in recorded or not recorded[op.name].inventory))
-    fresh = frozenset((op.name, ns) for op in desired if op.name in first for ns in op.namespaces if ns in created_ns)
-    try:
-        if not dry_run:
-            # Installers of Operators no longer desired and approved go; those still being uninstalled stay until
-            # their objects are pruned (as them), below.
-            uninstalling = frozenset(set(recorded) - {op.name for op in desired})
-            applier.writers = installer.ensure_all(kube, installer_namespace, {
-                op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None},
-                instance=instance.name, keep=uninstalling, elsewhere=frozenset(set(everyone) - set(mine)),
-                collect=bool(set(mine) - {op.name for op in desired}))   # an Operator of the instance has ended
-        elif any(op.installer is not None for op in desired):
-            # A dry run writes nothing, so it plans as the installers already there (the real run's identities,
-            # even where a real run first binds one to newly approved permissions); an Operator whose installer a
-            # real run would first create is checked as the caller.
-            wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in desired if op.installer is not None}
-            applier.writers, rebinding = installer.for_dry_run(kube, installer_namespace, wanted,
-                                                               instance=instance.name)
-            missing = sorted(set(wanted) - set(applier.writers))
-            if missing:
-                result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of "
-                                    f"{', '.join(missing)} were checked with the reconciler's own identity, not "
-                                    f"each Operator's")
-        owned = {name: {r.key for r in rec.inventory} for name, rec in mine.items()}   # held ones' too
-        planned = applier.plan(desired, Claims(owned, moves, instance.name), missing=missing_ns if dry_run else set(),
-                               fresh=fresh, rebinding=rebinding)
-    except ReconcilerError:
-        undo_preparation(kube, installer_namespace, sorted(first), created_ns)
-        raise
-    for new, old in sorted(moves.items()):
-        result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move to {new} "
-                            f"in place (relabelled, not recreated)")
-    if pending and not dry_run:
-        record_pending(kube, pending, recorded_all=status_objects.read_all(kube, instance.name), instance=instance)
-    if dry_run:
-        applier.diff(planned)
-        prune(applier, desired, recorded)
-        return _mark_waiting(result, desired)
+class _Run:
+    """One sync against a cluster: what its steps share, and the steps."""
 
-    info = ensure_status_crd(kube)
-    # The ApplySet parent lists the kinds and namespaces of the members; written only when they change.
-    members = members_of(mine, desired)
-    if members != members_of(mine, []) or not all(rec.labelled for rec in mine.values()):
-        write_parent(kube, instance, members)
-    stamp = instance.stamp()
-    intents = 0
-    for op in desired:  # record intent first: a failed run leaves nothing unexplained or untracked
-        previous = recorded.get(op.name)
-        before = set(previous.inventory if previous else ())
-        if op.name in moves:  # the objects of the old name are this one's from now on
-            before |= set(recorded[moves[op.name]].inventory)
-        inventory = before | {ObjectRef.of(o) for o in op.objects}
-        if inventory != before or (previous is None and before):
-            intents += 1
-            status_objects.write(kube, info, op.name, op.spec, status_for(
-                op, revision, inventory, False, "Progressing", f"applying {op.bundle.get('name')}"), previous,
-                **stamp)
-    all_desired = desired
-    rolled_back: dict[str, int] = {}
-    relaxed = webhooks.relax(kube, planned)   # given their own policy back on every way out, below
-    try:
+    def __init__(self, kube: Kube, request: Request, instance: Instance, desired: list[DesiredOperator],
+                 result: SyncResult) -> None:
+        self.kube, self.request, self.instance, self.result = kube, request, instance, result
+        self.dry_run = request.dry_run
+        self.applier = Applier(kube, dry_run=request.dry_run, changes=result)
+        self.all_desired = desired   # as asked
+        self.desired = desired       # less those refused while writing
+        self.failed: set[str] = set()
+        self.info: ResourceInfo | None = None   # the status objects' kind, once ensured
+
+    def sync(self) -> SyncResult:
+        self.read_records()
+        planned = self.prepare()
+        for new, old in sorted(self.moves.items()):
+            self.result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move "
+                                     f"to {new} in place (relabelled, not recreated)")
+        if self.request.pending and not self.dry_run:
+            record_pending(self.kube, self.request.pending, status_objects.read_all(self.kube, self.instance.name),
+                           self.instance)
+        if self.dry_run:
+            self.applier.diff(planned)
+            prune(self.applier, self.desired, self.recorded)
+            return _mark_waiting(self.result, self.desired)
+        self.info = ensure_status_crd(self.kube)
+        members = members_of(self.mine, self.desired)
+        if members != members_of(self.mine, []) or not all(rec.labelled for rec in self.mine.values()):
+            write_parent(self.kube, self.instance, members)   # written only when the members' kinds change
+        intents = self.record_intent()
+        refused, rolled_back, remaining = self.write(planned)
+        final, current = self.record(planned, remaining, intents)
+        after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(
+            *final.values()) | members_of({k: v for k, v in self.mine.items() if k in self.held}, []) \
+            | members_of({k: v for k, v in current.items() if k in self.failed}, [])
+        if after != members:
+            write_parent(self.kube, self.instance, after)
+        if refused:
+            exc = refused_on_write(refused, planned, {op.name: op for op in self.all_desired}, rolled_back)
+            self.mark_failed(exc, self.failed)
+            raise exc
+        return self.result
+
+    def read_records(self) -> None:
+        """What the cluster's status objects record: every instance's, checked, and this instance's own."""
+        names = {op.name for op in self.desired}
+        asked = names | {p.name for p in self.request.pending}
+        self.everyone = status_objects.read_all(self.kube)
+        check_instances(self.everyone, sorted(asked), self.instance)
+        self.mine = {k: v for k, v in self.everyone.items() if v.instance == self.instance.name}
+        check_cluster(self.mine, self.instance)
+        for name in check_repositories(self.mine, asked, self.instance):
+            self.result.notes.append(f"Operator {name} was installed before repositories were recorded: it "
+                                     f"{'would be' if self.dry_run else 'is'} recorded as this repository's "
+                                     f"({self.instance.repository})")
+        self.held = self.request.held | {p.name for p in self.request.pending} \
+            | held_renames(self.mine, self.request.pending, names)
+        self.recorded = {k: v for k, v in self.mine.items() if k not in self.held}
+        self.moves = find_moves(self.desired, self.recorded)
+        if not self.desired and self.recorded and not self.request.allow_empty:
+            raise PolicyError(f"the repository declares no Operators, but {len(self.recorded)} are installed "
+                              f"({', '.join(sorted(self.recorded))}); refusing to uninstall everything",
+                              hint="set 'allowEmpty: true' in reconciler.yaml to remove them all")
+
+    def prepare(self) -> list[Planned]:
+        """Namespaces and installers in place, then every object's action planned.
+
+        A first install (nothing recorded, so nothing of it runs) is checked before the first write like any
+        change, but for its objects in a namespace this run created for it: they touch nothing else, are
+        validated as they are created, and a refusal while writing rolls the first install back whole. A
+        refusal up to the end of planning leaves the cluster as it was: the installers made for first
+        installs and the namespaces made by this run are removed again. An Operator taking over what another
+        installer runs (``adopting``) is never a first install: what it would remove is running.
+        """
+        desired, recorded = self.desired, self.recorded
+        missing_ns = self.applier.namespaces(desired)
+        self.created_ns = set() if self.dry_run else missing_ns
+        self.first = frozenset() if self.dry_run else frozenset(
+            op.name for op in desired
+            if op.name not in self.moves and not op.adopting
+            and (op.name not in recorded or not recorded[op.name].inventory))
+        fresh = frozenset((op.name, ns) for op in desired if op.name in self.first
+                          for ns in op.namespaces if ns in self.created_ns)
         try:
-            refused = applier.apply(planned)
-            # An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
-            # marked applied; the others were written through every stage and are finished as usual.
-            failed = {p.operator for p, _ in refused}
-            if failed:
-                failed |= {moves[name] for name in failed if name in moves}
-                desired = [op for op in desired if op.name not in failed]
-                recorded = {k: v for k, v in recorded.items() if k not in failed}
-                rolled_back = roll_back(applier, [op for op in all_desired if op.name in failed & first], desired,
-                                        created_ns, info=info, instance=instance)
-            remaining = prune(applier, desired, recorded, installer_namespace=installer_namespace)
-        except (ClusterError, BundleError) as exc:
-            for op in all_desired:
-                mark_failed(kube, info, op, exc, instance)
+            rebinding = self.bind_installers()
+            owned = {name: {r.key for r in rec.inventory} for name, rec in self.mine.items()}   # held ones' too
+            return self.applier.plan(desired, Claims(owned, self.moves, self.instance.name),
+                                     missing=missing_ns if self.dry_run else set(), fresh=fresh, rebinding=rebinding)
+        except ReconcilerError:
+            undo_preparation(self.kube, self.instance.namespace, sorted(self.first), self.created_ns)
             raise
-        result.health = applier.wait(judge, desired)
-    finally:
-        if relaxed:
-            result.notes.extend(webhooks.restore(applier, relaxed, result.health))
-    drift = drifted_objects(planned, recorded, desired)
-    # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
-    current = status_objects.read_all(kube, instance.name) if intents or result.changed else mine
-    final: dict[str, set[ObjectRef]] = {}
-    for op in desired:
-        kept = remaining.get(op.name, set())
-        message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
-        if kept:
-            message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
-        inventory = {ObjectRef.of(o) for o in op.objects} | kept
-        final[op.name] = inventory
-        status_objects.write(kube, info, op.name, op.spec,
-                             status_for(op, revision, inventory, True, "Applied", message, result.health.get(op.name),
-                                     drift.get(op.name)),
-                             current.get(op.name), **stamp)
-    for name in sorted(set(recorded) - {op.name for op in desired}):
-        rec = current.get(name)
-        if rec is None:
-            continue
-        if not remaining.get(name):
-            installer.remove(kube, installer_namespace, name)
-        if remaining.get(name):
-            final[name] = remaining[name]
-            status_objects.write(kube, info, name, rec.spec, {
-                **rec.status, "inventory": inventory_of(remaining[name]),
+
+    def bind_installers(self) -> frozenset[str]:
+        """Give the applier each Operator's installer to write as; returns, in a dry run, the installers a real
+        run would first bind to newly approved permissions."""
+        wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in self.desired if op.installer is not None}
+        names = {op.name for op in self.desired}
+        if not self.dry_run:
+            # Installers of Operators no longer desired and approved go; those still being uninstalled stay
+            # until their objects are pruned (as them).
+            self.applier.writers = installer.ensure_all(
+                self.kube, self.instance.namespace, wanted, instance=self.instance.name,
+                keep=frozenset(set(self.recorded) - names), elsewhere=frozenset(set(self.everyone) - set(self.mine)),
+                collect=bool(set(self.mine) - names))   # an Operator of the instance has ended
+            return frozenset()
+        if not wanted:
+            return frozenset()
+        # A dry run writes nothing, so it plans as the installers already there (the real run's identities, even
+        # where a real run first binds one to newly approved permissions); an Operator whose installer a real
+        # run would first create is checked as the caller.
+        self.applier.writers, rebinding = installer.for_dry_run(self.kube, self.instance.namespace, wanted,
+                                                                instance=self.instance.name)
+        missing = sorted(set(wanted) - set(self.applier.writers))
+        if missing:
+            self.result.notes.append(f"a dry run creates no installer ServiceAccounts: the objects of "
+                                     f"{', '.join(missing)} were checked with the reconciler's own identity, not "
+                                     f"each Operator's")
+        return rebinding
+
+    def record_intent(self) -> int:
+        """Record each Operator's inventory, old and new, before anything is written, so a failed run leaves
+        nothing unexplained or untracked; returns how many status objects were written."""
+        intents = 0
+        for op in self.desired:
+            previous = self.recorded.get(op.name)
+            before = set(previous.inventory if previous else ())
+            if op.name in self.moves:  # the objects of the old name are this one's from now on
+                before |= set(self.recorded[self.moves[op.name]].inventory)
+            inventory = before | {ObjectRef.of(o) for o in op.objects}
+            if inventory != before or (previous is None and before):
+                intents += 1
+                self.write_status(op.name, op.spec, status_for(
+                    op, self.request.revision, inventory, (False, "Progressing", f"applying {op.bundle.get('name')}")),
+                    previous)
+        return intents
+
+    def write(self, planned: list[Planned]) -> tuple[list[tuple[Planned, ApiError]], dict[str, int],
+                                                     dict[str, set[ObjectRef]]]:
+        """Write the plan, prune and judge: returns the refused objects, how many objects of each refused
+        first install were rolled back, and what pruning had to keep.
+
+        An Operator with a refused object stops where it is (recorded, reported) and is neither pruned nor
+        marked applied; the others are written through every stage and finished as usual.
+        """
+        rolled_back: dict[str, int] = {}
+        relaxed = webhooks.relax(self.kube, planned)   # given their own policy back on every way out, below
+        try:
+            try:
+                refused = self.applier.apply(planned)
+                self.failed = {p.operator for p, _ in refused}
+                if self.failed:
+                    self.failed |= {self.moves[name] for name in self.failed if name in self.moves}
+                    self.desired = [op for op in self.desired if op.name not in self.failed]
+                    self.recorded = {k: v for k, v in self.recorded.items() if k not in self.failed}
+                    assert self.info is not None
+                    rolled_back = roll_back(self.applier, [op for op in self.all_desired
+                                                           if op.name in self.failed & self.first],
+                                            self.desired, self.created_ns, info=self.info, instance=self.instance)
+                remaining = prune(self.applier, self.desired, self.recorded,
+                                  installer_namespace=self.instance.namespace)
+            except (ClusterError, BundleError) as exc:
+                self.mark_failed(exc, {op.name for op in self.all_desired})
+                raise
+            self.result.health = self.applier.wait(self.request.judge, self.desired)
+        finally:
+            if relaxed:
+                self.result.notes.extend(webhooks.restore(self.applier, relaxed, self.result.health))
+        return refused, rolled_back, remaining
+
+    def record(self, planned: list[Planned], remaining: dict[str, set[ObjectRef]],
+               intents: int) -> tuple[dict[str, set[ObjectRef]], dict[str, status_objects.Recorded]]:
+        """Each Operator's status after writing: what was applied, its health and drift; an Operator no longer
+        declared goes with its installer once nothing of it is left. Returns every recorded inventory and the
+        status objects as they were before this step."""
+        drift = drifted_objects(planned, self.recorded, self.desired)
+        # Nothing written since they were read: the status objects are as recorded (a no-op skips the re-read).
+        current = status_objects.read_all(self.kube, self.instance.name) if intents or self.result.changed \
+            else self.mine
+        final: dict[str, set[ObjectRef]] = {}
+        revision = self.request.revision
+        for op in self.desired:
+            kept = remaining.get(op.name, set())
+            message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
+            if kept:
+                message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
+            final[op.name] = {ObjectRef.of(o) for o in op.objects} | kept
+            self.write_status(op.name, op.spec, status_for(
+                op, revision, final[op.name], (True, "Applied", message), self.result.health.get(op.name),
+                drift.get(op.name)), current.get(op.name))
+        assert self.info is not None
+        for name in sorted(set(self.recorded) - {op.name for op in self.desired}):
+            rec = current.get(name)
+            if rec is None:
+                continue
+            left = remaining.get(name)
+            if not left:
+                installer.remove(self.kube, self.instance.namespace, name)
+                status_objects.delete(self.kube, self.info, name)
+                continue
+            final[name] = left
+            self.write_status(name, rec.spec, {
+                **rec.status, "inventory": inventory_of(left),
                 "conditions": [status_objects.condition(
                     "Ready", False, "Uninstalling",
-                    f"declaration removed; {len(remaining[name])} object(s) could not be removed yet")]}, rec,
-                **stamp)
-        else:
-            status_objects.delete(kube, info, name)
-    after = {ObjectRef(API_GROUP, status_objects.KIND, "", name) for name in final} | set().union(*final.values()) \
-        | members_of({k: v for k, v in mine.items() if k in held}, []) \
-        | members_of({k: v for k, v in current.items() if k in failed}, [])
-    if after != members:
-        write_parent(kube, instance, after)
-    if refused:
-        exc = refused_on_write(refused, planned, {op.name: op for op in all_desired}, rolled_back)
-        for op in all_desired:
-            if op.name in failed:
-                mark_failed(kube, info, op, exc, instance)
-        raise exc
-    return result
+                    f"declaration removed; {len(left)} object(s) could not be removed yet")]}, rec)
+        return final, current
+
+    def write_status(self, name: str, spec: dict, status: dict, previous: status_objects.Recorded | None) -> None:
+        assert self.info is not None
+        status_objects.write(self.kube, self.info, name, spec, status, previous, **self.instance.stamp())
+
+    def mark_failed(self, exc: ReconcilerError, names: set[str]) -> None:
+        assert self.info is not None
+        for op in self.all_desired:
+            if op.name in names:
+                mark_failed(self.kube, self.info, op, exc, self.instance)
 
 
 def roll_back(applier: Applier, refused: list[DesiredOperator], going_on: list[DesiredOperator], created_ns: set[str],
@@ -286,6 +360,21 @@ def _holds_only_defaults(kube: Kube, namespace: str) -> bool:
             if ("", kind, item["metadata"]["name"]) not in _DEFAULT_CONTENT:
                 return False
     return True
+
+
+def _offline(desired: list[DesiredOperator], result: SyncResult) -> SyncResult:
+    """No cluster: everything desired is created, in the order it would be applied, into missing namespaces."""
+    result.notes.append("no cluster configured: compared against an empty cluster; nothing was validated by an "
+                        "API server")
+    for op in desired:
+        for ns in sorted(set(op.namespaces) - shipped_namespaces(op)):   # a shipped one is listed below
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            ref = ObjectRef("", "Namespace", "", ns, "v1")
+            result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(namespace, label_of(ref))))
+        for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
+            ref = ObjectRef.of(obj)
+            result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(obj, label_of(ref))))
+    return _mark_waiting(result, desired)
 
 
 def _mark_waiting(result: SyncResult, desired: list[DesiredOperator]) -> SyncResult:

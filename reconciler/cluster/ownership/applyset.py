@@ -28,7 +28,7 @@ from reconciler.cluster.kube import Kube
 from reconciler.model.kube import (
     ANNOTATION_GROUP_KINDS, ANNOTATION_NAMESPACES, ANNOTATION_TOOLING, DEFAULT_INSTANCE, FIELD_MANAGER,
     LABEL_APPLYSET_ID, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, Manifest, ObjectRef, applyset_parent,
-    instance_applyset_id,
+    instance_applyset_id, instance_of,
 )
 
 TOOLING = f"reconciler/v{__version__}"
@@ -64,12 +64,7 @@ class Instance:
 
     def owns(self, labels: dict[str, str] | None) -> bool:
         """Whether a status object with these labels is this instance's (unlabelled ones are ``default``'s)."""
-        return ((labels or {}).get(LABEL_INSTANCE) or DEFAULT_INSTANCE) == self.name
-
-
-def owner_of(labels: dict[str, str] | None) -> str:
-    """The instance a status object with these labels belongs to."""
-    return (labels or {}).get(LABEL_INSTANCE) or DEFAULT_INSTANCE
+        return instance_of(labels) == self.name
 
 
 def group_kind(ref: ObjectRef) -> str:
