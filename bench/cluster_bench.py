@@ -62,9 +62,8 @@ _SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\}\s+([0-9.e+]+)$')
 
 def request_counts(kube: Kube, by_resource: bool = False) -> Counter[str]:
     """apiserver_request_total summed by verb; dry-run requests counted apart ("PATCH dry-run")."""
-    _, url, headers, _, _ = kube.api.param_serialize("GET", "/metrics", header_params={"Accept": "text/plain"},
-                                                     auth_settings=["BearerToken"])
-    text = kube.api.call_api("GET", url, header_params=headers).read().decode()
+    text = kube.transport.send("GET", "/metrics", query=[], headers={"Accept": "text/plain"}, body=None,
+                               timeout=kube.timeout).data.decode()
     counts: Counter[str] = Counter()
     for line in text.splitlines():
         match = _SAMPLE.match(line)

@@ -3,10 +3,12 @@
 Objects stay dicts. Discovery is lazy: the first lookup reads every group at
 once (aggregated discovery), a group/version it did not list is read on its
 own; it is kept in memory for one run and refreshed once when a kind is not
-found (a CRD applied a moment ago). Requests go through the official client's ApiClient, so every
-kubeconfig auth method it supports works here. One ``Kube`` is safe to share
-between threads: its connection pool holds ``WORKERS`` connections, so the
-planner and the applier can keep that many requests in flight.
+found (a CRD applied a moment ago). Requests go through a transport
+(``rest.py``: urllib3 alone for certificates, tokens and passwords, else the
+official client, so every kubeconfig auth method it supports works here). One
+``Kube`` is safe to share between threads: its connection pool holds
+``WORKERS`` connections, so the planner and the applier can keep that many
+requests in flight.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from reconciler.model.kube import Manifest, ObjectRef
 
 if TYPE_CHECKING:  # the client library is imported when a cluster is first configured, not with this module
     from kubernetes import client as k8s_client
+
+    from reconciler.cluster.rest import Transport
 
 APPLY_PATCH = "application/apply-patch+yaml"
 # Requests in flight at once when order does not matter (see cluster/apply/order.py). A Role or binding written
@@ -65,8 +69,8 @@ class ResourceInfo:
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None, *,
-                    preferred: str | None = None) -> k8s_client.ApiClient | None:
-    """An ApiClient from --kubeconfig, $KUBECONFIG (merged as kubectl does), ~/.kube/config or the pod's
+                    preferred: str | None = None) -> Transport | k8s_client.ApiClient | None:
+    """A client (``rest.py``) from --kubeconfig, $KUBECONFIG (merged as kubectl does), ~/.kube/config or the pod's
     service account.
 
     Returns None when no cluster is configured at all. An unknown context is reported as such, naming the
@@ -99,6 +103,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
             cfg = k8s_client.Configuration()
             k8s_config.load_incluster_config(client_configuration=cfg)
+            cfg.connection_pool_maxsize = WORKERS
             return k8s_client.ApiClient(cfg)
     except ConfigException as exc:
         raise ClusterError(f"cannot load the cluster configuration: {exc}", path=path or None,
@@ -113,20 +118,20 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
     return None
 
 
-def _light_client(merged: Any, context: str | None) -> k8s_client.ApiClient | None:
+def _light_client(merged: Any, context: str | None) -> Transport | None:
     """``rest.py``'s client for one context of a merged kubeconfig, or None where it does not speak the
     context's credentials (or the entry is malformed: the official client then says what is wrong with it)."""
     from reconciler.cluster import rest
 
     wanted = merged.context(context)  # raises a ClusterError naming the files and the contexts available
     try:
-        return rest.from_kubeconfig(merged.config, wanted, WORKERS)   # type: ignore[return-value]
+        return rest.from_kubeconfig(merged.config, wanted, WORKERS)
     except Exception:  # noqa: BLE001
         return None
 
 
-def client_for_context(merged: Any, context: str) -> k8s_client.ApiClient:
-    """An ApiClient for one context of a kubeconfig already loaded (``kubeconfig.load_kubeconfig``), built as
+def client_for_context(merged: Any, context: str) -> Transport | k8s_client.ApiClient:
+    """A client for one context of a kubeconfig already loaded (``kubeconfig.load_kubeconfig``), built as
     ``load_api_client`` builds one: a fleet reads each of its clusters through this."""
     light = _light_client(merged, context)
     if light is not None:
@@ -139,21 +144,19 @@ def client_for_context(merged: Any, context: str) -> k8s_client.ApiClient:
 class Kube:
     """Requests and discovery against one cluster."""
 
-    def __init__(self, api: k8s_client.ApiClient, *, attempts: int | None = None,
+    def __init__(self, api: k8s_client.ApiClient | Transport, *, attempts: int | None = None,
                  timeout: tuple[float, float] = (10, 60)) -> None:
-        """``attempts`` bounds the tries of one request (default: ``retry.DEFAULT_POLICY``); ``timeout`` is
-        (connect, read) seconds. A fleet-wide read lowers both, so an unreachable cluster answers quickly."""
-        self.api = api
+        """``api`` is a transport (``rest.py``) or an official ``ApiClient``; ``attempts`` bounds the tries of
+        one request (default: ``retry.DEFAULT_POLICY``); ``timeout`` is (connect, read) seconds. A fleet-wide
+        read lowers both, so an unreachable cluster answers quickly."""
+        from reconciler.cluster.rest import transport
+
+        self.transport = transport(api, WORKERS)
         self.attempts = attempts
         self.timeout = timeout
         self._groups: dict[str, dict[str, ResourceInfo]] = {}
         self._discovery_lock = threading.RLock()
         self._aggregated = [False]   # whether aggregated discovery was read; shared with impersonating copies
-        pool = getattr(getattr(api, "rest_client", None), "pool_manager", None)
-        kw = getattr(pool, "connection_pool_kw", None)
-        if isinstance(kw, dict) and (kw.get("maxsize") or 1) < WORKERS:
-            kw["maxsize"] = WORKERS  # one pool, wide enough for every worker: no connection is thrown away
-            pool.clear()
         self.impersonated: str | None = None
 
     def impersonating(self, user: str) -> Kube:
@@ -164,7 +167,7 @@ class Kube:
 
     @property
     def server(self) -> str:
-        return self.api.configuration.host
+        return self.transport.host
 
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
                 body: Any = None, content_type: str = "application/json", obj: str | None = None,
@@ -183,22 +186,19 @@ class Kube:
         headers = {"Accept": accept, "Content-Type": content_type}
         if self.impersonated:
             headers["Impersonate-User"] = self.impersonated
-        # The client encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give:
+        # The transport encodes JSON bodies itself; other types (apply-patch+yaml) go out as the text we give:
         # JSON (valid YAML) in UTF-8, never \u escapes, which the server's YAML reader refuses for characters
         # outside the Basic Multilingual Plane (surrogate pairs).
         json_type = content_type.split(";")[0].strip().endswith("json")
         payload = body if json_type or body is None or isinstance(body, (str, bytes)) else \
             json.dumps(body, ensure_ascii=False).encode("utf-8")
-        _, url, headers, payload, _ = self.api.param_serialize(
-            method, path, query_params=query or [], header_params=headers, body=payload,
-            auth_settings=["BearerToken"])
         attempt = 0
         while True:
             attempt += 1
             last = attempt >= policy.attempts
             try:
-                resp = self.api.call_api(method, url, header_params=headers, body=payload,
-                                         _request_timeout=self.timeout)
+                resp = self.transport.send(method, path, query=query or [], headers=headers, body=payload,
+                                           timeout=self.timeout)
             except urllib3.exceptions.HTTPError as exc:
                 reason = getattr(exc, "reason", None) or exc
                 never_sent = isinstance(reason, (urllib3.exceptions.NewConnectionError,
@@ -214,11 +214,10 @@ class Kube:
                           type(reason).__name__, attempt + 1, policy.attempts, delay)
                 time.sleep(delay)
                 continue
-            data = resp.read()
-            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+            text = resp.data.decode("utf-8", "replace")
             if 200 <= resp.status <= 299:
                 return json.loads(text) if text else None
-            retry_after = retry.parse_retry_after(resp.getheader("Retry-After"))
+            retry_after = retry.parse_retry_after(resp.header("Retry-After"))
             if not last and retry.retryable_status(resp.status, retry_after, repeatable=repeat):
                 delay = policy.delay(attempt, retry_after)
                 _log.info("%s %s: %d from the API server; attempt %d of %d in %.2fs", method, path, resp.status,

@@ -1,26 +1,30 @@
-"""Talking to the API server over urllib3 alone, for the kubeconfigs that need nothing more.
+"""How ``Kube`` reaches an API server: one small interface, ``Transport``, and its two implementations.
 
-Importing the official client costs a short command a fifth of a second
-(its API classes, its models and pydantic), while ``Kube`` uses two of its
-methods: ``param_serialize`` (a URL, headers and a body) and ``call_api``
-(send them). For a kubeconfig whose cluster is a server, a CA and TLS
-options, and whose user is a client certificate, a bearer token (or token
-file) or a user name and password, ``RestClient`` offers those two methods
-itself, with the same TLS and authentication. Anything else (exec plugins,
-auth-provider plugins, proxies, impersonation in the kubeconfig) returns
-None from ``from_kubeconfig`` and the official client is used, so every
-auth method it supports still works. In a pod the official client is used
-too: it re-reads the rotating service account token.
+``Kube`` asks a transport to ``send`` one request (method, path, query, headers, body, timeout) and reads
+the ``Response`` (status, body, headers); retries, errors, discovery and paging are ``Kube``'s.
+
+* ``RestClient`` speaks HTTP over urllib3 alone, for a kubeconfig whose cluster is a server, a CA and TLS
+  options, and whose user is a client certificate, a bearer token (or token file) or a user name and
+  password (``from_kubeconfig``). Importing the official client costs a short command a fifth of a second
+  (its API classes, its models and pydantic), which this avoids.
+* ``OfficialClient`` sends through the official client's ``ApiClient`` (its ``param_serialize`` and
+  ``call_api``, which fill in its authentication), for everything else: exec plugins, auth-provider
+  plugins, proxies, impersonation in the kubeconfig, and a pod's service account, whose rotating token it
+  re-reads. Every auth method the official client supports still works.
+
+Both keep a connection pool wide enough for every worker of ``Kube`` (no connection is thrown away).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 CLUSTER_FIELDS = frozenset({"server", "certificate-authority", "certificate-authority-data",
@@ -28,33 +32,34 @@ CLUSTER_FIELDS = frozenset({"server", "certificate-authority", "certificate-auth
 USER_FIELDS = frozenset({"client-certificate", "client-certificate-data", "client-key", "client-key-data",
                          "token", "tokenFile", "username", "password", "extensions"})
 
+Query = list[tuple[str, str]]
+Timeout = tuple[float, float]   # (connect, read) seconds
+
 
 @dataclass(frozen=True)
-class _Configuration:
+class Response:
+    """What a transport returns: the status, the body, and a header lookup (case-insensitive)."""
+
+    status: int
+    data: bytes
+    header: Callable[[str], str | None]
+
+
+class Transport(Protocol):
+    """One API server, reached with one identity.
+
+    ``send``'s ``body`` is bytes or text sent as given, or, for a JSON content type, an object the transport
+    encodes as JSON. Only failures to reach the server raise (urllib3's errors); any status is a response.
+    """
+
     host: str
 
-
-class _Response:
-    """What ``Kube`` reads of a response: status, body and headers."""
-
-    def __init__(self, raw: Any) -> None:
-        self.status = raw.status
-        self._raw = raw
-
-    def read(self) -> bytes:
-        return self._raw.data
-
-    def getheader(self, name: str, default: str | None = None) -> str | None:
-        return self._raw.headers.get(name, default)
-
-
-class _Transport:
-    def __init__(self, pool_manager: Any) -> None:
-        self.pool_manager = pool_manager
+    def send(self, method: str, path: str, *, query: Query, headers: dict[str, str], body: Any,
+             timeout: Timeout) -> Response: ...
 
 
 class RestClient:
-    """The part of ``kubernetes.client.ApiClient`` that ``Kube`` uses, with the same TLS and credentials."""
+    """A ``Transport`` over urllib3 with the kubeconfig's TLS and credentials."""
 
     def __init__(self, host: str, context: ssl.SSLContext, headers: dict[str, str], *, server_name: str | None = None,
                  pool_size: int = 8) -> None:
@@ -63,33 +68,54 @@ class RestClient:
         kw: dict[str, Any] = {"ssl_context": context} if host.startswith("https:") else {}
         if server_name:
             kw["server_hostname"] = server_name
-        self.configuration = _Configuration(host.rstrip("/"))
-        self.rest_client = _Transport(urllib3.PoolManager(num_pools=4, maxsize=pool_size, **kw))
+        self.host = host.rstrip("/")
+        self._pool = urllib3.PoolManager(num_pools=4, maxsize=pool_size, **kw)
         self._headers = headers
 
-    def param_serialize(self, method: str, resource_path: str, query_params: list[tuple[str, str]] | None = None,
-                        header_params: dict[str, str] | None = None, body: Any = None,
-                        auth_settings: Any = None) -> tuple[str, str, dict[str, str], Any, None]:
-        url = self.configuration.host + resource_path
-        if query_params:
-            url += "?" + urlencode(query_params, quote_via=quote)
-        headers = {**(header_params or {}), **self._headers}
-        if body is not None and not isinstance(body, (str, bytes)):
-            body = json.dumps(body).encode("utf-8")   # as the official client sends a JSON body
-        return method, url, headers, body, None
-
-    def call_api(self, method: str, url: str, header_params: dict[str, str] | None = None, body: Any = None,
-                 _request_timeout: tuple[float, float] | float | None = None) -> _Response:
+    def send(self, method: str, path: str, *, query: Query, headers: dict[str, str], body: Any,
+             timeout: Timeout) -> Response:
         import urllib3
 
-        timeout: Any = None
-        if isinstance(_request_timeout, tuple):
-            timeout = urllib3.Timeout(connect=_request_timeout[0], read=_request_timeout[1])
-        elif _request_timeout is not None:
-            timeout = urllib3.Timeout(total=_request_timeout)
+        url = self.host + path
+        if query:
+            url += "?" + urlencode(query, quote_via=quote)
+        if body is not None and not isinstance(body, (str, bytes)):
+            body = json.dumps(body).encode("utf-8")   # as the official client sends a JSON body
         # no retries here: Kube decides what may be sent again (cluster/retry.py)
-        return _Response(self.rest_client.pool_manager.request(method, url, headers=header_params, body=body,
-                                                               timeout=timeout, retries=False, redirect=False))
+        raw = self._pool.request(method, url, headers={**headers, **self._headers}, body=body,
+                                 timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]), retries=False,
+                                 redirect=False)
+        return Response(raw.status, raw.data or b"", raw.headers.get)
+
+
+class OfficialClient:
+    """A ``Transport`` over the official client's ``ApiClient`` (any kubeconfig it reads, or a pod's service
+    account). A client whose pool is narrower than ``pool_size`` is replaced by one built from a copy of its
+    configuration with a wide enough pool; the caller's is left as it was."""
+
+    def __init__(self, api: Any, pool_size: int) -> None:
+        if (api.configuration.connection_pool_maxsize or 1) < pool_size:
+            from kubernetes import client as k8s_client
+
+            configuration = copy.deepcopy(api.configuration)
+            configuration.connection_pool_maxsize = pool_size
+            api = k8s_client.ApiClient(configuration)
+        self.api = api
+        self.host = api.configuration.host
+
+    def send(self, method: str, path: str, *, query: Query, headers: dict[str, str], body: Any,
+             timeout: Timeout) -> Response:
+        _, url, headers, body, _ = self.api.param_serialize(method, path, query_params=query, header_params=headers,
+                                                            body=body, auth_settings=["BearerToken"])
+        raw = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout)
+        data = raw.read()
+        return Response(raw.status, data if isinstance(data, bytes) else (data or "").encode("utf-8"),
+                        lambda name: raw.getheader(name))
+
+
+def transport(api: Any, pool_size: int) -> Transport:
+    """``api`` as a transport: a ``RestClient`` (or any transport) as it is, an official ``ApiClient`` wrapped."""
+    return api if callable(getattr(api, "send", None)) and hasattr(api, "host") else OfficialClient(api, pool_size)
 
 
 def from_kubeconfig(config: dict[str, Any], context: dict[str, Any], pool_size: int) -> RestClient | None:

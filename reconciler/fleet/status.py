@@ -242,8 +242,8 @@ def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, 
         raise Unreadable(Reach.INVALID_CONTEXT, f"the kubeconfig's context {context!r} cannot be used: its "
                                                 f"cluster or user is missing, or a certificate or token in it cannot "
                                                 f"be read (try: kubectl --context {context} version)") from None
-    server = str(api.configuration.host)
     kube = Kube(api, attempts=ATTEMPTS, timeout=TIMEOUT)
+    server = kube.server
     out = {}
     try:
         records = status_objects.read_all(kube, instance)

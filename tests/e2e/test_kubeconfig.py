@@ -90,10 +90,10 @@ def test_first_file_to_define_a_name_wins(control_plane, tmp_path, monkeypatch):
     bad = _split_admin(control_plane, tmp_path / "bad", "shared", current="shared", server=_closed_port())
     monkeypatch.setenv("KUBECONFIG", f"{good}:{bad}")
     api = load_api_client()
-    assert api.configuration.host == control_plane.server
+    assert api.host == control_plane.server
     assert Kube(api).request("GET", "/version")["major"]
     monkeypatch.setenv("KUBECONFIG", f"{bad}:{good}")
-    assert load_api_client().configuration.host != control_plane.server
+    assert load_api_client().host != control_plane.server
 
 
 def test_unknown_context_is_named_with_the_files_and_the_choices(control_plane, tmp_path, monkeypatch, repo, capsys):
@@ -164,6 +164,36 @@ def test_certificates_tokens_and_passwords_need_no_official_client(control_plane
     by_token = load_api_client(str(tmp_path / "token-config"))
     assert isinstance(by_token, RestClient)
     assert _identity(Kube(by_token)) == "system:serviceaccount:default:default"
+
+
+def test_both_transports_answer_alike_and_the_official_one_gets_a_wide_pool(control_plane):
+    """The same requests through urllib3 alone and through the official client: the same answers (a JSON body
+    encoded by each, an apply body as given, an error status as a response), and an official client with a
+    narrow pool is given a wide one without the caller's own being touched."""
+    from kubernetes import client as k8s_client
+
+    from reconciler.cluster.kube import WORKERS, ApiError
+    from reconciler.cluster.rest import OfficialClient, RestClient
+
+    light = load_api_client(str(control_plane.kubeconfig_path))
+    official = control_plane.admin_client()
+    narrow = official.configuration.connection_pool_maxsize
+    assert isinstance(light, RestClient) and isinstance(official, k8s_client.ApiClient) and narrow < WORKERS
+    kubes = [Kube(light), Kube(official)]
+    assert isinstance(kubes[1].transport, OfficialClient)
+    assert kubes[1].transport.api.configuration.connection_pool_maxsize == WORKERS
+    assert official.configuration.connection_pool_maxsize == narrow
+    answers = []
+    for i, kube in enumerate(kubes):
+        info = kube.resource("v1", "ConfigMap")
+        assert info is not None
+        applied = kube.apply(info, {"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": f"transport-{i}", "namespace": "default"},
+                                    "data": {"text": "plain, ünïcode and 𝄞"}}, field_manager="test", dry_run=False)
+        with pytest.raises(ApiError) as missing:
+            kube.request("GET", info.path("default", "no-such-config-map"))
+        answers.append((_identity(kube), applied["data"], missing.value.status))
+    assert answers[0] == answers[1] == ("reconciler-admin", {"text": "plain, ünïcode and 𝄞"}, 404)
 
 
 def test_an_exec_plugin_is_left_to_the_official_client(control_plane, tmp_path):
