@@ -16,7 +16,10 @@ rule below is traced from those readers, and errs towards "read":
   every key file ``reconciler.yaml`` names for cosign verification;
 * under ``clusters/<name>/``, only the lockfiles this run reads: its own, and
   in a fleet with stages those of the clusters of each stage that comes before
-  this cluster's for an Operator placed here (``repo/fleet.hold_details``);
+  this cluster's for an Operator placed here (``repo/fleet.hold_details``).
+  When this cluster's own lockfile pins every such Operator, the earlier
+  stage's pins are not used (a pin holds a package to itself), and their
+  lockfiles count only when a change leaves one that no longer parses;
 * every ``*.yaml``/``*.yml`` file outside those directories and outside
   hidden ones (a declaration file), except one whose every document is an
   Operator or Input placed only on other clusters. A change to such a file,
@@ -73,16 +76,17 @@ class Inputs:
     input_classes: frozenset[str]
     provisioner_classes: frozenset[str]
     ignore: tuple[str, ...] = ()         # reconciler.yaml's ignore globs (files never read as declarations)
+    parsed: frozenset[str] = frozenset()   # lockfiles read only to be parsed: what they pin is not used
     everything: bool = False             # a reference this rule cannot place: every path counts
 
     def reads(self, path: str) -> bool | None:
-        """True when the run reads ``path``, False when it does not; None for a declaration file placed only
-        elsewhere, which is read for other clusters (a change to it is this run's when its new content says
-        so: ``touched``)."""
+        """True when the run reads ``path``, False when it does not; None when the new content decides
+        (``touched``): a declaration file placed only elsewhere, and another stage's lockfile that the run
+        parses without using what it pins."""
         kind = self._kind(path)
         if kind == "declaration":
             return None if path in self.foreign else True
-        return kind == "read"
+        return None if kind == "parsed" else kind == "read"
 
     def _kind(self, path: str) -> str:
         """``read``, ``unread``, or ``declaration`` (a file read as declarations, whose content decides)."""
@@ -97,7 +101,7 @@ class Inputs:
         if top in _READ_WHOLE:
             return "read"
         if top == CLUSTERS_DIR:
-            return "read" if len(parts) == 2 or path in self.locks else "unread"
+            return "read" if len(parts) == 2 or path in self.locks else "parsed" if path in self.parsed else "unread"
         if top == BUNDLES_DIR:
             return "unread"   # a bundle directory is read when a run fetches it: ``referenced``, above
         if any(p.startswith(".") for p in parts):
@@ -119,6 +123,8 @@ class Inputs:
                     names = self._placed_elsewhere(change.path, new_text(change.path))
                     read = names is None or bool(names & claimed)
                     claimed |= names or set()
+            elif kind == "parsed":   # read if it no longer parses: the run would fail on it
+                read = change.new_mode != 0 and not _parses(change.path, new_text(change.path))
             else:
                 read = kind == "read"
             if read:
@@ -171,14 +177,31 @@ class Inputs:
 _LINKS = {0o120000, 0o160000}   # symbolic links and submodules (gitlinks)
 
 
+def _parses(path: str, text: str | None) -> bool:
+    from reconciler.errors import ReconcilerError
+    from reconciler.model.lock import Lockfile
+
+    if text is None:
+        return False
+    try:
+        Lockfile.parse(text, path)
+    except ReconcilerError:
+        return False
+    return True
+
+
 def inputs_of(full: RepoSnapshot, view: RepoSnapshot, sources: Iterable[str]) -> Inputs:
     """The path rule of a run that read ``full`` as ``view`` (``select_cluster``) and fetched ``sources``."""
-    from reconciler.repo.fleet import lock_file_of, previous_stage
+    from reconciler.repo.fleet import lock_file_of, lock_owners, previous_stage
 
     cluster = view.cluster
     locks = {view.lock_file} if cluster is not None else set()
     stages = {previous_stage(view, op.name) for op in view.operators} - {None}
-    locks |= {lock_file_of(name) for name, c in full.clusters.items() if c.stage in stages}
+    earlier = {lock_file_of(name) for name, c in full.clusters.items() if c.stage in stages}
+    # A package this cluster pins is held to its own pin; the stage before only holds what it does not pin yet
+    # (hold_details), and its lockfiles are still parsed.
+    pinned = {o for e in view.lock.entries for o in lock_owners(e)} if view.lock is not None else set()
+    everyone_pinned = all(op.name in pinned for op in view.operators if previous_stage(view, op.name))
     referenced, everything = [], False
     for source in sources:
         if source.startswith(_FILE_SCHEME):
@@ -195,9 +218,10 @@ def inputs_of(full: RepoSnapshot, view: RepoSnapshot, sources: Iterable[str]) ->
         others |= {str(p.origin).split(" (document ")[0] for p in full.provisioner_classes.values()}
         others |= {b.origin.path for b in full.bundles.values()}
         foreign = frozenset({op.origin.path for op in full.operators} - here - others)
-    return Inputs(cluster, frozenset(locks), foreign, tuple(sorted(set(referenced))),
-                  {op.name: op.origin.path for op in full.operators}, frozenset(full.input_classes),
-                  frozenset(full.provisioner_classes), full.settings.ignore, everything)
+    return Inputs(cluster, frozenset(locks if everyone_pinned else locks | earlier), foreign,
+                  tuple(sorted(set(referenced))), {op.name: op.origin.path for op in full.operators},
+                  frozenset(full.input_classes), frozenset(full.provisioner_classes), full.settings.ignore,
+                  parsed=frozenset(earlier - locks) if everyone_pinned else frozenset(), everything=everything)
 
 
 # -- two commits of a git repository ------------------------------------------------------------

@@ -72,13 +72,25 @@ spec:
 """
 
 
-def test_a_lockfile_is_read_by_its_cluster_and_by_the_stage_after_it(fleet):
+def test_a_lockfile_is_read_by_its_cluster_and_parsed_by_the_stage_after_it(fleet):
     fleet.write("clusters/prod-eu/olm.lock", (fleet.root / "clusters/prod-eu/olm.lock").read_text() + "# moved\n")
     fleet.write("clusters/dev/olm.lock", (fleet.root / "clusters/dev/olm.lock").read_text() + "# moved\n")
-    assert fleet.touched() == {"dev": ["clusters/dev/olm.lock"],
-                               "staging": ["clusters/dev/olm.lock"],     # staging is held to what dev pins
+    # staging pins plumbus itself, so what dev pins does not hold it: dev's lockfile only has to parse
+    assert fleet.rules["staging"].reads("clusters/dev/olm.lock") is None
+    assert fleet.touched() == {"dev": ["clusters/dev/olm.lock"], "staging": [],
                                "prod-eu": ["clusters/prod-eu/olm.lock"],
-                               "prod-us": []}                            # prod reads staging's, not dev's
+                               "prod-us": []}                            # prod parses staging's, not dev's
+    fleet.write("clusters/dev/olm.lock", "kind: NotALockfile\n")
+    assert fleet.touched()["staging"] == ["clusters/dev/olm.lock"]       # staging's run would fail on it
+
+
+def test_a_stage_that_does_not_pin_an_operator_yet_reads_what_the_stage_before_pins(tmp_path):
+    root = tmp_path / "fleet"
+    shutil.copytree(EXAMPLES / "fleet-repo", root)
+    os.remove(root / "clusters/staging/olm.lock")
+    fleet = Repo(root, ("staging", "prod-eu"))
+    fleet.write("clusters/dev/olm.lock", (fleet.root / "clusters/dev/olm.lock").read_text() + "# moved\n")
+    assert fleet.touched() == {"staging": ["clusters/dev/olm.lock"], "prod-eu": []}
 
 
 def test_another_clusters_lockfile_and_files_nobody_reads_change_nothing(fleet):
