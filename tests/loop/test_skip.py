@@ -1,6 +1,6 @@
 """The loop of one cluster of a fleet skips a commit that changes nothing it reads (repo/inputs.py): no
 resolution, no request to the API server, the step logged as skipped; a commit that changes what it reads (the
-settings, its own lockfile and bundle) is read and applied as before; on a drift tick, a skipped commit is not
+settings, a catalog, its own lockfile and bundle) is read and applied as before; on a drift tick, a skipped commit is not
 read either, and the last good state is checked and corrected. A real git server on loopback serves the
 repository; the cluster is the session's control plane, reconciled as fleet cluster ``dev``."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from reconciler import pipeline
 from reconciler.cluster.kube import Kube
-from reconciler.loop import APPLIED, CURRENT, SKIPPED, UNCHANGED, Loop, RemoteSource
+from reconciler.loop import APPLIED, CURRENT, SKIPPED, Loop, RemoteSource
 from reconciler.repo.git import Auth, Ref, RemoteRepository
 from tests.e2e.support import cli, get
 from tests.e2e.test_fleet import GADGET as FLEET_GADGET
@@ -126,20 +126,21 @@ def test_a_commit_that_changes_only_what_other_clusters_read_is_skipped(served, 
     loop = Loop(RemoteSource(remote, poll_interval=0.2), kube, interval=3600, identity="skip-test", cluster="dev")
     with running(loop):
         wait_until(lambda: revision_of(kube) == first and mode(kube) == "one", "the first commit applied")
-        wait_until(lambda: loop.last is not None and loop.last.outcome in (APPLIED, UNCHANGED)
-                   and loop.last.revision == first, "the loop settled on the first commit")
+        # the step after the first (a poll) has run: the first step's writes, Events included, are done
+        wait_until(lambda: loop.steps >= 2 and loop.applied_revision == first, "the loop settled on the first commit")
         status = get(kube, "reconciler.dev/v1alpha1", "Operator", "gadget")
 
         kube.writes.clear()
         other = for_prod_only(fleet)
-        wait_until(lambda: loop.last.revision == other, "the commit for prod seen by dev's loop")
-        assert loop.last.outcome == SKIPPED, loop.last
+        skipped = loop.metrics.reconciles.labels(SKIPPED)
+        wait_until(lambda: skipped._value.get() == 1, "the commit for prod seen by dev's loop")
+        assert loop.last.revision == other and loop.last.outcome in (SKIPPED, CURRENT), loop.last   # or polled
         assert kube.writes == []
         assert get(kube, "reconciler.dev/v1alpha1", "Operator", "gadget")["metadata"]["resourceVersion"] == \
             status["metadata"]["resourceVersion"]
         assert loop.applied_revision == first and revision_of(kube) == first
         assert f"skipped {other}" in caplog.text and "cluster dev" in caplog.text
-        assert loop.metrics.reconciles.labels(SKIPPED)._value.get() == 1
+        assert skipped._value.get() == 1
 
         # the settings are read by every cluster: read and applied, the revision recorded
         fleet.write("reconciler.yaml", SETTINGS + "# every cluster reads this\n")
@@ -147,6 +148,12 @@ def test_a_commit_that_changes_only_what_other_clusters_read_is_skipped(served, 
         wait_until(lambda: loop.last.revision == settings and loop.last.outcome != SKIPPED
                    and revision_of(kube) == settings, "the settings commit applied")
         assert loop.applied_revision == settings and mode(kube) == "one"
+
+        # a catalog, which every cluster resolves against: read
+        fleet.write("catalogs/community/gadget.yaml", "schema: olm.package\nname: gadget\ndefaultChannel: stable\n")
+        catalog = fleet.commit("a catalog")
+        wait_until(lambda: loop.last.revision == catalog and loop.last.outcome != SKIPPED
+                   and revision_of(kube) == catalog, "the catalog commit applied")
 
         # dev's own lockfile, even a comment in it: read
         lock = fleet.root / "clusters" / "dev" / "olm.lock"
@@ -163,7 +170,7 @@ def test_a_commit_that_changes_only_what_other_clusters_read_is_skipped(served, 
         own = fleet.commit("gadget 2.0.0")
         assert "clusters/dev/olm.lock" in fleet.git("diff", "--name-only", f"{locked}..{own}").split()
         wait_until(lambda: mode(kube) == "two" and revision_of(kube) == own, "dev's own change applied")
-        assert loop.last.outcome == APPLIED and loop.applied_revision == own
+        assert f"applied {own} " in caplog.text and loop.applied_revision == own
 
 
 def test_on_a_drift_tick_a_skipped_commit_is_not_read_and_the_last_good_state_is_checked(served, control_plane,

@@ -142,6 +142,13 @@ def test_a_declaration_placed_only_elsewhere_is_not_read_until_it_is_placed_here
     assert fleet.touched() == {"dev": []}
 
 
+def test_an_input_without_placement_is_read_by_every_cluster(fleet):
+    fleet.write("inputs/needs-plumbus.yaml", "apiVersion: deppy.io/v1\nkind: Input\nmetadata: {name: needs-plumbus}\n"
+                "spec:\n  constraints:\n  - type: olm.gvk\n"
+                "    value: {group: how.theydoit.com, version: v1alpha1, kind: Plumbus}\n")
+    assert fleet.touched() == {c: ["inputs/needs-plumbus.yaml"] for c in CLUSTERS}
+
+
 def test_two_new_files_placed_elsewhere_that_declare_the_same_name_are_read(fleet):
     fleet.write("operators/a.yaml", PLACED.format(name="gadget", env="prod"))
     assert fleet.touched()["dev"] == []
