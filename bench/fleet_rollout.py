@@ -23,6 +23,8 @@ nodes), read from the cluster. Reported:
 * commit -> one cluster converged, p50 and p90 over every cluster;
 * the three-stage rollout: from the release's commit to the last prod cluster
   converged, ``promote`` runs included;
+* the loop steps that applied, found nothing, or skipped a commit that changes
+  nothing their cluster reads (docs/loop.md), from the loops' logs;
 * resident memory per cluster (its four processes) and per loop, and of the
   shared etcd.
 
@@ -98,12 +100,13 @@ def run_size(count: int, releases: int, poll: float, work: Path) -> dict:
 
 
 def _step_durations(fleet: LiveFleet) -> dict[str, list[float]]:
-    """Where a loop's time goes: the durations of its steps that applied a change and of those that found none
-    (every commit wakes every loop, so most steps of a stage's rollout run on the other stages' clusters)."""
-    out: dict[str, list[float]] = {"applied": [], "unchanged": []}
+    """Where a loop's time goes: the durations of its steps that applied a change, of those that found none, and
+    of those that skipped a commit changing nothing its cluster reads (every commit wakes every loop: a
+    promotion's commit is read only by the clusters whose inputs it changes)."""
+    out: dict[str, list[float]] = {"applied": [], "unchanged": [], "skipped": []}
     for live in fleet.live.values():
         text = live.log.read_text(errors="replace") if live.log and live.log.exists() else ""
-        for outcome, seconds in re.findall(r"step (applied|unchanged) in ([0-9.]+)s", text):
+        for outcome, seconds in re.findall(r"step (applied|unchanged|skipped) in ([0-9.]+)s", text):
             out[outcome].append(float(seconds))
     return out
 
@@ -149,6 +152,9 @@ def report(results: list[dict]) -> None:
                                                   for r in results)),
             ("loop step that finds nothing to do, median",
              *(f"{statistics.median(r['steps']['unchanged'] or [0]):.1f} s" for r in results)),
+            ("loop steps that skipped a commit: count, median",
+             *(f"{len(r['steps']['skipped'])}, {statistics.median(r['steps']['skipped'] or [0]):.2f} s"
+               for r in results)),
             ("memory per cluster (4 processes), median", *(_mib(r["cluster_rss"]) for r in results)),
             ("memory per loop, median", *(_mib(r["loop_rss"]) for r in results)),
             ("shared etcd", *(f"{r['etcd_rss'] / 2**20:.0f} MiB" for r in results)),

@@ -30,6 +30,7 @@ from reconciler.model.declarations import OperatorDecl
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import check_holds, hold_details, select_cluster
+from reconciler.repo.inputs import Inputs, inputs_of
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class Prepared:
     decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)   # approval, per owner
     notes: tuple[str, ...] = ()   # what the run says beside its changes (approvals not committed)
     verdicts: tuple[Verdict, ...] = ()   # the signatures verified (``trust``)
+    inputs: Inputs | None = None         # which paths of the repository this run read (``repo/inputs.py``)
 
 
 def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str | None = None,
@@ -163,7 +165,8 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     """
     verdicts = verify_source(repo, trust, revision=revision, git_dir=git_dir, tag=tag, kube=kube)
     progress.stage(f"reading {repo}")
-    snapshot = select_cluster(read_repository(repo), cluster)
+    full = read_repository(repo)
+    snapshot = select_cluster(full, cluster)
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if identity is not None:
@@ -177,10 +180,12 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
+    sources = [*(s.image for s in resolution.selections), *(e.source for e in lockfile.entries),
+               *(ref for op in snapshot.operators if op.bundle is not None for ref in op.bundle.refs)]
     return Prepared(snapshot, installs, lockfile, resolution, held,
                     approvals(snapshot, installs, kube, uncommitted=uncommitted_approvals),
                     (*(f"verified: {v}" for v in verdicts), *approval_notes(snapshot, counted=uncommitted_approvals)),
-                    verdicts)
+                    verdicts, inputs_of(full, snapshot, sources))
 
 
 def verify_source(repo: str | Path, trust: Trust | None, *, revision: str | None, git_dir: Path | None,

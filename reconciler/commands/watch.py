@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "watch", help=COMMANDS["watch"],
         description="Reconcile on every change of the source and every --interval seconds to correct drift. "
                     "A local directory is watched for saved changes (the reconciler's own olm.lock writes are "
-                    "ignored); a URL is fetched every --poll seconds, or at once on a signed push to /hook.",
+                    "ignored); a URL is fetched every --poll seconds, or at once on a signed push to /hook. A fetched "
+                    "commit that changes nothing this run reads (with --cluster: another cluster's lockfile, a "
+                    "declaration placed only elsewhere; a README) is skipped, its last good state kept.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     w.add_argument("source", metavar="REPO_OR_URL",
                    help="a working-tree directory, or a git URL (https://, ssh://, git://, file://, user@host:path)")

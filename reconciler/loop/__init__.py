@@ -37,6 +37,7 @@ from reconciler.errors import ClusterError, InternalError, PolicyError, Reconcil
 from reconciler.loop.lease import LeaderElector
 from reconciler.loop.metrics import Metrics
 from reconciler.loop.sources import LocalSource, RemoteSource, Source, Target
+from reconciler.repo import inputs as repo_inputs
 
 __all__ = ["LeaderElector", "LocalSource", "Loop", "Metrics", "RemoteSource", "StepResult"]
 
@@ -45,8 +46,8 @@ UNVERSIONED = "an unversioned tree"
 # While an Operator is still rolling out, look again after 1 s, doubling up to 60 s.
 HEALTH_RECHECK = (1.0, 60.0)
 
-APPLIED, UNCHANGED, REJECTED, FAILED, CURRENT, ABORTED, STANDBY = (
-    "applied", "unchanged", "rejected", "failed", "current", "aborted", "standby")
+APPLIED, UNCHANGED, REJECTED, FAILED, CURRENT, ABORTED, STANDBY, SKIPPED = (
+    "applied", "unchanged", "rejected", "failed", "current", "aborted", "standby", "skipped")
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,10 @@ class Loop:
             return self._finish(StepResult(CURRENT, target.revision, self.applied_revision), started,
                                 count=False)
         fresh, rejected = True, None
+        if target.key is not None and target.key != self._good_key and self._unchanged_inputs(target):
+            self._good_key = target.key   # what it would read is what the last good state read
+            if not drift:
+                return self._finish(StepResult(SKIPPED, target.revision, self.applied_revision), started)
         if target.key is not None and target.key == self._good_key:
             prepared, fresh = self._good, False
         else:
@@ -270,6 +275,42 @@ class Loop:
         if rejected is not None:  # the source is still bad: that stays the step's outcome
             result = dataclasses.replace(rejected, outcome_detail=outcome)
         return self._finish(result, started)
+
+    def _unchanged_inputs(self, target: Target) -> bool:
+        """Whether the commit ``target`` changes nothing the last good state's run read (``repo/inputs.py``):
+        then reading, resolving and converting it would give that state again, and the step skips it.
+
+        Only a commit of a source with history qualifies (a working tree has no key), and not while a rejection
+        is shown on the status objects (the next good revision is applied, which clears it). When anything is in
+        doubt (the diff cannot be made, the signature does not verify), the commit is read as any other.
+        """
+        good, history = self._good, self.source.history()
+        if good is None or good.inputs is None or history is None or not good.snapshot.revision \
+                or target.key is None or (self._rejection_shown and self.kube is not None and not self.dry_run):
+            return False
+        try:
+            changed = repo_inputs.changes(history, good.snapshot.revision, target.key)
+            read = good.inputs.touched(changed, lambda path: repo_inputs.blob_text(history, target.key, path))
+        except Exception:  # noqa: BLE001 - a commit that cannot be compared is read
+            log.debug("cannot compare %s with %s; reading it", target.key, good.snapshot.revision, exc_info=True)
+            return False
+        if read:
+            log.debug("%s changes %s, read for %s", target.key[:12], ", ".join(read[:3]) + (" ..." if len(read) > 3
+                      else ""), self._whom())
+            return False
+        if self.source.trust is not None:
+            try:
+                pipeline.verify_source(history, self.source.trust, revision=target.key, git_dir=history,
+                                       tag=self.source.tag, kube=self.kube)
+            except Exception:  # noqa: BLE001 - the step reads it, and rejects it as it would any other
+                return False
+        log.info("skipped %s: its %d changed path(s) are none that %s reads; %s stays applied",
+                 target.key, len(changed), self._whom(), self.applied_revision,
+                 extra={"revision": target.key, "outcome": SKIPPED})
+        return True
+
+    def _whom(self) -> str:
+        return f"cluster {self.cluster}" if self.cluster else "this repository's run"
 
     def _health_recheck(self, result: StepResult) -> float | None:
         """Seconds until the next look when an Operator is still rolling out, backing off; None when all settled.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
-OUTCOMES = ("applied", "unchanged", "rejected", "failed")
+OUTCOMES = ("applied", "unchanged", "rejected", "failed", "skipped")
 
 
 class Metrics:
@@ -24,7 +24,8 @@ class Metrics:
             registry=r, buckets=_BUCKETS)
         self.reconciles = Counter(
             "reconciler_reconciles", "Reconciles by outcome: applied (changes written), unchanged, rejected "
-            "(the revision failed to load or resolve; nothing applied), failed (fetch or cluster error)",
+            "(the revision failed to load or resolve; nothing applied), failed (fetch or cluster error), skipped (a "
+            "commit that changes nothing this run reads)",
             ["outcome"], registry=r)
         self.objects = Counter("reconciler_objects", "Objects written to the cluster, by action",
                                ["action"], registry=r)
@@ -49,7 +50,7 @@ class Metrics:
         self.leader = Gauge("reconciler_leader", "1 while this replica is the one reconciling (it holds the Lease, or runs without leader election)", registry=r)
         self.last_step = Gauge(
             "reconciler_last_step_outcome", "1 for the outcome of the last step (applied, unchanged, rejected, "
-            "failed), 0 for the others", ["outcome"], registry=r)
+            "failed, skipped), 0 for the others", ["outcome"], registry=r)
         self.failures = Gauge(
             "reconciler_consecutive_failures", "Steps failed in a row (the source or the API server could not be "
             "reached, or refused); 0 once a step succeeds", registry=r)

@@ -42,6 +42,10 @@ class Source(Protocol):
 
     def current(self) -> Target: ...
 
+    def history(self) -> Path | None:
+        """Where the commits a target's key names can be read (a remote's clone); None for a working tree."""
+        ...
+
     def tree(self, target: Target) -> contextlib.AbstractContextManager[Path]: ...
 
     def start(self, trigger: Callable[[str], None]) -> None: ...
@@ -77,6 +81,9 @@ class LocalSource:
 
     def current(self) -> Target:
         return Target(git_revision(self.root.resolve()))
+
+    def history(self) -> Path | None:
+        return None   # an edit of the tree is no commit: every state is read
 
     @contextlib.contextmanager
     def tree(self, target: Target) -> Iterator[Path]:
@@ -122,6 +129,9 @@ class RemoteSource:
     def current(self) -> Target:
         commit = self.remote.fetch()
         return Target(commit, commit)
+
+    def history(self) -> Path | None:
+        return self.remote.path
 
     def tree(self, target: Target) -> contextlib.AbstractContextManager[Path]:
         assert target.key is not None

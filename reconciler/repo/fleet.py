@@ -196,7 +196,7 @@ def previous_stage(snapshot: RepoSnapshot, operator: str | None = None) -> str |
     return stages[at - 1] if at > 0 else None
 
 
-def _owners(entry) -> set[str]:  # noqa: ANN001 - a LockEntry
+def lock_owners(entry) -> set[str]:  # noqa: ANN001 - a LockEntry
     """The Operators a lock entry is there for: its own, and for a dependency those that need it."""
     return {entry.operator, *(o.strip() for o in entry.required_by.split(",") if o.strip())}
 
@@ -216,7 +216,7 @@ def hold_details(snapshot: RepoSnapshot, *, promoting: frozenset[str] | bool = F
         return []
     own: dict[str, list] = {}
     for e in snapshot.lock.entries if snapshot.lock else ():
-        for o in _owners(e):
+        for o in lock_owners(e):
             own.setdefault(o, []).append(e)
     out: list[StageHold] = []
     seen: set[str] = set()
@@ -259,7 +259,7 @@ def _pins_of_stage(snapshot: RepoSnapshot, stage: str, locks: Mapping[str, Lockf
     out: dict[str, list] = {}
     for lock in found:
         for e in lock.entries if lock else ():
-            for owner in _owners(e):
+            for owner in lock_owners(e):
                 out.setdefault(owner, []).append(e)
     if len(_PINS) > 64:
         _PINS.clear()

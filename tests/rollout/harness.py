@@ -368,6 +368,11 @@ class LiveFleet:
         loops = [rss_of(lv.loop) for lv in self.live.values()]
         return clusters, loops
 
+    def logged(self, name: str, text: str) -> bool:
+        """Whether cluster ``name``'s loop has written ``text`` to its log."""
+        log = self.live[name].log
+        return bool(log and log.exists() and text in log.read_text(errors="replace"))
+
     def names(self, stage: str) -> list[str]:
         return [m.name for m in self.fleet if m.stage == stage]
 

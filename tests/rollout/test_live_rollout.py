@@ -4,7 +4,8 @@
 The story a team lives: a commit reaches every cluster that its placement names (and no other); a new version
 reaches dev alone; ``promote`` moves it to staging while a staging cluster is down (that cluster is reported
 unreachable and catches up when it returns), refuses prod until every staging cluster can give evidence, then
-moves it to prod; a version whose Deployment never becomes available stops at dev, the refusal naming the
+moves it to prod (after a commit that changes nothing any cluster reads, which every loop skips); a version
+whose Deployment never becomes available stops at dev, the refusal naming the
 cluster and why, and nothing of it reaches staging or prod. Every wait is bounded; nothing is timed.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.loop.conftest import wait_until
 from tests.rollout.harness import UNSCHEDULABLE, LiveFleet, Member
 
 pytestmark = pytest.mark.cluster
@@ -86,6 +88,13 @@ def test_a_version_moves_stage_by_stage_on_evidence_and_a_bad_one_stops_at_dev(f
 
     # back, staging-2's own loop catches up with the promotion it missed
     fleet.wait_converged(["staging-2"], V110, timeout=600)
+
+    # a commit that changes nothing any cluster reads: every loop skips it, and the status objects keep the
+    # revision they applied; staging's evidence still counts, since nothing staging reads changed since
+    (fleet.repo / "README.md").write_text("# The widget fleet\n\nPromote with `reconciler promote`.\n")
+    note = fleet.commit("a README for the team")
+    wait_until(lambda: all(fleet.logged(n, f"skipped {note}") for n in EVERY), "every loop to skip the README")
+    assert all(fleet.observe(n)["widget"].revision not in ("", note) for n in EVERY)
     done = fleet.promote("prod")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "staging-1: widget.v1.1.0 healthy" in done.stdout and "staging-2: widget.v1.1.0 healthy" in done.stdout

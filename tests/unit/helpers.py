@@ -30,6 +30,21 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def git(root: Path, *args: str) -> str:
+    """``git`` in ``root`` as a test author, its output stripped."""
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=Test", "-c", "user.email=test@example.invalid",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit_all(root: Path, message: str) -> str:
+    """Commit everything in ``root``'s working tree (an empty commit when nothing changed); the commit's id."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
 def write_docs(root: Path, rel: str, *docs: Any) -> Path:
     """Write objects as a multi-document YAML file."""
     path = root / rel

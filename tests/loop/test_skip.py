@@ -1,0 +1,192 @@
+"""The loop of one cluster of a fleet skips a commit that changes nothing it reads (repo/inputs.py): no
+resolution, no request to the API server, the step logged as skipped; a commit that changes what it reads (the
+settings, a catalog, its own lockfile and bundle) is read and applied as before; on a drift tick, a skipped commit is not
+read either, and the last good state is checked and corrected. A real git server on loopback serves the
+repository; the cluster is the session's control plane, reconciled as fleet cluster ``dev``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from reconciler import pipeline
+from reconciler.cluster.kube import Kube
+from reconciler.loop import APPLIED, CURRENT, SKIPPED, Loop, RemoteSource
+from reconciler.repo.git import Auth, Ref, RemoteRepository
+from tests.e2e.support import cli, get
+from tests.e2e.test_fleet import GADGET as FLEET_GADGET
+from tests.loop.gitserver import GitHttpServer
+from tests.unit.helpers import commit_all, git, write
+
+from .conftest import TOKEN, USER, wait_until
+from .test_watch_local import running
+
+pytestmark = pytest.mark.cluster
+
+INSTANCE, NAMESPACE = "loop-skip", "skip-gadget"
+# one identity whether it is read through the git server or in place (the clean-up)
+SETTINGS = f"instance: {INSTANCE}\nrepository: git.example.invalid/platform/fleet\nstages: [dev, prod]\n"
+GADGET = FLEET_GADGET.replace("gadget-system", NAMESPACE)
+GIZMO = GADGET.replace("gadget", "gizmo").replace("{env: dev}", "{env: prod}")
+
+
+class Recording(Kube):
+    """The real client, remembering every request that is not a read."""
+
+    writes: list[str]
+
+    def request(self, method, path, **kw):  # noqa: ANN001, ANN003, ANN201 - Kube.request's signature
+        if method not in ("GET", "HEAD"):
+            self.writes.append(f"{method} {path}")
+        return super().request(method, path, **kw)
+
+
+def _cluster(name: str) -> str:
+    return (f"apiVersion: reconciler.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n"
+            f"  labels: {{env: {name}}}\nspec:\n  kubernetesVersion: \"1.36\"\n  stage: {name}\n")
+
+
+class Fleet:
+    def __init__(self, root: Path, capsys) -> None:  # noqa: ANN001 - pytest's capsys
+        self.root, self.capsys = root, capsys
+        self.write("reconciler.yaml", SETTINGS)
+        self.write("clusters/dev.yaml", _cluster("dev"))
+        self.write("clusters/prod.yaml", _cluster("prod"))
+        self.write("operators/gadget.yaml", GADGET)
+        self.write("bundles/gadget/manifests/config.yaml", self.config("one"))
+        self.git("init", "-q", "-b", "main")
+        self.resolve()
+
+    @staticmethod
+    def config(mode: str) -> str:
+        return (f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: gadget-config, namespace: {NAMESPACE}}}\n"
+                f"data: {{mode: {mode}}}\n")
+
+    def write(self, rel: str, text: str) -> None:
+        write(self.root, rel, text)
+
+    def resolve(self) -> None:
+        for args in (("resolve", str(self.root)), ("approve", str(self.root), "--all")):
+            run = cli(*args, capsys=self.capsys)
+            assert run.code == 0, run.err + run.out
+
+    def git(self, *args: str) -> str:
+        return git(self.root, *args)
+
+    def commit(self, message: str) -> str:
+        return commit_all(self.root, message)
+
+
+def revision_of(kube: Kube, name: str = "gadget") -> str:
+    obj = get(kube, "reconciler.dev/v1alpha1", "Operator", name) or {}
+    return (obj.get("status") or {}).get("revision", "")
+
+
+def mode(kube: Kube) -> str | None:
+    obj = get(kube, "v1", "ConfigMap", "gadget-config", NAMESPACE)
+    return obj["data"]["mode"] if obj else None
+
+
+@pytest.fixture
+def served(control_plane, tmp_path, capsys):
+    """The fleet, first commit made, served on loopback: (fleet, first commit, remote for dev's loop). Afterwards
+    what dev runs is pruned through the pipeline."""
+    fleet = Fleet(tmp_path / "served" / "fleet", capsys)
+    first = fleet.commit("gadget everywhere")
+    server = GitHttpServer(fleet.root.parent, username=USER, password=TOKEN).start()
+    remote = RemoteRepository(f"{server.url}/fleet/.git", Ref(branch="main"), tmp_path / "cache",
+                              Auth(username=USER, password=TOKEN))
+    try:
+        yield fleet, first, remote
+    finally:
+        server.stop()
+        (fleet.root / "operators" / "gadget.yaml").unlink()
+        fleet.write("reconciler.yaml", SETTINGS + "allowEmpty: true\n")
+        pipeline.reconcile(fleet.root, Kube(control_plane.admin_client()), dry_run=False, cluster="dev")
+    assert mode(Kube(control_plane.admin_client())) is None
+
+
+def for_prod_only(fleet: Fleet) -> str:
+    """A commit of prod's lockfile, an Operator placed on prod alone and a README: nothing dev reads."""
+    lock = fleet.root / "clusters" / "prod" / "olm.lock"
+    lock.write_text(lock.read_text() + "# reviewed by the prod owners\n")
+    fleet.write("operators/gizmo.yaml", GIZMO)
+    fleet.write("bundles/gizmo/manifests/config.yaml", fleet.config("prod").replace("gadget", "gizmo"))
+    fleet.write("README.md", "# the fleet\n")
+    return fleet.commit("prod only")
+
+
+def test_a_commit_that_changes_only_what_other_clusters_read_is_skipped(served, control_plane, caplog):
+    caplog.set_level(logging.INFO, logger="reconciler.loop")
+    fleet, first, remote = served
+    kube = Recording(control_plane.admin_client())
+    kube.writes = []
+    loop = Loop(RemoteSource(remote, poll_interval=0.2), kube, interval=3600, identity="skip-test", cluster="dev")
+    with running(loop):
+        wait_until(lambda: revision_of(kube) == first and mode(kube) == "one", "the first commit applied")
+        # the step after the first (a poll) has run: the first step's writes, Events included, are done
+        wait_until(lambda: loop.steps >= 2 and loop.applied_revision == first, "the loop settled on the first commit")
+        status = get(kube, "reconciler.dev/v1alpha1", "Operator", "gadget")
+
+        kube.writes.clear()
+        other = for_prod_only(fleet)
+        skipped = loop.metrics.reconciles.labels(SKIPPED)
+        wait_until(lambda: skipped._value.get() == 1, "the commit for prod seen by dev's loop")
+        assert loop.last.revision == other and loop.last.outcome in (SKIPPED, CURRENT), loop.last   # or polled
+        assert kube.writes == []
+        assert get(kube, "reconciler.dev/v1alpha1", "Operator", "gadget")["metadata"]["resourceVersion"] == \
+            status["metadata"]["resourceVersion"]
+        assert loop.applied_revision == first and revision_of(kube) == first
+        assert f"skipped {other}" in caplog.text and "cluster dev" in caplog.text
+        assert skipped._value.get() == 1
+
+        # the settings are read by every cluster: read and applied, the revision recorded
+        fleet.write("reconciler.yaml", SETTINGS + "# every cluster reads this\n")
+        settings = fleet.commit("a comment in the settings")
+        wait_until(lambda: loop.last.revision == settings and loop.last.outcome != SKIPPED
+                   and revision_of(kube) == settings, "the settings commit applied")
+        assert loop.applied_revision == settings and mode(kube) == "one"
+
+        # a catalog, which every cluster resolves against: read
+        fleet.write("catalogs/community/gadget.yaml", "schema: olm.package\nname: gadget\ndefaultChannel: stable\n")
+        catalog = fleet.commit("a catalog")
+        wait_until(lambda: loop.last.revision == catalog and loop.last.outcome != SKIPPED
+                   and revision_of(kube) == catalog, "the catalog commit applied")
+
+        # dev's own lockfile, even a comment in it: read
+        lock = fleet.root / "clusters" / "dev" / "olm.lock"
+        lock.write_text(lock.read_text() + "# reviewed by the dev owners\n")
+        locked = fleet.commit("a comment in dev's lockfile")
+        wait_until(lambda: loop.last.revision == locked and loop.last.outcome != SKIPPED
+                   and revision_of(kube) == locked, "the lockfile commit applied")
+
+        # a new version of dev's bundle, resolved into its lockfile: applied
+        fleet.write("bundles/gadget-2/manifests/config.yaml", fleet.config("two"))
+        fleet.write("operators/gadget.yaml", GADGET.replace("gadget.v1.0.0", "gadget.v2.0.0").replace(
+            "file://bundles/gadget]", "file://bundles/gadget-2]"))
+        fleet.resolve()
+        own = fleet.commit("gadget 2.0.0")
+        assert "clusters/dev/olm.lock" in fleet.git("diff", "--name-only", f"{locked}..{own}").split()
+        wait_until(lambda: mode(kube) == "two" and revision_of(kube) == own, "dev's own change applied")
+        assert f"applied {own} " in caplog.text and loop.applied_revision == own
+
+
+def test_on_a_drift_tick_a_skipped_commit_is_not_read_and_the_last_good_state_is_checked(served, control_plane,
+                                                                                         caplog):
+    caplog.set_level(logging.INFO, logger="reconciler.loop")
+    fleet, first, remote = served
+    kube = Kube(control_plane.admin_client())
+    loop = Loop(RemoteSource(remote, poll_interval=None), kube, interval=3600, identity="skip-test", cluster="dev")
+    assert loop.step(drift=False).outcome == APPLIED and loop.applied_revision == first
+    reads = loop.metrics.registry.get_sample_value("reconciler_resolution_duration_seconds_count")
+    assert reads == 1
+    kube.request("DELETE", kube.resource("v1", "ConfigMap").path(NAMESPACE, "gadget-config"))
+    other = for_prod_only(fleet)
+    drift = loop.step(drift=True, reason="interval")   # the drift tick comes with the new commit
+    assert drift.outcome == APPLIED and drift.revision == other and drift.applied == first, drift
+    assert mode(kube) == "one" and revision_of(kube) == first
+    assert f"skipped {other}" in caplog.text
+    assert loop.metrics.registry.get_sample_value("reconciler_resolution_duration_seconds_count") == reads
+    assert loop.step(drift=False).outcome == CURRENT   # the commit is known now: nothing to do at all
