@@ -279,7 +279,7 @@ def related(kube: Kube, op: DesiredOperator, found: list[Found]) -> list[Related
             ref = ObjectRef.of(item)
             if ref.key in mine or ref.key in out or _not_the_operators(ref, item):
                 continue
-            reason = why or _helm_reason(item, releases)
+            reason = _helm_reason(item, releases) or why   # the release says the most
             if reason:
                 out[ref.key] = Related(ref, reason)
     return sorted(out.values(), key=lambda r: str(r.ref))
@@ -304,7 +304,8 @@ def _helm_reason(item: Manifest, releases: set[tuple[str, str]]) -> str:
     if key in releases:
         return f"of Helm release {key[0]}/{key[1]}, as the bundle's live objects are"
     if labels.get("owner") == "helm" and (meta.get("namespace", ""), labels.get("name", "")) in releases:
-        return f"Helm's record of release {meta.get('namespace')}/{labels.get('name')}"
+        return (f"Helm's record of release {meta.get('namespace')}/{labels.get('name')} (once the takeover is done, "
+                f"delete it: `helm uninstall` would delete the objects it names)")
     return ""
 
 
