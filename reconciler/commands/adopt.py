@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--operator", metavar="NAME", action="append",
                      help="compare the bundle of this declared Operator with what runs, object by object; write "
                           "nothing (repeat for several)")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
+                   help="with --operator: the report as text, or as a versioned AdoptionReport document for "
+                        "scripts (docs/output.md)")
     add_cluster_args(p)
     p.set_defaults(run=run)
 
@@ -72,6 +75,11 @@ def _cluster(args: argparse.Namespace) -> Kube:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.operator:
         return run_report(args, out)
+    if args.output != "text":
+        from reconciler.errors import UsageError
+
+        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM v0 installs prints text",
+                         hint="add --operator NAME, or leave -o out")
     from reconciler.adopt import adopt
     from reconciler.adopt.olmv0 import install_mode
 
@@ -108,6 +116,12 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
     kube = _cluster(args)
     names = list(dict.fromkeys(args.operator))
     reports = report(args.repo, kube, names)
+    if args.output != "text":
+        from reconciler import yamlio
+
+        doc = as_document(reports, kube.server)
+        out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
+        return exit_code(reports)
     for rep in reports:
         waits = " (it waits for approval: `reconciler approve` it before the reconcile that takes over)" \
             if rep.waiting else ""
@@ -141,3 +155,20 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
         for line in consent_lines(rep):
             print(f"  {line}", file=out)
     return exit_code(reports)
+
+
+def as_document(reports: list, server: str) -> dict:   # noqa: ANN001 - matching.Report
+    """The report as a versioned document for scripts (documented in docs/output.md; fields are only added)."""
+    verdicts = ("matches", "differs", "missing", "refused", "ours")
+    return {"apiVersion": "reconciler.dev/v1alpha1", "kind": "AdoptionReport", "target": {"server": server},
+            "operators": [{
+                "operator": r.operator, "bundle": r.bundle, "namespace": r.namespace, "declaration": r.declaration,
+                "consent": r.consent, "adopted": dict(r.adopted) if r.adopted is not None else None,
+                "waitsForApproval": r.waiting,
+                "objects": [{"verdict": e.verdict, **e.ref.to_dict(), "namespace": e.ref.namespace,
+                             "detail": e.detail, "hint": e.hint, "diff": list(e.diff), "restartsPods": e.restarts}
+                            for e in r.entries],
+                "related": [{**x.ref.to_dict(), "namespace": x.ref.namespace, "why": x.why} for x in r.related],
+                "notes": list(r.notes),
+                "summary": {**{v: r.count(v) for v in verdicts}, "restartsPods": r.restarts,
+                            "related": len(r.related)}} for r in reports]}

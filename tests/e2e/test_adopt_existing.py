@@ -167,6 +167,15 @@ def test_the_report_the_consent_and_the_takeover_of_what_kubectl_applied(repo, k
     assert report.code == 1, report.out + report.err
     assert "Summary: 5 matches, 1 differs, 1 missing, 0 refused" in report.out
     assert "operators/plumbus.yaml consents" in report.out
+    as_json = cli("adopt", str(repo.path), "--operator", "plumbus", "-o", "json", "--kubeconfig", str(kc),
+                  capsys=capsys)
+    assert as_json.code == 1
+    (doc,) = yamlio.load_one(as_json.out, "report")["operators"]
+    assert doc["summary"] == {"matches": 5, "differs": 1, "missing": 1, "refused": 0, "ours": 0, "restartsPods": 0,
+                              "related": 2}
+    account = next(o for o in doc["objects"] if o["kind"] == "ServiceAccount")
+    assert account["verdict"] == "differs" and account["diff"] == ["metadata.labels: removed"], account
+    assert doc["consent"] is True and doc["adopted"] is None
     sets = replica_sets(k8s)
     assert len(sets) == 1
     uids = {str(ObjectRef.of(o)): live(k8s, o)["metadata"]["uid"] for o in applied}
