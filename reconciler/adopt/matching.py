@@ -316,6 +316,9 @@ def consent_lines(rep: Report) -> list[str]:
         return [f"Operator {rep.operator} took over {count} existing object(s) at "
                 f"{rep.adopted.get('revision') or 'an unversioned tree'}; they are in its inventory, and "
                 f"{ANNOTATION_ADOPT} on its declaration has no further effect"]
+    if rep.entries and rep.count(OURS) == len(rep.entries):
+        return [f"Operator {rep.operator} is installed: every object of its bundle is its own already, so there is "
+                f"nothing to take over (`reconciler reconcile REPO --dry-run` shows what would change)"]
     if rep.count(REFUSED):
         return [f"{rep.count(REFUSED)} object(s) cannot be taken over (above, each with what to do): a reconcile "
                 f"that consents ({ANNOTATION_ADOPT}: \"true\" on {rep.declaration}) refuses, with nothing "

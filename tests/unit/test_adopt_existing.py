@@ -59,3 +59,24 @@ def test_the_comparison_leaves_out_who_manages_an_object():
     assert _without_bookkeeping(live) == _without_bookkeeping(proposed)
     assert _without_bookkeeping(live)["metadata"]["labels"] == {"team": "payments"}
     assert "annotations" not in _without_bookkeeping(live)["metadata"]
+
+
+def _report(*verdicts: str, consent: bool = False, adopted: dict | None = None):
+    from reconciler.adopt.matching import Entry, Report
+
+    return Report("plumbus", "plumbus.v1.1.0", "plumbus-system", "operators/plumbus.yaml", consent, adopted, False,
+                  tuple(Entry(SA, v) for v in verdicts))
+
+
+def test_the_report_says_how_to_consent_or_what_stands_in_the_way():
+    from reconciler.adopt.matching import consent_lines, exit_code
+
+    assert exit_code([_report("matches", "matches")]) == 0
+    assert exit_code([_report("matches", "missing")]) == 1 and exit_code([_report("differs")]) == 1
+    assert exit_code([_report("matches"), _report("refused", "differs")]) == 2
+    assert 'reconciler.dev/adopt: "true"' in "\n".join(consent_lines(_report("matches", "differs")))
+    assert "1 object(s) cannot be taken over" in consent_lines(_report("refused", "matches"))[0]
+    assert "operators/plumbus.yaml consents" in consent_lines(_report("matches", consent=True))[0]
+    assert "nothing to take over" in consent_lines(_report("ours", "ours", consent=True))[0]
+    spent = consent_lines(_report("ours", consent=True, adopted={"revision": "abc", "objects": [{}, {}]}))[0]
+    assert "took over 2 existing object(s) at abc" in spent and "no further effect" in spent
