@@ -74,9 +74,10 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
 
     policies = load_policies(snapshot.root) if installs else []
     part_of = instance_applyset_id(snapshot.settings.instance, snapshot.settings.installer_namespace)
+    applied = applied_crds(kube, installs)
     for inst in installs:
         owner = inst.selection.owner
-        found = guardrail_violations(snapshot, inst, policies, lookup) + crd_preflight(kube, inst, part_of)
+        found = guardrail_violations(snapshot, inst, policies, lookup) + crd_preflight(kube, inst, part_of, applied)
         record = records.get(owner)
         entry = record.find(decisions[owner].bundle, decisions[owner].digest) if record else None
         waived = set(entry.waived_policies) if entry else set()
@@ -107,14 +108,33 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     return decisions
 
 
-def crd_preflight(kube: Kube | None, inst: Installed, part_of: str = "") -> tuple:
+_SELECTOR_NAMES = 100   # Operators named in one label selector; beyond, every labelled CRD is listed
+
+
+def applied_crds(kube: Kube | None, installs: tuple[Installed, ...]) -> dict[str, str | None]:
+    """The applied-digest of every live CRD labelled for one of the Operators whose bundles ship CRDs, by name:
+    one metadata LIST for them all."""
+    owners = sorted({i.selection.owner for i in installs
+                     if any(obj.get("kind") == "CustomResourceDefinition" for obj in i.bundle.objects)})
+    info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition") if kube and owners else None
+    if info is None:
+        return {}
+    from reconciler.model.kube import digest_of
+
+    selector = f"{LABEL_OPERATOR} in ({','.join(owners)})" if len(owners) <= _SELECTOR_NAMES else LABEL_OPERATOR
+    return {item["metadata"]["name"]: digest_of(item)
+            for item in kube.list(info, label_selector=selector, metadata_only=True)}
+
+
+def crd_preflight(kube: Kube | None, inst: Installed, part_of: str, applied: dict[str, str | None]) -> tuple:
     """The CRD upgrade-safety check as violations of ``crd-upgrade-safety``, against the live CRDs of a cluster
     (none without one: `diff` reports the same offline): what `reconcile` would refuse, `approve` shows and
     waits on, waivable with --waive crd-upgrade-safety, but for a stored version removed, which nothing waives.
 
     A CRD whose live applied-digest is the one this bundle's CRD would be applied with (labelled for the
     Operator and ``part_of``, the instance's ApplySet) is what we applied last: replacing it changes
-    nothing, and it is not read. One metadata LIST tells; only the others are read whole. Whatever was changed
+    nothing, and it is not read. ``applied`` (``applied_crds``: one metadata LIST for every Operator) tells;
+    only the others are read whole. Whatever was changed
     on a live CRD behind our back is the planner's to find (its field managers moved), which checks again."""
     if kube is None:
         return ()
@@ -130,8 +150,6 @@ def crd_preflight(kube: Kube | None, inst: Installed, part_of: str = "") -> tupl
     crds = [obj for obj in inst.bundle.objects if obj.get("kind") == "CustomResourceDefinition"]
     if not crds:
         return ()
-    applied = {item["metadata"]["name"]: digest_of(item)
-               for item in kube.list(info, label_selector=f"{LABEL_OPERATOR}={owner}", metadata_only=True)}
     crds = [obj for obj in crds if applied.get(obj["metadata"]["name"]) is None
             or applied[obj["metadata"]["name"]] != digest_of(with_digest(stamped(obj, owner, part_of)))]
     lives = concurrently(lambda obj: kube.get(info, "", obj["metadata"]["name"]), crds)   # read at once
