@@ -180,6 +180,11 @@ def _deliberate(ours: list[dict], peer: list[dict]) -> tuple[list[dict], list[di
                 "olm.properties" not in mine["spec"]["template"]["metadata"].get("annotations", {}):
             pod_meta["annotations"].pop("olm.properties")
             classes.append("deliberate: metadata/properties.yaml not merged into the pod's olm.properties")
+    for obj in peer:
+        mine = ours_deployments.get(key(obj))
+        if mine and _same_in_ours_order(mine["spec"]["template"].get("spec") or {},
+                                        obj["spec"]["template"].get("spec") or {}):
+            classes.append("deliberate: certificate volumes and mounts in OLM v0's order (apiservice-cert first)")
     ours_hooks = {key(o): o for o in ours if o.get("kind", "").endswith("WebhookConfiguration")}
     for obj in peer:
         mine = ours_hooks.get(key(obj))
@@ -202,6 +207,22 @@ def _deliberate(ours: list[dict], peer: list[dict]) -> tuple[list[dict], list[di
 
 
 _RETIRED_VERSIONS = registry_v1._RETIRED_VERSIONS
+
+
+def _same_in_ours_order(ours: dict, peer: dict) -> bool:
+    """Put the peer pod's volumes and mounts in our order where only the order differs; whether any did."""
+    def by_name(items: list[dict]) -> list[str]:
+        return sorted(json.dumps(i, sort_keys=True) for i in items)
+
+    pairs = [(ours, peer, "volumes")] + [(c, p, "volumeMounts") for c, p in zip(ours.get("containers") or [],
+                                                                              peer.get("containers") or [])]
+    moved = False
+    for mine, theirs, field in pairs:
+        a, b = mine.get(field) or [], theirs.get(field) or []
+        if a != b and by_name(a) == by_name(b):
+            theirs[field] = [dict(i) for i in a]
+            moved = True
+    return moved
 
 
 def _issuer_names(objects: list[dict]) -> set[str]:

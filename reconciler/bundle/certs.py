@@ -17,6 +17,16 @@ CA that signed it. ``CertificateProvider`` hides who makes them:
 
 Both write the Secret ``<service>-cert`` with ``tls.crt``/``tls.key``, the
 name and keys OLM uses, which the deployments mount.
+
+OLM v0 keeps the CA of the same Secret under ``olmCAKey`` (not ``ca.crt``),
+names one more host in its certificates (``<service>.<namespace>``) and
+stamps the SHA-256 of the CA's PEM on the Secret and on the pod template
+(``olmcahash``). The self-signed provider takes such a Secret as its own
+while it is valid, and stamps the same hash on the pod templates of every
+pair it hands out: a takeover then changes neither the certificate the pods
+serve, nor the ``caBundle`` that trusts it, nor the pod template; a later
+renewal changes the hash, so the pods roll onto the new certificate, as OLM
+rolls them.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from reconciler.model.kube import Manifest
 
 CERT_MANAGER_INJECT = "cert-manager.io/inject-ca-from"
 SELF_SIGNED_ANNOTATION = "reconciler.dev/certificate-not-after"
+CA_HASH_ANNOTATION = "olmcahash"   # OLM v0's pod-template annotation: the SHA-256 of the CA's PEM, in hex
+OLM_CA_KEY = "olmCAKey"            # where OLM v0 keeps the CA's PEM in a serving certificate's Secret
 
 Lookup = Callable[[str, str], "Manifest | None"]  # (namespace, name) -> the live Secret, or None
 
@@ -42,6 +54,7 @@ class ServiceCert:
     objects: tuple[Manifest, ...]
     ca_bundle: str | None = None                       # base64 PEM, set in caBundle fields
     annotations: dict[str, str] = field(default_factory=dict)  # set on the objects that call the Service
+    pod_annotations: dict[str, str] = field(default_factory=dict)  # set on the pod templates that serve it
 
 
 class CertificateProvider(Protocol):
@@ -80,14 +93,17 @@ class SelfSignedProvider:
             return None
         live = self.lookup(namespace, secret_name(service))
         data = (live or {}).get("data") or {}
-        if not all(k in data for k in ("tls.crt", "tls.key", "ca.crt")):
+        ca = data.get("ca.crt") or data.get(OLM_CA_KEY)   # ours, or the one OLM v0 made
+        if not (ca and "tls.crt" in data and "tls.key" in data):
             return None
         from cryptography import x509
+        from cryptography.exceptions import InvalidSignature
 
         try:
             cert = x509.load_pem_x509_certificate(base64.b64decode(data["tls.crt"]))
-            x509.load_pem_x509_certificate(base64.b64decode(data["ca.crt"]))
-        except ValueError:
+            authority = x509.load_pem_x509_certificate(base64.b64decode(ca))
+            cert.verify_directly_issued_by(authority)
+        except (ValueError, TypeError, InvalidSignature):
             return None
         if cert.not_valid_after_utc - self.renew_before <= self.now():
             return None
@@ -95,10 +111,9 @@ class SelfSignedProvider:
             names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         except x509.ExtensionNotFound:
             return None
-        if sorted(names.get_values_for_type(x509.DNSName)) != sorted(dns_names(namespace, service)):
-            return None
-        return self._result(namespace, service, data["tls.crt"], data["tls.key"], data["ca.crt"],
-                            cert.not_valid_after_utc)
+        if not set(dns_names(namespace, service)) <= set(names.get_values_for_type(x509.DNSName)):
+            return None   # (OLM v0's certificates name <service>.<namespace> too, which does no harm)
+        return self._result(namespace, service, data["tls.crt"], data["tls.key"], ca, cert.not_valid_after_utc)
 
     def _generate(self, namespace: str, service: str) -> ServiceCert:
         from cryptography import x509
@@ -147,7 +162,8 @@ class SelfSignedProvider:
                          "annotations": {SELF_SIGNED_ANNOTATION: not_after.strftime("%Y-%m-%dT%H:%M:%SZ")}},
             "data": {"tls.crt": crt, "tls.key": key, "ca.crt": ca},
         }
-        return ServiceCert(secret_name(service), (secret,), ca_bundle=ca)
+        return ServiceCert(secret_name(service), (secret,), ca_bundle=ca,
+                           pod_annotations={CA_HASH_ANNOTATION: ca_hash(ca)})
 
 
 @dataclass(frozen=True)
@@ -181,6 +197,13 @@ class CertManagerProvider:
                            annotations={CERT_MANAGER_INJECT: f"{namespace}/{certificate}"})
 
 
+def ca_hash(ca_bundle: str) -> str:
+    """OLM v0's ``olmcahash`` of a CA given base64-encoded, as a Secret and a ``caBundle`` hold it."""
+    import hashlib
+
+    return hashlib.sha256(base64.b64decode(ca_bundle)).hexdigest()
+
+
 def cluster_lookup(kube: object) -> Lookup:
     """A ``Lookup`` reading Secrets from a cluster (``reconciler.cluster.kube.Kube``); errors mean "none"."""
 
@@ -196,5 +219,5 @@ def cluster_lookup(kube: object) -> Lookup:
     return lookup
 
 
-__all__ = ["cluster_lookup", "CERT_MANAGER_INJECT", "CertManagerProvider", "CertificateProvider", "SelfSignedProvider", "ServiceCert",
+__all__ = ["ca_hash", "cluster_lookup", "CA_HASH_ANNOTATION", "CERT_MANAGER_INJECT", "OLM_CA_KEY", "CertManagerProvider", "CertificateProvider", "SelfSignedProvider", "ServiceCert",
            "dns_names", "secret_name"]

@@ -574,8 +574,6 @@ def _api_services(conv: Conversion) -> Iterator[Manifest]:
 def _deployments(conv: Conversion) -> Iterator[Manifest]:
     plan, csv = conv.plan, conv.csv
     served = {s.deployment: s for s in conv.services}
-    api_deployments = {a["deploymentName"] for a in (csv.spec.get("apiservicedefinitions") or {}).get("owned")
-                       or []}
     for i, d in enumerate(csv.install_spec.get("deployments") or []):
         name = d.get("name")
         if not name:
@@ -592,34 +590,51 @@ def _deployments(conv: Conversion) -> Iterator[Manifest]:
         tmeta["annotations"] = annotations
         spec["revisionHistoryLimit"] = 1  # OLM keeps one old ReplicaSet, whatever the bundle says
         if name in served:
-            volumes = ["webhook-cert", "apiservice-cert"] if name not in api_deployments else ["apiservice-cert",
-                                                                                               "webhook-cert"]
-            _mount_certs(template.setdefault("spec", {}), conv.certs[served[name].name].secret_name, volumes)
+            cert = conv.certs[served[name].name]
+            _mount_certs(template.setdefault("spec", {}), cert.secret_name)
+            annotations.update(cert.pod_annotations)   # the CA's hash: a new CA rolls the pods, as in OLM
         yield overrides.apply({"apiVersion": "apps/v1", "kind": "Deployment",
                                "metadata": {"name": name, "namespace": plan.namespace,
                                             "labels": dict(d.get("label") or {})},
                                "spec": spec}, conv.config)
 
 
-def _mount_certs(pod: dict[str, Any], secret: str, volumes: list[str]) -> None:
-    """Mount the serving certificate where OLM does, replacing volumes or mounts of the same name or path.
+def _mount_certs(pod: dict[str, Any], secret: str) -> None:
+    """Mount the serving certificate where and as OLM v0 does: its two volumes, ``apiservice-cert`` then
+    ``webhook-cert``, each replacing in place a volume of its name (appended otherwise), and in each container
+    a mount replacing in place the first of its name or path (appended otherwise). The pod template is then
+    OLM's to the order of its lists, which a takeover must keep (another order is another pod template).
 
-    A bundle's own volume mounted at one of those paths goes too: left in the
-    pod unmounted, its secret (often one the bundle's cert-manager setup would
-    have made) would still have to exist before the pod can start.
+    Unlike OLM, a bundle's own volume mounted at one of those paths goes, with its mounts: left in the pod
+    unmounted, its secret (often one the bundle's cert-manager setup would have made) would still have to exist
+    before the pod can start.
     """
-    paths = {CERT_DIRS[v][0] for v in volumes}
-    replaced = set(volumes) | {m.get("name") for c in pod.get("containers") or [] for m in c.get("volumeMounts") or []
-                               if m.get("mountPath") in paths}
-    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in replaced]
-    for vol in volumes:
-        items = [{"key": k, "path": p} for k, p in CERT_DIRS[vol][1].items()]
-        pod["volumes"].append({"name": vol, "secret": {"secretName": secret, "items": items}})
+    paths = {path for path, _ in CERT_DIRS.values()}
+    stale = {m.get("name") for c in pod.get("containers") or [] for m in c.get("volumeMounts") or []
+             if m.get("mountPath") in paths} - set(CERT_DIRS)
+    pod["volumes"] = [v for v in pod.get("volumes") or [] if v.get("name") not in stale]
     for container in pod.get("containers") or []:
-        mounts = [m for m in container.get("volumeMounts") or []
-                  if m.get("name") not in replaced and m.get("mountPath") not in paths]
-        mounts.extend({"name": vol, "mountPath": CERT_DIRS[vol][0]} for vol in volumes)
-        container["volumeMounts"] = mounts
+        container["volumeMounts"] = [m for m in container.get("volumeMounts") or []
+                                     if m.get("name") not in stale or m.get("mountPath") in paths]
+    for vol, (path, keys) in CERT_DIRS.items():
+        _put(pod["volumes"], {"name": vol, "secret": {"secretName": secret,
+                                                      "items": [{"key": k, "path": p} for k, p in keys.items()]}},
+             lambda v, vol=vol: v.get("name") == vol)
+        for container in pod.get("containers") or []:
+            mount = {"name": vol, "mountPath": path}
+            _put(container["volumeMounts"], mount,
+                 lambda m, vol=vol, path=path: m.get("name") == vol or m.get("mountPath") == path)
+            container["volumeMounts"] = [m for m in container["volumeMounts"] if m is mount
+                                         or m.get("mountPath") != path]
+
+
+def _put(items: list[dict[str, Any]], item: dict[str, Any], same: Callable[[dict[str, Any]], bool]) -> None:
+    """Replace the first entry ``same`` picks with ``item``, or append it."""
+    for i, existing in enumerate(items):
+        if same(existing):
+            items[i] = item
+            return
+    items.append(item)
 
 
 def _optional_objects(conv: Conversion) -> Iterator[Manifest]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from reconciler.bundle import render
-from reconciler.bundle.certs import SelfSignedProvider
+from reconciler.bundle.certs import CA_HASH_ANNOTATION, SelfSignedProvider
 from reconciler.model.declarations import InstallSettings
 from tests.bundle.test_golden import _webhook_csv
 from tests.unit.helpers import by_kind, crd_doc, write_bundle
@@ -90,6 +91,9 @@ def test_webhook_objects_carry_the_ca_of_the_mounted_secret(tmp_path):
     vols = {v["name"]: v["secret"]["secretName"] for v in dep["spec"]["template"]["spec"]["volumes"]}
     # the bundle's volume on the webhook path ("cert", secret "stale") is gone with its mount
     assert vols == {"webhook-cert": "demo-webhook-service-cert", "apiservice-cert": "demo-webhook-service-cert"}
+    # OLM v0's annotation, made as OLM makes it: a new CA changes the pod template, which rolls the pods
+    assert dep["spec"]["template"]["metadata"]["annotations"][CA_HASH_ANNOTATION] == \
+        hashlib.sha256(base64.b64decode(ca)).hexdigest()
     mounts = dep["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
     # the bundle's own mount on the webhook path is replaced by the managed certificate
     assert {m["mountPath"]: m["name"] for m in mounts} == {
@@ -113,3 +117,69 @@ def test_cert_manager_certificate_asks_for_what_olm_serves():
         "dnsNames": ["svc.ns", "svc.ns.svc", "svc.ns.svc.cluster.local"], "usages": ["server auth"],
         "issuerRef": {"name": "svc-cert-selfsigned-issuer"}, "duration": "17520h0m0s", "renewBefore": "24h0m0s"}
     assert made.secret_name == "svc-cert" and made.annotations == {CERT_MANAGER_INJECT: "ns/svc-cert"}
+
+
+def _olm_secret(namespace: str, service: str, signer=None) -> dict:
+    """A serving Secret shaped as OLM v0 writes it: the CA's PEM under olmCAKey, three host names, an RSA key."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Red Hat, Inc."),
+                          x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key, key = rsa.generate_private_key(65537, 2048), rsa.generate_private_key(65537, 2048)
+    start, end = NOW - datetime.timedelta(days=1), NOW + datetime.timedelta(days=729)
+    ca = (x509.CertificateBuilder().subject_name(name("olm-selfsigned")).issuer_name(name("olm-selfsigned"))
+          .public_key(ca_key.public_key()).serial_number(1).not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    hosts = [f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+    leaf = (x509.CertificateBuilder().subject_name(name(hosts[0])).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(2).not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
+            .sign(signer or ca_key, hashes.SHA256()))
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    pem = serialization.Encoding.PEM
+    return {"metadata": {"name": f"{service}-cert", "namespace": namespace,
+                         "annotations": {"olmcahash": hashlib.sha256(ca.public_bytes(pem)).hexdigest()}},
+            "type": "kubernetes.io/tls",
+            "data": {"tls.crt": b64(leaf.public_bytes(pem)),
+                     "tls.key": b64(key.private_bytes(pem, serialization.PrivateFormat.TraditionalOpenSSL,
+                                                      serialization.NoEncryption())),
+                     "olmCAKey": b64(ca.public_bytes(pem))}}
+
+
+def test_olm_v0_certificate_is_taken_as_it_is():
+    """A takeover keeps the pair OLM v0 made: same serving certificate and key, its CA as caBundle, and the
+    pod-template hash OLM stamped (so the template does not change)."""
+    olm = _olm_secret("ns", "svc")
+    taken = SelfSignedProvider(lookup=lambda ns, n: olm, now=lambda: NOW).service_cert("ns", "svc")
+    data = _secret(taken)["data"]
+    assert (data["tls.crt"], data["tls.key"]) == (olm["data"]["tls.crt"], olm["data"]["tls.key"])
+    assert taken.ca_bundle == data["ca.crt"] == olm["data"]["olmCAKey"]
+    assert taken.pod_annotations == {CA_HASH_ANNOTATION: olm["metadata"]["annotations"]["olmcahash"]}
+    # what the reconciler wrote back (ca.crt beside OLM's olmCAKey) is reused as its own on the next render
+    written = {**olm, "data": {**olm["data"], **data}}
+    again = SelfSignedProvider(lookup=lambda ns, n: written, now=lambda: NOW).service_cert("ns", "svc")
+    assert again == taken
+    # near expiry the reconciler renews it with a CA of its own: a new hash, so the pods roll onto it
+    near = NOW + datetime.timedelta(days=710)
+    renewed = SelfSignedProvider(lookup=lambda ns, n: written, now=lambda: near).service_cert("ns", "svc")
+    assert renewed.ca_bundle != taken.ca_bundle
+    assert renewed.pod_annotations[CA_HASH_ANNOTATION] == \
+        hashlib.sha256(base64.b64decode(renewed.ca_bundle)).hexdigest() != taken.pod_annotations[CA_HASH_ANNOTATION]
+    _load(_secret(renewed)["data"]["tls.crt"]).verify_directly_issued_by(_load(renewed.ca_bundle))
+
+
+def test_olm_v0_certificate_not_signed_by_its_ca_is_replaced():
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    forged = _olm_secret("ns", "svc", signer=rsa.generate_private_key(65537, 2048))
+    made = SelfSignedProvider(lookup=lambda ns, n: forged, now=lambda: NOW).service_cert("ns", "svc")
+    assert made.ca_bundle != forged["data"]["olmCAKey"]
+    assert _secret(made)["data"]["tls.crt"] != forged["data"]["tls.crt"]

@@ -35,7 +35,7 @@ class Case:
 
     @property
     def targets(self) -> list[str] | None:
-        return None if self.mode == "AllNamespaces" else [self.watched]
+        return None if self.mode.startswith("AllNamespaces") else [self.watched]
 
 
 def custom(api) -> kubernetes.client.CustomObjectsApi:

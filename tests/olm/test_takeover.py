@@ -3,7 +3,9 @@
 Real OLM v0 installs corpus bundles in three modes (one with Manual
 approval, one with a custom resource of its CRD created beforehand, one
 whose Subscription's ``spec.config`` overrides env, resources and
-nodeSelector, which the declaration's ``spec.config`` carries over); the
+nodeSelector, which the declaration's ``spec.config`` carries over, and
+cert-manager, whose admission webhooks OLM serves with a certificate of its
+own, which the takeover keeps with their ``caBundle``); the
 repository adopts them, commits, and reconciles. What must hold: no new
 ReplicaSet and the same pod templates (no pod restarted), every CRD and
 custom resource still there, OLM's bookkeeping gone (Subscription,
@@ -40,7 +42,9 @@ CASES = [
     Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace", approval="Manual"),
     Case("ack-s3-controller/1.10.0", "ack-s3-controller.v1.10.0", "SingleNamespace"),
     Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace-config", config=CONFIG),
+    Case("cert-manager/1.10.0", "cert-manager.v1.10.0", "AllNamespaces-webhook"),
 ]
+WEBHOOKS = CASES[4]
 CR = ("odoo-community.org", "v1alpha1", "odoos", "Odoo")
 FIRST_LINE = "reconciler adopt platform-repo --dry-run"
 
@@ -63,7 +67,17 @@ def snapshot(api) -> dict:
     group, version, plural, _ = CR
     crs = [o["metadata"]["name"] for o in custom(api).list_namespaced_custom_object(
         group, version, CASES[1].namespace, plural)["items"]]
-    return {"replicaSets": replica_sets, "templates": templates, "crds": crds, "customResources": crs}
+    admission = kubernetes.client.AdmissionregistrationV1Api(api)
+    # by webhook: OLM names each configuration generateName plus a suffix of its own, the bundle generateName
+    ca_bundles = sorted((kind, w.name, w.client_config.ca_bundle)
+                        for kind, items in (("validating", admission.list_validating_webhook_configuration().items),
+                                            ("mutating", admission.list_mutating_webhook_configuration().items))
+                        for c in items for w in c.webhooks or [])
+    secrets = {(ns, s.metadata.name): {k: v for k, v in s.data.items() if k in ("tls.crt", "tls.key")}
+               for ns in namespaces for s in kubernetes.client.CoreV1Api(api).list_namespaced_secret(ns).items
+               if s.metadata.name.endswith("-cert")}
+    return {"replicaSets": replica_sets, "templates": templates, "crds": crds, "customResources": crs,
+            "caBundles": ca_bundles, "servingSecrets": secrets}
 
 
 def olm_bookkeeping(api) -> list[str]:
@@ -155,6 +169,7 @@ def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed:
         after = snapshot(api)
         assert after["replicaSets"] == before["replicaSets"]   # no new ReplicaSet: no pod restarted
         assert after["templates"] == before["templates"]
+        assert after["caBundles"] == before["caBundles"] and after["servingSecrets"] == before["servingSecrets"]
         assert set(before["crds"]) <= set(after["crds"])
         assert after["customResources"] == ["kept"]
         left = olm_bookkeeping(api)
@@ -165,28 +180,34 @@ def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed:
     upgrade_through_the_repository(installed, tmp_path / "platform-repo", env)
 
 
-NEXT = "move2kube-operator/0.3.15"   # the next bundle of CASES[0]'s package
+# The next bundle of an adopted package, and what its Deployment runs that the adopted one did not.
+NEXT = [(CASES[0], "move2kube-operator/0.3.15", "move2kube-operator-controller-manager",
+        "quay.io/konveyor/move2kube-operator:v0.3.15"),
+        (WEBHOOKS, "cert-manager/1.10.1", "cert-manager-webhook",
+         "--tls-cert-file=/apiserver.local.config/certificates/apiserver.crt")]
 
 
 def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dict) -> None:
-    """The next bundle is added to the repository's catalog: `resolve` moves the lock, `reconcile` applies it,
-    and OLM, no longer asked, does nothing."""
+    """The next bundles are added to the repository's catalog: `resolve` moves the lock, `reconcile` applies
+    them, and OLM, no longer asked, does nothing."""
     import json
     import shutil
 
     from tests.olm.support import CORPUS, write_catalog_of
 
-    case = CASES[0]
-    shutil.copytree(CORPUS / "operators" / NEXT, repo / "bundles" / NEXT)
-    (blob,) = write_catalog_of([CORPUS / "operators" / NEXT], repo / "next",
-                               image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
-    shutil.rmtree(repo / "next")
     catalog = repo / "catalogs" / "corpus" / "catalog.json"
+    blobs = {}
+    for case, bundle, _, _ in NEXT:
+        shutil.copytree(CORPUS / "operators" / bundle, repo / "bundles" / bundle)
+        (blobs[case.package],) = write_catalog_of([CORPUS / "operators" / bundle], repo / "next",
+                                                  image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+        shutil.rmtree(repo / "next")
     docs = [json.loads(line) for line in catalog.read_text().splitlines()]
     for doc in docs:
-        if doc["schema"] == "olm.channel" and doc["package"] == case.package:
-            doc["entries"].append({"name": blob["name"], "replaces": case.csv})
-    catalog.write_text("\n".join(json.dumps(d) for d in docs + [blob]) + "\n")
+        if doc["schema"] == "olm.channel" and doc["package"] in blobs:
+            case = next(c for c, *_ in NEXT if c.package == doc["package"])
+            doc["entries"].append({"name": blobs[case.package]["name"], "replaces": case.csv})
+    catalog.write_text("\n".join(json.dumps(d) for d in docs + list(blobs.values())) + "\n")
 
     def run(*args: str) -> str:
         done = subprocess.run([sys.executable, "-m", "reconciler", *args], env=env, capture_output=True, text=True,
@@ -196,15 +217,18 @@ def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dic
 
     run("resolve", str(repo))
     lock = (repo / "olm.lock").read_text()
-    assert f"name: {blob['name']}" in lock and f"name: {case.csv}" not in lock, lock
+    for case, *_ in NEXT:
+        assert f"name: {blobs[case.package]['name']}" in lock and f"name: {case.csv}" not in lock, lock
     subprocess.run(["git", "-C", str(repo), "add", "-A"], env=env, check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "move2kube-operator 0.3.15"], env=env, check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "the next bundles"], env=env, check=True)
     run("reconcile", str(repo))
     time.sleep(5)   # time for OLM to act, if it still did
     with installed.admin_client() as api:
-        (dep,) = [d for d in kubernetes.client.AppsV1Api(api).list_namespaced_deployment(case.namespace).items
-                  if "move2kube" in d.metadata.name]
-        images = {c.image for c in dep.spec.template.spec.containers}
-        assert "quay.io/konveyor/move2kube-operator:v0.3.15" in images, images
-        for plural in ("subscriptions", "installplans", "clusterserviceversions"):
-            assert custom(api).list_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, plural)["items"] == []
+        for case, _, deployment, wanted in NEXT:
+            dep = kubernetes.client.AppsV1Api(api).read_namespaced_deployment(deployment, case.namespace)
+            ran = {c.image for c in dep.spec.template.spec.containers} | \
+                {a for c in dep.spec.template.spec.containers for a in c.args or []}
+            assert wanted in ran, ran
+            for plural in ("subscriptions", "installplans", "clusterserviceversions"):
+                assert custom(api).list_namespaced_custom_object(GROUP, "v1alpha1", case.namespace,
+                                                                 plural)["items"] == []

@@ -128,9 +128,11 @@ def test_bundle_volume_at_the_certificate_path_is_removed_with_its_mount(tmp_pat
          "sideEffects": "None", "webhookPath": "/validate"}])
     (rendered,) = by_kind(render_demo(tmp_path, crd_doc(), csv=csv).objects, "Deployment", "apps")
     pod = rendered["spec"]["template"]["spec"]
-    assert [v["name"] for v in pod["volumes"]] == ["config", "webhook-cert", "apiservice-cert"]
+    # in OLM v0's order: its two volumes appended, apiservice-cert first; a mount on the certificate path
+    # replaced in place
+    assert [v["name"] for v in pod["volumes"]] == ["config", "apiservice-cert", "webhook-cert"]
     assert [[m["name"] for m in c["volumeMounts"]] for c in pod["containers"]] == [
-        ["config", "webhook-cert", "apiservice-cert"], ["webhook-cert", "apiservice-cert"]]
+        ["webhook-cert", "config", "apiservice-cert"], ["apiservice-cert", "webhook-cert"]]
 
 
 def test_rendering_does_not_mutate_between_calls():
