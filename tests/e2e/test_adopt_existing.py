@@ -290,3 +290,22 @@ def test_the_walkthrough_of_docs_migration_as_printed(repo, kc, k8s, capsys, tmp
     assert "took over 7 existing object(s)" in steps[2][1], steps[2][1]
     assert replica_sets(k8s) == sets
     assert inventory(k8s) == {str(ObjectRef.of(o)) for o in rendered(repo, capsys)}
+
+
+def test_bad_requests_are_refused_saying_what_to_do(repo, kc, k8s, capsys, monkeypatch, tmp_path):
+    unknown = cli("adopt", str(repo.path), "--operator", "fleeb", "--kubeconfig", str(kc), capsys=capsys)
+    assert unknown.code == 2
+    assert "the repository declares no Operator fleeb (it declares plumbus)" in unknown.err
+    assert "declare it first as for a new install" in unknown.err
+    text = (repo.path / "operators/plumbus.yaml").read_text()
+    repo.write("operators/plumbus.yaml", text.replace("metadata:\n  name: plumbus\n", CONSENT.replace('"true"', "yes")))
+    bad = cli("adopt", str(repo.path), "--operator", "plumbus", "--kubeconfig", str(kc), capsys=capsys)
+    assert bad.code == 2 and "operators/plumbus.yaml: Operator plumbus: metadata.annotations.reconciler.dev/adopt " \
+                              "must be \"true\"" in bad.err, bad.err
+    usage = cli("adopt", str(repo.path), "-o", "json", "--kubeconfig", str(kc), capsys=capsys)
+    assert usage.code == 64 and "-o json|yaml is the form of --operator's report" in usage.err
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    nowhere = cli("adopt", str(repo.path), "--operator", "plumbus", capsys=capsys)
+    assert nowhere.code == 3 and "no cluster is configured: adopt reads what runs in one" in nowhere.err
