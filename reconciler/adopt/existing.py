@@ -65,6 +65,7 @@ class Adoption:
     operator: str
     taken: tuple[ObjectRef, ...]   # live objects applied over and recorded in its inventory
     created: int                   # objects of its bundle that do not exist yet
+    before: int = 0                # objects its own already: taken over or created by a run interrupted since
 
 
 def holders(records: Mapping[str, status_objects.Recorded]) -> dict[tuple[str, str, str, str],
@@ -180,7 +181,8 @@ def consented(kube: Kube, desired: list[DesiredOperator], consenting: frozenset[
         refused += [(op, f) for f in found if f.state == REFUSED]
         taken = tuple(f.ref for f in found if f.state == ADOPTABLE)
         out.append(adopting(op, found))
-        adoptions.append(Adoption(op.name, taken, sum(1 for f in found if f.state == MISSING)))
+        adoptions.append(Adoption(op.name, taken, sum(1 for f in found if f.state == MISSING),
+                                  sum(1 for f in found if f.state == OURS)))
     if refused:
         lines = "\n  ".join(f"{f.ref} [{op.name}]: {f.why}; {f.hint}" for op, f in refused)
         first = refused[0][0]
@@ -207,6 +209,8 @@ def record(kube: Kube, adoptions: list[Adoption], *, revision: str | None, dry_r
     info = status_objects.resource(kube) if adoptions and not dry_run else None
     for a in adoptions:
         what = f"{len(a.taken)} existing object(s) of its bundle ({CONSENT} on its declaration)"
+        if a.before:
+            what += f", {a.before} more its own already (an earlier run was interrupted)"
         if dry_run:
             notes.append(f"Operator {a.operator} would take over {what}"
                          + (f" and create {a.created}" if a.created else "")

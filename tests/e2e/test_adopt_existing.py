@@ -73,6 +73,20 @@ def replica_sets(k8s: Kube) -> list[str]:
     return sorted(rs["metadata"]["name"] for rs in k8s.list(k8s.resource("apps/v1", "ReplicaSet"), namespace=NS))
 
 
+def rolled_out(k8s: Kube) -> list[str]:
+    """The ReplicaSets once the deployment controller has acted on the Deployment as it is (bounded wait)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        d = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", NS)
+        if d and (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"] \
+                and replica_sets(k8s):
+            return replica_sets(k8s)
+        time.sleep(0.2)
+    raise AssertionError("the Deployment was not rolled out within 60s")
+
+
 def consent(repo: GitOpsRepo) -> None:
     text = (repo.path / "operators/plumbus.yaml").read_text()
     repo.write("operators/plumbus.yaml", text.replace("metadata:\n  name: plumbus\n", CONSENT))
@@ -176,7 +190,7 @@ def test_the_report_the_consent_and_the_takeover_of_what_kubectl_applied(repo, k
     account = next(o for o in doc["objects"] if o["kind"] == "ServiceAccount")
     assert account["verdict"] == "differs" and account["diff"] == ["metadata.labels: removed"], account
     assert doc["consent"] is True and doc["adopted"] is None
-    sets = replica_sets(k8s)
+    sets = rolled_out(k8s)
     assert len(sets) == 1
     uids = {str(ObjectRef.of(o)): live(k8s, o)["metadata"]["uid"] for o in applied}
     template = live(k8s, deployment)["spec"]["template"]
@@ -186,7 +200,7 @@ def test_the_report_the_consent_and_the_takeover_of_what_kubectl_applied(repo, k
     assert run.code == 0, run.out + run.err
     assert ("Operator plumbus took over 6 existing object(s) of its bundle (reconciler.dev/adopt: \"true\" on its "
             "declaration), and created 1; they are in its inventory now") in run.out
-    assert replica_sets(k8s) == sets                      # the pod template matched: no new ReplicaSet
+    assert rolled_out(k8s) == sets                        # the pod template matched: no new ReplicaSet
     assert live(k8s, deployment)["spec"]["template"] == template
     assert {str(ObjectRef.of(o)): live(k8s, o)["metadata"]["uid"] for o in applied} == uids   # taken over in place
     assert inventory(k8s) == {str(ObjectRef.of(o)) for o in objs}
@@ -250,12 +264,12 @@ def test_a_helm_release_whose_pod_template_differs_restarts_and_loses_helms_mark
     assert "-    meta.helm.sh/release-name: plumbus" in report.out   # Helm's marks go with the takeover
     assert f"Secret {NS}/sh.helm.release.v1.plumbus.v1: Helm's record of release {NS}/plumbus" in report.out
     assert "(1 would restart pods)" in report.out
-    sets = replica_sets(k8s)
+    sets = rolled_out(k8s)
 
     consent(repo)
     run = reconcile(repo, kc, "--no-wait", capsys=capsys)
     assert run.code == 0, run.out + run.err
-    assert len(replica_sets(k8s)) == len(sets) + 1          # as the report said: the pods restart
+    assert len(rolled_out(k8s)) == len(sets) + 1            # as the report said: the pods restart
     for o in objs:
         meta = live(k8s, o)["metadata"]
         assert not set(HELM) & set(meta.get("annotations") or {}), meta
@@ -277,7 +291,7 @@ def test_the_walkthrough_of_docs_migration_as_printed(repo, kc, k8s, capsys, tmp
     first = indented_block("docs/migration.md", FIRST_LINE)
     assert len(first) == 4, first
     run_walkthrough(first, home, cwd=tmp_path, env=env)
-    sets = replica_sets(k8s)
+    sets = rolled_out(k8s)
     declaration = fenced_block("docs/migration.md", "# Install plumbus from the community catalog and follow its "
                                                     "stable channel")
     text = "\n".join(declaration) + "\n"
@@ -288,7 +302,7 @@ def test_the_walkthrough_of_docs_migration_as_printed(repo, kc, k8s, capsys, tmp
     assert len(second) == 4, second
     steps = run_walkthrough(second, home, cwd=tmp_path, env=env)
     assert "took over 7 existing object(s)" in steps[2][1], steps[2][1]
-    assert replica_sets(k8s) == sets
+    assert rolled_out(k8s) == sets
     assert inventory(k8s) == {str(ObjectRef.of(o)) for o in rendered(repo, capsys)}
 
 
@@ -309,3 +323,37 @@ def test_bad_requests_are_refused_saying_what_to_do(repo, kc, k8s, capsys, monke
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     nowhere = cli("adopt", str(repo.path), "--operator", "plumbus", capsys=capsys)
     assert nowhere.code == 3 and "no cluster is configured: adopt reads what runs in one" in nowhere.err
+
+
+def test_a_consenting_reconcile_killed_anywhere_converges(repo, kc, k8s, capsys, tmp_path):
+    """SIGKILL once the intent is recorded and at random points after, then a run to the end: what a takeover
+    that was never interrupted gives (the seed is printed; RECONCILER_KILL_SEED replays it)."""
+    import random
+
+    from tests.olm.test_takeover_kill import killed
+
+    seed = int(os.environ.get("RECONCILER_KILL_SEED") or random.randrange(1 << 30))
+    print(f"RECONCILER_KILL_SEED={seed}")
+    rng = random.Random(seed)
+    objs = rendered(repo, capsys)
+    ensure_namespace(k8s)
+    (tmp_path / "by-hand.yaml").write_text(yamlio.dump_all(objs))
+    kubectl(kc, "apply", "-f", str(tmp_path / "by-hand.yaml"))
+    sets = rolled_out(k8s)
+    uids = {str(ObjectRef.of(o)): live(k8s, o)["metadata"]["uid"] for o in objs}
+    consent(repo)
+    argv = ["reconcile", str(repo.path), "--kubeconfig", str(kc)]
+    intent = killed(argv, rng.uniform(0, 0.3), lambda: get(k8s, *OPERATOR, "plumbus") is not None)
+    later = [killed(argv, delay) for delay in sorted(rng.uniform(0.3, 3.0) for _ in range(3))]
+    assert intent is None, (seed, intent)   # cut short after its intent was recorded
+    assert rolled_out(k8s) == sets, seed
+    final = reconcile(repo, kc, capsys=capsys)
+    assert final.code == 0, f"seed {seed}\n{final.out}{final.err}"
+    assert rolled_out(k8s) == sets, seed
+    assert {str(ObjectRef.of(o)): live(k8s, o)["metadata"]["uid"] for o in objs} == uids, seed   # none replaced
+    assert inventory(k8s) == set(uids), seed
+    for o in objs:   # every object the reconciler's: nothing left owned by no one
+        assert "reconciler" in {m["manager"] for m in live(k8s, o)["metadata"]["managedFields"]}, (seed, o)
+    assert get(k8s, *OPERATOR, "plumbus")["status"].get("adopted") is not None, seed
+    noop = reconcile(repo, kc, "--dry-run", capsys=capsys)
+    assert noop.code == 0 and "Summary: 0 created, 0 configured, 7 unchanged" in noop.out, (seed, noop.out)
