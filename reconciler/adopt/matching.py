@@ -12,10 +12,10 @@ one, with what the take-over of client-side fields would remove removed
 (``fields.as_taken_over``).
 
 An object **matches** when that dry-run changes nothing a user would notice:
-the live object and the outcome are equal once the reconciler's own
-bookkeeping is left out of both (its ownership labels, its applied-digest
-annotation) and kubectl's ``last-applied-configuration`` annotation, which a
-take-over drops. Anything else **differs**, with the diff; a workload whose
+the live object and the outcome are equal once what says who manages it is
+left out of both: the reconciler's ownership labels and applied-digest
+annotation, and what the previous tool kept, which a takeover drops
+(kubectl's ``last-applied-configuration``, Helm's release annotations). Anything else **differs**, with the diff; a workload whose
 pod template differs restarts its pods when applied, and is marked so.
 
 Live objects that look like the operator's but are not in its bundle (in its
@@ -210,9 +210,9 @@ def _entry(found: Found, change: Change | None) -> Entry:
 
 def _without_bookkeeping(obj: Manifest) -> Manifest:
     """``obj`` without what says who manages it: the reconciler's ownership labels, kubectl's last-applied
-    configuration (the applied digest is left out of every comparison already)."""
+    configuration, Helm's release annotations (the applied digest is left out of every comparison already)."""
     meta = dict(obj.get("metadata") or {})
-    for key, drop in (("labels", OWNERSHIP_LABELS), ("annotations", {LAST_APPLIED})):
+    for key, drop in (("labels", OWNERSHIP_LABELS), ("annotations", {LAST_APPLIED, HELM_RELEASE, HELM_NAMESPACE})):
         kept = {k: v for k, v in (meta.get(key) or {}).items() if k not in drop}
         if kept:
             meta[key] = kept
@@ -223,10 +223,14 @@ def _without_bookkeeping(obj: Manifest) -> Manifest:
 
 def _bookkeeping_detail(live: Manifest | None) -> str:
     """What changes of a matching object all the same, when a user may notice: who it says manages it."""
-    managed_by = ((live or {}).get("metadata") or {}).get("labels", {}).get(LABEL_MANAGED_BY)
+    meta = (live or {}).get("metadata") or {}
+    managed_by = (meta.get("labels") or {}).get(LABEL_MANAGED_BY)
+    said = []
     if managed_by and managed_by != MANAGED_BY:
-        return f"its label {LABEL_MANAGED_BY} becomes {MANAGED_BY} (was {managed_by})"
-    return ""
+        said.append(f"its label {LABEL_MANAGED_BY} becomes {MANAGED_BY} (was {managed_by})")
+    if {HELM_RELEASE, HELM_NAMESPACE} & set(meta.get("annotations") or {}):
+        said.append("Helm's release annotations go")
+    return "; ".join(said)
 
 
 def related(kube: Kube, op: DesiredOperator, found: list[Found]) -> list[Related]:
