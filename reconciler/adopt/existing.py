@@ -160,7 +160,7 @@ def adopting(op: DesiredOperator, found: list[Found]) -> DesiredOperator:
 
 def consented(kube: Kube, desired: list[DesiredOperator], consenting: frozenset[str], instance: str, *,
               dry_run: bool) -> tuple[list[DesiredOperator], list[Adoption], list[str]]:
-    """``desired`` with each consenting Operator that has not been applied since allowed to take over the live
+    """``desired`` with each consenting Operator that has not been applied yet allowed to take over the live
     objects of its bundle (``adopting``); what each takes over; and the notes of those whose consent is spent.
 
     Raises, before anything is written, when an object the consent covers cannot be adopted, naming each.

@@ -347,7 +347,7 @@ def test_a_consenting_reconcile_killed_anywhere_converges(repo, kc, k8s, capsys,
     argv = ["reconcile", str(repo.path), "--kubeconfig", str(kc)]
     intent = killed(argv, rng.uniform(0, 0.3), lambda: get(k8s, *OPERATOR, "plumbus") is not None)
     later = [killed(argv, delay) for delay in sorted(rng.uniform(0.3, 3.0) for _ in range(3))]
-    assert intent is None, (seed, intent)   # cut short after its intent was recorded
+    assert intent is None, (seed, intent, later)   # cut short after its intent was recorded
     assert rolled_out(k8s) == sets, seed
     final = reconcile(repo, kc, capsys=capsys)
     assert final.code == 0, f"seed {seed}\n{final.out}{final.err}"
