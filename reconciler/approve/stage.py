@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from reconciler.approve import Decision, Subject, access_check, evaluate
 from reconciler.bundle import RenderedBundle
 from reconciler.cluster.kube import Kube
-from reconciler.model.kube import LABEL_OPERATOR, Manifest, ObjectRef, instance_applyset_id, stamped
+from reconciler.model.kube import Manifest, ObjectRef, instance_applyset_id, stamped
 from reconciler.repo import RepoSnapshot
 
 if TYPE_CHECKING:
@@ -108,9 +108,6 @@ def approvals(snapshot: RepoSnapshot, installs: tuple[Installed, ...], kube: Kub
     return decisions
 
 
-_SELECTOR_NAMES = 100   # Operators named in one label selector; beyond, every labelled CRD is listed
-
-
 def applied_crds(kube: Kube | None, installs: tuple[Installed, ...]) -> dict[str, str | None]:
     """The applied-digest of every live CRD labelled for one of the Operators whose bundles ship CRDs, by name:
     one metadata LIST for them all."""
@@ -119,11 +116,10 @@ def applied_crds(kube: Kube | None, installs: tuple[Installed, ...]) -> dict[str
     info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition") if kube and owners else None
     if info is None:
         return {}
-    from reconciler.model.kube import digest_of
+    from reconciler.model.kube import digest_of, operators_selector
 
-    selector = f"{LABEL_OPERATOR} in ({','.join(owners)})" if len(owners) <= _SELECTOR_NAMES else LABEL_OPERATOR
     return {item["metadata"]["name"]: digest_of(item)
-            for item in kube.list(info, label_selector=selector, metadata_only=True)}
+            for item in kube.list(info, label_selector=operators_selector(owners), metadata_only=True)}
 
 
 def crd_preflight(kube: Kube | None, inst: Installed, part_of: str, applied: dict[str, str | None]) -> tuple:

@@ -19,7 +19,7 @@ from typing import Any
 
 from reconciler.cluster.health import NOT_FOUND, Health, Status, conditions, judge, operand, webhook_services, worst
 from reconciler.cluster.kube import ApiError, Kube
-from reconciler.model.kube import LABEL_OPERATOR, Manifest, ObjectRef
+from reconciler.model.kube import Manifest, ObjectRef, operators_selector
 
 POLL_INTERVAL = 1.0
 DEFAULT_TIMEOUT = 300.0
@@ -111,9 +111,6 @@ def check(kube: Kube, name: str, objects: Iterable[Manifest],
     return OperatorHealth(name, worst(c.health for c in components), tuple(components))
 
 
-_SELECTOR_NAMES = 100  # Operators named in one label selector; beyond, every labelled object is listed
-
-
 def read_listed(kube: Kube, operators: Mapping[str, Iterable[Manifest]]) -> dict[tuple[str, str, str, str], Manifest]:
     """The live objects of ``operators`` that carry their owner label, with one LIST per kind.
 
@@ -129,8 +126,7 @@ def read_listed(kube: Kube, operators: Mapping[str, Iterable[Manifest]]) -> dict
 
     def listing(kind: tuple[tuple[str, str], set[str]]) -> list[Manifest]:
         (api_version, name), names = kind
-        selector = (f"{LABEL_OPERATOR} in ({','.join(sorted(names))})" if len(names) <= _SELECTOR_NAMES
-                    else LABEL_OPERATOR)
+        selector = operators_selector(names)
         try:
             info = kube.resource(api_version, name)
             return kube.list(info, label_selector=selector) if info is not None else []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -162,6 +163,16 @@ def applyset_id(name: str, namespace: str, kind: str, group: str = "") -> str:
 
     digest = hashlib.sha256(".".join((name, namespace, kind, group)).encode()).digest()
     return f"applyset-{base64.urlsafe_b64encode(digest).decode().rstrip('=')}-v1"
+
+
+_SELECTOR_NAMES = 100   # Operators named in one label selector; beyond, every labelled object is selected
+
+
+def operators_selector(names: Iterable[str]) -> str:
+    """A label selector for the objects of these Operators: each named (the server then encodes, and we decode,
+    nothing of the others'), up to 100 of them; beyond, or for none, every object carrying an owner label."""
+    wanted = sorted(set(names))
+    return f"{LABEL_OPERATOR} in ({','.join(wanted)})" if 0 < len(wanted) <= _SELECTOR_NAMES else LABEL_OPERATOR
 
 
 def instance_of(labels: dict[str, str] | None) -> str:

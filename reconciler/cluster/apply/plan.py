@@ -26,7 +26,7 @@ from reconciler.approve import crdsafety
 from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.cluster.apply.target import Claims, Target
 from reconciler.errors import BundleError, ClusterError, PolicyError
-from reconciler.model.kube import FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef
+from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef, operators_selector
 
 
 _Key = tuple[str, str, str, str]
@@ -286,9 +286,6 @@ def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "no
 _LIST_OVER_GETS = 4   # this many unlisted objects of one kind in one namespace are read with one LIST
 
 
-_SELECTOR_NAMES = 100  # Operators named in one label selector; beyond, every labelled object is listed
-
-
 def read_live(kube: Kube, planned: list[Planned], errors: list[str]) -> tuple[dict[_Key, Manifest], set[_Key]]:
     """The live copy of each planned object, by one labelled LIST per kind, then a GET for what it missed.
 
@@ -332,8 +329,7 @@ def _list_labelled(kube: Kube, planned: list[Planned], full: set[ResourceInfo | 
     def listed(info: ResourceInfo) -> list[Manifest]:
         # Only the planned Operators' objects: the server encodes (and we decode) nothing of the others'. An
         # object another Operator owns is not returned here; it is read below and refused as a conflict.
-        names = sorted(owners.get(info, ()))
-        selector = f"{LABEL_OPERATOR} in ({','.join(names)})" if 0 < len(names) <= _SELECTOR_NAMES else LABEL_OPERATOR
+        selector = operators_selector(owners.get(info, ()))
         try:
             return kube.list(info, label_selector=selector, metadata_only=info not in full)
         except ApiError as exc:

@@ -107,8 +107,7 @@ class _Run:
             self.result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move "
                                      f"to {new} in place (relabelled, not recreated)")
         if self.request.pending and not self.dry_run:
-            record_pending(self.kube, self.request.pending, status_objects.read_all(self.kube, self.instance.name),
-                           self.instance)
+            record_pending(self.kube, self.request.pending, self.mine, self.instance)   # nothing written since read
         if self.dry_run:
             self.applier.diff(planned)
             prune(self.applier, self.desired, self.recorded)
