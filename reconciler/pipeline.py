@@ -34,6 +34,7 @@ from reconciler.repo.inputs import Inputs, inputs_of
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
 if TYPE_CHECKING:
+    from reconciler.cluster.ownership.applyset import Instance
     from reconciler.repo.verify import Trust, Verdict
 
 __all__ = ["Installed", "Outcome", "Prepared", "ResolutionRequest", "SatResolver", "apply", "prepare", "reconcile",
@@ -209,6 +210,20 @@ def verify_source(repo: str | Path, trust: Trust | None, *, revision: str | None
                            applied=applied)
 
 
+def desired_operators(prepared: Prepared, *, dry_run: bool) -> tuple[list[DesiredOperator], Instance]:
+    """What the engine is asked to make true (a dry run previews what waits for approval too), and the
+    reconciler instance it is asked of."""
+    from reconciler.cluster.ownership.applyset import Instance
+    from reconciler.repo.identity import has_commit
+
+    snapshot = prepared.snapshot
+    instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace, snapshot.identity,
+                        cluster=snapshot.cluster.name if snapshot.cluster else "",
+                        knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
+    return desired_state(prepared.installs, prepared.resolution, prepared.decisions, part_of=instance.id,
+                         preview=dry_run, settings=snapshot.settings), instance
+
+
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,
           wait: float = 0.0, on_progress: Callable[[str], object] | None = None) -> Outcome:
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync.
@@ -229,15 +244,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
         return wait_healthy(kube, {op.name: op.objects for op in desired}, timeout=wait, progress=on_progress,
                             operands=paths)
 
-    from reconciler.cluster.ownership.applyset import Instance
-
-    from reconciler.repo.identity import has_commit
-
-    instance = Instance(snapshot.settings.instance, snapshot.settings.installer_namespace, snapshot.identity,
-                        cluster=snapshot.cluster.name if snapshot.cluster else "",
-                        knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
-    desired = desired_state(installs, prepared.resolution, prepared.decisions, part_of=instance.id,
-                            preview=dry_run, settings=snapshot.settings)
+    desired, instance = desired_operators(prepared, dry_run=dry_run)
     adopted = {d.name: d.adopted_from for d in snapshot.operators if d.adopted_from}
     takeovers, steps = [], []
     if adopted and kube is not None:   # OLM v0 installs the repository adopted: adopt/takeover.py
@@ -246,6 +253,12 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
         takeovers = takeover.find(kube, desired, adopted)
         desired = takeover.adopting(desired, takeovers)
         steps = takeover.before(kube, takeovers, dry_run=dry_run)
+    consenting = frozenset(d.name for d in snapshot.operators if d.adopt_existing) - prepared.held
+    adoptions, spent = [], []
+    if consenting and kube is not None:   # what runs without OLM, taken over by consent: adopt/existing.py
+        from reconciler.adopt import existing
+
+        desired, adoptions, spent = existing.consented(kube, desired, consenting, instance.name, dry_run=dry_run)
     result = sync(kube, Request(desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                                 revision=snapshot.revision, held=prepared.held,
                                 pending=() if dry_run else pending_state(installs, prepared.decisions),
@@ -253,6 +266,9 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     if takeovers:
         assert kube is not None
         result.notes.extend(steps + takeover.after(kube, takeovers, desired, dry_run=dry_run))
+    if adoptions or spent:
+        assert kube is not None
+        result.notes.extend(spent + existing.record(kube, adoptions, revision=snapshot.revision, dry_run=dry_run))
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 

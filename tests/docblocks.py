@@ -34,19 +34,21 @@ def fenced_block(document: str, first_line: str) -> list[str]:
     raise ValueError(f"{document} has no fenced block starting with {first_line!r}")
 
 
-def run_walkthrough(block: list[str], home: Path) -> list[tuple[str, str, int]]:
-    """Run ``block`` line by line in one bash from the project's root, as a reader with ``home`` as HOME, no
-    kubeconfig and no cluster would; each line's (line, output, exit code). A ``# exit N: phrase`` comment is
-    checked (the code, and the phrase up to a parenthesis, comma or semicolon in the output); any other line
-    must exit 0."""
+def run_walkthrough(block: list[str], home: Path, *, cwd: Path = ROOT,
+                    env: dict[str, str] | None = None) -> list[tuple[str, str, int]]:
+    """Run ``block`` line by line in one bash from ``cwd`` (the project's root), as a reader with ``home`` as HOME,
+    no kubeconfig and no cluster would (``env`` adds to or overrides that: a cluster's KUBECONFIG, a peer on the
+    PATH); each line's (line, output, exit code). A ``# exit N: phrase`` comment is checked (the code, and the
+    phrase up to a parenthesis, comma or semicolon in the output); any other line must exit 0."""
     marker = "@@rc="
     script = "".join(f"{line}\necho \"{marker}$?\"\n" for line in block)
-    env = {**os.environ, "HOME": str(home), "KUBECONFIG": "", "GIT_AUTHOR_NAME": "Reader",
-           "GIT_AUTHOR_EMAIL": "reader@example.invalid", "GIT_COMMITTER_NAME": "Reader",
-           "GIT_COMMITTER_EMAIL": "reader@example.invalid", "RECONCILER_CACHE_DIR": str(home / "cache"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    reader = {**os.environ, "HOME": str(home), "KUBECONFIG": "", "GIT_AUTHOR_NAME": "Reader",
+              "GIT_AUTHOR_EMAIL": "reader@example.invalid", "GIT_COMMITTER_NAME": "Reader",
+              "GIT_COMMITTER_EMAIL": "reader@example.invalid", "RECONCILER_CACHE_DIR": str(home / "cache"),
+              "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    reader.pop("KUBERNETES_SERVICE_HOST", None)
+    reader.update(env or {})
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, env=reader, capture_output=True, text=True, timeout=600)
     outputs = re.split(rf"^{re.escape(marker)}(\d+)\n", proc.stdout, flags=re.M)
     steps = list(zip(block, outputs[0::2], (int(c) for c in outputs[1::2])))
     assert len(steps) == len(block), proc.stdout + proc.stderr

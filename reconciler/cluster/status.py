@@ -212,9 +212,13 @@ REJECTION_MANAGER = f"{FIELD_MANAGER}-source"
 REJECTED = "rejected"   # status.rejected: the newest revision the loop refused, while an older one stays applied
 
 
+ADOPTION_MANAGER = f"{FIELD_MANAGER}-adopt"
+ADOPTED = "adopted"   # status.adopted: the live objects the Operator took over at its first apply, and when
+
+
 def _own(status: dict[str, Any]) -> dict[str, Any]:
-    """``status`` without the field the loop's rejections write under their own field manager."""
-    return {k: v for k, v in status.items() if k != REJECTED}
+    """``status`` without the fields written under field managers of their own (rejections, adoption)."""
+    return {k: v for k, v in status.items() if k not in (REJECTED, ADOPTED)}
 
 
 def record_rejection(kube: Kube, info: ResourceInfo, name: str, rejection: dict[str, str] | None) -> None:
@@ -227,6 +231,17 @@ def record_rejection(kube: Kube, info: ResourceInfo, name: str, rejection: dict[
     an empty status under that manager removes it.
     """
     _apply_status(kube, info, name, {REJECTED: rejection} if rejection else {}, REJECTION_MANAGER)
+
+
+def record_adoption(kube: Kube, info: ResourceInfo, name: str, adoption: dict[str, Any]) -> None:
+    """Write ``status.adopted`` of Operator ``name``: the objects its first successful apply took over from
+    whoever applied them before (the consent on its declaration, ``adopt/existing.py``), at which revision.
+
+    Under a field manager of its own, as rejections are, so the status writes
+    of every later apply leave it: it is what says the consent was acted on,
+    and has no further effect.
+    """
+    _apply_status(kube, info, name, {ADOPTED: adoption}, ADOPTION_MANAGER)
 
 
 def _apply_status(kube: Kube, info: ResourceInfo, name: str, status: dict[str, Any], manager: str) -> None:

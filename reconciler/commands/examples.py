@@ -29,7 +29,8 @@ EXAMPLES: dict[str, str] = {
     "adopt": """\
   reconciler adopt . --dry-run                # what OLM v0 runs, as the files adopt would write
   reconciler adopt . && git add -A && git commit -m "Adopt what OLM v0 runs"
-  reconciler reconcile . --dry-run            # then: each takeover step before it happens""",
+  reconciler reconcile . --dry-run            # then: each takeover step before it happens
+  reconciler adopt . --operator plumbus       # applied without OLM: each object of its bundle against what runs""",
     "approve": """\
   reconciler approve . plumbus                # approve what plumbus waits for, then commit:
   git add approvals/ && git commit -m "Approve plumbus.v1.1.0"

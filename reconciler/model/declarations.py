@@ -22,7 +22,7 @@ from typing import Any
 from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
 from reconciler.model.provisioner import UNSUPPORTED_CLASSES, Identity, class_name
 from reconciler.errors import DeclarationError, InputError
-from reconciler.model.kube import is_dns1123_label, is_dns1123_subdomain
+from reconciler.model.kube import ANNOTATION_ADOPT, is_dns1123_label, is_dns1123_subdomain
 from reconciler.model.semver_range import VersionRange
 from reconciler.model.shape import Mismatch, kind_of
 
@@ -114,6 +114,7 @@ class OperatorDecl:
     ignore_differences: tuple = ()          # spec.ignoreDifferences (model.fieldrules.IgnoreRule)
     create_only: tuple = ()                 # spec.createOnly (model.fieldrules.ObjectSelector)
     adopted_from: str = ""   # metadata.annotations[reconciler.dev/adopted-from]: what `reconciler adopt` read
+    adopt_existing: bool = False   # metadata.annotations[reconciler.dev/adopt]: take over what runs of the bundle
 
     @property
     def package(self) -> str | None:
@@ -216,6 +217,7 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
     decl = dataclasses.replace(decl, allow_unsafe_crds=_allow_unsafe_crds(meta, origin, obj),
                                delete_custom_resources=_delete_custom_resources(meta, origin, obj),
                                adopted_from=_adopted_from(meta, origin, obj))
+    decl = dataclasses.replace(decl, adopt_existing=_adopt_existing(meta, origin, obj, decl.adopted_from))
     if decl.catalog is None and decl.bundle is None:
         raise spec.fail("spec must name a catalog package (spec.catalog) or a bundle (spec.bundle)")
     if decl.catalog is not None and decl.bundle is not None:
@@ -251,6 +253,26 @@ def _adopted_from(meta: dict[str, Any], origin: Origin, obj: str) -> str:
                                hint="it is written by `reconciler adopt`; restore it from git, or remove it once "
                                     "the takeover is done")
     return value
+
+
+def _adopt_existing(meta: dict[str, Any], origin: Origin, obj: str, adopted_from: str) -> bool:
+    """The consent, reviewed in git, that the Operator takes over the objects of its bundle that already run
+    (applied by hand, Helm or kustomize), as if each were annotated ``reconciler.dev/adopt``; it acts until
+    the Operator's first successful apply (``adopt/existing.py``)."""
+    value = (meta.get("annotations") or {}).get(ANNOTATION_ADOPT)
+    if value is None or value == "false":
+        return False
+    if value != "true":
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_ADOPT} must be \"true\" (take over the objects of "
+                               f"this Operator's bundle that already exist) or \"false\", not {value!r}",
+                               path=str(origin), obj=obj,
+                               hint=f"see what it would take over first: `reconciler adopt REPO --operator "
+                                    f"{meta.get('name')}`")
+    if adopted_from:
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_ADOPT} and {ANNOTATION_ADOPTED_FROM} are both "
+                               f"set; the OLM v0 takeover of {adopted_from} already takes over every object of the "
+                               f"bundle", path=str(origin), obj=obj, hint=f"remove {ANNOTATION_ADOPT}")
+    return True
 
 
 ANNOTATION_DELETE_CUSTOM_RESOURCES = "reconciler.dev/delete-custom-resources"

@@ -22,6 +22,9 @@ LABEL_OPERATOR = f"{API_GROUP}/operator"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "reconciler"
 ANNOTATION_PRUNE = f"{API_GROUP}/prune"
+# "true" on a live object: an Operator whose bundle has it may take it over; on an Operator declaration: the
+# Operator takes over every object of its bundle that exists, until its first successful apply (docs/migration.md)
+ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
 LABEL_INSTANCE = f"{API_GROUP}/instance"   # on status objects: the reconciler instance that owns them
 ANNOTATION_REPOSITORY = f"{API_GROUP}/repository"   # on status objects: the repository that declared them
 ANNOTATION_CLUSTER = f"{API_GROUP}/cluster"   # on status objects: the fleet's cluster they were declared for

@@ -325,3 +325,26 @@ def test_bad_target_namespace():
 def test_unknown_install_field():
     err = error(v1({"catalog": CATALOG, "install": {"namespaces": ["x"]}}))
     assert err.message == "unknown field spec.install.namespaces"
+
+
+def _annotated(annotations: dict) -> dict:
+    return {"apiVersion": "operators.coreos.com/v1", "kind": "Operator",
+            "metadata": {"name": "plumbus", "annotations": annotations},
+            "spec": {"catalog": {"name": "community", "package": "plumbus"}}}
+
+
+def test_the_consent_to_adopt_what_runs_is_an_annotation_of_the_declaration():
+    assert parse_operator(_annotated({"reconciler.dev/adopt": "true"}), ORIGIN).adopt_existing
+    assert not parse_operator(_annotated({"reconciler.dev/adopt": "false"}), ORIGIN).adopt_existing
+    assert not parse_operator(_annotated({}), ORIGIN).adopt_existing
+
+
+@pytest.mark.parametrize("annotations, message", [
+    ({"reconciler.dev/adopt": "yes"}, "must be \"true\""),
+    ({"reconciler.dev/adopt": "true", "reconciler.dev/adopted-from": "olm-v0/ns/plumbus"}, "are both set"),
+])
+def test_a_bad_consent_to_adopt_is_refused_naming_the_file(annotations, message):
+    with pytest.raises(DeclarationError) as err:
+        parse_operator(_annotated(annotations), ORIGIN)
+    assert message in err.value.message and err.value.path == "operators/plumbus.yaml"
+    assert err.value.obj == "Operator plumbus"

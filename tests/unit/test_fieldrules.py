@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cluster.apply.fields import create_only, respect, stale_entries, unmatched
+from reconciler.cluster.apply.fields import as_taken_over, create_only, respect, stale_entries, unmatched
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.errors import InputError
 from reconciler.model.fieldrules import IgnoreRule, ObjectSelector, parse_create_only, parse_ignore_rules
@@ -93,6 +93,44 @@ def test_stale_managers_are_client_side_writers_only():
         {"manager": "kubectl", "operation": "Update", "subresource": "scale", "fieldsV1": {}}]}}
     assert [m["manager"] for m in stale_entries(live)] == ["kubectl-client-side-apply", "before-first-apply"]
     assert [m["manager"] for m in stale_entries(live, ["my-tool"])][-1] == "my-tool"
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _dry_run_over_a_client_side_apply() -> dict:
+    """What the API server answers to a dry-run apply of data {a}, env [A] over what `kubectl apply` (client-side)
+    wrote with data {a, b}, env [A, EXTRA] and a label another tool set: the shared fields stay the client's too."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {"reconciler.dev/operator": "x", "team": "payments"},
+                         "annotations": {LAST_APPLIED: "{...}", "reconciler.dev/applied-digest": "d"},
+                         "managedFields": [
+                {"manager": "kubectl-client-side-apply", "operation": "Update", "fieldsV1": {
+                    "f:data": {"f:a": {}, "f:b": {}},
+                    "f:env": {'k:{"name":"A"}': {".": {}, "f:name": {}, "f:value": {}},
+                              'k:{"name":"EXTRA"}': {".": {}, "f:name": {}, "f:value": {}}},
+                    "f:metadata": {"f:annotations": {".": {}, f"f:{LAST_APPLIED}": {}}}}},
+                {"manager": "labeller", "operation": "Update",
+                 "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:team": {}}}}},
+                {"manager": "reconciler", "operation": "Apply", "fieldsV1": {
+                    "f:data": {"f:a": {}},
+                    "f:env": {'k:{"name":"A"}': {".": {}, "f:name": {}, "f:value": {}}},
+                    "f:metadata": {"f:annotations": {"f:reconciler.dev/applied-digest": {}},
+                                   "f:labels": {"f:reconciler.dev/operator": {}}}}}]},
+            "data": {"a": "1", "b": "2"},
+            "env": [{"name": "A", "value": "1"}, {"name": "EXTRA", "value": "2"}]}
+
+
+def test_a_dry_run_removes_what_the_real_runs_take_over_would():
+    dry = _dry_run_over_a_client_side_apply()
+    after = as_taken_over(dry)
+    assert after["data"] == {"a": "1"}                              # the client's alone: taken over, then dropped
+    assert after["env"] == [{"name": "A", "value": "1"}]            # a keyed item the client alone holds goes whole
+    assert after["metadata"]["annotations"] == {"reconciler.dev/applied-digest": "d"}   # last-applied too
+    assert after["metadata"]["labels"] == {"reconciler.dev/operator": "x", "team": "payments"}  # another's stays
+    assert dry["data"] == {"a": "1", "b": "2"}                      # a copy: the answer itself is left as it was
+    untouched = {**dry, "metadata": {**dry["metadata"], "managedFields": dry["metadata"]["managedFields"][1:]}}
+    assert as_taken_over(untouched) is untouched                    # no client-side writer: nothing to take over
 
 
 def test_a_rule_that_matches_nothing_is_reported_once():

@@ -16,7 +16,9 @@ And before an object is written, fields co-owned by a client-side manager
 (``kubectl-client-side-apply``, ``before-first-apply``, ...) are taken over:
 their managedFields entries become part of ours, as Flux does before its
 dry-run, so that a field a bundle drops is really removed and not kept alive
-by a client-side apply of long ago.
+by a client-side apply of long ago. A dry run, which writes nothing, shows the
+same outcome: what the take-over would then remove is removed from its
+server-side dry-run (``as_taken_over``).
 """
 
 from __future__ import annotations
@@ -64,30 +66,34 @@ def owned_fields(live: Manifest, managers: Iterable[str]) -> list[dict[str, Any]
             if m.get("manager") in wanted and m.get("fieldsType", "FieldsV1") == "FieldsV1"]
 
 
-def _strip(obj: Any, fields: dict[str, Any]) -> None:
-    """Remove from ``obj`` every field the FieldsV1 set names (a leaf, or an item a key or value names)."""
+def _strip(obj: Any, fields: dict[str, Any], alone: bool = False) -> None:
+    """Remove from ``obj`` every field the FieldsV1 set names (a leaf, or an item a key or value names).
+
+    An item or map named with its ``.`` goes whole when nothing else of it is named beyond its key fields, or,
+    with ``alone`` (the set is what its owner alone holds), whatever else is named; otherwise only the parts
+    of it named go.
+    """
     if isinstance(obj, dict):
         for key, child in fields.items():
-            if not key.startswith("f:"):
-                continue
             name = key[2:]
-            if name not in obj:
+            if not key.startswith("f:") or name not in obj:
                 continue
-            if not child or set(child) == {"."}:
+            if not child or ("." in child if alone else set(child) == {"."}):
                 del obj[name]
             else:
-                _strip(obj[name], child)
+                _strip(obj[name], child, alone)
     elif isinstance(obj, list):
         doomed = []
         for key, child in fields.items():
             if key.startswith("k:"):
                 ident = json.loads(key[2:])
+                keys = {f"f:{f}" for f in ident}
                 for i, item in enumerate(obj):
                     if isinstance(item, dict) and all(item.get(f) == v for f, v in ident.items()):
-                        if "." in child and set(child) <= {"."} | {f"f:{f}" for f in ident}:
-                            doomed.append(i)        # the item itself, nothing of ours in it beyond its key
+                        if "." in child and (alone or set(child) <= {"."} | keys):
+                            doomed.append(i)        # the item itself
                         else:
-                            _strip(item, {k: v for k, v in child.items() if k[2:] not in ident})
+                            _strip(item, {k: v for k, v in child.items() if k not in keys}, alone)
             elif key.startswith("v:"):
                 value = json.loads(key[2:])
                 doomed += [i for i, item in enumerate(obj) if item == value]
@@ -132,10 +138,11 @@ def _delete(obj: Any, tokens: tuple[str, ...]) -> None:
 
 
 def stale_entries(live: Manifest, extra: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """managedFields entries of client-side writers whose fields server-side apply will not take by itself."""
-    names = set(STALE_MANAGERS) | set(extra)
-    return [m for m in (live.get("metadata") or {}).get("managedFields") or []
-            if m.get("manager") in names and m.get("operation") == "Update" and not m.get("subresource")]
+    """managedFields entries whose fields server-side apply will not take by itself: the client-side writers'
+    (``STALE_MANAGERS``, updates only), and those of the ``extra`` managers, however they wrote."""
+    named = set(extra)
+    return [m for m in (live.get("metadata") or {}).get("managedFields") or [] if not m.get("subresource") and (
+        m.get("manager") in named or (m.get("manager") in STALE_MANAGERS and m.get("operation") == "Update"))]
 
 
 def take_over(writer: Kube, info: ResourceInfo, ref: ObjectRef, live: Manifest, api_version: str,
@@ -161,6 +168,53 @@ def take_over(writer: Kube, info: ResourceInfo, ref: ObjectRef, live: Manifest, 
                          {"op": "replace", "path": "/metadata/managedFields", "value": [*kept, mine]}],
                    obj=str(ref))
     return True
+
+
+def as_taken_over(dry: Manifest, extra: Iterable[str] = ()) -> Manifest:
+    """``dry``, a server-side dry-run of our apply, as a real run leaves the object (a copy, or ``dry`` itself).
+
+    A real run first takes the stale managers' fields over (``take_over``), so
+    those that what we apply no longer sets are removed by the apply; a dry
+    run writes nothing, so the API server kept them, owned by the stale
+    managers. They are removed here: the fields only stale managers still own
+    (none other, and not us), so a dry run shows what the real run does.
+    """
+    stale = stale_entries(dry, extra)
+    if not stale:
+        return dry
+    gone: dict[str, Any] = {}
+    for entry in stale:
+        _merge(gone, entry.get("fieldsV1") or {})
+    for entry in (dry.get("metadata") or {}).get("managedFields") or []:
+        if not any(entry is s for s in stale):
+            gone = _minus(gone, entry.get("fieldsV1") or {})
+    if not gone:
+        return dry
+    out = copy.deepcopy(dry)
+    _strip(out, gone, alone=True)
+    meta = out.get("metadata") or {}
+    for key in ("labels", "annotations"):
+        if meta.get(key) == {}:
+            del meta[key]
+    return out
+
+
+def _minus(fields: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """The FieldsV1 set ``fields`` less what ``other`` owns. An item or map of which ``other`` owns a part
+    loses its ``.`` (it is not removed whole, only the parts nobody else owns)."""
+    out: dict[str, Any] = {}
+    for key, child in fields.items():
+        if key not in other:
+            out[key] = child
+            continue
+        theirs = other[key]
+        if not child or not theirs:   # a leaf both own, or one the other owns whole
+            continue
+        rest = _minus(child, theirs)
+        rest.pop(".", None)
+        if rest:
+            out[key] = rest
+    return out
 
 
 def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:

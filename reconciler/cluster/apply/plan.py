@@ -18,7 +18,7 @@ from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
 from reconciler.cluster.apply.diff import describe_diff, external_files, label_of, unified
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
-from reconciler.cluster.apply.fields import create_only, respect, stale_entries, take_over
+from reconciler.cluster.apply.fields import as_taken_over, create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.concurrent import concurrently
 from reconciler.cluster.apply.provenance import check_owner
@@ -165,6 +165,8 @@ class _Planner:
             if current is not None and (p.ref.group, p.ref.kind) == CRD:
                 unsafe = [("unsafe", u) for u in unsafe_crd_changes(kube, op, p.obj, current)]
             dry = writer.apply(p.info, p.obj, field_manager=FIELD_MANAGER, dry_run=True)
+            if current is not None and self.dry_run:
+                dry = taken_over(writer, p, dry, op.take_over)
         except ApiError as exc:
             if is_invalid_object(exc):
                 return [("invalid", f"{p.ref}: {exc.message}")]
@@ -233,6 +235,24 @@ class _Planner:
         if self.unverified and self.dry_run:
             notes.append(f"{self.unverified} object(s) could not be checked by server-side dry-run because their "
                          f"namespace or CustomResourceDefinition does not exist yet")
+
+
+def taken_over(writer: Kube, p: Planned, dry: Manifest, extra: tuple[str, ...]) -> Manifest:
+    """A dry run's answer as the real run's take-over of client-side fields leaves the object: what it would
+    remove removed (``fields.as_taken_over``), then defaulted again by the API server, as the real apply's
+    result is (a field with a default, such as a container's imagePullPolicy, comes back as it was), by a
+    dry-run update of that object."""
+    taken = as_taken_over(dry, extra)
+    if taken is dry:
+        return dry
+    assert p.info is not None
+    try:
+        return writer.request("PUT", p.info.path(p.ref.namespace, p.ref.name), body=taken, obj=str(p.ref),
+                              query=[("dryRun", "All"), ("fieldManager", FIELD_MANAGER)])
+    except ApiError as exc:
+        if exc.status != 409:   # changed since it was read: the next run sees it as it is
+            raise
+        return taken
 
 
 def not_allowed_yet(p: Planned, exc: ApiError) -> bool:

@@ -14,11 +14,8 @@ from collections.abc import Mapping
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.errors import PolicyError
 from reconciler.model.kube import (
-    API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
+    ANNOTATION_ADOPT, API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, Manifest, ObjectRef,
 )
-
-
-ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
 
 
 def applied_by_us(live: Manifest) -> bool:
