@@ -162,30 +162,19 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                             operands=paths)
 
     desired, instance = desired_operators(prepared, dry_run=dry_run)
-    adopted = {d.name: d.adopted_from for d in snapshot.operators if d.adopted_from}
-    takeovers, steps = [], []
-    if adopted and kube is not None:   # OLM v0 installs the repository adopted: adopt/takeover.py
-        from reconciler.adopt import takeover
+    around = None
+    if kube is not None and any(d.adopted_from or d.adopt_existing for d in snapshot.operators):
+        from reconciler.adopt.around import Takeovers   # what the repository adopted or consents to take over
 
-        takeovers = takeover.find(kube, desired, adopted)
-        desired = takeover.adopting(desired, takeovers)
-        steps = takeover.before(kube, takeovers, dry_run=dry_run)
-    consenting = frozenset(d.name for d in snapshot.operators if d.adopt_existing) - prepared.held
-    adoptions, spent = [], []
-    if consenting and kube is not None:   # what runs without OLM, taken over by consent: adopt/existing.py
-        from reconciler.adopt import existing
-
-        desired, adoptions, spent = existing.consented(kube, desired, consenting, instance.name, dry_run=dry_run)
+        around = Takeovers(kube, snapshot.operators, held=prepared.held, instance=instance.name,
+                           revision=snapshot.revision, dry_run=dry_run)
+        desired = around.before(desired)
     result = sync(kube, Request(desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                                 revision=snapshot.revision, held=prepared.held,
                                 pending=() if dry_run else pending_state(installs, prepared.decisions),
                                 judge=judge), instance)
-    if takeovers:
-        assert kube is not None
-        result.notes.extend(steps + takeover.after(kube, takeovers, desired, dry_run=dry_run))
-    if adoptions or spent:
-        assert kube is not None
-        result.notes.extend(spent + existing.record(kube, adoptions, revision=snapshot.revision, dry_run=dry_run))
+    if around is not None:
+        result.notes.extend(around.after(desired))
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 
