@@ -5,7 +5,9 @@ Two kinds, both ownership policy: OLM v0 installs the repository adopted
 live objects an Operator's declaration consents to take over
 (``existing.py``: the consent acted on at its first apply, then spent).
 ``before`` gives the engine what each Operator may apply over and does what
-must precede the sync; ``after`` finishes, and both return what the run says.
+must precede the sync; ``after`` finishes, and adds to the sync's change set
+what the run says and every write of both (``ChangeSet.bookkeeping``: OLM's
+objects retired, the takeovers' status written).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from reconciler.adopt import existing, takeover
-from reconciler.cluster.apply.changes import DesiredOperator
+from reconciler.cluster.apply.bookkeeping import journal
+from reconciler.cluster.apply.changes import ChangeSet, DesiredOperator
 from reconciler.cluster.kube import Kube
 from reconciler.model.declarations import OperatorDecl
 
@@ -24,7 +27,9 @@ class Takeovers:
 
     def __init__(self, kube: Kube, declarations: Iterable[OperatorDecl], *, held: frozenset[str], instance: str,
                  revision: str | None, dry_run: bool) -> None:
-        self.kube, self.instance, self.revision, self.dry_run = kube, instance, revision, dry_run
+        self.changes = ChangeSet()
+        self.kube = kube.recording(journal(self.changes, kube))
+        self.instance, self.revision, self.dry_run = instance, revision, dry_run
         declarations = tuple(declarations)
         self.adopted = {d.name: d.adopted_from for d in declarations if d.adopted_from}
         self.consenting = frozenset(d.name for d in declarations if d.adopt_existing) - held
@@ -45,9 +50,11 @@ class Takeovers:
                                                                      self.instance, dry_run=self.dry_run)
         return desired
 
-    def after(self, desired: list[DesiredOperator]) -> list[str]:
-        """After the sync: OLM's CSVs and what else it kept retired, the adoptions recorded; every note of both."""
+    def after(self, desired: list[DesiredOperator], result: ChangeSet) -> None:
+        """After the sync: OLM's CSVs and what else it kept retired, the adoptions recorded; the notes and writes
+        of both added to ``result``."""
         if self.found:
             self.steps += takeover.after(self.kube, self.found, desired, dry_run=self.dry_run)
-        return self.steps + self.spent + existing.record(self.kube, self.adoptions, revision=self.revision,
-                                                         dry_run=self.dry_run)
+        result.notes.extend(self.steps + self.spent + existing.record(self.kube, self.adoptions,
+                                                                      revision=self.revision, dry_run=self.dry_run))
+        result.bookkeeping.extend(self.changes.bookkeeping)

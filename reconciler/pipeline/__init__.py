@@ -174,7 +174,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                                 pending=() if dry_run else pending_state(installs, prepared.decisions),
                                 judge=judge), instance)
     if around is not None:
-        result.notes.extend(around.after(desired))
+        around.after(desired, result)
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 
