@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
 from reconciler.errors import ClusterError
@@ -158,11 +158,21 @@ class Kube:
         self._discovery_lock = threading.RLock()
         self._aggregated = [False]   # whether aggregated discovery was read; shared with impersonating copies
         self.impersonated: str | None = None
+        self.journal: Callable[[str, str, int, Any], None] | None = None   # told of each write done (``recording``)
 
     def impersonating(self, user: str) -> Kube:
         """The same connection and discovery, every request made as ``user`` (Impersonate-User)."""
         other = copy.copy(self)
         other.impersonated = user
+        other.journal = None   # what an installer writes is a bundle's: the engine records it as a change
+        return other
+
+    def recording(self, journal: Callable[[str, str, int, Any], None]) -> Kube:
+        """The same connection and discovery, each write the API server accepted (not a dry run) told to
+        ``journal`` as (method, path, status, response): how the engine enters in its change set what it writes
+        besides a bundle's objects (``cluster/apply/bookkeeping.py``)."""
+        other = copy.copy(self)
+        other.journal = journal
         return other
 
     @property
@@ -216,7 +226,10 @@ class Kube:
                 continue
             text = resp.data.decode("utf-8", "replace")
             if 200 <= resp.status <= 299:
-                return json.loads(text) if text else None
+                answer = json.loads(text) if text else None
+                if self.journal is not None and method != "GET" and ("dryRun", "All") not in (query or []):
+                    self.journal(method, path, resp.status, answer)
+                return answer
             retry_after = retry.parse_retry_after(resp.header("Retry-After"))
             if not last and retry.retryable_status(resp.status, retry_after, repeatable=repeat):
                 delay = policy.delay(attempt, retry_after)
@@ -299,6 +312,10 @@ class Kube:
             self._aggregated[0] = False
 
     # objects
+
+    def kind_of(self, api_version: str, plural: str) -> str | None:
+        """The kind a resource name (an API path's ``deployments``) stands for, from discovery."""
+        return next((i.kind for i in self._group_version(api_version).values() if i.plural == plural), None)
 
     def require_resource(self, obj: Manifest) -> ResourceInfo:
         ref = ObjectRef.of(obj)

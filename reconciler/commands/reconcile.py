@@ -243,6 +243,8 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
                      "options": list(u.options)} for u in (resolution.updates if resolution else ())],
         "notes": list(outcome.sync.notes),
         "changes": changes,
+        "bookkeeping": [{"action": c.action.value, "operator": c.operator, "namespace": "", **c.ref.to_dict(),
+                         "detail": c.detail} for c in outcome.sync.bookkeeping],
         "summary": {**{a.value: outcome.sync.count(a) for a in Action}, "waitingForApproval": outcome.sync.waiting},
         "changed": outcome.sync.changed,
         "approvals": [approval_document(d) for _, d in sorted(outcome.decisions.items())],

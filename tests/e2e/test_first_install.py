@@ -240,3 +240,25 @@ def _wait_quota_counted(kube: Kube, namespace: str) -> None:
     while not (kube.get(info, namespace, "few") or {}).get("status", {}).get("used"):
         assert time.monotonic() < deadline, "the quota was never counted"
         time.sleep(0.2)
+
+
+def test_every_write_of_a_run_is_in_its_change_set(recorded_k8s):
+    """What the run writes besides the bundle (status object and CRD, ApplySet parent, Events) is entered in
+    the change set's bookkeeping as the API server accepts it: no write of a run goes unrecorded."""
+    kube, names = recorded_k8s
+    names.append("first-k")
+    start = len(kube.calls)
+    result = _sync(kube, _operator("first-k", configmaps=2))
+    writes = [(m, p) for m, p, dry in kube.calls[start:] if m != "GET" and not dry]
+    done = [c for c in result.changes if c.action in (Action.CREATED, Action.CONFIGURED, Action.DELETED)]
+    assert len(writes) == len(done) + len(result.bookkeeping), (writes, done, result.bookkeeping)
+    mine = {(c.ref.kind, c.ref.name, c.detail) for c in result.bookkeeping if c.operator == "first-k"}
+    assert ("Operator", "first-k", "") in mine and ("Operator", "first-k", "its status") in mine
+    assert all(c.action in (Action.CREATED, Action.CONFIGURED, Action.DELETED) for c in result.bookkeeping)
+    again = _sync(kube, _operator("first-k", configmaps=2))   # a no-op writes nothing, records nothing
+    assert again.bookkeeping == [] and not again.changed
+    names.remove("first-k")
+    others = frozenset(status_objects.read_all(kube)) - {"first-k"}
+    gone = sync(kube, Request([], dry_run=False, allow_empty=True, revision="r2", held=others))
+    # uninstalled: its objects pruned (changes), its status object deleted (bookkeeping)
+    assert ("Operator", "first-k", Action.DELETED) in {(c.ref.kind, c.ref.name, c.action) for c in gone.bookkeeping}

@@ -23,24 +23,19 @@ from reconciler.localcluster.plane import DEPLOYED_USER
 from tests.olm.adoption import installed_by_olm, make_repo
 from tests.olm.conftest import olm_plane  # noqa: F401  (a fixture)
 from tests.olm.support import needs_corpus, needs_olm
-from tests.olm.test_takeover import CASES as ALL_CASES, WEBHOOKS, olm_bookkeeping, snapshot
+from tests.olm.test_takeover import CASES, olm_bookkeeping, snapshot
 from tests.rollout.harness import DEPLOY, deploy_objects
 
 from .conftest import keep_audit, passed
 from .rbac_usage import deploy_rbac
-
-# The takeover tests' installs but the one with webhooks: deploy/olm-takeover does not yet grant patching the
-# metadata of OLM's certificate Secrets and webhook configurations, so in the cluster that takeover stops at
-# the API server's refusal (docs/deploy.md); tests/olm/test_takeover.py takes it over from outside.
-CASES = [c for c in ALL_CASES if c is not WEBHOOKS]
 
 pytestmark = [pytest.mark.incluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
 
 @pytest.fixture(scope="module")
 def installed(request, olm_plane: ControlPlane, tmp_path_factory) -> Iterator[ControlPlane]:  # noqa: F811
-    """deploy/base and the component deploy/olm-takeover applied by an administrator, then the three installs
-    made by OLM v0."""
+    """deploy/base and the component deploy/olm-takeover applied by an administrator, then the takeover
+    tests' installs made by OLM v0."""
     with olm_plane.admin_client() as api:
         k8s = Kube(api)
         for doc in deploy_objects("base") + deploy_rbac(DEPLOY, "olm-takeover"):   # base's RBAC again: the same

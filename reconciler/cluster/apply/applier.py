@@ -14,6 +14,9 @@ written stage by stage), ``write`` (one object outside the plan, e.g. a
 webhook's own failure policy given back), ``delete`` and ``wait`` (the
 verdicts of a judge on what was applied). What to apply, which inventories
 prove ownership and what to prune is the caller's (``cluster/ownership/``).
+The caller's own records (status objects, installers, the ApplySet parent)
+are written through ``bookkeeping``, the client that enters each write in
+the change set (``bookkeeping.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+from reconciler.cluster.apply.bookkeeping import journal
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.plan import Planned, ensure_namespaces, plan
@@ -39,6 +43,12 @@ class Applier(Target):
     ``writers[name]`` when it has one."""
 
     field_manager = FIELD_MANAGER
+
+    @property
+    def bookkeeping(self) -> Kube:
+        """The client the run's own records are written with, as the reconciler's own identity: each write the
+        API server accepts is entered in ``changes.bookkeeping`` (``bookkeeping.py``)."""
+        return self.kube.recording(journal(self.changes, self.kube))
 
     def writer(self, operator: str) -> Kube:
         """The identity ``operator``'s objects are written as."""
@@ -71,8 +81,9 @@ class Applier(Target):
         return refused
 
     def write(self, operator: str, info: ResourceInfo, obj: Manifest) -> Manifest:
-        """Apply one object outside the plan, as ``operator``'s writer."""
-        return self.writer(operator).apply(info, obj, field_manager=self.field_manager, dry_run=self.dry_run)
+        """Apply one object outside the plan, as ``operator``'s writer; entered in ``changes.bookkeeping``."""
+        writer = self.writer(operator).recording(journal(self.changes, self.kube))
+        return writer.apply(info, obj, field_manager=self.field_manager, dry_run=self.dry_run)
 
     def delete(self, info: ResourceInfo, ref: ObjectRef) -> None:
         """Delete one object (server-side dry-run in a dry run); who may be deleted is the caller's decision."""

@@ -79,6 +79,9 @@ class ChangeSet:
 
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what the run wrote besides the bundles' objects, its own records (``bookkeeping.py``): the Operators' status
+    # objects, their installers, the ApplySet parent, the Events it announces, OLM's bookkeeping retired
+    bookkeeping: list[Change] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:

@@ -92,9 +92,10 @@ class _Run:
 
     def __init__(self, kube: Kube, request: Request, instance: Instance, desired: list[DesiredOperator],
                  result: SyncResult) -> None:
-        self.kube, self.request, self.instance, self.result = kube, request, instance, result
+        self.request, self.instance, self.result = request, instance, result
         self.dry_run = request.dry_run
         self.applier = Applier(kube, dry_run=request.dry_run, changes=result)
+        self.kube = self.applier.bookkeeping   # what the run writes besides the bundles, entered in the change set
         self.all_desired = desired   # as asked
         self.desired = desired       # less those refused while writing
         self.failed: set[str] = set()
@@ -311,14 +312,15 @@ def roll_back(applier: Applier, refused: list[DesiredOperator], going_on: list[D
     of ours is: newest first), its installer, and the namespaces this run made that no Operator going on uses.
     Each keeps its status object, with what could not be removed as its inventory. Returns how many objects
     of each were removed."""
-    kube = applier.kube
+    kube = applier.bookkeeping
     removed: dict[str, int] = {}
     stamp = instance.stamp()
     for op in refused:
         written = status_objects.Recorded(op.name, tuple(ObjectRef.of(o) for o in op.objects), op.spec, {})
-        undone = Applier(kube, dry_run=False, writers=applier.writers)
+        undone = Applier(applier.kube, dry_run=False, writers=applier.writers)
         left = prune(undone, going_on, {op.name: written}, installer_namespace=instance.namespace).get(op.name, set())
         removed[op.name] = undone.changes.count(Action.DELETED)
+        applier.changes.changes.extend(undone.changes.changes)   # what was created, then removed again
         rec = status_objects.read_all(kube, instance.name).get(op.name)
         status_objects.write(kube, info, op.name, op.spec, {**(rec.status if rec else {}),
                                                             "inventory": inventory_of(left)}, rec, **stamp)

@@ -1,8 +1,9 @@
 """The reconcile pipeline: repository -> catalogs -> resolution -> bundles -> approval -> cluster -> status.
 
 Each arrow is a call into one stage's package (the lockfile in ``lock/``, conversion in ``bundle/installed.py``,
-what each Operator should be in ``cluster/desired.py``); this module only strings them together, so the CLI
-and the in-cluster loop run exactly the same steps.
+what each Operator should be in ``cluster/desired.py``); this package only strings them together, so the CLI
+and the in-cluster loop run exactly the same steps. ``resolution.py`` gathers the resolver's inputs (catalogs,
+installed state, pins, holds).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from reconciler.cli import progress
-from reconciler.catalog import load_catalog
-from reconciler.catalog.source import load_image_catalog
 from reconciler.approve import Decision
 from reconciler.approve.stage import approval_notes, approvals
 from reconciler.bundle.installed import Installed, convert
@@ -23,13 +22,11 @@ from reconciler.cluster.ownership import Request, SyncResult, sync
 from reconciler.cluster.desired import desired_state, pending_state
 from reconciler.cluster.kube import Kube
 from reconciler.cluster import status as status_objects
-from reconciler.errors import CatalogError
-from reconciler.lock import check_lock_entries, check_locked, held_bundles, lock_pins, plan_lock, write_lock
-from reconciler.model.catalog import Catalog
-from reconciler.model.declarations import OperatorDecl
-from reconciler.model.lock import LockEntry, Lockfile
+from reconciler.lock import check_locked, plan_lock, write_lock
+from reconciler.model.lock import Lockfile
+from reconciler.pipeline.resolution import installed_state, kubernetes_version, load_catalogs, resolve
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import check_holds, hold_details, select_cluster
+from reconciler.repo.fleet import select_cluster
 from reconciler.repo.inputs import Inputs, inputs_of
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
@@ -37,8 +34,8 @@ if TYPE_CHECKING:
     from reconciler.cluster.ownership.applyset import Instance
     from reconciler.repo.verify import Trust, Verdict
 
-__all__ = ["Installed", "Outcome", "Prepared", "ResolutionRequest", "SatResolver", "apply", "prepare", "reconcile",
-           "resolve"]
+__all__ = ["Installed", "Outcome", "Prepared", "ResolutionRequest", "SatResolver", "apply", "installed_state",
+           "kubernetes_version", "load_catalogs", "prepare", "reconcile", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -54,86 +51,6 @@ class Outcome:
     @property
     def pending(self) -> list[Decision]:
         return [d for d in self.decisions.values() if not d.approved]
-
-
-def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
-    """Every catalog of the repository, when anything needs resolving.
-
-    All of them, not only those declarations name: an Input may ask for an
-    API alone, and a dependency may be met from any catalog. A catalog is a
-    directory under catalogs/, or an image named in reconciler.yaml.
-    """
-    if all(op.bundle is not None for op in operators):
-        return {}
-    settings = snapshot.settings.catalogs
-    images = {n: c.image for n, c in settings.items() if c.image}
-    both = sorted(set(images) & set(snapshot.catalog_dirs))
-    if both:
-        raise CatalogError(f"catalog {both[0]!r} is both a directory under catalogs/ and an image in "
-                           f"reconciler.yaml", path="reconciler.yaml", hint="keep one source per catalog name")
-    out = {}
-    for name in sorted(set(snapshot.catalog_dirs) | set(images)):
-        prio = settings[name].priority if name in settings else 0
-        if name in images:
-            keys = ()
-            if settings[name].verify:
-                from reconciler.oci.signature import load_keys
-
-                keys = load_keys(snapshot.root, settings[name].verify, f"catalog {name}")
-            out[name] = load_image_catalog(name, images[name], prio, keys)
-        else:
-            out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
-    return out
-
-
-def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, LockEntry]:
-    """What is installed, per owner: the cluster's status objects when a cluster is configured, else olm.lock.
-
-    The cluster is the truth about itself: a lock rewritten by a tentative
-    ``resolve`` must not make reverting look like a downgrade. Without a
-    cluster the lock is the only record of what was installed.
-    """
-    if kube is None:
-        return {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
-    installed = {}
-    for name, rec in status_objects.read_all(kube, snapshot.settings.instance).items():
-        b = rec.status.get("bundle") or {}
-        if b.get("name"):
-            installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
-                                        version=b.get("version", ""), catalog=b.get("catalog", ""),
-                                        channel=b.get("channel", ""), source=b.get("source", ""),
-                                        digest=b.get("digest", ""))
-    return installed
-
-
-def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
-    if kube is not None:
-        return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
-    return snapshot.settings.kubernetes_version
-
-
-def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None, *,
-            catalogs: Mapping[str, Catalog] | None = None,
-            holds: Mapping[str, frozenset[str]] | None = None) -> Resolution:
-    """Resolve the snapshot's declarations (``catalogs``: already loaded for this repository, e.g. once for a
-    fleet's clusters; ``holds``: what a fleet's stage allows instead of ``stage_holds``, for a promotion)."""
-    progress.stage("loading catalogs")
-    if catalogs is None:
-        catalogs = load_catalogs(snapshot, snapshot.operators)
-    progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
-    semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
-    installed = installed_state(snapshot, kube)
-    if holds is None:   # a later stage of a fleet: what was promoted there, or what the stage before runs
-        details = hold_details(snapshot)
-        check_holds(snapshot, details)
-        holds = {h.package: h.bundles for h in details}
-    pins = lock_pins(snapshot, installed) if kube is not None else {}
-    check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
-    request = ResolutionRequest(snapshot.operators, catalogs, installed,
-                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
-                                holds=held_bundles(holds, installed) if holds else {},
-                                installed_from="" if kube is not None else snapshot.lock_file)
-    return (resolver or SatResolver()).resolve(request)
 
 
 @dataclass(frozen=True)
@@ -245,30 +162,19 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                             operands=paths)
 
     desired, instance = desired_operators(prepared, dry_run=dry_run)
-    adopted = {d.name: d.adopted_from for d in snapshot.operators if d.adopted_from}
-    takeovers, steps = [], []
-    if adopted and kube is not None:   # OLM v0 installs the repository adopted: adopt/takeover.py
-        from reconciler.adopt import takeover
+    around = None
+    if kube is not None and any(d.adopted_from or d.adopt_existing for d in snapshot.operators):
+        from reconciler.adopt.around import Takeovers   # what the repository adopted or consents to take over
 
-        takeovers = takeover.find(kube, desired, adopted)
-        desired = takeover.adopting(desired, takeovers)
-        steps = takeover.before(kube, takeovers, dry_run=dry_run)
-    consenting = frozenset(d.name for d in snapshot.operators if d.adopt_existing) - prepared.held
-    adoptions, spent = [], []
-    if consenting and kube is not None:   # what runs without OLM, taken over by consent: adopt/existing.py
-        from reconciler.adopt import existing
-
-        desired, adoptions, spent = existing.consented(kube, desired, consenting, instance.name, dry_run=dry_run)
+        around = Takeovers(kube, snapshot.operators, held=prepared.held, instance=instance.name,
+                           revision=snapshot.revision, dry_run=dry_run)
+        desired = around.before(desired)
     result = sync(kube, Request(desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                                 revision=snapshot.revision, held=prepared.held,
                                 pending=() if dry_run else pending_state(installs, prepared.decisions),
                                 judge=judge), instance)
-    if takeovers:
-        assert kube is not None
-        result.notes.extend(steps + takeover.after(kube, takeovers, desired, dry_run=dry_run))
-    if adoptions or spent:
-        assert kube is not None
-        result.notes.extend(spent + existing.record(kube, adoptions, revision=snapshot.revision, dry_run=dry_run))
+    if around is not None:
+        around.after(desired, result)
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 

@@ -1,0 +1,108 @@
+"""The resolution stage as a run takes it: the repository's catalogs loaded, what is installed read (from the
+cluster's status objects, else olm.lock), the lock's pins and a fleet stage's holds applied, then the resolver.
+
+A part of the composition root: it gathers the resolver's inputs from the stages before it and from the
+cluster, so ``resolve/`` itself stays a pure function of its request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reconciler.catalog import load_catalog
+from reconciler.catalog.source import load_image_catalog
+from reconciler.cli import progress
+from reconciler.cluster import status as status_objects
+from reconciler.cluster.kube import Kube
+from reconciler.errors import CatalogError
+from reconciler.lock import check_lock_entries, held_bundles, lock_pins
+from reconciler.model.catalog import Catalog
+from reconciler.model.declarations import OperatorDecl
+from reconciler.model.lock import LockEntry
+from reconciler.repo import RepoSnapshot
+from reconciler.repo.fleet import check_holds, hold_details
+from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
+
+__all__ = ["installed_state", "kubernetes_version", "load_catalogs", "resolve"]
+
+
+def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
+    """Every catalog of the repository, when anything needs resolving.
+
+    All of them, not only those declarations name: an Input may ask for an
+    API alone, and a dependency may be met from any catalog. A catalog is a
+    directory under catalogs/, or an image named in reconciler.yaml.
+    """
+    if all(op.bundle is not None for op in operators):
+        return {}
+    settings = snapshot.settings.catalogs
+    images = {n: c.image for n, c in settings.items() if c.image}
+    both = sorted(set(images) & set(snapshot.catalog_dirs))
+    if both:
+        raise CatalogError(f"catalog {both[0]!r} is both a directory under catalogs/ and an image in "
+                           f"reconciler.yaml", path="reconciler.yaml", hint="keep one source per catalog name")
+    out = {}
+    for name in sorted(set(snapshot.catalog_dirs) | set(images)):
+        prio = settings[name].priority if name in settings else 0
+        if name in images:
+            keys = ()
+            if settings[name].verify:
+                from reconciler.oci.signature import load_keys
+
+                keys = load_keys(snapshot.root, settings[name].verify, f"catalog {name}")
+            out[name] = load_image_catalog(name, images[name], prio, keys)
+        else:
+            out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
+    return out
+
+
+def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, LockEntry]:
+    """What is installed, per owner: the cluster's status objects when a cluster is configured, else olm.lock.
+
+    The cluster is the truth about itself: a lock rewritten by a tentative
+    ``resolve`` must not make reverting look like a downgrade. Without a
+    cluster the lock is the only record of what was installed.
+    """
+    if kube is None:
+        return {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
+    installed = {}
+    for name, rec in status_objects.read_all(kube, snapshot.settings.instance).items():
+        b = rec.status.get("bundle") or {}
+        if b.get("name"):
+            installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
+                                        version=b.get("version", ""), catalog=b.get("catalog", ""),
+                                        channel=b.get("channel", ""), source=b.get("source", ""),
+                                        digest=b.get("digest", ""))
+    return installed
+
+
+def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
+    if kube is not None:
+        return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
+    return snapshot.settings.kubernetes_version
+
+
+def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None, *,
+            catalogs: Mapping[str, Catalog] | None = None,
+            holds: Mapping[str, frozenset[str]] | None = None) -> Resolution:
+    """Resolve the snapshot's declarations (``catalogs``: already loaded for this repository, e.g. once for a
+    fleet's clusters; ``holds``: what a fleet's stage allows instead of ``stage_holds``, for a promotion)."""
+    progress.stage("loading catalogs")
+    if catalogs is None:
+        catalogs = load_catalogs(snapshot, snapshot.operators)
+    progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
+    semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
+    installed = installed_state(snapshot, kube)
+    if holds is None:   # a later stage of a fleet: what was promoted there, or what the stage before runs
+        details = hold_details(snapshot)
+        check_holds(snapshot, details)
+        holds = {h.package: h.bundles for h in details}
+    pins = lock_pins(snapshot, installed) if kube is not None else {}
+    check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
+    request = ResolutionRequest(snapshot.operators, catalogs, installed,
+                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
+                                holds=held_bundles(holds, installed) if holds else {},
+                                installed_from="" if kube is not None else snapshot.lock_file)
+    return (resolver or SatResolver()).resolve(request)
+
+
