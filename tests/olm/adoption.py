@@ -87,11 +87,12 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
         return (csv.get("status") or {}).get("phase") == "Succeeded" and \
             bool((sub.get("status") or {}).get("installedCSV"))
     wait_for(f"{case.csv} Succeeded", succeeded, plane)
-    if case.dependency_of:
-        # catalog-operator executes the plan that installed both for a while after the CSVs succeed, writing its
-        # objects (and the dependency's Subscription) again: what runs is settled once the plan is Complete
-        plan = get(api, case.namespace, "subscriptions", case.subscription)["metadata"]["annotations"][
-            "olm.generated-by"]
+    # catalog-operator may execute the plan for a while after the CSV succeeds, writing its objects (and a
+    # dependency's Subscription) again, and adopt leaves such an install: what runs is settled once it is Complete
+    sub = get(api, case.namespace, "subscriptions", case.subscription) or {}
+    plan = ((sub.get("metadata") or {}).get("annotations") or {}).get("olm.generated-by") or \
+        ((sub.get("status") or {}).get("installPlanRef") or {}).get("name")
+    if plan:
         wait_for(f"InstallPlan {plan} Complete, as catalog-operator sees it", lambda: plan_complete(plane, plan),
                  plane, timeout=600)
     if case.config and case.config.get("env"):
