@@ -17,7 +17,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lock binaries peers olm tools image image-tools clean
+.PHONY: demo test install lock binaries peers olm olmv1 tools image image-tools clean
 
 # The virtualenv holds exactly the hash-checked versions of requirements-test.lock (and the project,
 # editable, built with the locked setuptools): a new machine on any day installs what CI last passed with.
@@ -76,6 +76,12 @@ peers: $(STAMP)
 # on a control plane of its own; a cold build takes about ten minutes on two cores, so it happens here, with progress.
 olm: $(STAMP)
 	$(BIN)/python -c 'from reconciler.localcluster.olmv0 import ensure_olm; ensure_olm()'
+
+# OLM v1 (catalogd and operator-controller, pinned by reconciler/localcluster/olmv1/go.mod), which tests/olmv1 runs
+# beside a control plane of its own (built by the test when missing). It needs pkg.package-operator.run/boxcutter
+# from the Go module proxy, which some restricted proxies refuse (403): then its build fails, saying so.
+olmv1: $(STAMP)
+	$(BIN)/python -c 'from reconciler.localcluster.olmv1 import ensure_olmv1; ensure_olmv1()'
 
 # Graphviz (`catalog graph --format svg`), sshd (git over SSH), gpg and ssh-keygen (signed commits) and Chromium for
 # the tests that use them.

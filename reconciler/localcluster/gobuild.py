@@ -58,6 +58,7 @@ class GoTool:
     packages: tuple[str, ...]        # import paths or ./relative packages to build
     outputs: tuple[str, ...]         # the executables the build leaves in the output directory
     ldflags: tuple[str, ...] = ("-s", "-w")
+    tags: tuple[str, ...] = ()       # build tags, as the module's own release build sets them
     cgo: bool = False
     sources: tuple[str, ...] = ()    # files of module_dir beside go.mod that the build compiles (a peer's own main)
     # (module, glob inside it, subdirectory): files of a required module copied beside the executables
@@ -112,7 +113,8 @@ class GoTool:
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
         build_log = staging / "build.log"
         started = time.monotonic()
-        command = [go, "build", "-trimpath", f"-ldflags={' '.join(self.ldflags)}", "-o", f"{staging}{os.sep}",
+        command = [go, "build", "-trimpath", f"-ldflags={' '.join(self.ldflags)}",
+                   *([f"-tags={','.join(self.tags)}"] if self.tags else []), "-o", f"{staging}{os.sep}",
                    *self.packages]
         try:
             with open(build_log, "wb") as out:

@@ -173,3 +173,33 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
     path.write_bytes(key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
+
+
+@dataclass(frozen=True)
+class LoopbackTls:
+    """A CA (alone in its directory, as cert-pool directories want it) and a serving certificate for 127.0.0.1."""
+
+    ca_dir: Path
+    cert: Path
+    key: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.ca_dir / "ca.crt"
+
+
+def create_loopback_tls(directory: Path) -> LoopbackTls:
+    """A fresh CA and a serving certificate for 127.0.0.1 and localhost, for servers a plane's peers run on loopback
+    (OLM v1's catalog server and webhook, an HTTPS registry)."""
+    tls = LoopbackTls(directory / "ca", directory / "serving.crt", directory / "serving.key")
+    tls.ca_dir.mkdir(parents=True, exist_ok=True)
+    ca_key = _new_key()
+    ca = _ca_certificate("reconciler-loopback-ca", ca_key)
+    _write_cert(tls.ca_cert, ca)
+    key = _new_key()
+    _write_cert(tls.cert, _issue("127.0.0.1", [], key, ca, ca_key, ExtendedKeyUsageOID.SERVER_AUTH,
+                                 san=x509.SubjectAlternativeName([
+                                     x509.DNSName("localhost"),
+                                     x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])))
+    _write_key(tls.key, key)
+    return tls

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -28,13 +29,14 @@ import pytest
 class Registry:
     host: str          # "127.0.0.1:PORT", the registry part of an image reference
     storage: Path
+    https: bool = False
 
     def ref(self, repository: str, tag: str = "latest") -> str:
         return f"{self.host}/{repository}:{tag}"
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}"
+        return f"{'https' if self.https else 'http'}://{self.host}"
 
 
 def _free_port() -> int:
@@ -43,9 +45,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_registry(binary: Path, workdir: Path,
-                   login: tuple[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Registry]:
-    """Start a registry; with ``login`` it requires that user and password (htpasswd, bcrypt)."""
+def start_registry(binary: Path, workdir: Path, login: tuple[str, str] | None = None,
+                   tls: tuple[Path, Path, Path] | None = None) -> tuple[subprocess.Popen[bytes], Registry]:
+    """Start a registry; with ``login`` it requires that user and password (htpasswd, bcrypt); with ``tls``
+    (certificate, key, CA that signed it) it serves HTTPS."""
     storage = workdir / "storage"
     storage.mkdir(parents=True, exist_ok=True)
     port = _free_port()
@@ -61,17 +64,19 @@ def start_registry(binary: Path, workdir: Path,
         "version: 0.1\n"
         "log: {level: warn}\n"
         f"storage: {{filesystem: {{rootdirectory: {storage}}}, delete: {{enabled: true}}}}\n"
-        f"http: {{addr: '127.0.0.1:{port}', secret: test-only}}\n" + auth)
+        f"http: {{addr: '127.0.0.1:{port}', secret: test-only"
+        + (f", tls: {{certificate: {tls[0]}, key: {tls[1]}}}" if tls else "") + "}\n" + auth)
     log = open(workdir / "registry.log", "wb")
     env = {**os.environ, "OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"}
     proc = subprocess.Popen([str(binary), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env)
     log.close()
-    reg = Registry(f"127.0.0.1:{port}", storage)
+    reg = Registry(f"127.0.0.1:{port}", storage, https=tls is not None)
+    context = ssl.create_default_context(cafile=str(tls[2])) if tls else None
     deadline = time.monotonic() + 30
     while True:
         try:
-            with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2) as resp:
+            with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2, context=context) as resp:
                 if resp.status == 200:
                     return proc, reg
         except urllib.error.HTTPError as exc:
