@@ -27,6 +27,7 @@ and ``--dry-run`` shows the same files without writing them.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.adopt.olmv0 import Install, Unmapped, csv_permissions, install_mode, read_cluster, survey
+from reconciler.adopt.olmv0 import (Install, Unmapped, csv_permissions, dependency_of, install_mode, read_cluster,
+                                    survey)
 from reconciler.errors import DeclarationError
 from reconciler.model.declarations import ANNOTATION_ADOPTED_FROM as ADOPTED_FROM
 
@@ -268,8 +270,14 @@ def _describe(decl: Any) -> str:
 
 def _declaration_text(inst: Install, doc: dict) -> str:
     mode = install_mode(inst.namespace, inst.target_namespaces)
+    generated = ""
+    if inst.generated_by:
+        generated = (f"# OLM made that Subscription for a dependency{dependency_of(inst)} (InstallPlan "
+                     f"{inst.generated_by}).\n# Declared on its own as OLM kept it: it stays when what needed it "
+                     "goes. Without this file the resolver\n# keeps it as a dependency of what needs it, "
+                     "under the same Operator name.\n")
     return (f"# Adopted from OLM v0: {inst.where} ({mode}, installPlanApproval "
-            f"{'Manual' if inst.manual else 'Automatic'}), running {inst.csv_name}.\n"
+            f"{'Manual' if inst.manual else 'Automatic'}), running {inst.csv_name}.\n" + generated +
             "# No spec.version: it follows its channel along the upgrade edges as the Subscription did;\n"
             "# olm.lock pins the bundle that runs.\n" + yamlio.dump(doc))
 
@@ -295,6 +303,19 @@ def _write_lock(snapshot: Any, work: Path, entries: list) -> None:
     yamlio.write_atomic(work / "olm.lock", Lockfile(tuple(sorted(kept.values()))).render())
 
 
+def _record_dependents(work: Path, resolved: Any) -> None:
+    """Each lock entry's ``required_by`` as the resolution records it: an adopted Operator that another's bundle
+    needs (a dependency OLM installed) is pinned as what that Operator requires, so ``reconcile`` finds the lock
+    it would write."""
+    from reconciler.model.lock import Lockfile
+
+    written = Lockfile.parse((work / "olm.lock").read_text())
+    by_bundle = {(e.operator, e.name): e.required_by for e in resolved.entries}
+    entries = tuple(dataclasses.replace(e, required_by=by_bundle.get((e.operator, e.name), e.required_by))
+                    for e in written.entries)
+    yamlio.write_atomic(work / "olm.lock", Lockfile(entries).render())
+
+
 def _default_channel(bundle: Any, catalog: Any) -> str:
     package = catalog.packages.get(bundle.package)
     return (package.default_channel if package else None) or ""
@@ -308,6 +329,7 @@ def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Install, str]]) 
     from reconciler.repo import read_records
 
     prepared = pipeline.prepare(work, kube=kube, uncommitted_approvals=True)
+    _record_dependents(work, prepared.lockfile)
     for inst, name in adopted:
         d = prepared.decisions.get(name)
         if d is None:

@@ -11,7 +11,11 @@ Subscription accounts for (installed by hand, or left behind by a deleted
 Subscription), since taking it over would mean guessing what was asked for.
 
 OLM's copies of a CSV into the namespaces an OperatorGroup targets
-(``olm.copiedFrom``) are bookkeeping, not installs, and are skipped.
+(``olm.copiedFrom``) are bookkeeping, not installs, and are skipped. A
+Subscription OLM made itself for a dependency (``olm.generated-by``) is an
+install like any other: it runs a CSV, follows a channel and outlives the
+Subscription that needed it, so it is adopted as its own Operator, with what
+needed it recorded (``Install.dependency_of``).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ KINDS = {  # what is read, and the apiVersion it is read in
     "OperatorGroup": f"{GROUP}/v1",
 }
 COPIED_FROM = "olm.copiedFrom"
+GENERATED_BY = "olm.generated-by"   # on a Subscription catalog-operator made for a dependency: its InstallPlan
 MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
+EXECUTING = (None, "", "Planning", "Installing")   # InstallPlan phases in which catalog-operator still writes
 
 Manifest = dict[str, Any]
 
@@ -61,6 +67,10 @@ class Install:
     catalog_source: Manifest
     target_namespaces: tuple[str, ...]   # ("",) for all namespaces
     install_plans: tuple[str, ...] = ()
+    # OLM made the Subscription itself, to satisfy a dependency: the InstallPlan it names, and the other
+    # Subscriptions of the namespace whose CSVs that plan installed (what needed it), when the plan is still there
+    generated_by: str = ""
+    dependency_of: tuple[str, ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -206,7 +216,28 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
                         f"(`opm render {describe_source(source)} -o yaml > catalogs/{src}/catalog.yaml`)")
     plans = tuple(sorted(_name(p) for p in view.of("InstallPlan", ns)
                          if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
-    return Install(sub, csv, group, source, targets, plans)
+    executing = [(_name(p), (p.get("status") or {}).get("phase") or "no phase yet") for p in view.of("InstallPlan", ns)
+                 if _name(p) in plans and (p.get("status") or {}).get("phase") in EXECUTING]
+    if executing:
+        plan, phase = executing[0]
+        return Unmapped(what, f"OLM is still executing InstallPlan {ns}/{plan} (phase {phase}), which installed "
+                        f"{csv_name}: until it is Complete, catalog-operator writes its objects (and any Subscription "
+                        "it makes for a dependency) again, over a takeover",
+                        "wait until the InstallPlan is Complete (`kubectl get installplan -n " + ns + "`), then adopt "
+                        "again")
+    generated_by = str((sub["metadata"].get("annotations") or {}).get(GENERATED_BY) or "")
+    return Install(sub, csv, group, source, targets, plans, generated_by, _needing(view, sub, csv_name, generated_by))
+
+
+def _needing(view: ClusterView, sub: Manifest, csv_name: str, plan_name: str) -> tuple[str, ...]:
+    """The other Subscriptions of the namespace whose installed CSV the plan that generated ``sub`` installed too."""
+    plan = view.get("InstallPlan", _ns(sub), plan_name) if plan_name else None
+    if plan is None:
+        return ()
+    csvs = set((plan.get("spec") or {}).get("clusterServiceVersionNames") or []) - {csv_name}
+    return tuple(sorted(_name(o) for o in view.of("Subscription", _ns(sub))
+                        if o is not sub and (o.get("status") or {}).get("installedCSV") in csvs
+                        and not (o["metadata"].get("annotations") or {}).get(GENERATED_BY)))
 
 
 def _config_refused(config: Any) -> str | None:
@@ -283,6 +314,12 @@ def _packages_twice(installs: list[Install]) -> list[Unmapped]:
                              "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again")
                     for i in members]
     return out
+
+
+def dependency_of(inst: Install) -> str:
+    """`` of Subscription ns/a, ns/b`` when what needed a generated Subscription is known, else nothing."""
+    return f" of {', '.join(f'Subscription {inst.namespace}/{n}' for n in inst.dependency_of)}" \
+        if inst.dependency_of else ""
 
 
 def describe_source(source: Manifest) -> str:

@@ -10,9 +10,11 @@ killed anywhere is finished by the next.
 
 Before the sync (OLM stops asking):
 
-1. the Subscription is deleted, so catalog-operator resolves, plans and
-   upgrades nothing more for the package;
-2. the InstallPlans that installed the CSV are deleted (bookkeeping only).
+1. the InstallPlans that installed the CSV are deleted: a plan OLM is still
+   executing would otherwise create its Subscriptions again, the one OLM
+   generates for a dependency among them;
+2. the Subscription is deleted, so catalog-operator resolves, plans and
+   upgrades nothing more for the package.
 
 The sync then applies the bundle over what runs: the live objects of the
 bundle as rendered (which OLM made from the same bundle: CSV-generated,
@@ -145,15 +147,15 @@ def before(kube: Kube, takeovers: list[Takeover], *, dry_run: bool) -> list[str]
     """Steps 1 and 2: OLM stops asking. Returns what was (or would be) done, one line per step."""
     lines = []
     for t in takeovers:
+        for plan in t.plans:
+            lines.append(_step(t, f"delete InstallPlan {t.namespace}/{plan}", dry_run))
+            if not dry_run:
+                _delete(kube, f"{GROUP}/v1alpha1", "InstallPlan", t.namespace, plan)
         if t.subscription_exists and not (t.configured and t.live_csv is not None):
             lines.append(_step(t, f"delete Subscription {t.namespace}/{t.subscription} (OLM resolves and "
                               f"upgrades nothing more for {t.package})", dry_run))
             if not dry_run:
                 _delete(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription)
-        for plan in t.plans:
-            lines.append(_step(t, f"delete InstallPlan {t.namespace}/{plan}", dry_run))
-            if not dry_run:
-                _delete(kube, f"{GROUP}/v1alpha1", "InstallPlan", t.namespace, plan)
         if t.owned or t.live_csv:
             names = sorted(f"{o['kind']} {_where(o)}" for o in t.owned)
             lines.append(_step(t, f"apply the bundle over what OLM made for {t.csv} (pod templates kept as they "
@@ -175,6 +177,13 @@ def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator],
         if not dry_run:
             for obj in extra:
                 _patch(kube, obj, {"metadata": {"labels": {RETIRE: t.csv}}})
+        if t.live_csv is not None and not t.configured and not dry_run \
+                and _get(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription) is not None:
+            # made again since step 2 by catalog-operator from a plan it was executing (read from its cache):
+            # without its CSV it would install the package anew, so it goes before the CSV
+            lines.append(_step(t, f"delete Subscription {t.namespace}/{t.subscription} again (OLM made it anew "
+                              f"from an InstallPlan it was still executing)", dry_run))
+            _delete(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription)
         if t.live_csv is not None:
             lines.append(_step(t, f"delete ClusterServiceVersion {t.namespace}/{t.csv}, orphaning its objects "
                               f"(and its copies in the target namespaces)", dry_run))

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM v0 installs prints text",
                          hint="add --operator NAME, or leave -o out")
     from reconciler.adopt import adopt
-    from reconciler.adopt.olmv0 import install_mode
+    from reconciler.adopt.olmv0 import dependency_of, install_mode
 
     kube = _cluster(args)
     result = adopt(args.repo, kube, dry_run=args.dry_run)
@@ -89,7 +89,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         i = a.install
         print(f"adopted {i.where}: Operator {a.operator} ({i.package}, channel {i.channel or 'default'}, "
               f"{install_mode(i.namespace, i.target_namespaces)}, {'Manual' if i.manual else 'Automatic'} "
-              f"approval), bundle {a.bundle} from catalogs/{a.catalog}", file=out)
+              f"approval), bundle {a.bundle} from catalogs/{a.catalog}"
+              + (f"; OLM made this Subscription for a dependency{dependency_of(i)}" if i.generated_by else ""),
+              file=out)
     for u in result.unmapped:
         print(f"not adopted {u.what}: {u.reason}" + (f"\n    to adopt it: {u.hint}" if u.hint else ""), file=out)
     if not result.adopted and not result.unmapped:

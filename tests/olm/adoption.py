@@ -25,13 +25,18 @@ SUFFIX = uuid.uuid4().hex[:6]
 
 
 class Case:
+    """One OLM v0 install. A ``dependency_of`` case is not subscribed to: OLM installs it in its dependent's
+    namespace to satisfy the dependent's bundle, under a Subscription it makes itself, named as OLM names those
+    (package, ``channel``, catalog and its namespace)."""
+
     def __init__(self, bundle: str, csv: str, mode: str, approval: str = "Automatic", config: dict | None = None,
-                 orphan: bool = False) -> None:
+                 orphan: bool = False, dependency_of: Case | None = None, channel: str = "") -> None:
         self.bundle, self.csv, self.mode, self.approval, self.config = bundle, csv, mode, approval, config
-        self.orphan = orphan
+        self.orphan, self.dependency_of = orphan, dependency_of
         self.package = bundle.split("/")[0]
-        self.namespace = f"adopt-{mode.lower()}-{SUFFIX}"
+        self.namespace = dependency_of.namespace if dependency_of else f"adopt-{mode.lower()}-{SUFFIX}"
         self.watched = f"adopt-watched-{SUFFIX}" if mode == "SingleNamespace" else self.namespace
+        self.subscription = f"{self.package}-{channel}-corpus-{self.namespace}" if dependency_of else self.package
 
     @property
     def targets(self) -> list[str] | None:
@@ -43,6 +48,8 @@ def custom(api) -> kubernetes.client.CustomObjectsApi:
 
 
 def subscribe(api, case: Case, address: str) -> None:
+    if case.dependency_of:
+        return   # OLM subscribes to it
     core = kubernetes.client.CoreV1Api(api)
     for ns in {case.namespace, case.watched}:
         core.create_namespace({"metadata": {"name": ns}})
@@ -67,7 +74,7 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
     """Approve a Manual install's first plan, then wait for the CSV and for the Subscription to record it."""
     if case.approval == "Manual":
         def waiting() -> str | None:
-            ref = ((get(api, case.namespace, "subscriptions", case.package) or {}).get("status") or {}).get(
+            ref = ((get(api, case.namespace, "subscriptions", case.subscription) or {}).get("status") or {}).get(
                 "installPlanRef")
             return ref and ref["name"]
         plan = wait_for(f"{case.package}'s InstallPlan", waiting, plane)
@@ -76,10 +83,18 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
 
     def succeeded() -> bool:
         csv = get(api, case.namespace, "clusterserviceversions", case.csv) or {}
-        sub = get(api, case.namespace, "subscriptions", case.package) or {}
+        sub = get(api, case.namespace, "subscriptions", case.subscription) or {}
         return (csv.get("status") or {}).get("phase") == "Succeeded" and \
             bool((sub.get("status") or {}).get("installedCSV"))
     wait_for(f"{case.csv} Succeeded", succeeded, plane)
+    # catalog-operator may execute the plan for a while after the CSV succeeds, writing its objects (and a
+    # dependency's Subscription) again, and adopt leaves such an install: what runs is settled once it is Complete
+    sub = get(api, case.namespace, "subscriptions", case.subscription) or {}
+    plan = ((sub.get("metadata") or {}).get("annotations") or {}).get("olm.generated-by") or \
+        ((sub.get("status") or {}).get("installPlanRef") or {}).get("name")
+    if plan:
+        wait_for(f"InstallPlan {plan} Complete, as catalog-operator sees it", lambda: plan_complete(plane, plan),
+                 plane, timeout=600)
     if case.config and case.config.get("env"):
         # olm-operator writes a Subscription's spec.config into the Deployments on a later sync than the one
         # that makes the CSV Succeeded: what runs is what OLM made of the overrides only once they are there.
@@ -93,7 +108,21 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
                 for d in deployments)
         wait_for(f"{case.csv}'s Deployments carrying the Subscription's spec.config", overridden, plane)
     if case.orphan:
-        custom(api).delete_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions", case.package)
+        custom(api).delete_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions",
+                                                    case.subscription)
+
+
+def plan_complete(plane: ControlPlane, plan: str) -> bool:
+    """Whether catalog-operator's last sync of the InstallPlan found it Complete in its cache.
+
+    The API can say Complete while a sync that read the plan as Installing
+    from the informer's cache is still executing it (writing its objects
+    again); syncs of one plan run one at a time, so once a sync starts from
+    Complete (it logs the phase it read), none is executing it any more.
+    """
+    log = (plane.state_dir / "catalog-operator.log").read_text(errors="replace")
+    syncs = [line for line in log.splitlines() if "msg=syncing" in line and f" ip={plan} " in line]
+    return bool(syncs) and syncs[-1].rstrip().endswith("phase=Complete")
 
 
 def make_repo(path: Path, cases: list[Case]) -> Path:

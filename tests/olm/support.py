@@ -77,7 +77,9 @@ def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bu
         assert done.returncode == 0, done.stderr
         blob = json.loads(done.stdout)
         annotations = yamlio.read_all(bundle_dir / "metadata" / "annotations.yaml")[0]["annotations"]
-        channel = annotations["operators.operatorframework.io.bundle.channel.default.v1"]
+        # a bundle that names no default channel is in its first channel, as opm defaults it
+        channel = annotations.get("operators.operatorframework.io.bundle.channel.default.v1") or \
+            str(annotations["operators.operatorframework.io.bundle.channels.v1"]).split(",")[0].strip()
         docs += [{"schema": "olm.package", "name": blob["package"], "defaultChannel": channel},
                  {"schema": "olm.channel", "package": blob["package"], "name": channel,
                   "entries": [{"name": blob["name"]}]}, blob]

@@ -55,18 +55,21 @@ def installed(request, olm_plane: ControlPlane, tmp_path_factory) -> Iterator[Co
         yield olm_plane
 
 
-def snapshot(api) -> dict:
-    """What must not change: ReplicaSets, pod templates, CRDs, custom resources."""
+def snapshot(api, cases: list[Case] = CASES, cr: tuple[str, str, str, str] | None = CR) -> dict:
+    """What must not change in the cases' namespaces: ReplicaSets, pod templates, CRDs, custom resources (those of
+    ``cr``, in the second case's namespace), webhooks' CAs and serving certificates."""
     apps = kubernetes.client.AppsV1Api(api)
-    namespaces = {c.namespace for c in CASES}
+    namespaces = {c.namespace for c in cases}
     replica_sets = sorted((rs.metadata.namespace, rs.metadata.name) for ns in namespaces
                           for rs in apps.list_namespaced_replica_set(ns).items)
     templates = {(d.metadata.namespace, d.metadata.name): api.sanitize_for_serialization(d.spec.template)
                  for ns in namespaces for d in apps.list_namespaced_deployment(ns).items}
     crds = sorted(c.metadata.name for c in kubernetes.client.ApiextensionsV1Api(api).list_custom_resource_definition().items)
-    group, version, plural, _ = CR
-    crs = [o["metadata"]["name"] for o in custom(api).list_namespaced_custom_object(
-        group, version, CASES[1].namespace, plural)["items"]]
+    crs = []
+    if cr is not None:
+        group, version, plural, _ = cr
+        crs = [o["metadata"]["name"] for o in custom(api).list_namespaced_custom_object(
+            group, version, cases[1].namespace, plural)["items"]]
     admission = kubernetes.client.AdmissionregistrationV1Api(api)
     # by webhook: OLM names each configuration generateName plus a suffix of its own, the bundle generateName
     ca_bundles = sorted((kind, w.name, w.client_config.ca_bundle)
@@ -80,10 +83,10 @@ def snapshot(api) -> dict:
             "caBundles": ca_bundles, "servingSecrets": secrets}
 
 
-def olm_bookkeeping(api) -> list[str]:
+def olm_bookkeeping(api, cases: list[Case] = CASES) -> list[str]:
     """Every OLM object left for the adopted installs, and every object still owned by a CSV."""
     left = []
-    for case in CASES:
+    for case in cases:
         for plural, version in (("subscriptions", "v1alpha1"), ("installplans", "v1alpha1"),
                                 ("clusterserviceversions", "v1alpha1"), ("operatorgroups", "v1"),
                                 ("operatorconditions", "v2")):
@@ -107,7 +110,7 @@ def olm_bookkeeping(api) -> list[str]:
                             or any(r.kind == "ClusterServiceVersion" for r in o.metadata.owner_references or []):
                         left.append(f"{kind} {ns}/{o.metadata.name} (labels {sorted(labels)})")
     rbac = kubernetes.client.RbacAuthorizationV1Api(api)
-    csvs = {c.csv for c in CASES}
+    csvs = {c.csv for c in cases}
     for kind, items in (("ClusterRole", rbac.list_cluster_role().items),
                         ("ClusterRoleBinding", rbac.list_cluster_role_binding().items)):
         left += [f"{kind} {o.metadata.name} labelled olm.owner: {o.metadata.labels} "

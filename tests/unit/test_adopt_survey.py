@@ -34,9 +34,14 @@ SOURCE = {"metadata": {"name": "cat", "namespace": NS}, "spec": {"image": "quay.
           "status": {"connectionState": {"lastObservedState": "READY"}}}
 
 
-def view(subs=(), csvs=(), groups=(), sources=(SOURCE,)) -> ClusterView:
+def plan(name="install-1", csvs=("op.v1.0.0",), phase="Complete", ns=NS) -> dict:
+    return {"metadata": {"name": name, "namespace": ns}, "spec": {"clusterServiceVersionNames": list(csvs)},
+            "status": {"phase": phase}}
+
+
+def view(subs=(), csvs=(), groups=(), sources=(SOURCE,), plans=()) -> ClusterView:
     return ClusterView({"Subscription": tuple(subs), "ClusterServiceVersion": tuple(csvs),
-                        "OperatorGroup": tuple(groups), "CatalogSource": tuple(sources), "InstallPlan": ()})
+                        "OperatorGroup": tuple(groups), "CatalogSource": tuple(sources), "InstallPlan": tuple(plans)})
 
 
 def reasons(v: ClusterView) -> dict[str, str]:
@@ -73,6 +78,8 @@ def test_a_succeeded_install_maps_with_its_mode():
     (dict(subs=[sub()], csvs=[csv()], groups=[group()],
           sources=[{**SOURCE, "status": {"connectionState": {"lastObservedState": "TRANSIENT_FAILURE"}}}]),
      "cannot be read (connection TRANSIENT_FAILURE)"),
+    (dict(subs=[sub()], csvs=[csv()], groups=[group()], plans=[plan(phase="Installing")]),
+     "OLM is still executing InstallPlan ops/install-1 (phase Installing), which installed op.v1.0.0"),
 ])
 def test_an_install_that_cannot_be_adopted_is_listed_with_its_reason(case, expected):
     found = reasons(view(**case))
@@ -161,3 +168,25 @@ def test_spec_config_becomes_the_declarations_spec_config():
     assert parse_operator(declaration(manual, "op", "cat"), Origin("o.yaml")).install.config == decl.install.config
     (plain,) = survey(view([sub()], [csv()], [group()])).installs
     assert "config" not in declaration(plain, "op", "cat")["spec"]
+
+
+def test_a_subscription_olm_made_for_a_dependency_is_adopted_as_its_own_operator_saying_what_needed_it():
+    """OLM v0 resolves a dependency into a Subscription of its own, annotated with the InstallPlan that installed
+    both: it is an install like any other, and its declaration says what needed it."""
+    from reconciler.adopt import _declaration_text
+
+    dependency = sub(name="dep-stable-cat-ops", installed="dep.v2.0.0")
+    dependency["spec"]["name"] = "dep"
+    dependency["metadata"]["annotations"] = {"olm.generated-by": "install-1"}
+    found = survey(view([sub(), dependency], [csv(), csv(name="dep.v2.0.0")], [group()],
+                        plans=[plan(csvs=("op.v1.0.0", "dep.v2.0.0"))]))
+    assert found.unmapped == ()
+    by_package = {i.package: i for i in found.installs}
+    assert (by_package["dep"].generated_by, by_package["dep"].dependency_of) == ("install-1", ("op",))
+    assert (by_package["op"].generated_by, by_package["op"].dependency_of) == ("", ())
+    text = _declaration_text(by_package["dep"], declaration(by_package["dep"], "dep", "cat"))
+    assert "# OLM made that Subscription for a dependency of Subscription ops/op (InstallPlan install-1)." in text
+    assert parse_operator(yamlio.load_one(text, "dep.yaml"), Origin("dep.yaml")).package == "dep"
+    # the plan gone (OLM keeps a few): still adopted, what needed it unknown
+    gone = survey(view([sub(), dependency], [csv(), csv(name="dep.v2.0.0")], [group()]))
+    assert {i.package: i.dependency_of for i in gone.installs} == {"op": (), "dep": ()}
