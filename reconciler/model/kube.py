@@ -26,6 +26,7 @@ ANNOTATION_PRUNE = f"{API_GROUP}/prune"
 # Operator takes over every object of its bundle that exists, until its first successful apply (docs/migration.md)
 ANNOTATION_ADOPT = f"{API_GROUP}/adopt"
 LABEL_INSTANCE = f"{API_GROUP}/instance"   # on status objects: the reconciler instance that owns them
+LABEL_INSTALLER = f"{API_GROUP}/installer-for"   # on an installer's objects: the Operator it installs
 ANNOTATION_REPOSITORY = f"{API_GROUP}/repository"   # on status objects: the repository that declared them
 ANNOTATION_CLUSTER = f"{API_GROUP}/cluster"   # on status objects: the fleet's cluster they were declared for
 DEFAULT_INSTANCE = "default"

@@ -18,7 +18,7 @@ from typing import Any
 
 from reconciler.cluster.apply.changes import Action, Change, ChangeSet
 from reconciler.cluster.kube import Kube
-from reconciler.model.kube import API_GROUP, LABEL_OPERATOR, ObjectRef
+from reconciler.model.kube import API_GROUP, LABEL_INSTALLER, LABEL_OPERATOR, ObjectRef
 
 
 def journal(changes: ChangeSet, kube: Kube) -> Callable[[str, str, int, Any], None]:
@@ -70,4 +70,4 @@ def _operator_of(obj: dict | None, ref: ObjectRef) -> str:
     if ref.group == API_GROUP and ref.kind == "Operator":
         return ref.name
     labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return labels.get(LABEL_OPERATOR) or labels.get(f"{API_GROUP}/installer-for") or ""
+    return labels.get(LABEL_OPERATOR) or labels.get(LABEL_INSTALLER) or ""

@@ -27,10 +27,12 @@ import time
 from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
 from reconciler.cluster.kube import Kube
 from reconciler.errors import ClusterError
-from reconciler.model.kube import API_GROUP, DEFAULT_INSTANCE, FIELD_MANAGER, LABEL_INSTANCE, Manifest, ownership_labels
+from reconciler.model.kube import (
+    ANNOTATION_ADOPT, API_GROUP, DEFAULT_INSTANCE, FIELD_MANAGER, LABEL_INSTALLER, LABEL_INSTANCE, LABEL_MANAGED_BY,
+    MANAGED_BY, Manifest, ownership_labels,
+)
 
 RBAC_V1 = "rbac.authorization.k8s.io/v1"
-LABEL_INSTALLER = f"{API_GROUP}/installer-for"
 _PROPAGATION_TIMEOUT = 15.0
 
 
@@ -49,7 +51,7 @@ def username(namespace: str, operator: str) -> str:
 def installer_objects(namespace: str, operator: str, permissions: PermissionSet,
                       instance: str = DEFAULT_INSTANCE) -> list[Manifest]:
     """The ServiceAccount and the RBAC that binds it to ``permissions``; deterministic."""
-    labels = {"app.kubernetes.io/managed-by": "reconciler", LABEL_INSTALLER: operator, LABEL_INSTANCE: instance}
+    labels = {LABEL_MANAGED_BY: MANAGED_BY, LABEL_INSTALLER: operator, LABEL_INSTANCE: instance}
     subject = [{"kind": "ServiceAccount", "name": account_name(operator), "namespace": namespace}]
     name = role_name(operator)
     out: list[Manifest] = [{"apiVersion": "v1", "kind": "ServiceAccount",
@@ -138,7 +140,7 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
             meta: dict = {"name": ns}
             if ns in shipped:  # the bundle's own Namespace object then applies to it as its own
                 meta["labels"] = ownership_labels(operator)
-                meta["annotations"] = {f"{API_GROUP}/adopt": "true"}
+                meta["annotations"] = {ANNOTATION_ADOPT: "true"}
             kube.apply(ns_info, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
                        field_manager=FIELD_MANAGER, dry_run=False)
             existing.add(ns)
