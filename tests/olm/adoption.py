@@ -144,6 +144,24 @@ def git(path: Path, *args: str) -> str:
     return done.stdout
 
 
+def shell(kubeconfig: Path, cwd: Path):
+    """``run(line, code=0)``: a documented line run by bash in ``cwd`` as a reader would (the cluster in
+    $KUBECONFIG, this Python's ``reconciler`` on PATH, a git identity), asserting its exit code; its stdout."""
+    import os
+
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def run(line: str, code: int = 0) -> str:
+        done = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == code, f"{line}\n{done.stdout}{done.stderr}"
+        return done.stdout
+    run.env = env   # type: ignore[attr-defined]
+    return run
+
+
 def reconciler(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "reconciler", *args], capture_output=True, text=True, timeout=600)
 
