@@ -322,7 +322,8 @@ def _write_lock(snapshot: Any, work: Path, entries: list) -> None:
         elif image.startswith(bundle_source.FILE_SCHEME):
             digest = bundle_source.fetch(image, work).digest
         kept[name] = LockEntry(operator=name, package=bundle.package, name=bundle.name, version=str(bundle.version),
-                               catalog=catalog.name, channel=_channel(inst, bundle, catalog) or _default_channel(bundle, catalog),
+                               catalog=catalog.name,
+                               channel=_channel(inst, bundle, catalog) or _default_channel(bundle, catalog),
                                source=image, digest=digest)
     yamlio.write_atomic(work / "olm.lock", Lockfile(tuple(sorted(kept.values()))).render())
 

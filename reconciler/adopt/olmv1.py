@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adopt.olmv0 import Unmapped
-from reconciler.adopt.takeover_olmv1 import API_VERSION, OWNER_NAME
+from reconciler.adopt.takeover_olmv1 import API_VERSION, OWNER_NAME, installed_bundle
 from reconciler.cluster.kube import Kube
 from reconciler.model.labels import parse_selector
 
@@ -94,13 +94,11 @@ class Extension:
 
     @property
     def bundle_name(self) -> str:
-        return str((((self.extension.get("status") or {}).get("install") or {}).get("bundle") or {}).get("name")
-                   or "")
+        return str(installed_bundle(self.extension).get("name") or "")
 
     @property
     def version(self) -> str:
-        return str((((self.extension.get("status") or {}).get("install") or {}).get("bundle") or {}).get("version")
-                   or "")
+        return str(installed_bundle(self.extension).get("version") or "")
 
     @property
     def images(self) -> set[str]:
@@ -140,7 +138,8 @@ class Extension:
     def catalog_hint(self, catalog: str) -> str:
         images = " or ".join(f"`opm render {i} -o yaml > catalogs/{catalog or 'NAME'}/catalog.yaml`"
                              for i in self.catalog_images) or \
-            f"`opm render <the image of the ClusterCatalog that serves {self.package}> -o yaml > catalogs/NAME/catalog.yaml`"
+            (f"`opm render <the image of the ClusterCatalog that serves {self.package}> -o yaml > "
+             "catalogs/NAME/catalog.yaml`")
         return f"add the catalog OLM v1 installed it from: {images}, then adopt again"
 
     def header(self) -> str:
@@ -196,7 +195,7 @@ def _extension(view: ClusterView, ext: Manifest) -> Extension | Unmapped:
         return Unmapped(what, f"its source is {source.get('sourceType')!r}, not a catalog",
                         "declare the Operator yourself from the bundle it installs")
     installed, progressing = _condition(ext, "Installed"), _condition(ext, "Progressing")
-    if installed.get("status") != "True" or not ((ext.get("status") or {}).get("install") or {}).get("bundle"):
+    if installed.get("status") != "True" or not installed_bundle(ext):
         return Unmapped(what, "nothing is installed for it (Installed: "
                         f"{installed.get('reason') or 'no condition yet'}"
                         + (f": {installed['message']}" if installed.get("message") else "") + ")",

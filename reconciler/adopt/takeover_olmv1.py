@@ -55,9 +55,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.adopt.takeover import OWNED_KINDS, _delete, _get, _list, _ns, _patch, _where
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.cluster.kube import Kube
-from reconciler.adopt.takeover import OWNED_KINDS, _delete, _get, _list, _ns, _patch, _where
+from reconciler.errors import PolicyError
 from reconciler.model.kube import LABEL_MANAGED_BY, ObjectRef
 
 GROUP = "olm.operatorframework.io"
@@ -99,6 +100,14 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
             continue
         name = source.split("/", 1)[1]
         live = _get(kube, API_VERSION, "ClusterExtension", "", name)
+        running = installed_bundle(live or {}).get("name") or ""
+        if live is not None and not live["metadata"].get("deletionTimestamp") and running \
+                and running != op.bundle.get("name"):
+            raise PolicyError(f"ClusterExtension {name} runs {running} now, not {op.bundle.get('name')}, which "
+                              f"Operator {op.name} was adopted with: taking it over would replace what runs",
+                              obj=f"Operator {op.name}",
+                              hint="adopt again (`reconciler adopt REPO` after removing the Operator's declaration, "
+                                   "lock entry and approval) so the repository pins what runs, then reconcile")
         releases = tuple(_releases(kube, name))
         namespaces = sorted({ObjectRef.of(o).namespace for o in op.objects if o.get("kind") == "Deployment"})
         if live is None and not releases and not any(
@@ -107,6 +116,11 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
         kept, extra = _marked(kube, op, name)
         out.append(Takeover(op.name, name, live, releases, tuple(kept), tuple(extra)))
     return [t for t in out if t.pending]
+
+
+def installed_bundle(extension: dict) -> dict[str, Any]:
+    """``status.install.bundle`` of a ClusterExtension: the name and version of the bundle it installed."""
+    return (((extension.get("status") or {}).get("install") or {}).get("bundle") or {})
 
 
 def adopting(desired: list[DesiredOperator], takeovers: Iterable[Takeover]) -> list[DesiredOperator]:

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.output != "text":
         from reconciler.errors import UsageError
 
-        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM v0 installs prints text",
+        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM installs prints text",
                          hint="add --operator NAME, or leave -o out")
     from reconciler.adopt import adopt
 

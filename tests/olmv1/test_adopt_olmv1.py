@@ -4,13 +4,17 @@ restarted and nothing deleted.
 operator-controller installs ack-s3-controller from a catalog on loopback, under a ClusterExtension named apart
 from its package and holding a version range and a (deprecated, ignored) installer ServiceAccount the user made
 with its RBAC; a custom resource of its CRD is created. docs/migration.md's OLM v1 block is then run as printed:
-adopt, commit, reconcile. What must hold: the same ReplicaSet and pod template, the CRD and the custom resource
-still there, nothing owned by or labelled for the ClusterExtension, the ClusterExtension and its Helm release gone,
-the user's ServiceAccount and RBAC left, operator-controller no longer acting, and the next reconcile a no-op.
+adopt, commit, reconcile, the reconcile preceded by one killed with SIGKILL once the ClusterExtension is being
+deleted, at a random point whose seed is printed (the documented one finishes the takeover). What must hold: the
+same ReplicaSet and pod template, the CRD and the custom resource still there, nothing owned by or labelled for
+the ClusterExtension, the ClusterExtension and its Helm release gone, the user's ServiceAccount and RBAC left,
+operator-controller no longer acting, and the next reconcile a no-op.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +25,7 @@ import pytest
 from reconciler import yamlio
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
-from tests.olm.adoption import Case, make_repo, shell
+from tests.olm.adoption import Case, killed, make_repo, shell
 from tests.olmv1.support import (BUNDLE, BUNDLE_NAME, CRD, DEPLOYMENT, GROUP, PACKAGE, Setup, install_extension, marks,
                                  publish, serve_catalog)
 
@@ -65,7 +69,8 @@ def snapshot(api) -> dict:
     return {
         "replicaSets": sorted((rs.metadata.name, rs.metadata.uid)
                               for rs in apps.list_namespaced_replica_set(NAMESPACE).items),
-        "template": api.sanitize_for_serialization(apps.read_namespaced_deployment(DEPLOYMENT, NAMESPACE).spec.template),
+        "template": api.sanitize_for_serialization(
+            apps.read_namespaced_deployment(DEPLOYMENT, NAMESPACE).spec.template),
         "crd": kubernetes.client.ApiextensionsV1Api(api).read_custom_resource_definition(CRD).metadata.uid,
         "customResources": [o["metadata"]["name"] for o in kubernetes.client.CustomObjectsApi(api)
                             .list_namespaced_custom_object(group, version, NAMESPACE, plural)["items"]],
@@ -114,6 +119,14 @@ def test_reconcile_takes_an_adopted_cluster_extension_over_without_disruption(in
     repo = make_repo(tmp_path / "olmv1-repo", [Case(f"{PACKAGE}/{BUNDLE.name}", BUNDLE_NAME, "AllNamespaces")])
     run = shell(installed.plane.kubeconfig_path, tmp_path)
 
+    # a repository without the catalog: the ClusterExtension is listed with how to add it, and nothing is written
+    (tmp_path / "bare").mkdir()
+    left = run("reconciler adopt bare", code=1)
+    assert (f"not adopted ClusterExtension {EXTENSION}: no catalog of the repository has bundle {BUNDLE_NAME} of "
+            f"package {PACKAGE} (the repository has no catalogs)") in left, left
+    assert f"opm render {installed.registry}/olmv1/catalog:1 -o yaml > catalogs/NAME/catalog.yaml" in left, left
+    assert list((tmp_path / "bare").iterdir()) == []
+
     preview = run(block[0])
     assert f"adopted ClusterExtension {EXTENSION}: Operator {PACKAGE} ({PACKAGE}, channel any, version {RANGE}, " \
            f"AllNamespaces), bundle {BUNDLE_NAME} from catalogs/corpus" in preview, preview
@@ -139,6 +152,21 @@ def test_reconcile_takes_an_adopted_cluster_extension_over_without_disruption(in
         assert snapshot(api) == before
         assert f"ClusterExtension {EXTENSION}" in olm_v1_left(api)   # nothing done yet
 
+    # A reconcile killed (SIGKILL) just after it deleted the ClusterExtension, at a random point of the sync
+    # or what follows: the documented reconcile then finishes the takeover.
+    seed = int(os.environ.get("RECONCILER_KILL_SEED") or random.randrange(1 << 30))
+    print(f"RECONCILER_KILL_SEED={seed}")
+    with installed.plane.admin_client() as api:
+        custom = kubernetes.client.CustomObjectsApi(api)
+
+        def deleting() -> bool:
+            live = custom.list_cluster_custom_object(GROUP, "v1", "clusterextensions")["items"]
+            return not live or bool(live[0]["metadata"].get("deletionTimestamp"))
+        code = killed(["reconcile", str(repo), "--kubeconfig", str(installed.plane.kubeconfig_path)],
+                      random.Random(seed).uniform(0, 1.5), deleting)
+        print(f"exit code of the killed reconcile (None: killed): {code}")
+        assert deleting(), f"seed {seed}: exit {code}"
+        assert snapshot(api)["replicaSets"] == before["replicaSets"], seed
     run(block[5])
     # time for operator-controller and the garbage collector to act, if they were going to: operator-controller
     # puts its labels back on what it still manages, the collector deletes what is still owned by what is gone

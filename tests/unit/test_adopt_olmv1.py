@@ -42,7 +42,8 @@ def test_an_installed_extension_maps_with_its_bundle_images_and_catalogs():
                                CATALOGS, (deployment(), deployment(labels={}, image="x"))))
     assert found.unmapped == ()
     (ext,) = found.installs
-    assert (ext.where, ext.package, ext.namespace, ext.target_namespaces) == ("ClusterExtension ext", "op", "ops", ("",))
+    assert (ext.where, ext.package, ext.namespace, ext.target_namespaces) == \
+        ("ClusterExtension ext", "op", "ops", ("",))
     assert (ext.bundle_name, ext.version, ext.images) == ("op.v1.2.0", "1.2.0", {"quay.io/org/op:v1.2.0"})
     assert ext.catalog_images == ("quay.io/org/catalog:v1",)
     assert "opm render quay.io/org/catalog:v1 -o yaml > catalogs/NAME/catalog.yaml" in ext.catalog_hint("")
