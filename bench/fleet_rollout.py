@@ -26,7 +26,11 @@ nodes), read from the cluster. Reported:
 * the loop steps that applied, found nothing, or skipped a commit that changes
   nothing their cluster reads (docs/loop.md), from the loops' logs;
 * resident memory per cluster (its four processes) and per loop, and of the
-  shared etcd.
+  shared etcd;
+* where the CPU goes while a stage converges: CPU seconds of each kind of
+  process (API servers, controller-managers, schedulers, kwok, loops, etcd,
+  the benchmark's own polling and the commands it runs) over each stage's
+  windows, as a share of one core.
 
 The last line is ``fleet rollout: N clusters, stage p90 S s, three-stage rollout R s`` per size.
 """
@@ -76,6 +80,7 @@ def run_size(count: int, releases: int, poll: float, work: Path) -> dict:
             fleet.release(version)
             out["resolve"].append(fleet.committed_at - before)
             release_at = fleet.committed_at
+            cpu_at = fleet.cpu()
             for stage in STAGES:
                 if stage != STAGES[0]:
                     before = time.monotonic()
@@ -87,6 +92,12 @@ def run_size(count: int, releases: int, poll: float, work: Path) -> dict:
                                              every=0.5)
                 out["stage"].append(max(times.values()))
                 out["cluster"] += list(times.values())
+                cpu_now, now = fleet.cpu(), time.monotonic()
+                window = out.setdefault("cpu", {}).setdefault(stage, {"seconds": 0.0})
+                window["seconds"] += now - (release_at if stage == STAGES[0] else before)
+                for kind, used in cpu_now.items():
+                    window[kind] = window.get(kind, 0.0) + used - cpu_at.get(kind, 0.0)
+                cpu_at = cpu_now
             out["rollout"].append(time.monotonic() - release_at)
         clusters, loops = fleet.memory()
         out["cluster_rss"], out["loop_rss"] = clusters, loops
@@ -162,6 +173,14 @@ def report(results: list[dict]) -> None:
     width = max(len(row[0]) for row in rows)
     for row in rows:
         print(f"{row[0]:<{width}}  " + "  ".join(f"{c:>9}" for c in row[1:]))
+    for r in results:
+        for stage, window in r.get("cpu", {}).items():
+            wall = window.pop("seconds")
+            split = ", ".join(f"{kind} {used / wall:.0%}" for kind, used in
+                              sorted(window.items(), key=lambda kv: -kv[1]) if used / wall >= 0.005)
+            total = sum(window.values()) / wall
+            window["seconds"] = wall
+            print(f"{r['clusters']} clusters, {stage} stage windows ({wall:.0f} s): CPU {total:.0%} of a core: {split}")
     for r in results:
         print(f"fleet rollout: {r['clusters']} clusters, stage p90 {pct(r['stage'], 0.9):.1f} s, "
               f"three-stage rollout {max(r['rollout']):.1f} s ({len(r['stage'])} stage samples)", flush=True)

@@ -199,6 +199,11 @@ class VirtualCluster:
         return {"kube-apiserver": rss_of(self._proc),
                 **{name: rss_of(proc) for name, proc in self._workload_procs.items()}}
 
+    def processes(self) -> dict[str, subprocess.Popen]:
+        """Its running processes by name: the API server and, with workloads, the rest."""
+        return {name: proc for name, proc in {"kube-apiserver": self._proc, **self._workload_procs}.items()
+                if proc is not None}
+
 
 def rss_of(proc: subprocess.Popen | None) -> int:
     """A running process's resident memory in bytes, 0 when it is not running."""
@@ -212,6 +217,17 @@ def rss_of(proc: subprocess.Popen | None) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def cpu_of(proc: subprocess.Popen | None) -> float:
+    """A running process's CPU time so far (user and system) in seconds, 0 when it is not running."""
+    if proc is None or proc.poll() is not None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def kubeconfig_with_contexts(path: Path, clusters: dict[str, tuple[str, Path]]) -> Path:

@@ -36,7 +36,7 @@ from pathlib import Path
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import Kube
 from reconciler.localcluster.plane import ControlPlane, _die_with_parent, _prctl, _write_kubeconfig
-from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts, rss_of
+from reconciler.localcluster.virtual import VirtualCluster, cpu_of, kubeconfig_with_contexts, rss_of
 from reconciler.loop.server import signature
 from tests.loop.gitserver import GitHttpServer
 
@@ -367,6 +367,21 @@ class LiveFleet:
         clusters = [sum(lv.cluster.rss_by_process().values()) for lv in self.live.values()]
         loops = [rss_of(lv.loop) for lv in self.live.values()]
         return clusters, loops
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far by each kind of process of the fleet, summed over the clusters: their API
+        servers, controller-managers, schedulers and kwok, their loops, the shared etcd, and this process (which
+        polls every cluster while it waits) with the commands it ran and waited for."""
+        out: dict[str, float] = {}
+        for lv in self.live.values():
+            for name, proc in lv.cluster.processes().items():
+                out[name] = out.get(name, 0.0) + cpu_of(proc)
+            out["loop"] = out.get("loop", 0.0) + cpu_of(lv.loop)
+        out["etcd"] = cpu_of(self.plane._procs.get("etcd"))
+        own = os.times()
+        out["harness"] = own.user + own.system
+        out["commands"] = own.children_user + own.children_system
+        return out
 
     def logged(self, name: str, text: str) -> bool:
         """Whether cluster ``name``'s loop has written ``text`` to its log."""
