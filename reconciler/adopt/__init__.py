@@ -276,8 +276,15 @@ def _declaration_text(inst: Install, doc: dict) -> str:
                      f"{inst.generated_by}).\n# Declared on its own as OLM kept it: it stays when what needed it "
                      "goes. Without this file the resolver\n# keeps it as a dependency of what needs it, "
                      "under the same Operator name.\n")
+    held = ""
+    if inst.held_by:
+        held = (f"# approval: Manual although its Subscription was Automatic: the Manual Subscription "
+                f"{inst.namespace}/{inst.held_by}\n# held it, since OLM v0 plans every Subscription of a namespace "
+                "in one InstallPlan, Manual when one\n# of them is. Declare it Automatic if its upgrades should "
+                "not wait for approval.\n")
+    own = inst.subscription["spec"].get("installPlanApproval") or "Automatic"
     return (f"# Adopted from OLM v0: {inst.where} ({mode}, installPlanApproval "
-            f"{'Manual' if inst.manual else 'Automatic'}), running {inst.csv_name}.\n" + generated +
+            f"{own}), running {inst.csv_name}.\n" + generated + held +
             "# No spec.version: it follows its channel along the upgrade edges as the Subscription did;\n"
             "# olm.lock pins the bundle that runs.\n" + yamlio.dump(doc))
 

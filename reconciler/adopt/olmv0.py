@@ -20,6 +20,8 @@ needed it recorded (``Install.dependency_of``).
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +73,9 @@ class Install:
     # Subscriptions of the namespace whose CSVs that plan installed (what needed it), when the plan is still there
     generated_by: str = ""
     dependency_of: tuple[str, ...] = ()
+    # An Automatic Subscription whose namespace holds a Manual one: OLM v0 plans a namespace's Subscriptions in
+    # one InstallPlan, Manual when any of them is, so this install's upgrades waited for approval too
+    held_by: str = ""
 
     @property
     def namespace(self) -> str:
@@ -86,7 +91,9 @@ class Install:
 
     @property
     def manual(self) -> bool:
-        return self.subscription["spec"].get("installPlanApproval") == "Manual"
+        """Whether OLM v0 held this install's upgrades for approval: its own Subscription is Manual, or another
+        of its namespace is (``held_by``)."""
+        return self.subscription["spec"].get("installPlanApproval") == "Manual" or bool(self.held_by)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -144,6 +151,7 @@ def survey(view: ClusterView) -> Survey:
             claimed.add((ns, csv_name))
         result = _install(view, sub, csv_name)
         (installs if isinstance(result, Install) else unmapped).append(result)
+    installs = [_held(view, i) for i in installs]
     unmapped.extend(_group_conflicts(installs))
     unmapped.extend(_packages_twice(installs))
     conflicted = {u.what for u in unmapped}
@@ -227,6 +235,17 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
                         "again")
     generated_by = str((sub["metadata"].get("annotations") or {}).get(GENERATED_BY) or "")
     return Install(sub, csv, group, source, targets, plans, generated_by, _needing(view, sub, csv_name, generated_by))
+
+
+def _held(view: ClusterView, inst: Install) -> Install:
+    """``inst`` with ``held_by`` naming a Manual Subscription of its namespace when its own is Automatic: OLM v0
+    resolves every Subscription of a namespace into one InstallPlan, and makes that plan Manual when any of them
+    is, so this install's upgrades waited for approval as the Manual one's did."""
+    if inst.manual:
+        return inst
+    manual = sorted(_name(o) for o in view.of("Subscription", inst.namespace)
+                    if (o.get("spec") or {}).get("installPlanApproval") == "Manual")
+    return dataclasses.replace(inst, held_by=manual[0]) if manual else inst
 
 
 def _needing(view: ClusterView, sub: Manifest, csv_name: str, plan_name: str) -> tuple[str, ...]:

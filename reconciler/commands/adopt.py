@@ -87,9 +87,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     result = adopt(args.repo, kube, dry_run=args.dry_run)
     for a in result.adopted:
         i = a.install
+        held = f", held by Manual Subscription {i.held_by} of its namespace" if i.held_by else ""
         print(f"adopted {i.where}: Operator {a.operator} ({i.package}, channel {i.channel or 'default'}, "
               f"{install_mode(i.namespace, i.target_namespaces)}, {'Manual' if i.manual else 'Automatic'} "
-              f"approval), bundle {a.bundle} from catalogs/{a.catalog}"
+              f"approval{held}), bundle {a.bundle} from catalogs/{a.catalog}"
               + (f"; OLM made this Subscription for a dependency{dependency_of(i)}" if i.generated_by else ""),
               file=out)
     for u in result.unmapped:
