@@ -20,6 +20,8 @@ needed it recorded (``Install.dependency_of``).
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +73,9 @@ class Install:
     # Subscriptions of the namespace whose CSVs that plan installed (what needed it), when the plan is still there
     generated_by: str = ""
     dependency_of: tuple[str, ...] = ()
+    # An Automatic Subscription whose namespace holds a Manual one: OLM v0 plans a namespace's Subscriptions in
+    # one InstallPlan, Manual when any of them is, so this install's upgrades waited for approval too
+    held_by: str = ""
 
     @property
     def namespace(self) -> str:
@@ -86,7 +91,9 @@ class Install:
 
     @property
     def manual(self) -> bool:
-        return self.subscription["spec"].get("installPlanApproval") == "Manual"
+        """Whether OLM v0 held this install's upgrades for approval: its own Subscription is Manual, or another
+        of its namespace is (``held_by``)."""
+        return self.subscription["spec"].get("installPlanApproval") == "Manual" or bool(self.held_by)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -129,9 +136,10 @@ class Install:
 
     @property
     def summary(self) -> str:
+        held = f", held by Manual Subscription {self.held_by} of its namespace" if self.held_by else ""
         return (f"{self.package}, channel {self.channel or 'default'}, "
                 f"{install_mode(self.namespace, self.target_namespaces)}, {'Manual' if self.manual else 'Automatic'} "
-                "approval")
+                f"approval{held}")
 
     @property
     def note(self) -> str:
@@ -154,10 +162,17 @@ class Install:
                          f"{self.generated_by}).\n# Declared on its own as OLM kept it: it stays when what needed it "
                          "goes. Without this file the resolver\n# keeps it as a dependency of what needs it, "
                          "under the same Operator name.\n")
+        held = ""
+        if self.held_by:
+            held = (f"# approval: Manual although its Subscription was Automatic: the Manual Subscription "
+                    f"{self.namespace}/{self.held_by}\n# held it, since OLM v0 plans every Subscription of a "
+                    "namespace in one InstallPlan, Manual when one\n# of them is. Declare it Automatic if its "
+                    "upgrades should not wait for approval.\n")
+        own = self.subscription["spec"].get("installPlanApproval") or "Automatic"
         return (f"# Adopted from OLM v0: {self.where} ({install_mode(self.namespace, self.target_namespaces)}, "
-                f"installPlanApproval {'Manual' if self.manual else 'Automatic'}), running {self.csv_name}.\n"
-                + generated + "# No spec.version: it follows its channel along the upgrade edges as the "
-                "Subscription did;\n# olm.lock pins the bundle that runs.\n")
+                f"installPlanApproval {own}), running {self.csv_name}.\n" + generated + held
+                + "# No spec.version: it follows its channel along the upgrade edges as the Subscription did;\n"
+                "# olm.lock pins the bundle that runs.\n")
 
 
 @dataclass(frozen=True)
@@ -206,6 +221,7 @@ def survey(view: ClusterView) -> Survey:
             claimed.add((ns, csv_name))
         result = _install(view, sub, csv_name)
         (installs if isinstance(result, Install) else unmapped).append(result)
+    installs = [_held(view, i) for i in installs]
     unmapped.extend(_group_conflicts(installs))
     unmapped.extend(_packages_twice(installs))
     conflicted = {u.what for u in unmapped}
@@ -289,6 +305,17 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
                         "again")
     generated_by = str((sub["metadata"].get("annotations") or {}).get(GENERATED_BY) or "")
     return Install(sub, csv, group, source, targets, plans, generated_by, _needing(view, sub, csv_name, generated_by))
+
+
+def _held(view: ClusterView, inst: Install) -> Install:
+    """``inst`` with ``held_by`` naming a Manual Subscription of its namespace when its own is Automatic: OLM v0
+    resolves every Subscription of a namespace into one InstallPlan, and makes that plan Manual when any of them
+    is, so this install's upgrades waited for approval as the Manual one's did."""
+    if inst.manual:
+        return inst
+    manual = sorted(_name(o) for o in view.of("Subscription", inst.namespace)
+                    if (o.get("spec") or {}).get("installPlanApproval") == "Manual")
+    return dataclasses.replace(inst, held_by=manual[0]) if manual else inst
 
 
 def _needing(view: ClusterView, sub: Manifest, csv_name: str, plan_name: str) -> tuple[str, ...]:

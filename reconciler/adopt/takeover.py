@@ -8,6 +8,13 @@ garbage collector takes the workload, and so that every step can be
 repeated: what is left to do is always read from the cluster, so a run
 killed anywhere is finished by the next.
 
+First, nothing is taken over that does not run the bundle the lock pins: a
+Subscription that installed another bundle (OLM upgraded it since the
+adoption, or the lock moved before the takeover), or whose approved
+InstallPlan is installing one, refuses the run before anything is written:
+OLM would go on reconciling the CSV that runs. ``adopt`` again pins what
+runs now.
+
 Before the sync (OLM stops asking):
 
 1. the InstallPlans that installed the CSV are deleted: a plan OLM is still
@@ -60,6 +67,7 @@ from typing import Any
 
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.cluster.kube import ApiError, Kube
+from reconciler.errors import PolicyError
 from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import ObjectRef
 
@@ -107,7 +115,7 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
     (the labels of Deployments are the last thing a takeover removes). A
     cluster without OLM's APIs has nothing left to take over.
     """
-    out = []
+    out, moved = [], []
     if not adopted or kube.resource(f"{GROUP}/v1alpha1", "ClusterServiceVersion") is None:
         return out
     for op in desired:
@@ -121,13 +129,45 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
         if csv is None and sub is None and not _list(kube, "apps/v1", "Deployment", namespace,
                                                      selector=f"olm.owner={csv_name}"):
             continue
-        plans = tuple(sorted(p["metadata"]["name"] for p in _list(kube, f"{GROUP}/v1alpha1", "InstallPlan", namespace)
+        every_plan = _list(kube, f"{GROUP}/v1alpha1", "InstallPlan", namespace)
+        if sub is not None and (why := _moved_on(sub, csv_name, every_plan)):
+            moved.append(f"Operator {op.name} ({source}): {why}")
+            continue
+        plans = tuple(sorted(p["metadata"]["name"] for p in every_plan
                              if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
         owned = tuple(_owned(kube, namespace, csv_name))
         configured = bool(DeploymentConfig.of(((sub or {}).get("spec") or {}).get("config")))
         out.append(Takeover(op.name, namespace, subscription, csv_name, str(op.bundle.get("package") or ""), csv,
                             sub is not None, plans, owned, configured))
+    if moved:
+        raise PolicyError(f"{len(moved)} adopted install(s) do not run the bundle olm.lock pins for them: OLM v0 "
+                          "upgraded them since the adoption, or the lock moved before the takeover. A takeover "
+                          "applies the pinned bundle over what runs, and OLM would keep the other, so nothing was "
+                          "applied:\n  " + "\n  ".join(moved),
+                          path="olm.lock",
+                          hint="take over what runs first: pin it (remove the Operator's entry from olm.lock and run "
+                               "`reconciler adopt REPO` again), reconcile, then move the pin with `reconciler "
+                               "resolve`; if OLM is still installing, wait for its InstallPlan to finish")
     return [t for t in out if t.pending]
+
+
+def _moved_on(sub: dict, csv_name: str, plans: Iterable[dict]) -> str:
+    """Why OLM v0 no longer runs, or is replacing, the locked bundle ``csv_name`` under Subscription ``sub``;
+    "" when it still runs it: an upgrade installed since the adoption, or one approved and being installed. An
+    upgrade waiting for approval is not: the takeover deletes its InstallPlan."""
+    status = sub.get("status") or {}
+    installed, current = str(status.get("installedCSV") or ""), str(status.get("currentCSV") or "")
+    if installed and installed != csv_name:
+        return f"Subscription {_where(sub)} installed {installed}, the lock pins {csv_name}"
+    planned = str((status.get("installPlanRef") or {}).get("name") or "")
+    for plan in plans:
+        if current in ("", csv_name) or plan["metadata"]["name"] != planned:
+            continue
+        phase = (plan.get("status") or {}).get("phase") or ""
+        if (plan.get("spec") or {}).get("approved") and phase not in ("Complete", "Failed"):
+            return (f"OLM is installing {current} over {csv_name} (InstallPlan {_where(plan)}, approved, phase "
+                    f"{phase or 'none yet'})")
+    return ""
 
 
 def adopting(desired: list[DesiredOperator], takeovers: Iterable[Takeover]) -> list[DesiredOperator]:

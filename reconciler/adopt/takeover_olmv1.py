@@ -105,9 +105,10 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
                 and running != op.bundle.get("name"):
             raise PolicyError(f"ClusterExtension {name} runs {running} now, not {op.bundle.get('name')}, which "
                               f"Operator {op.name} was adopted with: taking it over would replace what runs",
-                              obj=f"Operator {op.name}",
-                              hint="adopt again (`reconciler adopt REPO` after removing the Operator's declaration, "
-                                   "lock entry and approval) so the repository pins what runs, then reconcile")
+                              obj=f"Operator {op.name}", path="olm.lock",
+                              hint="take over what runs first: pin it (remove the Operator's entry from olm.lock and "
+                                   "run `reconciler adopt REPO` again), reconcile, then move the pin with "
+                                   "`reconciler resolve`")
         releases = tuple(_releases(kube, name))
         namespaces = sorted({ObjectRef.of(o).namespace for o in op.objects if o.get("kind") == "Deployment"})
         if live is None and not releases and not any(

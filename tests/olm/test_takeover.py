@@ -181,44 +181,18 @@ NEXT = [(CASES[0], "move2kube-operator/0.3.15", "move2kube-operator-controller-m
          "--tls-cert-file=/apiserver.local.config/certificates/apiserver.crt")]
 
 
-def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dict) -> None:
-    """The next bundles are added to the repository's catalog: `resolve` moves the lock, `reconcile` applies
-    them, and OLM, no longer asked, does nothing."""
-    import json
-    import shutil
-
-    from tests.olm.support import CORPUS, write_catalog_of
-
-    catalog = repo / "catalogs" / "corpus" / "catalog.json"
-    blobs = {}
-    for case, bundle, _, _ in NEXT:
-        shutil.copytree(CORPUS / "operators" / bundle, repo / "bundles" / bundle)
-        (blobs[case.package],) = write_catalog_of([CORPUS / "operators" / bundle], repo / "next",
-                                                  image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
-        shutil.rmtree(repo / "next")
-    docs = [json.loads(line) for line in catalog.read_text().splitlines()]
-    for doc in docs:
-        if doc["schema"] == "olm.channel" and doc["package"] in blobs:
-            case = next(c for c, *_ in NEXT if c.package == doc["package"])
-            doc["entries"].append({"name": blobs[case.package]["name"], "replaces": case.csv})
-    catalog.write_text("\n".join(json.dumps(d) for d in docs + list(blobs.values())) + "\n")
-
-    def run(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "reconciler", *args], env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, f"{args}\n{done.stdout}{done.stderr}"
-        return done.stdout
-
-    run("resolve", str(repo))
-    lock = (repo / "olm.lock").read_text()
-    for case, *_ in NEXT:
-        assert f"name: {blobs[case.package]['name']}" in lock and f"name: {case.csv}" not in lock, lock
+def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dict, bundles: list = NEXT) -> None:
+    """The next ``bundles`` (``NEXT``'s shape) are added to the repository's catalog: `resolve` moves the lock,
+    `reconcile` applies them, and OLM, no longer asked, does nothing."""
+    resolve_next(repo, env, bundles)
     subprocess.run(["git", "-C", str(repo), "add", "-A"], env=env, check=True)
     subprocess.run(["git", "-C", str(repo), "commit", "-qm", "the next bundles"], env=env, check=True)
-    run("reconcile", str(repo))
+    done = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}"
     time.sleep(5)   # time for OLM to act, if it still did
     with installed.admin_client() as api:
-        for case, _, deployment, wanted in NEXT:
+        for case, _, deployment, wanted in bundles:
             dep = kubernetes.client.AppsV1Api(api).read_namespaced_deployment(deployment, case.namespace)
             ran = {c.image for c in dep.spec.template.spec.containers} | \
                 {a for c in dep.spec.template.spec.containers for a in c.args or []}
@@ -226,3 +200,33 @@ def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dic
             for plural in ("subscriptions", "installplans", "clusterserviceversions"):
                 assert custom(api).list_namespaced_custom_object(GROUP, "v1alpha1", case.namespace,
                                                                  plural)["items"] == []
+
+
+def resolve_next(repo: Path, env: dict, bundles: list = NEXT) -> None:
+    """The next ``bundles`` in the repository's catalog (their directories under bundles/, each the next entry of
+    its channel), and the lock moved to them by `resolve`."""
+    import json
+    import shutil
+
+    from tests.olm.support import CORPUS, write_catalog_of
+
+    catalog = repo / "catalogs" / "corpus" / "catalog.json"
+    blobs = {}
+    for case, bundle, _, _ in bundles:
+        shutil.copytree(CORPUS / "operators" / bundle, repo / "bundles" / bundle)
+        (blobs[case.package],) = write_catalog_of([CORPUS / "operators" / bundle], repo / "next",
+                                                  image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+        shutil.rmtree(repo / "next")
+    docs = [json.loads(line) for line in catalog.read_text().splitlines()]
+    for doc in docs:
+        if doc["schema"] == "olm.channel" and doc["package"] in blobs:
+            case = next(c for c, *_ in bundles if c.package == doc["package"])
+            doc["entries"].append({"name": blobs[case.package]["name"], "replaces": case.csv})
+    catalog.write_text("\n".join(json.dumps(d) for d in docs + list(blobs.values())) + "\n")
+
+    done = subprocess.run([sys.executable, "-m", "reconciler", "resolve", str(repo)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}"
+    lock = (repo / "olm.lock").read_text()
+    for case, *_ in bundles:
+        assert f"name: {blobs[case.package]['name']}" in lock and f"name: {case.csv}" not in lock, lock

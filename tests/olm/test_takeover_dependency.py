@@ -18,6 +18,8 @@ takeover tests' plane, and a package is installed once per cluster.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from tests.olm.adoption import Case, get, git, installed_by_olm, make_repo, reconciler
 from tests.olm.support import needs_corpus, needs_olm
-from tests.olm.test_takeover import olm_bookkeeping, snapshot
+from tests.olm.test_takeover import olm_bookkeeping, resolve_next, snapshot, upgrade_through_the_repository
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -37,6 +39,11 @@ DEPENDENT = Case("alloydb-omni-operator/1.3.0", "alloydb-omni-operator.v1.3.0", 
 DEPENDENCY = Case("cert-manager/1.12.2", "cert-manager.v1.12.2", "AllNamespaces", dependency_of=DEPENDENT,
                   channel="stable")
 CASES = [DEPENDENT, DEPENDENCY]
+# The next bundle of each, which the adopted pair moves to through the repository (alloydb-omni-operator 1.4.0
+# needs cert-manager's APIs, which cert-manager 1.13.1 still serves).
+NEXT = [(DEPENDENT, "alloydb-omni-operator/1.4.0", "fleet-controller-manager",
+         "gcr.io/alloydb-omni/operator/fleet-operator:1.4.0"),
+        (DEPENDENCY, "cert-manager/1.13.1", "cert-manager", "quay.io/jetstack/cert-manager-controller:v1.13.1")]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +55,7 @@ def installed(request, olm_plane: ControlPlane, tmp_path_factory) -> Iterator[Co
 def run(*args: str, code: int = 0, kubeconfig: Path) -> str:
     done = reconciler(*args, "--kubeconfig", str(kubeconfig))
     assert done.returncode == code, f"{args}\n{done.stdout}{done.stderr}"
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_over(installed: ControlPlane,
@@ -81,6 +88,22 @@ def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_ove
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "adopt")
 
+    # A lock moved past what runs before the takeover (here by `resolve`; an upgrade OLM made since the adoption
+    # reads the same) is refused with nothing written: OLM would go on reconciling the CSVs that run.
+    ahead = tmp_path / "ahead"
+    shutil.copytree(repo, ahead)
+    resolve_next(ahead, {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, NEXT)   # on a workstation
+    git(ahead, "add", "-A")
+    git(ahead, "commit", "-q", "-m", "the next bundles, before the takeover")
+    for args in (("--dry-run",), ()):
+        refused = run("reconcile", str(ahead), *args, code=2, kubeconfig=kubeconfig)
+        assert "2 adopted install(s) do not run the bundle olm.lock pins for them" in refused, refused
+        assert (f"Subscription {DEPENDENCY.namespace}/{DEPENDENCY.subscription} installed cert-manager.v1.12.2, "
+                "the lock pins cert-manager.v1.13.1") in refused, refused
+    with installed.admin_client() as api:
+        assert snapshot(api, CASES, cr=None) == before
+        assert get(api, DEPENDENT.namespace, "subscriptions", DEPENDENT.subscription) is not None
+
     preview = run("reconcile", str(repo), "--dry-run", code=1, kubeconfig=kubeconfig)
     for case in CASES:
         assert (f"takeover of {case.package} from OLM v0: would delete Subscription {case.namespace}/"
@@ -104,3 +127,10 @@ def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_ove
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True,
                             check=True).stdout
     assert status == "", status
+
+    # The next upgrade of both goes through the repository (declaration -> lock -> apply), OLM no longer acting.
+    upgrade_through_the_repository(installed, repo, {**os.environ, "KUBECONFIG": str(kubeconfig)}, NEXT)
+    lock = yamlio.load_one((repo / "olm.lock").read_text(), "olm.lock")
+    assert {(b["operator"], b["name"], b.get("required_by", "")) for b in lock["bundles"]} == {
+        ("alloydb-omni-operator", "alloydb-omni-operator.v1.4.0", ""),
+        ("cert-manager", "cert-manager.v1.13.1", "alloydb-omni-operator")}, lock

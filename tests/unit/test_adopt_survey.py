@@ -190,3 +190,18 @@ def test_a_subscription_olm_made_for_a_dependency_is_adopted_as_its_own_operator
     # the plan gone (OLM keeps a few): still adopted, what needed it unknown
     gone = survey(view([sub(), dependency], [csv(), csv(name="dep.v2.0.0")], [group()]))
     assert {i.package: i.dependency_of for i in gone.installs} == {"op": (), "dep": ()}
+
+
+def test_an_automatic_subscription_beside_a_manual_one_is_adopted_manual_naming_what_held_it():
+    """OLM v0 plans a namespace's Subscriptions in one InstallPlan, Manual when any of them is: the Automatic one's
+    upgrades waited for approval too, and the adopted declaration keeps them waiting."""
+    found = survey(view([sub(), sub("other", "other.v1.0.0", installPlanApproval="Manual")],
+                        [csv(), csv("other.v1.0.0")], [group()]))
+    by_name = {i.subscription["metadata"]["name"]: i for i in found.installs}
+    assert (by_name["op"].manual, by_name["op"].held_by) == (True, "other")
+    assert (by_name["other"].manual, by_name["other"].held_by) == (True, "")
+    doc = declaration(by_name["op"], "op", "cat")
+    assert parse_operator(doc, Origin("operators/op.yaml")).manual_approval
+    alone = survey(view([sub(), sub("other", "other.v1.0.0", ns="elsewhere", installPlanApproval="Manual")],
+                        [csv(), csv("other.v1.0.0", ns="elsewhere")], [group(), group(("elsewhere",), ns="elsewhere")]))
+    assert [(i.subscription["metadata"]["name"], i.manual) for i in alone.installs] == [("op", False)]
