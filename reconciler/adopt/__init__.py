@@ -245,13 +245,26 @@ def _converts(bundle: Any, work: Path, inst: Adoptable, snapshot: Any) -> Unmapp
     from reconciler.model.deployconfig import DeploymentConfig
 
     try:
-        render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces,
-                                                   config=DeploymentConfig.of(inst.config)),
-               snapshot.settings.default_install_namespace)
+        rendered = render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces,
+                                                              config=DeploymentConfig.of(inst.config)),
+                          snapshot.settings.default_install_namespace)
     except ReconcilerError as exc:
         return Unmapped(inst.where, f"the reconciler cannot install bundle {bundle.name} as OLM did: {exc.message}",
                         exc.hint or "leave it to OLM, or install another version of the package")
+    if isinstance(inst, Extension) and any(_webhook(o) for o in rendered.objects):
+        return Unmapped(inst.where, f"bundle {bundle.name} serves admission or conversion webhooks, whose "
+                        "certificates operator-controller has cert-manager (or OpenShift's service CA) make and mount "
+                        "its own way: taking it over would change the pod template and restart the operator",
+                        "leave it to OLM v1")
     return None
+
+
+def _webhook(obj: dict) -> bool:
+    """Whether ``obj`` makes the API server call the operator: an admission webhook, or a CRD's conversion one."""
+    if obj.get("kind") in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        return True
+    return obj.get("kind") == "CustomResourceDefinition" and \
+        ((obj.get("spec") or {}).get("conversion") or {}).get("strategy") == "Webhook"
 
 
 def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Adoptable) -> str | None:

@@ -204,6 +204,10 @@ def _extension(view: ClusterView, ext: Manifest) -> Extension | Unmapped:
         return Unmapped(what, f"operator-controller is still working on it (Progressing: {progressing.get('reason')}"
                         + (f": {progressing['message']}" if progressing.get("message") else "")
                         + "): what runs may be about to change", "wait until it has settled, then adopt again")
+    if (ext.get("status") or {}).get("activeRevisions"):
+        return Unmapped(what, "operator-controller installed it as ClusterObjectSet revisions (its BoxcutterRuntime "
+                        "feature), which adopt does not retire yet: only Helm-release installs are taken over",
+                        "leave it to OLM v1")
     channels = (source.get("catalog") or {}).get("channels") or []
     if len(channels) > 1:
         return Unmapped(what, f"it follows several channels ({', '.join(channels)}); a declaration follows one",

@@ -57,6 +57,8 @@ def test_an_installed_extension_maps_with_its_bundle_images_and_catalogs():
     (extension(config={"configType": "Inline", "inline": {"watchNamespace": "x", "other": 1}}),
      "its spec.config sets more than the namespace to watch (other)"),
     (extension(deletionTimestamp="2026-01-01T00:00:00Z"), "it is being deleted"),
+    (dict(extension(), status={**extension()["status"], "activeRevisions": [{"name": "ext-1"}]}),
+     "operator-controller installed it as ClusterObjectSet revisions"),
 ])
 def test_an_extension_that_cannot_be_adopted_is_listed_with_its_reason(ext, reason):
     found = survey(ClusterView((ext,)))
@@ -102,3 +104,12 @@ def test_evidence_names_the_extension_and_its_service_account():
     (found,) = survey(ClusterView((ext,), (), (deployment(),))).installs
     assert found.evidence == {"from": "OLM v1", "clusterExtension": "ext", "namespace": "ops",
                               "serviceAccount": "installer", "bundle": "op.v1.2.0"}
+
+
+def test_a_bundle_that_serves_webhooks_is_recognised_for_refusal():
+    from reconciler.adopt import _webhook
+
+    assert _webhook({"kind": "ValidatingWebhookConfiguration"}) and _webhook({"kind": "MutatingWebhookConfiguration"})
+    assert _webhook({"kind": "CustomResourceDefinition", "spec": {"conversion": {"strategy": "Webhook"}}})
+    assert not _webhook({"kind": "CustomResourceDefinition", "spec": {"conversion": {"strategy": "None"}}})
+    assert not _webhook({"kind": "Deployment"})
