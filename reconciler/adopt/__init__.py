@@ -1,7 +1,10 @@
-"""`reconciler adopt`: write into the repository what OLM v0 runs, so that git describes the cluster as it is.
+"""`reconciler adopt`: write into the repository what OLM runs, so that git describes the cluster as it is.
 
-For every install OLM v0 made (``olmv0.survey``) the repository gains three
-things, and the cluster is only read:
+For every install OLM v0 made (``olmv0.survey``: a Subscription and its CSV)
+and every ClusterExtension OLM v1 installed (``olmv1.survey``) the repository
+gains three things, and the cluster is only read (OLM v0's words below; a
+ClusterExtension's declaration keeps its channel and version range, and its
+approval's evidence is the ClusterExtension and its ServiceAccount):
 
 * an Operator declaration, named after the package, meaning what the Subscription meant: its package
   and channel, the namespace it runs in and the namespaces its OperatorGroup
@@ -35,17 +38,21 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.adopt.olmv0 import (Install, Unmapped, csv_permissions, dependency_of, install_mode, read_cluster,
-                                    survey)
-from reconciler.errors import DeclarationError
+from reconciler.adopt import olmv0, olmv1
+from reconciler.adopt.olmv0 import Install, Unmapped, csv_images
+from reconciler.adopt.olmv1 import Extension
+from reconciler.errors import ClusterError, DeclarationError
 from reconciler.model.declarations import ANNOTATION_ADOPTED_FROM as ADOPTED_FROM
 
 DECLARATIONS_DIR = "operators"
 
 
+Adoptable = Install | Extension   # an OLM v0 install or an OLM v1 ClusterExtension
+
+
 @dataclass(frozen=True)
 class Adopted:
-    install: Install
+    install: Adoptable
     operator: str
     bundle: str
     catalog: str
@@ -60,18 +67,17 @@ class Adoption:
 
 
 def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
-    """Read OLM v0's installs and write (unless ``dry_run``) declarations, lock entries and approvals."""
+    """Read OLM's installs and write (unless ``dry_run``) declarations, lock entries and approvals."""
     from reconciler.repo import read_repository
 
     root = Path(repo).resolve()
-    view = read_cluster(kube)
-    found = survey(view)
-    result = Adoption(unmapped=list(found.unmapped))
+    installs, unmapped = survey(kube)
+    result = Adoption(unmapped=list(unmapped))
     snapshot = read_repository(root)
-    names = _names(found.installs)
-    plans: list[tuple[Install, str, dict]] = []
-    for inst in found.installs:
-        doc = declaration(inst, names[id(inst)], _catalog_name(inst))
+    names = _names(installs)
+    plans: list[tuple[Adoptable, str, dict]] = []
+    for inst in installs:
+        doc = declaration(inst, names[id(inst)], inst.catalog)
         plans.append((inst, names[id(inst)], doc))
     if not plans:
         return result
@@ -89,7 +95,7 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
             if refused is not None:
                 result.unmapped.append(refused)
                 continue
-            doc["spec"] = _with_catalog(doc["spec"], catalog)
+            doc["spec"] = _with_catalog(doc["spec"], catalog, _channel(inst, bundle, catalogs[catalog]))
             path = _place_declaration(snapshot, name, doc, inst)
             if path is not None:
                 (work / path).parent.mkdir(parents=True, exist_ok=True)
@@ -114,10 +120,38 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
     return result
 
 
-def declaration(inst: Install, name: str, catalog: str) -> dict:
-    """The Operator declaration meaning what ``inst``'s Subscription meant (catalog filled in when found)."""
+def survey(kube: Any) -> tuple[list[Adoptable], list[Unmapped]]:
+    """Every install of OLM v0 and OLM v1 the cluster runs, and those that cannot be mapped; a cluster that runs
+    neither is an error saying so. A package both install is left to both."""
+    v0, v1 = olmv0.serves(kube), olmv1.serves(kube)
+    if not v0 and not v1:
+        raise ClusterError("the cluster runs no OLM: it serves neither OLM v0's Subscription "
+                           f"({olmv0.KINDS['Subscription']}) nor OLM v1's ClusterExtension "
+                           f"({olmv1.API_VERSION})", obj=kube.server,
+                           hint="adopt reads the installs OLM made; check --kubeconfig/--context name the cluster "
+                                "that runs OLM (`kubectl get subscriptions,clusterextensions -A` lists them)")
+    old = olmv0.survey(olmv0.read_cluster(kube)) if v0 else olmv0.Survey()
+    new = olmv1.survey(olmv1.read_cluster(kube)) if v1 else olmv1.Survey()
+    installs: list[Adoptable] = [*old.installs, *new.installs]
+    unmapped = [*old.unmapped, *new.unmapped]
+    by_package: dict[str, list[Adoptable]] = {}
+    for inst in installs:
+        by_package.setdefault(inst.package, []).append(inst)
+    twice = {id(i) for members in by_package.values() if len(members) > 1 for i in members}
+    for inst in installs:
+        if id(inst) in twice:
+            others = ", ".join(o.where for o in by_package[inst.package] if o is not inst)
+            unmapped.append(Unmapped(inst.where, f"package {inst.package} is installed by OLM v0 and OLM v1 "
+                                     f"({others} too); the reconciler installs a package once per cluster",
+                                     "uninstall one of them in OLM and adopt again"))
+    return [i for i in installs if id(i) not in twice], unmapped
+
+
+def declaration(inst: Adoptable, name: str, catalog: str) -> dict:
+    """The Operator declaration meaning what ``inst``'s Subscription or ClusterExtension meant (catalog filled in
+    when found)."""
     install: dict[str, Any] = {"namespace": inst.namespace, "targetNamespaces": list(inst.target_namespaces)}
-    meta = {"name": name, "annotations": {ADOPTED_FROM: f"olm-v0/{inst.namespace}/{inst.subscription['metadata']['name']}"}}
+    meta = {"name": name, "annotations": {ADOPTED_FROM: inst.adopted_from}}
     config = {"config": inst.config} if inst.config else {}
     if inst.manual:   # the v1 shape has no approval field; v2alpha1 holds every upgrade until approved
         source: dict[str, Any] = {"package": inst.package, "ref": {"name": catalog}, "approval": "Manual"}
@@ -128,24 +162,35 @@ def declaration(inst: Install, name: str, catalog: str) -> dict:
     selector: dict[str, Any] = {"name": catalog, "package": inst.package}
     if inst.channel:
         selector["channel"] = inst.channel
+    version = {"version": inst.version_range} if inst.version_range else {}
     return {"apiVersion": "operators.coreos.com/v1", "kind": "Operator", "metadata": meta,
-            "spec": {"catalog": selector, "install": install, **config}}
+            "spec": {"catalog": selector, **version, "install": install, **config}}
 
 
-def _with_catalog(spec: dict, catalog: str) -> dict:
+def _with_catalog(spec: dict, catalog: str, channel: str | None) -> dict:
     if "catalog" in spec:
-        return dict(spec, catalog=dict(spec["catalog"], name=catalog))
+        return dict(spec, catalog=dict(spec["catalog"], name=catalog, **({"channel": channel} if channel else {})))
     source = spec["updates"]["catalogSource"]
     return dict(spec, updates=dict(spec["updates"], catalogSource=dict(source, ref={"name": catalog})))
 
 
-def _names(installs: tuple[Install, ...]) -> dict[int, str]:
+def _channel(inst: Adoptable, bundle: Any, catalog: Any) -> str | None:
+    """The channel a declaration without one would not follow: a ClusterExtension that names no channel takes
+    bundles from any, a declaration from the package's default one; when the bundle that runs is not in the
+    default channel, the declaration names the first channel (by name) that has it."""
+    if inst.channel or isinstance(inst, Install):
+        return inst.channel
+    package = catalog.packages.get(inst.package)
+    having = sorted(c.name for c in catalog.channels_of(inst.package)
+                    if any(e.name == bundle.name for e in c.entries))
+    if not having or (package is not None and package.default_channel in having):
+        return None
+    return having[0]
+
+
+def _names(installs: list[Adoptable]) -> dict[int, str]:
     """Each install's Operator name: its package (``survey`` leaves a package installed twice to OLM)."""
     return {id(i): i.package for i in installs}
-
-
-def _catalog_name(inst: Install) -> str:
-    return inst.catalog_source["metadata"]["name"]
 
 
 def _catalogs(snapshot: Any, docs: list[dict]) -> dict:
@@ -156,8 +201,8 @@ def _catalogs(snapshot: Any, docs: list[dict]) -> dict:
     return pipeline.load_catalogs(snapshot, decls)
 
 
-def find_bundle(catalogs: dict, inst: Install, doc: dict) -> tuple[Any, str, Unmapped | None]:
-    """The catalog bundle that is the running CSV: same package and name, same version and Deployment images.
+def find_bundle(catalogs: dict, inst: Adoptable, doc: dict) -> tuple[Any, str, Unmapped | None]:
+    """The catalog bundle that runs: same package and name, same version and Deployment images.
 
     The catalog named like the CatalogSource is asked first, then every other
     one; a bundle of that name whose content differs is reported, not taken.
@@ -165,39 +210,33 @@ def find_bundle(catalogs: dict, inst: Install, doc: dict) -> tuple[Any, str, Unm
     from reconciler.model.catalog import embedded_csv
     from reconciler.model.properties import PROP_BUNDLE_OBJECT
 
-    wanted = _catalog_name(inst)
+    wanted = inst.catalog
     order = sorted(catalogs, key=lambda n: (n != wanted, n))
-    live_version = str(inst.csv["spec"].get("version") or "")
-    live_images = _images(inst.csv)
+    live_version = inst.version
+    live_images = inst.images
     differing = []
     for name in order:
-        bundle = catalogs[name].bundle(inst.package, inst.csv_name)
+        bundle = catalogs[name].bundle(inst.package, inst.bundle_name)
         if bundle is None:
             continue
         csv = embedded_csv(bundle.properties_of(PROP_BUNDLE_OBJECT))
         if str(bundle.version) != live_version.lstrip("v"):
             differing.append(f"catalogs/{name} has version {bundle.version}, the cluster runs {live_version}")
-        elif csv is not None and _images(csv) != live_images:
-            differing.append(f"catalogs/{name} has other Deployment images ({', '.join(sorted(_images(csv)))})")
+        elif csv is not None and csv_images(csv) != live_images:
+            differing.append(f"catalogs/{name} has other Deployment images ({', '.join(sorted(csv_images(csv)))})")
         elif csv is None and bundle.related_images and not live_images <= set(bundle.related_images):
             differing.append(f"catalogs/{name} lists other related images")
         else:
             return bundle, name, None
-    source = inst.catalog_source
-    from reconciler.adopt.olmv0 import describe_source
     if differing:
-        return None, "", Unmapped(inst.where, f"the repository's bundle {inst.csv_name} is not what runs: "
-                                  + "; ".join(differing),
-                                  "put the catalog the cluster installed from into the repository "
-                                  f"(`opm render {describe_source(source)}`), then adopt again")
-    return None, "", Unmapped(inst.where, f"no catalog of the repository has bundle {inst.csv_name} of package "
+        return None, "", Unmapped(inst.where, f"the repository's bundle {inst.bundle_name} is not what runs: "
+                                  + "; ".join(differing), inst.catalog_hint(wanted))
+    return None, "", Unmapped(inst.where, f"no catalog of the repository has bundle {inst.bundle_name} of package "
                               f"{inst.package}" + ("" if catalogs else " (the repository has no catalogs)"),
-                              f"add the catalog the CatalogSource {source['metadata']['namespace']}/"
-                              f"{source['metadata']['name']} serves: `opm render {describe_source(source)} -o yaml "
-                              f"> catalogs/{wanted}/catalog.yaml`, then adopt again")
+                              inst.catalog_hint(wanted))
 
 
-def _converts(bundle: Any, work: Path, inst: Install, snapshot: Any) -> Unmapped | None:
+def _converts(bundle: Any, work: Path, inst: Adoptable, snapshot: Any) -> Unmapped | None:
     """Why the reconciler could not install ``bundle`` as OLM did (None when it can): taking over what it cannot
     reproduce would break what runs."""
     from reconciler.bundle import render
@@ -206,22 +245,29 @@ def _converts(bundle: Any, work: Path, inst: Install, snapshot: Any) -> Unmapped
     from reconciler.model.deployconfig import DeploymentConfig
 
     try:
-        render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces,
-                                                   config=DeploymentConfig.of(inst.config)),
-               snapshot.settings.default_install_namespace)
+        rendered = render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces,
+                                                              config=DeploymentConfig.of(inst.config)),
+                          snapshot.settings.default_install_namespace)
     except ReconcilerError as exc:
         return Unmapped(inst.where, f"the reconciler cannot install bundle {bundle.name} as OLM did: {exc.message}",
                         exc.hint or "leave it to OLM, or install another version of the package")
+    if isinstance(inst, Extension) and any(_webhook(o) for o in rendered.objects):
+        return Unmapped(inst.where, f"bundle {bundle.name} serves admission or conversion webhooks, whose "
+                        "certificates operator-controller has cert-manager (or OpenShift's service CA) make and mount "
+                        "its own way: taking it over would change the pod template and restart the operator",
+                        "leave it to OLM v1")
     return None
 
 
-def _images(csv: dict) -> set[str]:
-    strategy = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
-    return {c.get("image", "") for d in strategy.get("deployments") or []
-            for c in (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []}
+def _webhook(obj: dict) -> bool:
+    """Whether ``obj`` makes the API server call the operator: an admission webhook, or a CRD's conversion one."""
+    if obj.get("kind") in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        return True
+    return obj.get("kind") == "CustomResourceDefinition" and \
+        ((obj.get("spec") or {}).get("conversion") or {}).get("strategy") == "Webhook"
 
 
-def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Install) -> str | None:
+def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Adoptable) -> str | None:
     """Where the declaration goes: a new file, or None when the repository already declares the same thing.
 
     A declaration of the same name or package that means something else
@@ -245,6 +291,7 @@ def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Install) -> st
             ("install namespace", decl.install.namespace, mine.install.namespace),
             ("target namespaces", decl.install.target_namespaces, mine.install.target_namespaces),
             ("spec.config", decl.install.config, mine.install.config),
+            ("version", str(decl.version) if decl.version else None, str(mine.version) if mine.version else None),
             ("approval", "Manual" if decl.manual_approval else "Automatic",
              "Manual" if mine.manual_approval else "Automatic")) if a != b]
         if differ:
@@ -254,9 +301,9 @@ def _place_declaration(snapshot: Any, name: str, doc: dict, inst: Install) -> st
                 hint=f"make the declaration mean what runs ({_describe(mine)}) or remove it, then adopt again; "
                      f"adopt never overwrites a declaration")
         return None
-    if snapshot.lock and (old := snapshot.lock.for_operator(name)) is not None and old.name != inst.csv_name:
+    if snapshot.lock and (old := snapshot.lock.for_operator(name)) is not None and old.name != inst.bundle_name:
         raise DeclarationError(f"olm.lock pins {old.name} for Operator {name}, but {inst.where} runs "
-                               f"{inst.csv_name}", path=snapshot.lock_file,
+                               f"{inst.bundle_name}", path=snapshot.lock_file,
                                hint=f"remove the entry for {name} from olm.lock (or the declaration that made it) "
                                     f"and adopt again")
     return path
@@ -268,25 +315,8 @@ def _describe(decl: Any) -> str:
             f"{decl.install.namespace}, target namespaces {list(targets) if targets else 'all'}")
 
 
-def _declaration_text(inst: Install, doc: dict) -> str:
-    mode = install_mode(inst.namespace, inst.target_namespaces)
-    generated = ""
-    if inst.generated_by:
-        generated = (f"# OLM made that Subscription for a dependency{dependency_of(inst)} (InstallPlan "
-                     f"{inst.generated_by}).\n# Declared on its own as OLM kept it: it stays when what needed it "
-                     "goes. Without this file the resolver\n# keeps it as a dependency of what needs it, "
-                     "under the same Operator name.\n")
-    held = ""
-    if inst.held_by:
-        held = (f"# approval: Manual although its Subscription was Automatic: the Manual Subscription "
-                f"{inst.namespace}/{inst.held_by}\n# held it, since OLM v0 plans every Subscription of a namespace "
-                "in one InstallPlan, Manual when one\n# of them is. Declare it Automatic if its upgrades should "
-                "not wait for approval.\n")
-    own = inst.subscription["spec"].get("installPlanApproval") or "Automatic"
-    return (f"# Adopted from OLM v0: {inst.where} ({mode}, installPlanApproval "
-            f"{own}), running {inst.csv_name}.\n" + generated + held +
-            "# No spec.version: it follows its channel along the upgrade edges as the Subscription did;\n"
-            "# olm.lock pins the bundle that runs.\n" + yamlio.dump(doc))
+def _declaration_text(inst: Adoptable, doc: dict) -> str:
+    return inst.header() + yamlio.dump(doc)
 
 
 def _write_lock(snapshot: Any, work: Path, entries: list) -> None:
@@ -305,7 +335,8 @@ def _write_lock(snapshot: Any, work: Path, entries: list) -> None:
         elif image.startswith(bundle_source.FILE_SCHEME):
             digest = bundle_source.fetch(image, work).digest
         kept[name] = LockEntry(operator=name, package=bundle.package, name=bundle.name, version=str(bundle.version),
-                               catalog=catalog.name, channel=inst.channel or _default_channel(bundle, catalog),
+                               catalog=catalog.name,
+                               channel=_channel(inst, bundle, catalog) or _default_channel(bundle, catalog),
                                source=image, digest=digest)
     yamlio.write_atomic(work / "olm.lock", Lockfile(tuple(sorted(kept.values()))).render())
 
@@ -328,8 +359,9 @@ def _default_channel(bundle: Any, catalog: Any) -> str:
     return (package.default_channel if package else None) or ""
 
 
-def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Install, str]]) -> None:
-    """Approve, for each adopted Operator, the permissions its bundle needs, with the CSV as evidence."""
+def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Adoptable, str]]) -> None:
+    """Approve, for each adopted Operator, the permissions its bundle needs, with the CSV (or the
+    ClusterExtension) as evidence."""
     from reconciler import pipeline
     from reconciler.approve.records import add_approval
     from reconciler.model.approvals import ApprovedBundle
@@ -341,7 +373,5 @@ def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Install, str]]) 
         d = prepared.decisions.get(name)
         if d is None:
             continue
-        evidence = {"from": "OLM v0", "clusterServiceVersion": inst.csv_name, "namespace": inst.namespace,
-                    **csv_permissions(inst.csv)}
         add_approval(work, read_records(work).get(name), name,
-                     ApprovedBundle(d.bundle, d.digest, d.required.all, d.waived, evidence))
+                     ApprovedBundle(d.bundle, d.digest, d.required.all, d.waived, inst.evidence))

@@ -1,7 +1,9 @@
 """The takeovers one apply makes around the engine's sync, as the pipeline asks for them.
 
-Two kinds, both ownership policy: OLM v0 installs the repository adopted
-(``takeover.py``: OLM's bookkeeping retired before and after the sync) and
+Two kinds, both ownership policy: OLM installs the repository adopted
+(``takeover.py`` for OLM v0: its bookkeeping retired before and after the
+sync; ``takeover_olmv1.py`` for OLM v1: the ClusterExtension retired after
+it, orphaning what it installed) and
 live objects an Operator's declaration consents to take over
 (``existing.py``: the consent acted on at its first apply, then spent).
 ``before`` gives the engine what each Operator may apply over and does what
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reconciler.adopt import existing, takeover
+from reconciler.adopt import existing, takeover, takeover_olmv1
 from reconciler.cluster.apply.bookkeeping import journal
 from reconciler.cluster.apply.changes import ChangeSet, DesiredOperator
 from reconciler.cluster.kube import Kube
@@ -34,6 +36,7 @@ class Takeovers:
         self.adopted = {d.name: d.adopted_from for d in declarations if d.adopted_from}
         self.consenting = frozenset(d.name for d in declarations if d.adopt_existing) - held
         self.found: list[takeover.Takeover] = []
+        self.found_v1: list[takeover_olmv1.Takeover] = []
         self.adoptions: list[existing.Adoption] = []
         self.steps: list[str] = []   # the OLM takeovers' notes
         self.spent: list[str] = []   # the consents acted on before
@@ -42,9 +45,12 @@ class Takeovers:
         """``desired`` with each Operator allowed to apply over what it takes over; OLM's Subscriptions and
         InstallPlans retired first. Raises, with nothing written, when a consent covers what cannot be adopted."""
         if self.adopted:
-            self.found = takeover.find(self.kube, desired, self.adopted)
-            desired = takeover.adopting(desired, self.found)
+            from_v0 = {name: source for name, source in self.adopted.items() if source.startswith("olm-v0/")}
+            self.found = takeover.find(self.kube, desired, from_v0)
+            self.found_v1 = takeover_olmv1.find(self.kube, desired, self.adopted)
+            desired = takeover_olmv1.adopting(takeover.adopting(desired, self.found), self.found_v1)
             self.steps += takeover.before(self.kube, self.found, dry_run=self.dry_run)
+            self.steps += takeover_olmv1.before(self.kube, self.found_v1, dry_run=self.dry_run)
         if self.consenting:
             desired, self.adoptions, self.spent = existing.consented(self.kube, desired, self.consenting,
                                                                      self.instance, dry_run=self.dry_run)
@@ -55,6 +61,8 @@ class Takeovers:
         of both added to ``result``."""
         if self.found:
             self.steps += takeover.after(self.kube, self.found, desired, dry_run=self.dry_run)
+        if self.found_v1:
+            self.steps += takeover_olmv1.after(self.kube, self.found_v1, dry_run=self.dry_run)
         result.notes.extend(self.steps + self.spent + existing.record(self.kube, self.adoptions,
                                                                       revision=self.revision, dry_run=self.dry_run))
         result.bookkeeping.extend(self.changes.bookkeeping)

@@ -156,10 +156,10 @@ def report(repo: str | Path, kube: Kube, names: list[str]) -> list[Report]:
 
 
 def _check_asked(name: str, by_name: Mapping[str, DesiredOperator], decls: Mapping[str, Any], prepared: Any) -> None:
-    """Refuse a name the repository does not declare (or declares as an OLM v0 adoption), saying what to do."""
+    """Refuse a name the repository does not declare (or declares as an OLM adoption), saying what to do."""
     decl = decls.get(name)
     if decl is not None and decl.adopted_from:
-        raise DeclarationError(f"Operator {name} was adopted from OLM v0 ({decl.adopted_from}); its takeover is "
+        raise DeclarationError(f"Operator {name} was adopted from OLM ({decl.adopted_from}); its takeover is "
                                f"not by matching", path=str(decl.origin),
                                hint="`reconciler reconcile REPO --dry-run` shows each step of its takeover "
                                     "(docs/migration.md)")

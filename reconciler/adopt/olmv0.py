@@ -108,12 +108,78 @@ class Install:
     def where(self) -> str:
         return f"Subscription {self.namespace}/{_name(self.subscription)}"
 
+    # What every install `adopt` maps shares (``olmv1.Extension`` too): the bundle that runs and how it is checked,
+    # where the repository's catalog comes from, what the declaration records.
+    version_range = None
+    self_certified = False
+
+    @property
+    def bundle_name(self) -> str:
+        return self.csv_name
+
+    @property
+    def version(self) -> str:
+        return str(self.csv["spec"].get("version") or "")
+
+    @property
+    def images(self) -> set[str]:
+        return csv_images(self.csv)
+
+    @property
+    def catalog(self) -> str:
+        """The repository catalog asked first: the one named like the CatalogSource."""
+        return _name(self.catalog_source)
+
+    @property
+    def adopted_from(self) -> str:
+        return f"olm-v0/{self.namespace}/{_name(self.subscription)}"
+
+    @property
+    def summary(self) -> str:
+        held = f", held by Manual Subscription {self.held_by} of its namespace" if self.held_by else ""
+        return (f"{self.package}, channel {self.channel or 'default'}, "
+                f"{install_mode(self.namespace, self.target_namespaces)}, {'Manual' if self.manual else 'Automatic'} "
+                f"approval{held}")
+
+    @property
+    def note(self) -> str:
+        return f"; OLM made this Subscription for a dependency{dependency_of(self)}" if self.generated_by else ""
+
+    @property
+    def evidence(self) -> dict[str, Any]:
+        return {"from": "OLM v0", "clusterServiceVersion": self.csv_name, "namespace": self.namespace,
+                **csv_permissions(self.csv)}
+
+    def catalog_hint(self, catalog: str) -> str:
+        source = self.catalog_source
+        return (f"add the catalog the CatalogSource {_ns(source)}/{_name(source)} serves: `opm render "
+                f"{describe_source(source)} -o yaml > catalogs/{catalog}/catalog.yaml`, then adopt again")
+
+    def header(self) -> str:
+        generated = ""
+        if self.generated_by:
+            generated = (f"# OLM made that Subscription for a dependency{dependency_of(self)} (InstallPlan "
+                         f"{self.generated_by}).\n# Declared on its own as OLM kept it: it stays when what needed it "
+                         "goes. Without this file the resolver\n# keeps it as a dependency of what needs it, "
+                         "under the same Operator name.\n")
+        held = ""
+        if self.held_by:
+            held = (f"# approval: Manual although its Subscription was Automatic: the Manual Subscription "
+                    f"{self.namespace}/{self.held_by}\n# held it, since OLM v0 plans every Subscription of a "
+                    "namespace in one InstallPlan, Manual when one\n# of them is. Declare it Automatic if its "
+                    "upgrades should not wait for approval.\n")
+        own = self.subscription["spec"].get("installPlanApproval") or "Automatic"
+        return (f"# Adopted from OLM v0: {self.where} ({install_mode(self.namespace, self.target_namespaces)}, "
+                f"installPlanApproval {own}), running {self.csv_name}.\n" + generated + held
+                + "# No spec.version: it follows its channel along the upgrade edges as the Subscription did;\n"
+                "# olm.lock pins the bundle that runs.\n")
+
 
 @dataclass(frozen=True)
 class Unmapped:
-    """An OLM v0 install the adoption leaves to OLM, and why."""
+    """An install the adoption leaves to OLM (v0 or v1), and why."""
 
-    what: str       # "Subscription ns/name" or "ClusterServiceVersion ns/name"
+    what: str       # "Subscription ns/name", "ClusterServiceVersion ns/name" or "ClusterExtension name"
     reason: str
     hint: str = ""
 
@@ -122,6 +188,10 @@ class Unmapped:
 class Survey:
     installs: tuple[Install, ...] = ()
     unmapped: tuple[Unmapped, ...] = field(default_factory=tuple)
+
+
+def serves(kube: Kube) -> bool:
+    return all(kube.resource(api_version, kind) is not None for kind, api_version in KINDS.items())
 
 
 def read_cluster(kube: Kube) -> ClusterView:
@@ -344,6 +414,13 @@ def dependency_of(inst: Install) -> str:
 def describe_source(source: Manifest) -> str:
     spec = source.get("spec") or {}
     return str(spec.get("image") or spec.get("address") or f"the catalog of CatalogSource {_name(source)}")
+
+
+def csv_images(csv: Manifest) -> set[str]:
+    """The images of the Deployments a CSV (live, or embedded in a catalog) says it runs."""
+    strategy = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
+    return {c.get("image", "") for d in strategy.get("deployments") or []
+            for c in (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []}
 
 
 def csv_permissions(csv: Manifest) -> dict[str, Any]:

@@ -42,7 +42,7 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "resolve": "choose the exact bundles, explain why, and write olm.lock",
     "diff": "review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
     "update": "list the updates each Operator could take; --apply commits each on a branch of its own",
-    "adopt": "write what OLM v0 runs into the repository; --operator: compare a declared bundle with what runs",
+    "adopt": "write what OLM v0 and OLM v1 run into the repository; --operator: compare a declared bundle with what runs",
     "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
     "status": "show each installed Operator's bundle, health, updates and revision",
     "watch": "reconcile continuously from a working tree or a remote git repository",
@@ -67,7 +67,7 @@ NO_NAMESPACE = {
     "diff": _DECLARED,
     "update": f"{_DECLARED}; --only NAME limits the updates to one Operator",
     "approve": f"{_DECLARED}; name the Operators to approve",
-    "adopt": "adopt reads every namespace's OLM v0 installs, and --operator the namespaces its bundle names; each "
+    "adopt": "adopt reads every namespace's OLM v0 installs and every ClusterExtension, and --operator the namespaces its bundle names; each "
              "declaration names the namespace it runs in",
     "promote": f"a promotion moves bundles between a fleet's stages, whatever their namespace; {_DECLARED}",
     "fleet": "fleet status shows every cluster's Operators, whatever their namespace; `reconciler status REPO "

@@ -1,4 +1,4 @@
-"""`reconciler adopt`: write into the repository what OLM v0 runs (declarations, lock entries, approvals)."""
+"""`reconciler adopt`: write into the repository what OLM v0 and OLM v1 run (declarations, lock entries, approvals)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ if TYPE_CHECKING:
 
 EXIT_CODES = """\
 exit codes:
-  0  every OLM v0 install was adopted (or there was none), and the files were written (--dry-run: shown);
+  0  every OLM v0 install and OLM v1 ClusterExtension was adopted (or there was none), and the files were written (--dry-run: shown);
      --operator: every object of the bundle runs as the bundle says (taking it over changes nothing)
   1  some installs could not be adopted: each is listed with its reason; the others were written;
      --operator: some objects differ from the bundle or are missing (each shown: a takeover would change them)
   2  an input error: the repository declares an adopted package differently, or its catalogs are invalid;
      --operator: an Operator the repository does not declare, or objects that cannot be taken over (each
      listed with why and what to do)
-  3  the cluster: unreachable, or it runs no OLM v0 (without --operator)
+  3  the cluster: unreachable, or it runs neither OLM v0 nor OLM v1 (without --operator)
 """
 
 
@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "spec.version, so it follows its channel as the Subscription did), the olm.lock entry of "
                     "exactly the bundle that runs (found in the repository's catalogs by name and checked by "
                     "content), and an approval of its permissions marked adopted, with the CSV as evidence. "
+                    "Every ClusterExtension OLM v1 installed is read the same way: its package, channel, "
+                    "version range (spec.version) and namespace, the bundle of status.install, and the "
+                    "ClusterExtension and its ServiceAccount as evidence. "
                     "The cluster is only read. Every install that cannot be adopted is listed with its reason. "
                     "Review and commit the files; the next `reconciler reconcile` takes the installs over from "
                     "OLM (docs/migration.md). "
@@ -78,25 +81,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.output != "text":
         from reconciler.errors import UsageError
 
-        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM v0 installs prints text",
+        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM installs prints text",
                          hint="add --operator NAME, or leave -o out")
     from reconciler.adopt import adopt
-    from reconciler.adopt.olmv0 import dependency_of, install_mode
 
     kube = _cluster(args)
     result = adopt(args.repo, kube, dry_run=args.dry_run)
     for a in result.adopted:
-        i = a.install
-        held = f", held by Manual Subscription {i.held_by} of its namespace" if i.held_by else ""
-        print(f"adopted {i.where}: Operator {a.operator} ({i.package}, channel {i.channel or 'default'}, "
-              f"{install_mode(i.namespace, i.target_namespaces)}, {'Manual' if i.manual else 'Automatic'} "
-              f"approval{held}), bundle {a.bundle} from catalogs/{a.catalog}"
-              + (f"; OLM made this Subscription for a dependency{dependency_of(i)}" if i.generated_by else ""),
-              file=out)
+        print(f"adopted {a.install.where}: Operator {a.operator} ({a.install.summary}), bundle {a.bundle} from "
+              f"catalogs/{a.catalog}{a.install.note}", file=out)
     for u in result.unmapped:
         print(f"not adopted {u.what}: {u.reason}" + (f"\n    to adopt it: {u.hint}" if u.hint else ""), file=out)
     if not result.adopted and not result.unmapped:
-        print("OLM v0 runs no install in this cluster: nothing to adopt", file=out)
+        print("OLM runs no install in this cluster: nothing to adopt", file=out)
     verb = "would write" if args.dry_run else "wrote"
     for rel, text in result.files.items():
         print(f"{verb} {rel}", file=out)

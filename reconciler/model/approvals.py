@@ -103,8 +103,10 @@ def parse_record(doc: Any, rel: str) -> ApprovalRecord:
         if not isinstance(waived, list) or not all(isinstance(w, str) for w in waived):
             raise fail(f"{where}.waivedPolicies must be a list of policy names")
         adopted = entry.get("adopted")
-        if adopted is not None and not (isinstance(adopted, dict) and adopted.get("clusterServiceVersion")):
-            raise fail(f"{where}.adopted must name the clusterServiceVersion that ran with these permissions")
+        if adopted is not None and not (isinstance(adopted, dict) and (adopted.get("clusterServiceVersion")
+                                                                       or adopted.get("clusterExtension"))):
+            raise fail(f"{where}.adopted must name the clusterServiceVersion (OLM v0) or the clusterExtension "
+                       f"(OLM v1) that ran with these permissions")
         bundles.append(ApprovedBundle(entry["name"], entry["digest"], perms, tuple(sorted(set(waived))), adopted))
     return ApprovalRecord(name, rel, tuple(bundles))
 

@@ -244,14 +244,17 @@ ANNOTATION_ADOPTED_FROM = "reconciler.dev/adopted-from"
 
 
 def _adopted_from(meta: dict[str, Any], origin: Origin, obj: str) -> str:
-    """``olm-v0/<namespace>/<subscription>``: the install `reconciler adopt` read, which `reconcile` takes over."""
+    """``olm-v0/<namespace>/<subscription>`` or ``olm-v1/<clusterextension>``: the install `reconciler adopt`
+    read, which `reconcile` takes over."""
     value = (meta.get("annotations") or {}).get(ANNOTATION_ADOPTED_FROM) or ""
     parts = value.split("/") if isinstance(value, str) else []
-    if value and not (len(parts) == 3 and parts[0] == "olm-v0" and is_dns1123_label(parts[1]) and parts[2]):
+    v0 = len(parts) == 3 and parts[0] == "olm-v0" and is_dns1123_label(parts[1]) and bool(parts[2])
+    v1 = len(parts) == 2 and parts[0] == "olm-v1" and bool(parts[1])
+    if value and not (v0 or v1):
         raise DeclarationError(f"metadata.annotations.{ANNOTATION_ADOPTED_FROM} must be olm-v0/<namespace>/"
-                               f"<subscription>, not {value!r}", path=str(origin), obj=obj,
-                               hint="it is written by `reconciler adopt`; restore it from git, or remove it once "
-                                    "the takeover is done")
+                               f"<subscription> or olm-v1/<clusterextension>, not {value!r}", path=str(origin),
+                               obj=obj, hint="it is written by `reconciler adopt`; restore it from git, or remove it "
+                                             "once the takeover is done")
     return value
 
 
@@ -270,7 +273,7 @@ def _adopt_existing(meta: dict[str, Any], origin: Origin, obj: str, adopted_from
                                     f"{meta.get('name')}`")
     if adopted_from:
         raise DeclarationError(f"metadata.annotations.{ANNOTATION_ADOPT} and {ANNOTATION_ADOPTED_FROM} are both "
-                               f"set; the OLM v0 takeover of {adopted_from} already takes over every object of the "
+                               f"set; the OLM takeover of {adopted_from} already takes over every object of the "
                                f"bundle", path=str(origin), obj=obj, hint=f"remove {ANNOTATION_ADOPT}")
     return True
 

@@ -7,9 +7,12 @@ own rendering of the same bundles, each pointing at its copy under bundles/.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -142,6 +145,37 @@ def git(path: Path, *args: str) -> str:
     done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=path,
                           capture_output=True, text=True, check=True)
     return done.stdout
+
+
+def shell(kubeconfig: Path, cwd: Path):
+    """``run(line, code=0)``: a documented line run by bash in ``cwd`` as a reader would (the cluster in
+    $KUBECONFIG, this Python's ``reconciler`` on PATH, a git identity), asserting its exit code; its stdout."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def run(line: str, code: int = 0) -> str:
+        done = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == code, f"{line}\n{done.stdout}{done.stderr}"
+        return done.stdout
+    run.env = env   # type: ignore[attr-defined]
+    return run
+
+
+def killed(argv: list[str], seconds: float, when=lambda: True) -> int | None:
+    """Run the CLI and SIGKILL it once ``when()`` holds, ``seconds`` later; its exit code if it finished first,
+    else None."""
+    proc = subprocess.Popen([sys.executable, "-m", "reconciler", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while proc.poll() is None and not when():
+        time.sleep(0.05)
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
 
 
 def reconciler(*args: str) -> subprocess.CompletedProcess:

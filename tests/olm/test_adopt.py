@@ -163,7 +163,7 @@ def test_a_cluster_without_olm_is_an_error(control_plane: ControlPlane, tmp_path
     repo = make_repo(tmp_path / "repo")
     done = reconciler("adopt", str(repo), "--kubeconfig", str(control_plane.kubeconfig_path))
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "the cluster runs no OLM v0: it does not serve Subscription" in done.stderr
+    assert "the cluster runs no OLM: it serves neither OLM v0's Subscription" in done.stderr
     assert git(repo, "status", "--porcelain") == ""
 
 

@@ -15,7 +15,6 @@ CSV any more, OLM not acting again, and the next reconcile a no-op.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
-from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo
+from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo, shell
 from tests.olm.support import needs_corpus, needs_olm
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
@@ -130,16 +129,8 @@ def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed:
         before = snapshot(api)
     assert before["customResources"] == ["kept"]
     make_repo(tmp_path / "platform-repo", CASES)
-    env = {**os.environ, "KUBECONFIG": str(installed.kubeconfig_path),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-
-    def run(line: str, code: int = 0) -> str:
-        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == code, f"{line}\n{done.stdout}{done.stderr}"
-        return done.stdout
+    run = shell(installed.kubeconfig_path, tmp_path)
+    env = run.env
 
     preview_adopt = run(block[0])
     assert all(f"would write operators/{c.package}.yaml" in preview_adopt for c in CASES), preview_adopt

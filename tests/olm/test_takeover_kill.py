@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.localcluster import ControlPlane
-from tests.olm.adoption import get, git, installed_by_olm, make_repo, reconciler
+from tests.olm.adoption import get, git, installed_by_olm, killed, make_repo, reconciler
 from tests.olm.support import needs_corpus, needs_olm
 from tests.olm.test_takeover import CASES, CR, olm_bookkeeping, snapshot
 
@@ -34,21 +31,6 @@ KILLS = 6
 def installed(request, olm_plane: ControlPlane, tmp_path_factory) -> Iterator[ControlPlane]:
     with installed_by_olm(request, olm_plane, tmp_path_factory.mktemp("kill-catalog"), CASES):
         yield olm_plane
-
-
-def killed(argv: list[str], seconds: float, when=lambda: True) -> int | None:
-    """Run the CLI and SIGKILL it once ``when()`` holds, ``seconds`` later; its exit code if it finished first,
-    else None."""
-    proc = subprocess.Popen([sys.executable, "-m", "reconciler", *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    while proc.poll() is None and not when():
-        time.sleep(0.05)
-    try:
-        return proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return None
 
 
 def test_a_takeover_killed_anywhere_converges(installed: ControlPlane, tmp_path: Path):

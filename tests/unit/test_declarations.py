@@ -342,6 +342,9 @@ def test_the_consent_to_adopt_what_runs_is_an_annotation_of_the_declaration():
 @pytest.mark.parametrize("annotations, message", [
     ({"reconciler.dev/adopt": "yes"}, "must be \"true\""),
     ({"reconciler.dev/adopt": "true", "reconciler.dev/adopted-from": "olm-v0/ns/plumbus"}, "are both set"),
+    ({"reconciler.dev/adopt": "true", "reconciler.dev/adopted-from": "olm-v1/plumbus"}, "are both set"),
+    ({"reconciler.dev/adopted-from": "olm-v1/ns/plumbus"}, "must be olm-v0/<namespace>/<subscription> or olm-v1/"),
+    ({"reconciler.dev/adopted-from": "olm-v2/plumbus"}, "must be olm-v0/<namespace>/<subscription> or olm-v1/"),
 ])
 def test_a_bad_consent_to_adopt_is_refused_naming_the_file(annotations, message):
     with pytest.raises(DeclarationError) as err:
