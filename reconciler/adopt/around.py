@@ -2,8 +2,8 @@
 
 Two kinds, both ownership policy: OLM installs the repository adopted
 (``takeover.py`` for OLM v0: its bookkeeping retired before and after the
-sync; ``takeover_olmv1.py`` for OLM v1: the ClusterExtension retired after
-it, orphaning what it installed) and
+sync; ``takeover_olmv1.py`` for OLM v1: the ClusterExtension deleted before
+it, orphaning what it installed, its release and marks removed after) and
 live objects an Operator's declaration consents to take over
 (``existing.py``: the consent acted on at its first apply, then spent).
 ``before`` gives the engine what each Operator may apply over and does what
