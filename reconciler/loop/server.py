@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from reconciler.errors import InputError
+
 if TYPE_CHECKING:
     from reconciler.loop import Loop
     from reconciler.loop.relay import HookRelay
@@ -69,7 +71,12 @@ class Server:
         self.hook_secret = hook_secret
         self.relay = relay
         handler = type("Handler", (_Handler,), {"server_ref": self})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        try:
+            self.httpd = ThreadingHTTPServer((host, port), handler)
+        except OSError as exc:   # the port taken, the address not this host's, or a privileged port
+            raise InputError(f"cannot listen on {host or '0.0.0.0'}:{port} (--listen): {exc.strerror or exc}",
+                             hint="another process may hold the port (`ss -ltnp` shows which); choose another "
+                                  "with --listen HOST:PORT, or stop that process") from None
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

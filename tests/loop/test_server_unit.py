@@ -49,3 +49,24 @@ def test_legacy_github_sha1_and_bitbucket_signatures():
     assert not verify(SECRET, BODY, {"x-hub-signature": "md5=" + hashlib.md5(BODY).hexdigest()})
     # With both headers, the SHA-256 one decides.
     assert not verify(SECRET, BODY, {"x-hub-signature-256": "sha256=" + "0" * 64, "x-hub-signature": sha1})
+
+
+def test_a_port_already_taken_is_an_error_naming_it_not_an_internal_one(tmp_path):
+    import socket
+
+    import pytest
+
+    from reconciler.errors import EXIT_ERROR, InputError
+    from reconciler.loop.server import Server
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    try:
+        with pytest.raises(InputError) as caught:
+            Server(Loop(LocalSource(tmp_path, watch=False), None), "127.0.0.1", port)
+    finally:
+        held.close()
+    assert f"cannot listen on 127.0.0.1:{port} (--listen): Address already in use" in caught.value.message
+    assert "--listen HOST:PORT" in caught.value.hint and caught.value.exit_code == EXIT_ERROR
