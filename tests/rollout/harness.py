@@ -163,6 +163,7 @@ class LiveFleet:
             for lv in self.live.values():
                 self._start_loop(lv)
             self.loops_started_at = time.monotonic()
+            self._until_listening()
         except BaseException:
             self.close()
             raise
@@ -217,6 +218,28 @@ class LiveFleet:
                 cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=None if _prctl is None else _die_with_parent,
                 env={**os.environ, "RECONCILER_CLUSTER": lv.member.name, "PYTHONUNBUFFERED": "1", "KUBECONFIG": ""})
+
+    def _until_listening(self, timeout: float = 180.0) -> None:
+        """Every loop serving its port. The port is picked free and released before the loop binds it, so another
+        process (an outgoing connection's ephemeral port) may take it in between: that loop, which exits saying
+        it cannot listen, starts again on another port."""
+        deadline = time.monotonic() + timeout
+        waiting = list(self.live.values())
+        while waiting:
+            for lv in list(waiting):
+                if _accepts(lv.port):
+                    waiting.remove(lv)
+                elif lv.loop is not None and lv.loop.poll() is not None:
+                    log = lv.log.read_text(errors="replace") if lv.log else ""
+                    if f"cannot listen on 127.0.0.1:{lv.port}" not in log:
+                        raise AssertionError(f"the loop of {lv.member.name} exited with code {lv.loop.returncode}; "
+                                             f"its log {lv.log}:\n{log[-2000:]}")
+                    lv.port = 0
+                    self._start_loop(lv)
+            if waiting and time.monotonic() > deadline:
+                raise AssertionError(f"loops not listening within {timeout:.0f}s: "
+                                     f"{[lv.member.name for lv in waiting]}; logs under {self.workdir / 'loops'}")
+            time.sleep(0.2)
 
     def stop_cluster(self, name: str) -> None:
         """The cluster goes down (API server, controllers, nodes); its loop keeps trying, as a pod that lost its
@@ -450,6 +473,16 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _accepts(port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def _stop(proc: subprocess.Popen | None) -> None:
