@@ -55,8 +55,9 @@ class VirtualCluster:
     """A kube-apiserver of its own on ``plane``'s etcd, under the key prefix ``/clusters/<name>``."""
 
     def __init__(self, plane: ControlPlane, name: str, *, watch_cache: bool = True, lean: bool = False,
-                 workloads: bool = False) -> None:
+                 workloads: bool = False, gogc: int = 25) -> None:
         self.plane, self.name, self.watch_cache, self.lean, self.workloads = plane, name, watch_cache, lean, workloads
+        self.gogc = gogc   # a lean server's Go GC target (GOGC): smaller heaps, more collection
         self.port = 0
         self._proc: subprocess.Popen | None = None
         self._workload_procs: dict[str, subprocess.Popen] = {}
@@ -90,9 +91,9 @@ class VirtualCluster:
             raise ControlPlaneError(f"virtual cluster {self.name} is already running")
         if not self.port:
             self.port = _free_ports(1)[0]
-        # A smaller heap (GOGC=25) for many idle servers. No GOMEMLIMIT: a limit below a server's live heap
-        # (about 180 MiB) makes Go's collector run without pause, 15% of a core per idle server.
-        env = {**os.environ, "GOGC": "25"} if self.lean else None
+        # A smaller heap (GOGC=25 by default) for many idle servers. No GOMEMLIMIT: a limit below a server's live
+        # heap (about 180 MiB) makes Go's collector run without pause, 15% of a core per idle server.
+        env = {**os.environ, "GOGC": str(self.gogc)} if self.lean else None
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(self._args(), cwd=self.plane.state_dir, stdin=subprocess.DEVNULL, env=env,
                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

@@ -133,6 +133,7 @@ class LiveFleet:
     poll: float = 30.0
     interval: float = 300.0
     parallel: int = 4
+    gogc: int = 100   # each simulated API server's GOGC (VirtualCluster): Go's default, less collection under load
     live: dict[str, _Live] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -182,7 +183,8 @@ class LiveFleet:
             self.server = None
 
     def _start_cluster(self, member: Member) -> None:
-        cluster = VirtualCluster(self.plane, member.name, watch_cache=False, lean=True, workloads=True)
+        cluster = VirtualCluster(self.plane, member.name, watch_cache=False, lean=True, workloads=True,
+                                 gogc=self.gogc)
         lv = _Live(member, cluster.start(timeout=180))
         self.live[member.name] = lv
         kube = Kube(cluster.admin_client())
