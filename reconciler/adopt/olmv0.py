@@ -21,7 +21,7 @@ needed it recorded (``Install.dependency_of``).
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -419,7 +419,12 @@ def describe_source(source: Manifest) -> str:
 def csv_images(csv: Manifest) -> set[str]:
     """The images of the Deployments a CSV (live, or embedded in a catalog) says it runs."""
     strategy = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
-    return {c.get("image", "") for d in strategy.get("deployments") or []
+    return deployment_images(strategy.get("deployments") or [])
+
+
+def deployment_images(deployments: Iterable[Manifest]) -> set[str]:
+    """The containers' images of Deployments: live ones, or a CSV's install strategy entries (the same spec)."""
+    return {c.get("image", "") for d in deployments
             for c in (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []}
 
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.adopt.olmv0 import Unmapped
-from reconciler.adopt.takeover_olmv1 import API_VERSION, OWNER_NAME, installed_bundle
+from reconciler.adopt.olmv0 import Unmapped, deployment_images
+from reconciler.adopt.takeover_olmv1 import API_VERSION, OWNER_KIND, OWNER_NAME, installed_bundle
 from reconciler.cluster.kube import Kube
 from reconciler.model.labels import parse_selector
 
@@ -102,8 +102,7 @@ class Extension:
 
     @property
     def images(self) -> set[str]:
-        return {c.get("image", "") for d in self.deployments
-                for c in (((d.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []}
+        return deployment_images(self.deployments)
 
     @property
     def catalog(self) -> str:
@@ -222,8 +221,7 @@ def _extension(view: ClusterView, ext: Manifest) -> Extension | Unmapped:
     name = _name(ext)
     deployments = tuple(d for d in view.deployments
                         if (d["metadata"].get("labels") or {}).get(OWNER_NAME) == name
-                        and (d["metadata"].get("labels") or {}).get("olm.operatorframework.io/owner-kind")
-                        == "ClusterExtension")
+                        and (d["metadata"].get("labels") or {}).get(OWNER_KIND) == "ClusterExtension")
     return Extension(ext, deployments, _catalog_images(view, source.get("catalog") or {}),
                      (watched,) if watched else ("",))
 
