@@ -62,15 +62,16 @@ def _mib(values: list[int]) -> str:
     return f"{statistics.median(values) / 2**20:.0f} MiB" if values else "-"
 
 
-def run_size(count: int, releases: int, poll: float, work: Path, gogc: int = 100) -> dict:
+def run_size(count: int, releases: int, poll: float, work: Path, gogc: int = 100, log_level: str = "info") -> dict:
     plane = ControlPlane(work / "plane", ensure_binaries(lambda _: None)).start()
-    fleet = LiveFleet(plane, work, members(count, STAGES), poll=poll, interval=300.0, parallel=4, gogc=gogc)
+    fleet = LiveFleet(plane, work, members(count, STAGES), poll=poll, interval=300.0, parallel=4, gogc=gogc,
+                      log_level=log_level)
     out: dict = {"clusters": count, "stage": [], "cluster": [], "rollout": [], "promote": [], "resolve": []}
     try:
         started = time.monotonic()
         fleet.start()
         every = [m.name for m in fleet.fleet]
-        first = fleet.wait_converged(every, "widget.v1.0.0", since=fleet.loops_started_at, timeout=900, every=0.5)
+        first = fleet.wait_converged(every, "widget.v1.0.0", since=fleet.loops_started_at, timeout=900)
         out["start"] = time.monotonic() - started
         out["first"] = max(first.values())
         for r in range(releases):
@@ -88,8 +89,7 @@ def run_size(count: int, releases: int, poll: float, work: Path, gogc: int = 100
                     out["promote"].append(time.monotonic() - before)
                     if done.returncode != 0:
                         raise SystemExit(f"promote --to {stage} refused: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-                times = fleet.wait_converged(fleet.names(stage), bundle, since=fleet.committed_at, timeout=900,
-                                             every=0.5)
+                times = fleet.wait_converged(fleet.names(stage), bundle, since=fleet.committed_at, timeout=900)
                 out["stage"].append(max(times.values()))
                 out["cluster"] += list(times.values())
                 cpu_now, now = fleet.cpu(), time.monotonic()
@@ -131,6 +131,8 @@ def main() -> None:
                         help="each simulated API server's GOGC: its heap grows this %% over the live heap before a "
                              "collection (default 100, Go's own; 25 trades CPU for smaller heaps)")
     parser.add_argument("--keep", type=Path, help="work here and keep it (logs of every process)")
+    parser.add_argument("--loop-log-level", default="info", choices=("debug", "info"),
+                        help="each loop's --log-level; debug logs every API request (costs CPU: not for figures)")
     args = parser.parse_args()
     sizes = [int(n) for n in args.clusters.split(",")]
     print(f"load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores; simulated API servers' GOGC {args.gogc}",
@@ -140,7 +142,7 @@ def main() -> None:
         work = (args.keep / f"fleet-{count}") if args.keep else Path(tempfile.mkdtemp(prefix="bench-rollout-"))
         work.mkdir(parents=True, exist_ok=True)
         try:
-            results.append(run_size(count, args.releases, args.poll, work, args.gogc))
+            results.append(run_size(count, args.releases, args.poll, work, args.gogc, args.loop_log_level))
         finally:
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)

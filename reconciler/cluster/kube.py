@@ -225,6 +225,7 @@ class Kube:
                 time.sleep(delay)
                 continue
             text = resp.data.decode("utf-8", "replace")
+            _log.debug("%s %s%s: %d", method, path, f" ({len(text)} bytes)" if text else "", resp.status)
             if 200 <= resp.status <= 299:
                 answer = json.loads(text) if text else None
                 if self.journal is not None and method != "GET" and ("dryRun", "All") not in (query or []):

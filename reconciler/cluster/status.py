@@ -16,6 +16,7 @@ CRDs on a cluster that runs both.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -97,20 +98,19 @@ def read_all(kube: Kube, instance: str | None = None) -> dict[str, Recorded]:
     info = resource(kube)
     if info is None:
         return {}
-    out = {}
-    for item in kube.list(info):
-        owner = instance_of(item["metadata"].get("labels"))
-        if instance is not None and owner != instance:
-            continue
-        status = item.get("status") or {}
-        meta = item["metadata"]
-        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-        inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
-        out[meta["name"]] = Recorded(
-            meta["name"], inv, item.get("spec") or {}, status, int(meta.get("generation") or 0), owner,
-            LABEL_INSTANCE in labels, labels.get(LABEL_PART_OF, ""), annotations.get(ANNOTATION_REPOSITORY, ""),
-            annotations.get(ANNOTATION_CLUSTER, ""))
-    return out
+    records = (record_of(item) for item in kube.list(info))
+    return {r.name: r for r in records if instance is None or r.instance == instance}
+
+
+def record_of(item: Mapping[str, Any]) -> Recorded:
+    """One status object as read (a list's item, or a watch event's object)."""
+    status = item.get("status") or {}
+    meta = item["metadata"]
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    inv = tuple(sorted(ObjectRef.from_dict(d) for d in status.get("inventory") or []))
+    return Recorded(meta["name"], inv, item.get("spec") or {}, status, int(meta.get("generation") or 0),
+                    instance_of(labels), LABEL_INSTANCE in labels, labels.get(LABEL_PART_OF, ""),
+                    annotations.get(ANNOTATION_REPOSITORY, ""), annotations.get(ANNOTATION_CLUSTER, ""))
 
 
 def now() -> str:

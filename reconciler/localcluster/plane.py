@@ -37,6 +37,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -390,10 +391,16 @@ class ControlPlane:
         ]
 
     def _audit_policy(self) -> Path:
+        """The policy file, written when missing or different; atomically, since API servers of virtual clusters
+        started at once read it while another's arguments are built."""
         path = self.state_dir / _AUDIT_POLICY
-        path.write_text(yaml.safe_dump({
+        text = yaml.safe_dump({
             "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
-            "rules": [{"level": "Metadata", "users": [DEPLOYED_USER]}, {"level": "None"}]}))
+            "rules": [{"level": "Metadata", "users": [DEPLOYED_USER]}, {"level": "None"}]})
+        if not path.exists() or path.read_text() != text:
+            partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            partial.write_text(text)
+            os.replace(partial, path)
         return path
 
     def _controller_manager_args(self) -> list[str]:

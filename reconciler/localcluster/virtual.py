@@ -74,7 +74,9 @@ class VirtualCluster:
 
     def _args(self) -> list[str]:
         args = self.plane._apiserver_args()
-        args = [a for a in args if not a.startswith(("--secure-port=", "--cert-dir="))]
+        # No audit log: the plane's records what deploy/'s ServiceAccount does there (tests/incluster); a fleet's
+        # loops act as that same account, and would fill it (and spend their API servers' CPU) with theirs.
+        args = [a for a in args if not a.startswith(("--secure-port=", "--cert-dir=", "--audit-"))]
         args += [f"--secure-port={self.port}", f"--etcd-prefix=/clusters/{self.name}",
                  f"--cert-dir={self.plane.state_dir / 'pki' / ('virtual-' + self.name)}"]
         if not self.watch_cache:

@@ -21,11 +21,13 @@ repository.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -134,6 +136,7 @@ class LiveFleet:
     interval: float = 300.0
     parallel: int = 4
     gogc: int = 100   # each simulated API server's GOGC (VirtualCluster): Go's default, less collection under load
+    log_level: str = "info"   # each loop's --log-level (debug: every API request it makes, in its log)
     live: dict[str, _Live] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -208,7 +211,7 @@ class LiveFleet:
         home = self.workdir / "loops" / lv.member.name
         (home / "token").write_text(GIT_TOKEN + "\n")
         (home / "hook").write_text(HOOK_SECRET + "\n")
-        lv.port = lv.port or _free_port()
+        lv.port = lv.port or _free_port(avoid={other.port for other in self.live.values()})
         lv.log = home / "watch.log"
         with lv.log.open("ab") as log:
             lv.loop = subprocess.Popen(
@@ -216,20 +219,22 @@ class LiveFleet:
                  f"--interval={self.interval:g}", f"--listen=127.0.0.1:{lv.port}", "--leader-elect",
                  f"--identity={lv.member.name}-reconciler-0", f"--cache-dir={home / 'cache'}",
                  f"--git-username={GIT_USER}", f"--git-token-file={home / 'token'}",
-                 f"--hook-secret-file={home / 'hook'}", f"--kubeconfig={lv.loop_kubeconfig}"],
+                 f"--hook-secret-file={home / 'hook'}", f"--kubeconfig={lv.loop_kubeconfig}", f"--log-level={self.log_level}"],
                 cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=None if _prctl is None else _die_with_parent,
                 env={**os.environ, "RECONCILER_CLUSTER": lv.member.name, "PYTHONUNBUFFERED": "1", "KUBECONFIG": ""})
 
     def _until_listening(self, timeout: float = 180.0) -> None:
         """Every loop serving its port. The port is picked free and released before the loop binds it, so another
-        process (an outgoing connection's ephemeral port) may take it in between: that loop, which exits saying
-        it cannot listen, starts again on another port."""
+        process (an outgoing connection's ephemeral port, a server started meanwhile) may take it in between:
+        that loop, which exits saying it cannot listen, starts again on another port. A port counts as the loop's
+        when its process is alive and a loop's health endpoint answers there (no two loops are given one port),
+        never merely because something accepts connections on it."""
         deadline = time.monotonic() + timeout
         waiting = list(self.live.values())
         while waiting:
             for lv in list(waiting):
-                if _accepts(lv.port):
+                if lv.loop is not None and lv.loop.poll() is None and _serves_health(lv.port):
                     waiting.remove(lv)
                 elif lv.loop is not None and lv.loop.poll() is not None:
                     log = lv.log.read_text(errors="replace") if lv.log else ""
@@ -347,45 +352,100 @@ class LiveFleet:
             recorded = status_objects.read_all(lv.kube, INSTANCE)
         except Exception:   # noqa: BLE001 - a cluster that is down reads as None
             return None
-        out = {}
-        for op, rec in recorded.items():
-            ready = next((c for c in rec.status.get("conditions") or [] if c.get("type") == "Ready"), {})
-            out[op] = Seen(((rec.status.get("bundle") or {}).get("name") or ""), ready.get("status") == "True",
-                           str(ready.get("reason") or ""), str(rec.status.get("revision") or ""))
-        return out
+        return {op: _seen(rec) for op, rec in recorded.items()}
 
     def deployment(self, name: str, deployment: str = OPERATOR, namespace: str = NAMESPACE) -> dict | None:
         kube = Kube(self.live[name].cluster.admin_client())
         return kube.get(kube.resource("apps/v1", "Deployment"), namespace, deployment)
 
     def wait_converged(self, names: list[str], bundle: str, *, ready: bool = True, timeout: float = 300.0,
-                       operator: str = OPERATOR, since: float | None = None, every: float = 0.2
+                       operator: str = OPERATOR, since: float | None = None, every: float = 0.5
                        ) -> dict[str, float]:
         """Wait until every named cluster reports ``operator`` at ``bundle`` (Ready, unless ``ready`` is False);
         the seconds from ``since`` (default: now) at which each was first seen so. Fails naming the clusters that
-        did not, and what they report, after the bound (which is generous: not a timing assertion)."""
+        did not, and what they report, after the bound (which is generous: not a timing assertion).
+
+        Each cluster's status objects are watched (a list, then a watch from its resourceVersion), so a change
+        is seen when the API server sends it, and an observer of 30 clusters adds no polling load to them; a
+        cluster that cannot be read is tried again every ``every`` seconds.
+        """
         since = time.monotonic() if since is None else since
         seen: dict[str, float] = {}
         last: dict[str, object] = {}
+        changed = threading.Condition()
+        done = threading.Event()
 
-        def look(name: str) -> tuple[str, object]:
-            return name, (self.observe(name) or {}).get(operator)
+        def report(name: str, records: dict[str, Seen] | None) -> None:
+            got = (records or {}).get(operator)
+            with changed:
+                last[name] = got
+                if name not in seen and got is not None and got.bundle == bundle and (got.ready or not ready):
+                    seen[name] = time.monotonic() - since
+                    changed.notify_all()
 
+        for name in names:
+            threading.Thread(target=self._follow, args=(name, report, done, every), daemon=True,
+                             name=f"watch-{name}").start()
         deadline = time.monotonic() + timeout
-        with ThreadPoolExecutor(min(8, max(1, len(names)))) as pool:
-            while True:
-                for name, got in pool.map(look, [n for n in names if n not in seen]):
-                    last[name] = got
-                    if got is not None and got.bundle == bundle and (got.ready or not ready):
-                        seen[name] = time.monotonic() - since
-                if len(seen) == len(names):
-                    return seen
-                if time.monotonic() > deadline:
-                    missing = {n: last.get(n) for n in names if n not in seen}
-                    raise AssertionError(f"not every cluster reached {operator} {bundle}"
-                                         f"{' Ready' if ready else ''} within {timeout:.0f}s: {missing}; "
-                                         f"loop logs under {self.workdir / 'loops'}")
-                time.sleep(every)
+        try:
+            with changed:
+                while len(seen) < len(names):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        missing = {n: last.get(n) for n in names if n not in seen}
+                        raise AssertionError(f"not every cluster reached {operator} {bundle}"
+                                             f"{' Ready' if ready else ''} within {timeout:.0f}s: {missing}; "
+                                             f"loop logs under {self.workdir / 'loops'}")
+                    changed.wait(remaining)
+                return dict(seen)
+        finally:
+            done.set()
+
+    def _follow(self, name: str, report, done: threading.Event, every: float) -> None:
+        """Report cluster ``name``'s Operators (``Seen`` by name, None while it cannot be read) on every change
+        until ``done``."""
+        from kubernetes import client, watch
+
+        group, version = status_objects.API_VERSION.split("/")
+        records: dict[str, Seen] = {}
+        version_seen = ""
+        api = None
+        while not done.is_set():
+            try:
+                api = api or client.CustomObjectsApi(self.live[name].cluster.admin_client())
+                if not version_seen:
+                    listing = api.list_cluster_custom_object(group, version, status_objects.PLURAL,
+                                                             _request_timeout=(2, 5))
+                    records = {r.name: _seen(r) for r in map(status_objects.record_of, listing.get("items") or [])
+                               if r.instance == INSTANCE}
+                    version_seen = listing["metadata"]["resourceVersion"]
+                    report(name, dict(records))
+                # Short watches, resumed from the last version seen: the thread notices ``done`` within seconds.
+                for event in watch.Watch().stream(api.list_cluster_custom_object, group, version,
+                                                  status_objects.PLURAL, resource_version=version_seen,
+                                                  timeout_seconds=3, allow_watch_bookmarks=True,
+                                                  _request_timeout=(2, 10)):
+                    obj = event.get("raw_object") or event.get("object") or {}
+                    if event.get("type") == "ERROR":   # the version is too old: list again
+                        version_seen = ""
+                        break
+                    version_seen = (obj.get("metadata") or {}).get("resourceVersion") or version_seen
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    rec = status_objects.record_of(obj)
+                    if rec.instance != INSTANCE:
+                        continue
+                    if event.get("type") == "DELETED":
+                        records.pop(rec.name, None)
+                    else:
+                        records[rec.name] = _seen(rec)
+                    report(name, dict(records))
+                    if done.is_set():
+                        break
+            except Exception:   # noqa: BLE001 - a cluster that is down reads as None, and is tried again
+                version_seen = ""
+                report(name, None)
+                done.wait(every)
 
     def memory(self) -> tuple[list[int], list[int]]:
         """(resident bytes per cluster, its processes summed; resident bytes per loop process)."""
@@ -415,6 +475,12 @@ class LiveFleet:
 
     def names(self, stage: str) -> list[str]:
         return [m.name for m in self.fleet if m.stage == stage]
+
+
+def _seen(rec: status_objects.Recorded) -> Seen:
+    ready = next((c for c in rec.status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    return Seen(((rec.status.get("bundle") or {}).get("name") or ""), ready.get("status") == "True",
+                str(ready.get("reason") or ""), str(rec.status.get("revision") or ""))
 
 
 def deploy_objects(variant: str) -> list[dict]:
@@ -469,21 +535,26 @@ def _deployment(version: str, unschedulable: bool) -> str:
         sort_keys=False)
 
 
-def _free_port() -> int:
+def _free_port(avoid: set[int] = frozenset()) -> int:
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in avoid:
+            return port
 
 
-def _accepts(port: int) -> bool:
-    import socket
-
+def _serves_health(port: int) -> bool:
+    """Whether a loop's ``/healthz`` answers on ``port`` (another kind of server there does not count)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return True
-    except OSError:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+                f"http://127.0.0.1:{port}/healthz", timeout=2.0) as answer:
+            return answer.read() in (b"ok\n", b"stopping\n")
+    except urllib.error.HTTPError as exc:
+        return exc.code == 503 and exc.read() == b"stopping\n"
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return False
 
 
