@@ -16,6 +16,7 @@ CRDs on a cluster that runs both.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -181,8 +182,8 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
         applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
         _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
 
-    def apply_status() -> None:
-        _apply_status(kube, info, name, status, FIELD_MANAGER)
+    def apply_status() -> Mapping[str, Any] | None:
+        return (_apply_status(kube, info, name, status, FIELD_MANAGER) or {}).get("metadata")
 
     relabel = previous is None or previous.instance != instance or not previous.labelled \
         or previous.part_of != part_of or bool(repository and previous.repository != repository) \
@@ -190,12 +191,12 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
     if not generation or relabel:  # a new object, a new spec or new labels; otherwise the spec is not sent again
         apply_spec()
     try:
-        apply_status()
+        written = apply_status()
     except ApiError as exc:
         if exc.status != 404 or not generation:
             raise
         apply_spec()  # deleted since it was read: created again
-        apply_status()
+        written = apply_status()
     for cond in status.get("conditions", []):
         old = old_conditions.get(cond["type"])
         if old is None:
@@ -205,7 +206,7 @@ def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], statu
             changed = old.get("status") != cond["status"] or (
                 cond["type"] in ("Ready", "Degraded") and old.get("reason") != cond.get("reason"))
         if changed:
-            _announce(kube, name, cond)
+            _announce(kube, name, cond, written)
 
 
 REJECTION_MANAGER = f"{FIELD_MANAGER}-source"
@@ -244,8 +245,10 @@ def record_adoption(kube: Kube, info: ResourceInfo, name: str, adoption: dict[st
     _apply_status(kube, info, name, {ADOPTED: adoption}, ADOPTION_MANAGER)
 
 
-def _apply_status(kube: Kube, info: ResourceInfo, name: str, status: dict[str, Any], manager: str) -> None:
-    kube.request("PATCH", info.path("", name) + "/status", query=[("fieldManager", manager), ("force", "true")],
+def _apply_status(kube: Kube, info: ResourceInfo, name: str, status: dict[str, Any], manager: str
+                  ) -> dict[str, Any] | None:
+    """Server-side apply of ``status`` under ``manager``; the object as the API server answered."""
+    return kube.request("PATCH", info.path("", name) + "/status", query=[("fieldManager", manager), ("force", "true")],
                  body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
                  content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
 
@@ -272,12 +275,13 @@ def event_type(cond: dict[str, Any]) -> str:
     return "Normal"
 
 
-def _announce(kube: Kube, name: str, cond: dict[str, Any]) -> None:
-    """An Event for a condition's transition; best effort, an Event that cannot be written is no error."""
+def _announce(kube: Kube, name: str, cond: dict[str, Any], about: Mapping[str, Any] | None = None) -> None:
+    """An Event for a condition's transition (``about``: the status object's metadata, just written); best
+    effort, an Event that cannot be written is no error."""
     try:
         record_event(kube, name, type_=event_type(cond),
                      reason=str(cond.get("reason") or cond["type"]),
-                     message=f"{cond['type']}={cond['status']}: {cond.get('message', '')}")
+                     message=f"{cond['type']}={cond['status']}: {cond.get('message', '')}", about=about)
     except ClusterError:
         pass
 
@@ -286,8 +290,15 @@ def delete(kube: Kube, info: ResourceInfo, name: str) -> None:
     kube.delete(info, "", name)
 
 
+# The Events this process wrote, by (API server, namespace, name): their count and resourceVersion, so a repeat is
+# one PATCH, as client-go's recorder keeps its own; bounded, the oldest forgotten first.
+_EVENTS: dict[tuple[str, str, str], tuple[int, str]] = {}
+_EVENTS_LOCK = threading.Lock()
+_EVENTS_KEPT = 1024
+
+
 def record_event(kube: Kube, name: str, *, type_: str, reason: str, message: str, namespace: str = "default",
-                 instance: str = "") -> None:
+                 instance: str = "", about: Mapping[str, Any] | None = None) -> None:
     """A core/v1 Event about the status object ``name``, shown by ``kubectl describe``.
 
     Events about cluster-scoped objects live in ``namespace`` ("default", as
@@ -295,45 +306,85 @@ def record_event(kube: Kube, name: str, *, type_: str, reason: str, message: str
     message) is aggregated as kubectl's recorder does: one Event whose ``count``
     and ``lastTimestamp`` grow, so a flapping drift does not add an object each
     interval. Best effort: a status object that does not exist gets none.
+
+    ``about`` is the status object's metadata when the caller has just written it (else it is read). An Event
+    this process wrote before is counted with one PATCH on top of the version it left; one it does not know
+    (written by another replica, or before a restart) is read first; one that expired is written anew.
     """
     import hashlib
 
-    info = resource(kube)
-    live = kube.get(info, "", name) if info else None
+    if about is None:
+        info = resource(kube)
+        live = kube.get(info, "", name) if info else None
+        if live is None:
+            return
+        about = live["metadata"]
     events = kube.resource("v1", "Event")
-    if live is None or events is None:
+    if events is None:
         return
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    meta = live["metadata"]
     message = message[:1024]
-    key = hashlib.sha256("\0".join((meta.get("uid") or "", type_, reason, message)).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join((about.get("uid") or "", type_, reason, message)).encode()).hexdigest()[:16]
     event_name = f"{name}.{key}"
     where = f"Event about {KIND} {name}"
-    existing = kube.get(events, namespace, event_name)
-    if existing is not None:
-        patch = {"count": int(existing.get("count") or 1) + 1, "lastTimestamp": now,
-                 "metadata": {"resourceVersion": existing["metadata"]["resourceVersion"]}}
-        try:
-            kube.request("PATCH", events.path(namespace, event_name), body=patch,
-                         content_type="application/merge-patch+json", obj=where)
+    known = (kube.server, namespace, event_name)
+    with _EVENTS_LOCK:
+        counted = _EVENTS.get(known)
+
+    def count(existing: tuple[int, str]) -> None:
+        """PATCH the count up on top of ``existing`` (count, resourceVersion): a 409 when it changed since."""
+        _remember(known, kube.request("PATCH", events.path(namespace, event_name), body={
+            "count": existing[0] + 1, "lastTimestamp": now, "metadata": {"resourceVersion": existing[1]}},
+            content_type="application/merge-patch+json", obj=where))
+
+    def recount() -> None:
+        """Count an Event written by someone else (another replica, this process before a restart) up."""
+        existing = kube.get(events, namespace, event_name)
+        if existing is None:
+            return   # gone meanwhile: best effort
+        if existing.get("firstTimestamp") == now and existing.get("reportingInstance") == body["reportingInstance"] \
+                and int(existing.get("count") or 1) == 1:
+            _remember(known, existing)   # this very POST, retried after its answer was lost
             return
+        try:
+            count((int(existing.get("count") or 1), existing["metadata"]["resourceVersion"]))
         except ApiError as exc:
-            if exc.status not in (404, 409):
+            if exc.status not in (404, 409):   # 409: another writer counted this same occurrence a moment ago
                 raise
-            if exc.status == 409:
-                return  # another writer counted this same occurrence a moment ago
+
     body = {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": event_name, "namespace": namespace},
-        "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": meta.get("uid"),
-                           "resourceVersion": meta.get("resourceVersion")},
+        "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": about.get("uid"),
+                           "resourceVersion": about.get("resourceVersion")},
         "type": type_, "reason": reason, "message": message, "count": 1,
         "firstTimestamp": now, "lastTimestamp": now,
         "source": {"component": FIELD_MANAGER}, "reportingComponent": f"{API_GROUP}/{FIELD_MANAGER}",
         "reportingInstance": instance or FIELD_MANAGER,
     }
+    if counted is not None:
+        try:
+            count(counted)
+            return
+        except ApiError as exc:
+            if exc.status == 409:   # written by another since this process did
+                recount()
+                return
+            if exc.status != 404:   # 404: it expired; written anew
+                raise
     try:
-        kube.request("POST", events.path(namespace), body=body, obj=where, repeatable=True)
+        _remember(known, kube.request("POST", events.path(namespace), body=body, obj=where, repeatable=True))
     except ApiError as exc:
-        if exc.status != 409:  # created by the retry of a request whose answer was lost
+        if exc.status != 409:
             raise
+        recount()
+
+
+def _remember(known: tuple[str, str, str], event: Mapping[str, Any] | None) -> None:
+    if not event:
+        return
+    with _EVENTS_LOCK:
+        _EVENTS.pop(known, None)
+        _EVENTS[known] = (int(event.get("count") or 1), str((event.get("metadata") or {}).get("resourceVersion")))
+        while len(_EVENTS) > _EVENTS_KEPT:
+            _EVENTS.pop(next(iter(_EVENTS)))

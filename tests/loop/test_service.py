@@ -130,6 +130,43 @@ def test_repeated_events_are_aggregated(k8s, gitops, clean):
     assert [e["count"] for e in events(k8s) if e["reason"] == "Applied" and e["message"] == "applied abc"] == [1]
 
 
+def test_a_repeated_event_is_one_write_and_one_written_elsewhere_or_expired_is_still_counted_right(k8s, gitops,
+                                                                                                   clean):
+    """A repeat of an Event this process wrote is one PATCH (kubectl's recorder keeps its own too); one another
+    writer counted since is read and counted on top; one deleted (expired) is written anew with count 1."""
+    from reconciler import pipeline
+    from reconciler.cluster.kube import Kube
+
+    pipeline.reconcile(gitops.path, k8s, dry_run=False)
+    sent: list[str] = []
+
+    class Counting(Kube):
+        def request(self, method, path, **kwargs):
+            if "/events" in path:
+                sent.append(method)
+            return super().request(method, path, **kwargs)
+
+    kube = Counting(k8s.transport)
+    about = k8s.get(status_objects.resource(k8s), "", "plumbus")["metadata"]
+
+    def record() -> dict:
+        status_objects.record_event(kube, "plumbus", type_="Normal", reason="Probe", message="probe", about=about)
+        return next(e for e in events(k8s) if e["reason"] == "Probe")
+
+    assert record()["count"] == 1 and sent == ["POST"]
+    sent.clear()
+    assert record()["count"] == 2 and sent == ["PATCH"]
+    event = record()
+    info = k8s.resource("v1", "Event")
+    ns, name = event["metadata"]["namespace"], event["metadata"]["name"]
+    k8s.request("PATCH", info.path(ns, name), body={"count": 10}, content_type="application/merge-patch+json")
+    sent.clear()
+    assert record()["count"] == 11 and sent == ["PATCH", "GET", "PATCH"]
+    k8s.delete(info, ns, name)
+    sent.clear()
+    assert record()["count"] == 1 and sent == ["PATCH", "POST"]
+
+
 def test_drift_correction_is_an_event_and_a_metric_of_its_own(k8s, gitops, clean):
     from reconciler.loop import LocalSource, UNCHANGED
 
