@@ -129,10 +129,9 @@ def ensure_all(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSet
     """
     if not wanted and not collect and not _any_left(kube, namespace, instance):
         return {}
-    live = _live(kube)
     ns_info = kube.resource("v1", "Namespace")
-    existing = {(o.get("metadata") or {}).get("name") for o in kube.list(ns_info, metadata_only=True)} \
-        if wanted else set()
+    live, names = _live(kube, namespaces=bool(wanted))
+    existing = names or set()
     for operator, (permissions, shipped) in sorted(wanted.items()):
         for ns in [namespace, *(s for s in permissions.scopes() if s != CLUSTER)]:
             if ns in existing:
@@ -187,7 +186,7 @@ def for_dry_run(kube: Kube, namespace: str, wanted: dict[str, tuple[PermissionSe
     approval that changed): planned as bound now, what only the new permissions allow cannot be checked. An
     Operator with no installer yet (a first install) is left out.
     """
-    live = _live(kube)
+    live = _live(kube)[0]
     mine: dict[str, set[tuple[str, str, str]]] = {}
     for key, item in live.items():
         labels = (item.get("metadata") or {}).get("labels") or {}
@@ -222,7 +221,7 @@ def _any_left(kube: Kube, namespace: str, instance: str) -> bool:
 
 def remove(kube: Kube, namespace: str, operator: str) -> None:
     """Delete an uninstalled Operator's installer and its RBAC."""
-    for (kind, ns, name), item in sorted(_live(kube, operator).items()):
+    for (kind, ns, name), item in sorted(_live(kube, operator)[0].items()):
         _delete(kube, item["apiVersion"], kind, ns, name)
 
 
@@ -238,16 +237,30 @@ def _rbac_body(obj: Manifest) -> tuple:
             labels.get(LABEL_INSTANCE))
 
 
-def _live(kube: Kube, operator: str | None = None) -> dict[tuple[str, str, str], Manifest]:
-    """Every installer object in the cluster (of one Operator, if given), by kind, namespace and name."""
+_INSTALLER_KINDS = (("v1", "ServiceAccount"), (RBAC_V1, "ClusterRole"), (RBAC_V1, "ClusterRoleBinding"),
+                    (RBAC_V1, "Role"), (RBAC_V1, "RoleBinding"))
+
+
+def _live(kube: Kube, operator: str | None = None, *, namespaces: bool = False
+          ) -> tuple[dict[tuple[str, str, str], Manifest], set[str] | None]:
+    """Every installer object in the cluster (of one Operator, if given), by kind, namespace and name; and with
+    ``namespaces`` the names of the cluster's namespaces. The lists are independent: sent at once."""
+    from reconciler.cluster.concurrent import concurrently
+
     selector = LABEL_INSTALLER if operator is None else f"{LABEL_INSTALLER}={operator}"
+
+    def listing(kind: tuple[str, str] | None) -> list[Manifest]:
+        if kind is None:
+            return kube.list(kube.resource("v1", "Namespace"), metadata_only=True)
+        return kube.list(kube.resource(*kind), label_selector=selector)
+
+    lists = concurrently(listing, [*_INSTALLER_KINDS, *([None] if namespaces else [])])
     out = {}
-    for api_version, kind in (("v1", "ServiceAccount"), (RBAC_V1, "ClusterRole"), (RBAC_V1, "ClusterRoleBinding"),
-                              (RBAC_V1, "Role"), (RBAC_V1, "RoleBinding")):
-        for item in kube.list(kube.resource(api_version, kind), label_selector=selector):
+    for (_, kind), items in zip(_INSTALLER_KINDS, lists):
+        for item in items:
             meta = item.get("metadata") or {}
             out[(kind, meta.get("namespace", ""), meta.get("name", ""))] = item
-    return out
+    return out, {(o.get("metadata") or {}).get("name") for o in lists[-1]} if namespaces else None
 
 
 def _wait_in_force(kube: Kube, user: str, permissions: PermissionSet) -> None:
