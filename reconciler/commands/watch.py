@@ -216,8 +216,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if elector is not None and hook_secret:
         from reconciler.loop.relay import HookRelay
 
-        relay = HookRelay(Kube(api), _lease_namespace(args), f"{args.lease_name}-hook", identity,
-                          period=max(1.0, elector.retry_period))
+        relay = HookRelay(elector, period=max(1.0, elector.retry_period))
     server = Server(loop, listen[0], listen[1], hook_secret.encode() if hook_secret else None,
                     relay=relay) if listen else None
 

@@ -1,16 +1,19 @@
-"""A push hook that lands on a standby replica reaches the leader through a ConfigMap.
+"""A push hook that lands on a standby replica reaches the leader through the Lease they campaign for.
 
 With several replicas behind one Service, the git host's POST reaches any of
 them. The replica that leads reconciles at once; a standby records the
-request in the ConfigMap ``<lease-name>-hook`` beside the Lease (server-side
-apply of a fresh request id, so nothing is lost to a race and a repeat is
-harmless), and the leader, which reads that ConfigMap every few seconds while
-it leads, reconciles when the id changes. A hook recorded while nobody leads
-is covered too: a new leader reconciles when it takes the Lease (``look``
-says which ids count as covered, and why).
+request on the Lease as annotations (a fresh request id, which event, which
+replica took it), written on top of the version it read so that nothing
+else on the Lease is lost and a race is simply tried again. The leader
+renews the Lease every retry period on top of its own last write
+(``lease.py``): a write by anyone else makes that renewal conflict, so the
+leader reads the Lease again and sees the new id within one period, with no
+request of its own for the relay. A hook recorded while nobody leads is
+covered too: a new leader reconciles when it takes the Lease (``look`` says
+which ids count as covered, and why).
 
-The ConfigMap is not desired state and carries no payload: only when, which
-event and which replica took the request.
+The annotations are not desired state and carry no payload: only when,
+which event and which replica took the request.
 """
 
 from __future__ import annotations
@@ -21,37 +24,55 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from reconciler.cluster.kube import Kube
+from reconciler.cluster.kube import ApiError
 from reconciler.errors import ClusterError
-from reconciler.model.kube import ownership_labels
+from reconciler.loop.lease import LeaderElector
+from reconciler.model.kube import API_GROUP
 
 log = logging.getLogger("reconciler.hook")
 FIELD_MANAGER = "reconciler-hook"
+REQUEST, EVENT, RECEIVED_BY = (f"hook.{API_GROUP}/request", f"hook.{API_GROUP}/event",
+                               f"hook.{API_GROUP}/received-by")
+_ATTEMPTS = 5   # a standby's write races only the leader's renewals, every retry period
 
 
 class HookRelay:
-    def __init__(self, kube: Kube, namespace: str, name: str, identity: str, *, period: float = 2.0) -> None:
-        self.kube = kube
-        self.namespace, self.name, self.identity = namespace, name, identity
+    def __init__(self, elector: LeaderElector, *, period: float = 2.0) -> None:
+        self.elector = elector
+        self.identity = elector.identity
         self.period = period
         self._seen: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _info(self):
-        return self.kube.resource("v1", "ConfigMap")
-
     def record(self, event: str) -> str:
-        """Record one hook for the leader; returns the request id. Raises ClusterError when it cannot."""
+        """Record one hook for the leader on the Lease; returns the request id. Raises ClusterError when it
+        cannot."""
+        elector = self.elector
+        kube, info = elector.kube, elector._info()
+        where = f"Lease {elector.namespace}/{elector.name}"
         request = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}/{uuid.uuid4().hex[:12]}"
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": self.name, "namespace": self.namespace, "labels": ownership_labels("reconciler")},
-                "data": {"request": request, "event": event, "receivedBy": self.identity}}
-        self.kube.apply(self._info(), body, field_manager=FIELD_MANAGER, dry_run=False)
-        return request
+        for _ in range(_ATTEMPTS):
+            lease = kube.get(info, elector.namespace, elector.name)
+            if lease is None:
+                raise ClusterError(f"{where} does not exist: no replica campaigns for it", obj=where,
+                                   hint="start a replica with --leader-elect, which creates it")
+            meta = lease.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}),
+                                   REQUEST: request, EVENT: event, RECEIVED_BY: self.identity}
+            try:
+                kube.request("PUT", info.path(elector.namespace, elector.name), body=lease,
+                             query=[("fieldManager", FIELD_MANAGER)], obj=where)
+                return request
+            except ApiError as exc:
+                if exc.status != 409:   # 409: the leader renewed meanwhile; read it again
+                    raise
+        raise ClusterError(f"cannot record the hook on {where}: it changed under every one of {_ATTEMPTS} writes",
+                           obj=where, hint="the git host retries a hook that failed; polling catches up anyway")
 
     def look(self, leading: bool) -> str | None:
-        """The request id the leader has yet to reconcile for, if any.
+        """The request id the leader has yet to reconcile for, if any, from the Lease as the elector last saw it
+        (no request of its own).
 
         ``_seen`` is the last id known to be covered. A standby's first look
         takes the baseline: whatever was recorded before it is covered by the
@@ -65,8 +86,10 @@ class HookRelay:
         """
         if not leading and self._seen is not None:
             return None
-        cm = self.kube.get(self._info(), self.namespace, self.name)
-        current = ((cm or {}).get("data") or {}).get("request", "")
+        lease = self.elector.lease
+        if lease is None:   # not read yet: no baseline either
+            return None
+        current = ((lease.get("metadata") or {}).get("annotations") or {}).get(REQUEST, "")
         previous, self._seen = self._seen, current
         if not leading or not current or current == previous:
             return None
@@ -79,10 +102,9 @@ class HookRelay:
                 try:
                     if self.look(leading()):
                         trigger("webhook (relayed by a standby replica)")
-                except ClusterError as exc:
-                    log.warning("cannot read the hook record %s/%s: %s", self.namespace, self.name, exc.message)
                 except Exception:  # noqa: BLE001 - the relay must outlive any one bad read
-                    log.exception("unexpected error reading the hook record %s/%s", self.namespace, self.name)
+                    log.exception("unexpected error looking for a relayed hook on the Lease %s/%s",
+                                  self.elector.namespace, self.elector.name)
                 self._stop.wait(self.period)
 
         self._thread = threading.Thread(target=run, name="hook-relay", daemon=True)

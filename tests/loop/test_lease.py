@@ -67,6 +67,42 @@ def test_exactly_one_leads_and_the_other_takes_over_on_release_and_on_expiry(con
     assert not lease(k8s, namespace)["spec"].get("holderIdentity")
 
 
+def test_a_holder_renews_with_one_write_and_reads_the_lease_again_after_anyone_else_writes_it(control_plane, k8s,
+                                                                                                namespace):
+    """A renewal is one PUT on top of the holder's last write (client-go reads before each renewal: two). A write
+    by anyone else in between makes that PUT conflict: the holder reads the Lease and renews in the same round,
+    keeping what the other wrote, and never stops leading for it."""
+    from reconciler.cluster.kube import Kube
+
+    requests: list[tuple[str, str]] = []
+
+    class Counting(Kube):
+        def request(self, method, path, **kwargs):
+            if "/leases" in path:
+                requests.append((method, path))
+            return super().request(method, path, **kwargs)
+
+    holder = LeaderElector(Counting(control_plane.admin_client()), namespace, "reconciler", "holder", **FAST)
+    assert holder.try_acquire_or_renew() and holder.leading
+    requests.clear()
+    for _ in range(3):
+        assert holder.try_acquire_or_renew()
+    assert [m for m, _ in requests] == ["PUT"] * 3, requests
+
+    info = k8s.resource("coordination.k8s.io/v1", "Lease")
+    k8s.request("PATCH", info.path(namespace, "reconciler"), body={"metadata": {"annotations": {"noted": "by-hand"}}},
+                content_type="application/merge-patch+json")
+    requests.clear()
+    assert holder.try_acquire_or_renew() and holder.leading
+    assert [m for m, _ in requests] == ["PUT", "GET", "PUT"], requests
+    after = lease(k8s, namespace)
+    assert after["spec"]["holderIdentity"] == "holder" and after["metadata"]["annotations"]["noted"] == "by-hand"
+    assert after["spec"]["leaseTransitions"] == 0
+    requests.clear()
+    assert holder.try_acquire_or_renew()
+    assert [m for m, _ in requests] == ["PUT"], requests
+
+
 def test_only_the_leading_loop_applies(control_plane, k8s, namespace, gitops, clean):
     from reconciler.cluster.kube import Kube
 

@@ -11,11 +11,12 @@ import pytest
 from reconciler.cluster import status as status_objects
 from reconciler.cluster.kube import Kube
 from reconciler.loop import APPLIED, LeaderElector, Loop, RemoteSource
-from reconciler.loop.relay import HookRelay
+from reconciler.loop.relay import EVENT, RECEIVED_BY, REQUEST, HookRelay
 from reconciler.repo.git import Auth, Ref, RemoteRepository
 from reconciler.loop.server import Server, signature
 
 from .conftest import TOKEN, USER, wait_until
+from .test_lease import lease
 from .test_deploy import objects
 from .test_watch_local import clean, events, running  # noqa: F401  (clean is a fixture)
 from .test_watch_remote import _http
@@ -45,7 +46,7 @@ def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace,
         loop = Loop(RemoteSource(remote, poll_interval=3600), kube, interval=3600, dry_run=True, elector=elector,
                     identity=name)
         elector.on_change = (lambda lp: lambda leading: lp.trigger("leadership acquired") if leading else None)(loop)
-        relay = HookRelay(kube, namespace, "reconciler-hook", name, period=0.3)
+        relay = HookRelay(elector, period=0.3)
         server = Server(loop, "127.0.0.1", 0, SECRET, relay=relay)
         replicas[name] = (elector, loop, relay, server)
     threads = []
@@ -76,13 +77,13 @@ def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace,
         except AssertionError as exc:
             raise AssertionError(f"{exc}; the leader's last step: {lead_loop.last}") from None
         assert replicas[standby][1].last is None or replicas[standby][1].last.revision != pushed
-        cm = k8s.get(k8s.resource("v1", "ConfigMap"), namespace, "reconciler-hook")
-        assert cm["data"]["event"] == "push" and cm["data"]["receivedBy"] == standby
+        recorded = lease_annotations(k8s, namespace)
+        assert recorded[EVENT] == "push" and recorded[RECEIVED_BY] == standby
 
         # A bad signature is refused on either replica and records nothing.
         code, _ = _http(f"http://127.0.0.1:{port}/hook", body, {"X-Hub-Signature": "sha1=" + "0" * 40})
         assert code == 401
-        assert k8s.get(k8s.resource("v1", "ConfigMap"), namespace, "reconciler-hook")["data"] == cm["data"]
+        assert lease_annotations(k8s, namespace)[REQUEST] == recorded[REQUEST]
     finally:
         for elector, loop, relay, server in replicas.values():
             loop.stop()
@@ -94,25 +95,44 @@ def test_a_hook_on_the_standby_reaches_the_leader(control_plane, k8s, namespace,
             elector.stop()
 
 
+def lease_annotations(k8s, namespace: str, name: str = "reconciler") -> dict:
+    lease = k8s.get(k8s.resource("coordination.k8s.io/v1", "Lease"), namespace, name) or {}
+    return (lease.get("metadata") or {}).get("annotations") or {}
+
+
 def test_the_relay_never_takes_an_uncovered_hook_as_its_baseline(k8s, namespace):
-    """Which recorded hooks a replica counts as covered, look by look (leading or not)."""
-    relay = HookRelay(k8s, namespace, "reconciler-hook", "a")
-    standby = HookRelay(k8s, namespace, "reconciler-hook", "b")
-    standby.record("push")
+    """Which recorded hooks a replica counts as covered, look by look (leading or not), from the Lease as its
+    elector last saw it; a standby's record never disturbs the holder, who sees it at its next renewal."""
+    a = LeaderElector(k8s, namespace, "reconciler", "a", **FAST)
+    relay, standby = HookRelay(a), HookRelay(LeaderElector(k8s, namespace, "reconciler", "b", **FAST))
+    assert a.try_acquire_or_renew()
+
+    def recorded() -> str:
+        pushed = standby.record("push")
+        assert a.try_acquire_or_renew() and a.leading   # its renewal conflicts, it reads the Lease and renews
+        return pushed
+
+    first = recorded()
+    assert lease_annotations(k8s, namespace)[RECEIVED_BY] == "b"
     assert relay.look(False) is None  # a standby's first look is the baseline...
     assert relay.look(True) is None  # ...covered by the reconcile that starts when it takes the Lease
-    pushed = standby.record("push")
-    assert relay.look(True) == pushed
+    pushed = recorded()
+    assert pushed != first and relay.look(True) == pushed
     assert relay.look(True) is None
     # A renewal that lapses for a moment (a slow API server) is no new term and no takeover reconcile
     # follows it: the hook recorded meanwhile reaches the replica when it leads again.
-    pushed = standby.record("push")
+    pushed = recorded()
     assert relay.look(False) is None
     assert relay.look(True) == pushed
     # A replica whose first look is made leading cannot tell what its start-up reconcile read.
-    assert HookRelay(k8s, namespace, "reconciler-hook", "c").look(True) == pushed
+    c = LeaderElector(k8s, namespace, "reconciler", "c", **FAST)
+    assert HookRelay(c).look(True) is None   # it has not read the Lease yet: nothing to say
+    assert not c.try_acquire_or_renew()
+    assert HookRelay(c).look(True) == pushed
+    assert lease(k8s, namespace)["spec"]["holderIdentity"] == "a"
     # Nothing recorded yet: nothing to relay.
-    assert HookRelay(k8s, namespace, "reconciler-none", "d").look(True) is None
+    d = LeaderElector(k8s, namespace, "reconciler-none", "d", **FAST)
+    assert d.try_acquire_or_renew() and HookRelay(d).look(True) is None
 
 
 def test_repeated_events_are_aggregated(k8s, gitops, clean):
