@@ -241,6 +241,17 @@ class Loop:
                     return self._finish(rejected, started)
                 prepared, fresh = self._good, False
         assert prepared is not None
+        if fresh and not drift and rejected is None and target.key is not None and not self.source.write_lockfile \
+                and self._good is not None and not self._rejection_shown and self.kube is not None \
+                and not self.dry_run and pipeline.same_intent(self._good, prepared):
+            # A commit whose every write, status included, would be what is in place: the cluster is not read
+            # again for it (the drift interval and the health rechecks still read it). Recorded as a skip: the
+            # applied revision stays. A working tree is always applied (its lockfile is written).
+            self._good_key = target.key
+            log.info("skipped %s: what it asks of %s is what %s applied; nothing to write", target.revision,
+                     self._whom(), self.applied_revision, extra={"revision": target.revision or "",
+                                                                  "outcome": SKIPPED})
+            return self._finish(StepResult(SKIPPED, target.revision, self.applied_revision), started)
         if self._stop.is_set():
             log.info("stopping: not applying %s", prepared.snapshot.revision)
             return self._finish(StepResult(ABORTED, target.revision, self.applied_revision), started, count=False)

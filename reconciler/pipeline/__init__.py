@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from reconciler.repo.verify import Trust, Verdict
 
 __all__ = ["Installed", "Outcome", "Prepared", "ResolutionRequest", "SatResolver", "apply", "installed_state",
-           "kubernetes_version", "load_catalogs", "prepare", "reconcile", "resolve"]
+           "kubernetes_version", "load_catalogs", "prepare", "reconcile", "resolve", "same_intent"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,33 @@ def desired_operators(prepared: Prepared, *, dry_run: bool) -> tuple[list[Desire
                         knows_revision=lambda revision: has_commit(snapshot.git_dir, revision))
     return desired_state(prepared.installs, prepared.resolution, prepared.decisions, part_of=instance.id,
                          preview=dry_run, settings=snapshot.settings), instance
+
+
+def same_intent(before: Prepared, after: Prepared) -> bool:
+    """Whether applying ``after`` would ask of the cluster, and record about it, exactly what applying ``before``
+    did, but the revision: the same objects to apply, the same status to write (the resolution's updates,
+    deprecations and dependencies, the approvals waiting), the same Operators held, under the same instance.
+
+    Conditions are compared without their transition times. A repository that adopts or takes over what
+    another installer runs is never the same: its apply acts on live objects beyond the desired ones.
+    """
+    if any(d.adopted_from or d.adopt_existing for snap in (before.snapshot, after.snapshot) for d in snap.operators):
+        return False
+
+    def intent(prepared: Prepared) -> tuple:
+        desired, instance = desired_operators(prepared, dry_run=False)
+        pending = pending_state(prepared.installs, prepared.decisions)
+        settings = prepared.snapshot.settings
+        return (tuple(dataclasses.replace(d, conditions=tuple(map(_untimed, d.conditions))) for d in desired),
+                tuple(dataclasses.replace(p, condition=_untimed(p.condition)) for p in pending),
+                prepared.held, (instance.name, instance.namespace, instance.repository, instance.cluster),
+                settings.allow_empty, prepared.lockfile.render())
+
+    return intent(before) == intent(after)
+
+
+def _untimed(condition: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in condition.items() if k != "lastTransitionTime"}
 
 
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,

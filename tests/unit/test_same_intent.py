@@ -1,0 +1,42 @@
+"""``pipeline.same_intent``: whether applying a newly prepared commit would ask of the cluster, and record about
+it, what the last good commit did (the loop then skips it after reading, docs/loop.md)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from reconciler import pipeline
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
+
+
+def prepared(root: Path) -> pipeline.Prepared:
+    return pipeline.prepare(root)
+
+
+def test_a_commit_that_asks_the_same_is_the_same_whatever_else_it_changes(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root)
+    before = prepared(root)
+    time.sleep(1.1)   # conditions stamped a second later: their transition times are not compared
+    (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "# a comment\n")
+    (root / "README.md").write_text("notes\n")
+    assert pipeline.same_intent(before, prepared(root))
+
+
+def test_what_the_cluster_would_get_or_record_differently_is_not_the_same(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root)
+    before = prepared(root)
+    declaration = root / "operators" / "plumbus.yaml"
+    original = declaration.read_text()
+    # another install namespace: other objects
+    declaration.write_text(original.replace("namespace: plumbus-system", "namespace: plumbus-elsewhere"))
+    assert not pipeline.same_intent(before, prepared(root))
+    # the same bundle and objects, but the declaration the status object records differs
+    declaration.write_text(original.replace('version: ">=1.0.0 <2.0.0"', 'version: ">=1.0.0 <1.99.0"'))
+    after = prepared(root)
+    assert after.lockfile.render() == before.lockfile.render()
+    assert not pipeline.same_intent(before, after)
