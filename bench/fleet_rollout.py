@@ -29,7 +29,7 @@ nodes), read from the cluster. Reported:
   shared etcd;
 * where the CPU goes while a stage converges: CPU seconds of each kind of
   process (API servers, controller-managers, schedulers, kwok, loops, etcd,
-  the benchmark's own polling and the commands it runs) over each stage's
+  the benchmark's own watching and the commands it runs) over each stage's
   windows, as a share of one core.
 
 The last line is ``fleet rollout: N clusters, stage p90 S s, three-stage rollout R s`` per size.

@@ -456,7 +456,7 @@ class LiveFleet:
     def cpu(self) -> dict[str, float]:
         """CPU seconds used so far by each kind of process of the fleet, summed over the clusters: their API
         servers, controller-managers, schedulers and kwok, their loops, the shared etcd, and this process (which
-        polls every cluster while it waits) with the commands it ran and waited for."""
+        watches every cluster while it waits) with the commands it ran and waited for."""
         out: dict[str, float] = {}
         for lv in self.live.values():
             for name, proc in lv.cluster.processes().items():
