@@ -243,7 +243,8 @@ class Loop:
         assert prepared is not None
         if fresh and not drift and rejected is None and target.key is not None and not self.source.write_lockfile \
                 and self._good is not None and not self._rejection_shown and self.kube is not None \
-                and not self.dry_run and pipeline.same_intent(self._good, prepared):
+                and not self.dry_run and (self.elector is None or self.elector.leading) \
+                and pipeline.same_intent(self._good, prepared):
             # A commit whose every write, status included, would be what is in place: the cluster is not read
             # again for it (the drift interval and the health rechecks still read it). Recorded as a skip: the
             # applied revision stays. A working tree is always applied (its lockfile is written).
