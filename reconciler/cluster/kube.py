@@ -225,7 +225,8 @@ class Kube:
                 time.sleep(delay)
                 continue
             text = resp.data.decode("utf-8", "replace")
-            _log.debug("%s %s%s: %d", method, path, f" ({len(text)} bytes)" if text else "", resp.status)
+            if _log.isEnabledFor(logging.DEBUG):
+                _log.debug("%s %s (%d bytes): %d", method, path, len(text), resp.status)
             if 200 <= resp.status <= 299:
                 answer = json.loads(text) if text else None
                 if self.journal is not None and method != "GET" and ("dryRun", "All") not in (query or []):

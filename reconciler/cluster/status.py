@@ -249,8 +249,8 @@ def _apply_status(kube: Kube, info: ResourceInfo, name: str, status: dict[str, A
                   ) -> dict[str, Any] | None:
     """Server-side apply of ``status`` under ``manager``; the object as the API server answered."""
     return kube.request("PATCH", info.path("", name) + "/status", query=[("fieldManager", manager), ("force", "true")],
-                 body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
-                 content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
+                        body={"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "status": status},
+                        content_type="application/apply-patch+yaml", obj=f"{KIND} {name}")
 
 
 def _observe(status: dict[str, Any], generation: int) -> None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import FIELD_MANAGER, ownership_labels
 
@@ -100,7 +100,8 @@ class LeaderElector:
             if self.on_change:
                 self.on_change(now)
 
-    def _info(self):
+    def resource(self) -> ResourceInfo:
+        """The Lease resource (the hook relay writes the same object)."""
         info = self.kube.resource(LEASE_API, "Lease")
         if info is None:
             raise ClusterError("the cluster does not serve coordination.k8s.io/v1 Leases")
@@ -108,7 +109,7 @@ class LeaderElector:
 
     def try_acquire_or_renew(self) -> bool:
         """One round: take or renew the Lease if allowed. True when this candidate holds it afterwards."""
-        info = self._info()
+        info = self.resource()
         started = time.monotonic()
         held, self._held = self._held, None
         if held is not None and self.leading:   # renew on top of our own last write; a conflict: read, decide
@@ -153,7 +154,7 @@ class LeaderElector:
                 return False
             raise
 
-    def _write(self, info, lease: dict[str, Any], started: float) -> bool:
+    def _write(self, info: ResourceInfo, lease: dict[str, Any], started: float) -> bool:
         """PUT the Lease (its ``resourceVersion`` the precondition); this candidate holds it from ``started``."""
         updated = self.kube.request("PUT", info.path(self.namespace, self.name), body=lease,
                                     query=[("fieldManager", FIELD_MANAGER)], obj=f"Lease {self.namespace}/{self.name}")
@@ -176,7 +177,7 @@ class LeaderElector:
 
     def release(self) -> None:
         self._held = None
-        info = self._info()
+        info = self.resource()
         lease = self.kube.get(info, self.namespace, self.name)
         if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
             return

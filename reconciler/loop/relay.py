@@ -49,7 +49,7 @@ class HookRelay:
         """Record one hook for the leader on the Lease; returns the request id. Raises ClusterError when it
         cannot."""
         elector = self.elector
-        kube, info = elector.kube, elector._info()
+        kube, info = elector.kube, elector.resource()
         where = f"Lease {elector.namespace}/{elector.name}"
         request = f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}/{uuid.uuid4().hex[:12]}"
         for _ in range(_ATTEMPTS):

@@ -151,6 +151,8 @@ def same_intent(before: Prepared, after: Prepared) -> bool:
     """
     if any(d.adopted_from or d.adopt_existing for snap in (before.snapshot, after.snapshot) for d in snap.operators):
         return False
+    if before.lockfile.render() != after.lockfile.render() or before.held != after.held:
+        return False   # the common change, told without building either desired state
 
     def intent(prepared: Prepared) -> tuple:
         desired, instance = desired_operators(prepared, dry_run=False)
@@ -158,8 +160,7 @@ def same_intent(before: Prepared, after: Prepared) -> bool:
         settings = prepared.snapshot.settings
         return (tuple(dataclasses.replace(d, conditions=tuple(map(_untimed, d.conditions))) for d in desired),
                 tuple(dataclasses.replace(p, condition=_untimed(p.condition)) for p in pending),
-                prepared.held, (instance.name, instance.namespace, instance.repository, instance.cluster),
-                settings.allow_empty, prepared.lockfile.render())
+                (instance.name, instance.namespace, instance.repository, instance.cluster), settings.allow_empty)
 
     return intent(before) == intent(after)
 

@@ -219,7 +219,8 @@ class LiveFleet:
                  f"--interval={self.interval:g}", f"--listen=127.0.0.1:{lv.port}", "--leader-elect",
                  f"--identity={lv.member.name}-reconciler-0", f"--cache-dir={home / 'cache'}",
                  f"--git-username={GIT_USER}", f"--git-token-file={home / 'token'}",
-                 f"--hook-secret-file={home / 'hook'}", f"--kubeconfig={lv.loop_kubeconfig}", f"--log-level={self.log_level}"],
+                 f"--hook-secret-file={home / 'hook'}", f"--kubeconfig={lv.loop_kubeconfig}",
+                 f"--log-level={self.log_level}"],
                 cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=None if _prctl is None else _die_with_parent,
                 env={**os.environ, "RECONCILER_CLUSTER": lv.member.name, "PYTHONUNBUFFERED": "1", "KUBECONFIG": ""})
