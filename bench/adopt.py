@@ -216,7 +216,7 @@ def count_csvs(api) -> str:
 def measure(plane, repo: Path, copy: Path) -> tuple[float, int, int]:
     """One ``adopt`` of a fresh copy of ``repo``: seconds, API requests, Operators adopted."""
     from reconciler.adopt import adopt
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.kube.client import Kube, load_api_client
 
     class Counted(Kube):
         sent = 0

@@ -191,7 +191,7 @@ def install_stand_ins(kube: Any) -> None:
 
 def dry_run(kube: Any, outcome: Outcome) -> None:
     """Dry-run apply every object of a converted bundle (its namespaces exist); the first refusal fails it."""
-    from reconciler.cluster.kube import ApiError
+    from reconciler.kube.client import ApiError
     from reconciler.model.kube import FIELD_MANAGER
 
     rendered = outcome.rendered
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
 def _with_cluster(kubeconfig: str | None, fn: Any) -> None:
     import tempfile
 
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.kube.client import Kube, load_api_client
 
     if kubeconfig:
         api = load_api_client(kubeconfig, None)

@@ -98,7 +98,7 @@ def rendered_index(work: Path) -> Path | None:
         return None
     from bench.bundle_corpus import find_bundles
     from reconciler import yamlio
-    from reconciler.catalog.render import render_bundle_dir
+    from reconciler.authoring.render import render_bundle_dir
     from reconciler.errors import ReconcilerError
 
     out = work / "rendered-index"

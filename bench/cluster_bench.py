@@ -44,7 +44,7 @@ from bench.loop_support import start_plane
 from reconciler import yamlio
 from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator
 from reconciler.cluster.ownership import Request, SyncResult, sync
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR, Manifest, ownership_labels
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "operators"
@@ -211,7 +211,7 @@ def resource_versions(kube: Kube, desired: list[DesiredOperator]) -> dict[str, A
 
 def timed_sync(kube: Kube, desired: list[DesiredOperator]) -> tuple[float, SyncResult]:
     """One sync of ``desired``; Operators installed by other scenarios are held (neither applied nor pruned)."""
-    from reconciler.cluster import status as status_objects
+    from reconciler.cluster.status import objects as status_objects
 
     others = frozenset(status_objects.read_all(kube)) - {op.name for op in desired}
     start = time.perf_counter()

@@ -144,9 +144,9 @@ def _available_mib() -> int:
 
 def time_status(count: int, shapes: int, workdir: Path) -> tuple[float, int, list[str]]:
     """``fleet status`` of ``count`` simulated clusters, in turns of as many as memory holds; (seconds, turn, notes)."""
-    from reconciler.cluster import status as status_objects
+    from reconciler.cluster.status import objects as status_objects
     from reconciler.cluster.ownership.record import ensure_status_crd
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
     from reconciler.localcluster import ControlPlane, ensure_binaries
     from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from bench.loop_support import commit, copy_example, start_plane, status_revision
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.loop import LocalSource, Loop, RemoteSource
 from reconciler.repo.git import Ref, RemoteRepository
 from tests.loop.gitserver import GitHttpServer

@@ -30,7 +30,7 @@ from typing import Any
 
 from bench.loop_support import CountingKube, make_repo, start_plane
 from reconciler.cluster.apply import ANNOTATION_DIGEST
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.loop import LocalSource, Loop, RemoteSource
 from reconciler.repo.git import Ref, RemoteRepository
 

@@ -11,7 +11,7 @@ from typing import Any
 import pygit2
 
 from reconciler.localcluster import ControlPlane, ensure_binaries
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gitops-repo"
 # Approved as a class: the benchmarks measure reconciling, not waiting for an approval.

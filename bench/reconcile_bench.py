@@ -202,7 +202,7 @@ def main() -> None:
             rows.append(("resolve --offline, example repository", statistics.median(times), {}, ""))
         cluster_rows = [r for r in args.rows if r in ("noop", "apply", "roles", "unused", "watch")]
         if cluster_rows:
-            from reconciler.cluster.kube import Kube, load_api_client
+            from reconciler.kube.client import Kube, load_api_client
 
             if args.kubeconfig is None:
                 from bench.loop_support import start_plane
@@ -262,7 +262,7 @@ def noop_row(tmp: Path, args: argparse.Namespace, kube: Any, env: dict[str, str]
 def applied_objects(kube: Any, operators: list[str]) -> list[dict]:
     """What the reconciler applied for these Operators, as a peer would apply it: the live objects without what
     the server sets (status, uid, resourceVersion, managedFields, timestamps)."""
-    from reconciler.cluster import status as status_objects
+    from reconciler.cluster.status import objects as status_objects
 
     out = []
     records = status_objects.read_all(kube)

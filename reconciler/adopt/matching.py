@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler.adopt.existing import ADOPTABLE, MISSING, OURS, REFUSED, Found, adopting, survey
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.ownership.takeover.existing import ADOPTABLE, MISSING, OURS, REFUSED, Found, adopting, survey
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.diff import describe_diff, label_of, unified
 from reconciler.cluster.apply.provenance import applied_by_us
-from reconciler.cluster.concurrent import concurrently
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.kube.concurrent import concurrently
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.errors import DeclarationError
 from reconciler.model.kube import (
     ANNOTATION_ADOPT, LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY, Manifest, ObjectRef, ownership_labels,

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
 from reconciler.model.shape import Mismatch

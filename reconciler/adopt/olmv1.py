@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adopt.olmv0 import Unmapped, deployment_images
-from reconciler.adopt.takeover_olmv1 import API_VERSION, OWNER_KIND, OWNER_NAME, installed_bundle
-from reconciler.cluster.kube import Kube
+from reconciler.cluster.ownership.takeover.olmv1 import API_VERSION, OWNER_KIND, OWNER_NAME, installed_bundle
+from reconciler.kube.client import Kube
 from reconciler.model.labels import parse_selector
 
 Manifest = dict[str, Any]

@@ -20,7 +20,7 @@ from reconciler.approve.required import Requirements, required_permissions
 from reconciler.model.resources import ResourceLookup, resource_lookup
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.kube import Manifest
-from reconciler.model.provisioner import BUILTIN_CLASSES, DEFAULT_CLASS, Identity, ProvisionerClass
+from reconciler.model.provisioner import BUILTIN_CLASSES, DEFAULT_CLASS, ProvisionerClass
 
 __all__ = ["Atom", "CLUSTER", "Decision", "PermissionSet", "Requirements", "Rule", "Subject", "decide",
            "evaluate", "required_permissions"]
@@ -52,31 +52,3 @@ def evaluate(subjects: Iterable[Subject], *, classes: dict[str, ProvisionerClass
                                  manual=bool(decl and decl.manual_approval),
                                  declared=bool(decl and decl.approved), check=check)
     return out
-
-
-def access_check(kube) -> AccessCheck:
-    """SubjectAccessReview, one per atom, cached for the run."""
-    cache: dict[tuple[Identity, Atom], bool] = {}
-
-    def check(identity: Identity, atom: Atom) -> bool:
-        key = (identity, atom)
-        if key not in cache:
-            spec: dict = {"user": identity.user, "groups": list(identity.groups)}
-            if atom.url:
-                spec["nonResourceAttributes"] = {"verb": atom.verb, "path": atom.url}
-            else:
-                resource, _, sub = atom.resource.partition("/")
-                attrs = {"verb": atom.verb, "group": atom.api_group, "resource": resource}
-                if sub:
-                    attrs["subresource"] = sub
-                if atom.name:
-                    attrs["name"] = atom.name
-                if atom.scope != CLUSTER:
-                    attrs["namespace"] = atom.scope
-                spec["resourceAttributes"] = attrs
-            review = kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-                                  body={"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                                        "spec": spec})
-            cache[key] = bool((review or {}).get("status", {}).get("allowed"))
-        return cache[key]
-    return check

@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from reconciler.approve import Decision, Subject, access_check, evaluate
+from reconciler.approve import Decision, Subject, evaluate
+from reconciler.kube.access import access_check
 from reconciler.bundle import RenderedBundle
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import Manifest, ObjectRef, instance_applyset_id, stamped
 from reconciler.repo import RepoSnapshot
 
@@ -135,9 +136,9 @@ def crd_preflight(kube: Kube | None, inst: Installed, part_of: str, applied: dic
     if kube is None:
         return ()
     from reconciler.approve.guardrails import Violation
-    from reconciler.approve.crdsafety import STORED_VERSION_REMOVED, crd_findings
+    from reconciler.model.crdsafety import STORED_VERSION_REMOVED, crd_findings
     from reconciler.model.kube import digest_of, with_digest
-    from reconciler.cluster.concurrent import concurrently
+    from reconciler.kube.concurrent import concurrently
 
     info = kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
     if info is None:
@@ -153,7 +154,8 @@ def crd_preflight(kube: Kube | None, inst: Installed, part_of: str, applied: dic
     for obj, live in zip(crds, lives):
         if live is None:
             continue
-        for f in crd_findings(kube, obj, live, decl.allow_unsafe_crds if decl is not None else ""):
+        for f in crd_findings(obj, live, decl.allow_unsafe_crds if decl is not None else "",
+                            kube.custom_resource_count):
             if f.rule == STORED_VERSION_REMOVED:
                 out.append(Violation(CRD_STORED_VERSION, f"version {f.version}", f"CustomResourceDefinition {f.crd}",
                                      f"{f.message}; the API server refuses this: migrate the stored objects, then "

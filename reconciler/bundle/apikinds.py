@@ -3,7 +3,7 @@
 RBAC names resources (plurals); ``olm.gvk.required`` names kinds. The table
 comes from CustomResourceDefinitions (a bundle's own, or those a catalog
 keeps), and kinds are ordered by Kubernetes' version priority. The catalog
-layer fills it from catalogs (``catalog.render.api_kinds``); the bundle layer
+layer fills it from catalogs (``authoring.render.api_kinds``); the bundle layer
 reads a bundle's requirements with it.
 """
 

@@ -114,7 +114,7 @@ def write(table: dict[str, Any], path: Path = TABLE) -> None:
 
 
 def from_server(kube: Any) -> list[dict[str, Any]]:
-    """The OpenAPI v3 document of every group version a running API server serves itself (``cluster.kube.Kube``):
+    """The OpenAPI v3 document of every group version a running API server serves itself (``kube.Kube``):
     those of custom resources are left out, since their schema is their CRD's, not Kubernetes'."""
     crds = kube.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions").get("items") or []
     custom = {f"apis/{c['spec']['group']}/{v['name']}" for c in crds for v in c["spec"].get("versions") or []}

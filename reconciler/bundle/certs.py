@@ -205,7 +205,7 @@ def ca_hash(ca_bundle: str) -> str:
 
 
 def cluster_lookup(kube: object) -> Lookup:
-    """A ``Lookup`` reading Secrets from a cluster (``reconciler.cluster.kube.Kube``); errors mean "none"."""
+    """A ``Lookup`` reading Secrets from a cluster (``reconciler.kube.client.Kube``); errors mean "none"."""
 
     def lookup(namespace: str, name: str) -> Manifest | None:
         from reconciler.errors import ClusterError

@@ -10,8 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from reconciler.bundle import RenderedBundle, render
-from reconciler.cli import progress
-from reconciler.cluster.kube import Kube
+from reconciler.report import progress
+from reconciler.kube.client import Kube
 from reconciler.errors import BundleError, LockfileError, ResolutionError
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot

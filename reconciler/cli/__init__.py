@@ -1,6 +1,6 @@
-"""The command line. ``parser`` builds the parser, runs a command and maps errors to exit codes; ``progress`` is
-the report a run makes as it goes and ``logs`` (formatters in ``logformat``) sets up its log lines. The
-pipeline and the loop report into ``progress`` and ``logs`` too, so importing either loads nothing else here."""
+"""The command line. ``parser`` builds the parser, runs a command and maps errors to exit codes; the commands
+themselves are ``reconciler/commands/``, one module per group. Progress and log lines are set up here but live
+in ``reconciler/report/``, where the pipeline and the loop report into them too."""
 
 from __future__ import annotations
 

@@ -223,7 +223,7 @@ def _main(argv: list[str], out: TextIO | None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:   # the invoked command's usage, which lists its flags, not the top level's
         _invoked_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
-    from reconciler.cli import logs, progress
+    from reconciler.report import logs, progress
 
     if args.command != "watch":  # the loop sets up its own logs (--log-level, --log-format)
         logs.setup(logs.level_for(args.verbose, args.quiet))

@@ -9,7 +9,7 @@ from reconciler.commands import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 if TYPE_CHECKING:
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
 EXIT_CODES = """\
 exit codes:
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _cluster(args: argparse.Namespace) -> Kube:
     """The cluster adopt reads: one must be configured, as there is nothing to adopt from without it."""
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.kube.client import Kube, load_api_client
     from reconciler.errors import ClusterError
 
     api = load_api_client(args.kubeconfig, args.context)

@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
 
     from reconciler import pipeline
     from reconciler.approve import stage
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.kube.client import Kube, load_api_client
     from reconciler.errors import DeclarationError, UsageError
     from reconciler.repo import read_repository
     from reconciler.repo.fleet import cluster_context

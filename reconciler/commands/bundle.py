@@ -194,7 +194,7 @@ def run_convert(args: argparse.Namespace, out: TextIO) -> int:
     import sys
 
     from reconciler.bundle import fetch, k8s_v1, read_content
-    from reconciler.catalog.render import api_kinds_of_catalogs
+    from reconciler.authoring.render import api_kinds_of_catalogs
 
     src = Path(args.source).resolve()
     try:

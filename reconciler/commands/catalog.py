@@ -111,8 +111,8 @@ def run_template(args: argparse.Namespace, out: TextIO) -> int:
     from pathlib import Path
 
     from reconciler import yamlio
-    from reconciler.catalog.render import api_kinds_of_catalogs
-    from reconciler.catalog.template import bundle_renderer, render_template
+    from reconciler.authoring.render import api_kinds_of_catalogs
+    from reconciler.authoring.template import bundle_renderer, render_template
 
     if args.file == "-":
         text, base, source = sys.stdin.read(), Path.cwd(), "<stdin>"
@@ -230,7 +230,7 @@ def run_render(args: argparse.Namespace, out: TextIO) -> int:
     from pathlib import Path
 
     from reconciler import yamlio
-    from reconciler.catalog.render import api_kinds_of_catalogs, blob_json, render_bundle_dir
+    from reconciler.authoring.render import api_kinds_of_catalogs, blob_json, render_bundle_dir
 
     path = Path(args.bundle)
     if not path.is_dir():

@@ -144,7 +144,7 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
 
     kube = None
     if not offline:
-        from reconciler.cluster.kube import Kube, load_api_client
+        from reconciler.kube.client import Kube, load_api_client
         from reconciler.repo.fleet import cluster_context
 
         api = load_api_client(kubeconfig, context, preferred=cluster_context(root, cluster) if cluster else None)

@@ -83,8 +83,8 @@ def duration(text: str) -> float:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline
-    from reconciler.cli import progress
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.report import progress
+    from reconciler.kube.client import Kube, load_api_client
     from reconciler.errors import ClusterError, UsageError
 
     if args.write_lock and (args.locked or not args.dry_run):
@@ -166,7 +166,7 @@ def _tty(out: TextIO) -> bool:
 
 def _unhealthy(outcome: "Outcome", *, waited: bool) -> list[str]:
     """Operators that failed, or were not healthy in time when waited for."""
-    from reconciler.cluster.health import Status
+    from reconciler.cluster.health.judge import Status
 
     return [name for name, h in sorted(outcome.sync.health.items()) if not h.healthy
             and (h.status == Status.FAILED or (waited and h.timed_out))]
@@ -174,7 +174,7 @@ def _unhealthy(outcome: "Outcome", *, waited: bool) -> list[str]:
 
 def print_health(outcome: "Outcome", out: TextIO, *, waited: bool) -> bool:
     """Print each Operator's health; True when one is unhealthy (failed, or not healthy in time when waited for)."""
-    from reconciler.cluster.health import Status
+    from reconciler.cluster.health.judge import Status
 
     health = outcome.sync.health
     if not health:

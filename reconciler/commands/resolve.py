@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                               "in reconciler.yaml")
     kube = None
     if not args.offline:  # the Kubernetes client is imported only when a cluster is asked
-        from reconciler.cluster.kube import Kube, load_api_client
+        from reconciler.kube.client import Kube, load_api_client
         api = load_api_client(args.kubeconfig, args.context,
                               preferred=snapshot.cluster.kube_context if snapshot.cluster else None)
         kube = Kube(api) if api else None

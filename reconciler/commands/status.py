@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from reconciler.cluster import status as status_objects
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.cluster.status import objects as status_objects
+    from reconciler.kube.client import Kube, load_api_client
     from reconciler.errors import ClusterError
 
     preferred = None

@@ -151,7 +151,7 @@ def _listen(value: str) -> tuple[str, int]:
 
 def _context_namespace(args: argparse.Namespace) -> str:
     """-n, else the kubeconfig context's namespace (as kubectl defaults it), else empty."""
-    from reconciler.cluster.kubeconfig import load_kubeconfig
+    from reconciler.kube.kubeconfig import load_kubeconfig
 
     if args.namespace:
         return args.namespace
@@ -172,13 +172,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     import signal
     import socket
 
-    from reconciler.cluster.kube import Kube, load_api_client
+    from reconciler.kube.client import Kube, load_api_client
     from reconciler.commands.reconcile import print_outcome
     from reconciler.errors import ClusterError
     from reconciler.loop import LeaderElector, LocalSource, Loop, StepResult
     from reconciler.loop.server import Server
 
-    from reconciler.cli import logs
+    from reconciler.report import logs
 
     logs.setup(args.log_level or logs.level_for(args.verbose, args.quiet, default="info"), args.log_format)
     source = build_source(args)

@@ -187,7 +187,7 @@ def _cell(name: str, status: dict[str, Any] | None, locked: str, placed: bool) -
 def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WORKERS,
            snapshot: RepoSnapshot | None = None) -> FleetStatus:
     """Every cluster's status, read concurrently through the kubeconfig's contexts."""
-    from reconciler.cluster.kubeconfig import load_kubeconfig
+    from reconciler.kube.kubeconfig import load_kubeconfig
 
     snapshot = snapshot or read_repository(root)
     merged = load_kubeconfig(kubeconfig)
@@ -225,8 +225,8 @@ def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WO
 
 
 def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, name: str) -> dict[str, Any]:
-    from reconciler.cluster import status as status_objects
-    from reconciler.cluster.kube import Kube, client_for_context
+    from reconciler.cluster.status import objects as status_objects
+    from reconciler.kube.client import Kube, client_for_context
     from reconciler.errors import ClusterError
 
     if merged is None:

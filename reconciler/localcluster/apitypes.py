@@ -20,13 +20,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", help="read the schema this API server serves, not the local control plane's")
     p.add_argument("-o", "--output", type=Path, default=TABLE)
     args = p.parse_args(argv)
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
     def generate(kube: Kube) -> dict[str, Any]:
         return build(from_server(kube), str(kube.request("GET", "/version").get("gitVersion", "")))
 
     if args.kubeconfig:
-        from reconciler.cluster.kube import load_api_client
+        from reconciler.kube.client import load_api_client
 
         api = load_api_client(args.kubeconfig, None)
         if api is None:

@@ -30,9 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reconciler import pipeline
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply import Action
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError, InternalError, PolicyError, ReconcilerError
 from reconciler.loop.lease import LeaderElector
 from reconciler.loop.metrics import Metrics

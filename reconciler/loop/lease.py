@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import FIELD_MANAGER, ownership_labels
 

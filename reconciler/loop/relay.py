@@ -24,7 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from reconciler.cluster.kube import ApiError
+from reconciler.kube.client import ApiError
 from reconciler.errors import ClusterError
 from reconciler.loop.lease import LeaderElector
 from reconciler.model.kube import API_GROUP

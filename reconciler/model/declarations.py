@@ -261,7 +261,7 @@ def _adopted_from(meta: dict[str, Any], origin: Origin, obj: str) -> str:
 def _adopt_existing(meta: dict[str, Any], origin: Origin, obj: str, adopted_from: str) -> bool:
     """The consent, reviewed in git, that the Operator takes over the objects of its bundle that already run
     (applied by hand, Helm or kustomize), as if each were annotated ``reconciler.dev/adopt``; it acts until
-    the Operator's first successful apply (``adopt/existing.py``)."""
+    the Operator's first successful apply (``cluster/ownership/takeover/existing.py``)."""
     value = (meta.get("annotations") or {}).get(ANNOTATION_ADOPT)
     if value is None or value == "false":
         return False

@@ -1,7 +1,7 @@
 """The reconcile pipeline: repository -> catalogs -> resolution -> bundles -> approval -> cluster -> status.
 
 Each arrow is a call into one stage's package (the lockfile in ``lock/``, conversion in ``bundle/installed.py``,
-what each Operator should be in ``cluster/desired.py``); this package only strings them together, so the CLI
+what each Operator should be in ``pipeline/desired.py``); this package only strings them together, so the CLI
 and the in-cluster loop run exactly the same steps. ``resolution.py`` gathers the resolver's inputs (catalogs,
 installed state, pins, holds).
 """
@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from reconciler.cli import progress
+from reconciler.report import progress
 from reconciler.approve import Decision
 from reconciler.approve.stage import approval_notes, approvals
 from reconciler.bundle.installed import Installed, convert
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.cluster.ownership import Request, SyncResult, sync
-from reconciler.cluster.desired import desired_state, pending_state
-from reconciler.cluster.kube import Kube
-from reconciler.cluster import status as status_objects
+from reconciler.pipeline.desired import desired_state, pending_state
+from reconciler.kube.client import Kube
+from reconciler.cluster.status import objects as status_objects
 from reconciler.lock import check_locked, plan_lock, write_lock
 from reconciler.model.lock import Lockfile
 from reconciler.pipeline.resolution import installed_state, kubernetes_version, load_catalogs, resolve
@@ -173,7 +173,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
           wait: float = 0.0, on_progress: Callable[[str], object] | None = None) -> Outcome:
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync.
 
-    After applying, every Operator's components are judged (``cluster/wait.py``),
+    After applying, every Operator's components are judged (``cluster/health/wait.py``),
     waiting up to ``wait`` seconds for them to become healthy (0: judge once).
     """
     snapshot, installs, lockfile = prepared.snapshot, prepared.installs, prepared.lockfile
@@ -182,7 +182,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                    "comparing with an empty cluster" if kube is None else "applying")
 
     def judge(desired: list[DesiredOperator]) -> dict:
-        from reconciler.cluster.wait import wait_healthy
+        from reconciler.cluster.health.wait import wait_healthy
 
         assert kube is not None
         paths = {i.selection.owner: i.bundle.operand_conditions for i in installs}
@@ -192,7 +192,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     desired, instance = desired_operators(prepared, dry_run=dry_run)
     around = None
     if kube is not None and any(d.adopted_from or d.adopt_existing for d in snapshot.operators):
-        from reconciler.adopt.around import Takeovers   # what the repository adopted or consents to take over
+        from reconciler.cluster.ownership.takeover.around import Takeovers   # what the repository adopted or consents to take over
 
         around = Takeovers(kube, snapshot.operators, held=prepared.held, instance=instance.name,
                            revision=snapshot.revision, dry_run=dry_run)

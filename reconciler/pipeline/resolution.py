@@ -11,9 +11,9 @@ from collections.abc import Mapping
 
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog
-from reconciler.cli import progress
-from reconciler.cluster import status as status_objects
-from reconciler.cluster.kube import Kube
+from reconciler.report import progress
+from reconciler.cluster.status import objects as status_objects
+from reconciler.kube.client import Kube
 from reconciler.errors import CatalogError
 from reconciler.lock import check_lock_entries, held_bundles, lock_pins
 from reconciler.model.catalog import Catalog

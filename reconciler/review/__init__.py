@@ -337,7 +337,7 @@ def crd_changes(old: Manifest | None, new: Manifest | None) -> list[str]:
 
     Versions added and removed, storage moves and served flags, and the
     upgrade-safety verdict the reconciler itself applies before replacing a
-    CRD (``approve/crdsafety.py``: removed fields, type changes, new required
+    CRD (``model/crdsafety.py``: removed fields, type changes, new required
     fields, narrowed enums, tightened bounds, ...), each marked UNSAFE. Offline
     the stored versions are taken to be the old storage version and no custom
     resource is assumed to exist; the cluster check at apply time knows both.
@@ -370,7 +370,7 @@ def crd_changes(old: Manifest | None, new: Manifest | None) -> list[str]:
     new_storage = next((v for v, d in nv.items() if d.get("storage")), None)
     if old_storage and new_storage and old_storage != new_storage:
         out.append(f"CRD {name}: storage version moves from {old_storage} to {new_storage}")
-    from reconciler.approve.crdsafety import check_crd_upgrade
+    from reconciler.model.crdsafety import check_crd_upgrade
 
     said = {line.split("UNSAFE: ", 1)[-1] for line in out}
     for finding in check_crd_upgrade(old, new, [old_storage] if old_storage else [], []):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench import bundle_corpus as bc
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 
 pytestmark = [pytest.mark.corpus, pytest.mark.timeout(1200)]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import bundle_corpus as bc
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.unit.helpers import crd_doc, csv_doc, deployment, write_bundle, write_docs
 
 pytestmark = pytest.mark.cluster

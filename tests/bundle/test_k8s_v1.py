@@ -201,7 +201,7 @@ def _with_api_service(docs: list[dict]) -> list[dict]:
 
 
 def test_an_api_service_provides_the_resources_rbac_names_never_a_kind_made_of_its_group(tmp_path):
-    from reconciler.catalog.render import render_bundle_dir
+    from reconciler.authoring.render import render_bundle_dir
 
     _bundle(tmp_path, _with_api_service(_docs()))
     content = read_content(fetch("file://gizmo", tmp_path))

@@ -12,7 +12,7 @@ import copy
 import pytest
 
 from reconciler.bundle import render
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import UnsupportedBundleError
 from reconciler.model.declarations import InstallSettings
 from reconciler.model.kube import FIELD_MANAGER

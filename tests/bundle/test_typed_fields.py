@@ -10,7 +10,7 @@ import time
 import pytest
 
 from reconciler.bundle import render
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.kube.client import ApiError, Kube
 from reconciler.model.declarations import InstallSettings
 from reconciler.model.kube import FIELD_MANAGER
 from tests.unit.helpers import by_kind, crd_doc, csv_doc, deployment, write_bundle

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from reconciler.catalog import load
-from reconciler.catalog.render import render_bundle_dir
+from reconciler.authoring.render import render_bundle_dir
 from reconciler.errors import ResolutionError
 from reconciler.model.catalog import Bundle, Catalog, Property
 from reconciler.model.declarations import CatalogSelector, OperatorDecl, Origin

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import pipeline, yamlio
-from reconciler.catalog.render import APIKinds, api_kinds, api_kinds_of_objects, render_bundle_dir
+from reconciler.authoring.render import APIKinds, api_kinds, api_kinds_of_objects, render_bundle_dir
 from reconciler.cli.parser import main
 from reconciler.model.catalog import Bundle, Property
 from reconciler.repo import read_repository

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.catalog.render import blob_json, render_bundle_dir
+from reconciler.authoring.render import blob_json, render_bundle_dir
 from reconciler.errors import BundleError
 from tests.catalog.helpers import CORPUS
 from tests.catalog.test_corpus import opm

@@ -9,7 +9,7 @@ import pytest
 
 from reconciler import yamlio
 from reconciler.catalog import load_catalog
-from reconciler.catalog.template import render_template
+from reconciler.authoring.template import render_template
 from reconciler.cli.parser import main
 from reconciler.errors import CatalogError
 from tests.catalog.test_corpus import opm_or_skip

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler.cli import logs
+from reconciler.report import logs
 from reconciler.cli.parser import build_parser
 from tests.e2e.support import GitOpsRepo, cli, example_copy
 
@@ -99,7 +99,7 @@ def test_json_log_lines_carry_the_fields():
 
 
 def test_the_loop_logs_each_object_and_the_step(control_plane, tmp_path):
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
     from reconciler.loop import APPLIED, LocalSource, Loop
 
     gitops = GitOpsRepo(tmp_path / "gitops")

@@ -46,7 +46,7 @@ def repo(tmp_path: Path) -> Path:
 def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
     import uuid
 
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
     from tests.loop.conftest import uninstall
 
     # A namespace of its own: namespaces are never pruned, and later tests expect to create plumbus-system.
@@ -128,7 +128,7 @@ def screen(transcript: str) -> list[str]:
 def test_a_status_line_is_erased_before_anything_else_is_written():
     import io
 
-    from reconciler.cli.progress import TerminalProgress
+    from reconciler.report.progress import TerminalProgress
 
     term = io.StringIO()
     progress = TerminalProgress(term)
@@ -148,7 +148,7 @@ def test_a_status_line_is_erased_before_anything_else_is_written():
 def test_the_report_starts_on_a_clean_line_after_waiting_for_the_rollout(control_plane, repo):
     import uuid
 
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
     from tests.loop.conftest import uninstall
 
     from reconciler import yamlio

@@ -62,7 +62,7 @@ def test_help_imports_only_the_parsers():
 
 def test_logs_are_set_up_when_logging_is_first_imported():
     """A command that never logs does not import logging; a library that logs later still gets the set-up."""
-    child = ("import sys\nfrom reconciler.cli import logs\nlogs.setup('info', 'json')\n"
+    child = ("import sys\nfrom reconciler.report import logs\nlogs.setup('info', 'json')\n"
              "print('logging' in sys.modules)\nimport logging\n"
              "logging.getLogger('reconciler.x').info('hello', extra={'operator': 'plumbus'})\n"
              "logging.getLogger('reconciler.x').debug('below the level')\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def k8s(control_plane) -> Kube:
 @pytest.fixture
 def recorded_k8s(control_plane):
     """A RecordingKube and the Operator names a test installs; afterwards those Operators are removed."""
-    from reconciler.cluster import status as status_objects
+    from reconciler.cluster.status import objects as status_objects
     from reconciler.cluster.ownership import Request, sync
     from tests.e2e.support import RecordingKube
 

@@ -12,7 +12,7 @@ import pygit2
 import pytest
 
 from reconciler.cli.parser import main
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.example import EXAMPLE, approved_copy  # noqa: F401 (EXAMPLE: for the tests that read it)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import yamlio
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import ObjectRef
 from tests.docblocks import fenced_block, indented_block, run_walkthrough
 

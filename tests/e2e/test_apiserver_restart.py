@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from reconciler.localcluster import ControlPlane, ensure_binaries
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.e2e.faultproxy import FaultProxy
 from tests.e2e.support import GitOpsRepo, get

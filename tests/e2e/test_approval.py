@@ -11,7 +11,7 @@ from kubernetes import client
 
 from reconciler.cluster.ownership import installer
 from reconciler.cluster.ownership import Request, sync
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError
 
 from tests.unit.test_declarations import DESIGN_DOC_V2ALPHA1
@@ -227,7 +227,7 @@ def test_the_api_server_refuses_an_object_beyond_the_approval(repo, kc, k8s, cap
     assert approve(repo, "plumbus", capsys=capsys).code == 0
     assert reconcile(repo, kc, capsys=capsys).code == 0
     from reconciler import pipeline
-    from reconciler.cluster.desired import desired_state
+    from reconciler.pipeline.desired import desired_state
 
     prepared = pipeline.prepare(repo.path, kube=k8s)
     desired = desired_state(prepared.installs, prepared.resolution, prepared.decisions)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.e2e.support import EXAMPLE, GitOpsRepo, get, managed
 from tests.e2e.test_reconcile import V100 as _V100, V110 as _V110
 

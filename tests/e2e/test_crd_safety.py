@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.e2e.support import managed, reconcile
 from tests.e2e.test_crash_campaign import approve_namespace
 from tests.e2e.test_reconcile import V100 as _V100, V110 as _V110, repo  # noqa: F401 - fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 
 from .support import GitOpsRepo, cli, get, reconcile
 from .test_reconcile import repo  # noqa: F401 - fixture: the example, everything uninstalled afterwards

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply import Action, DesiredOperator
 from reconciler.cluster.ownership import Request, SyncResult, sync
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.errors import BundleError, ClusterError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
 from tests.e2e.support import cluster_state, settled_state

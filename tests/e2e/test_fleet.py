@@ -18,7 +18,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts
 from tests.e2e.support import cli, get
 

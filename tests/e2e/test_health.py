@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli.parser import main
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 
 from .support import GitOpsRepo, approving_everything, get, reconcile

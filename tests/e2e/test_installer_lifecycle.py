@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cluster.ownership import installer
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_INSTANCE
 
 from .support import GitOpsRepo, approve, get, reconcile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.kube.client import ApiError, Kube
 
 pytestmark = pytest.mark.cluster
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler.cluster.kube import Kube, load_api_client
-from reconciler.cluster.kubeconfig import load_kubeconfig
+from reconciler.kube.client import Kube, load_api_client
+from reconciler.kube.kubeconfig import load_kubeconfig
 from tests.e2e.support import cli, example_copy
 
 pytestmark = pytest.mark.cluster
@@ -147,7 +147,7 @@ def _identity(kube: Kube) -> str:
 
 def test_certificates_tokens_and_passwords_need_no_official_client(control_plane, tmp_path):
     """Client certificates (inline or in files), a token or a token file: urllib3 alone, the same identity."""
-    from reconciler.cluster.rest import RestClient
+    from reconciler.kube.rest import RestClient
 
     inline = load_api_client(str(control_plane.kubeconfig_path))
     files = load_api_client(str(_split_admin(control_plane, tmp_path / "files", "files", current="files")))
@@ -172,8 +172,8 @@ def test_both_transports_answer_alike_and_the_official_one_gets_a_wide_pool(cont
     narrow pool is given a wide one without the caller's own being touched."""
     from kubernetes import client as k8s_client
 
-    from reconciler.cluster.kube import WORKERS, ApiError
-    from reconciler.cluster.rest import OfficialClient, RestClient
+    from reconciler.kube.client import WORKERS, ApiError
+    from reconciler.kube.rest import OfficialClient, RestClient
 
     light = load_api_client(str(control_plane.kubeconfig_path))
     official = control_plane.admin_client()

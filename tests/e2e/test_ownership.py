@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import ANNOTATION_REPOSITORY, LABEL_INSTANCE, LABEL_OPERATOR, LABEL_PART_OF, applyset_id
 from tests.loop.conftest import hand_over
 

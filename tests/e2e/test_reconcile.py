@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 
 from .support import GitOpsRepo, approve, get, managed, reconcile

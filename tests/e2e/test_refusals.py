@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from reconciler import yamlio
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.hostile.test_hostile import CORPUS as HOSTILE_CORPUS
 from tests.e2e.support import GitOpsRepo, cluster_state, reconcile, settled_state

@@ -7,8 +7,8 @@ import logging
 import pytest
 from kubernetes import client as k8s_client
 
-from reconciler.cluster import retry
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.kube import retry
+from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import ClusterError
 from tests.e2e.faultproxy import Fault, FaultProxy
 

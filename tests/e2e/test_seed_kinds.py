@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import oci
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.bundle.oci_registry import oci_registry  # noqa: F401  (fixture)
 from tests.unit.helpers import write, write_docs
 

@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, DesiredOperator
 from reconciler.cluster.ownership import Request, SyncResult, sync
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import ownership_labels
 
 
@@ -137,7 +137,7 @@ def test_an_object_applied_without_a_digest_is_recorded_once_then_skipped(record
 
 
 def test_judging_health_lists_each_kind_once_instead_of_reading_each_object(recorded_k8s):
-    from reconciler.cluster.wait import wait_healthy
+    from reconciler.cluster.health.wait import wait_healthy
 
     kube, names = recorded_k8s
     names += ["fast-h1", "fast-h2"]
@@ -157,7 +157,7 @@ def test_judging_health_lists_each_kind_once_instead_of_reading_each_object(reco
 
 
 def test_webhooks_that_share_a_service_ask_for_its_endpoints_once(recorded_k8s):
-    from reconciler.cluster.wait import soften_webhooks
+    from reconciler.cluster.health.wait import soften_webhooks
 
     kube, _ = recorded_k8s
     service = {"namespace": "fast-wh-system", "name": "webhook-service", "path": "/validate"}

@@ -11,7 +11,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from reconciler.localcluster.plane import NODE_COUNT, NODE_PREFIX
-from reconciler.cluster.health import Status, judge
+from reconciler.cluster.health.judge import Status, judge
 
 pytestmark = pytest.mark.cluster
 

@@ -229,7 +229,7 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     kubeconfig = None
     if case.get("cluster"):
         plane = request.getfixturevalue("control_plane")
-        from reconciler.cluster.kube import Kube
+        from reconciler.kube.client import Kube
 
         kube = Kube(plane.admin_client())
         kubeconfig = str(plane.kubeconfig_path)
@@ -250,7 +250,7 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     assert len(errors) == 1, result.stderr
     assert case["message"] in result.stderr, result.stderr
     if kube is not None:
-        from reconciler.cluster import status as status_objects
+        from reconciler.cluster.status import objects as status_objects
         from reconciler.cluster.ownership import Request, sync
         from tests.e2e.support import managed, settled_state
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.loop.conftest import uninstall
 from tests.loop.test_deploy import objects
 
@@ -48,8 +48,8 @@ def _forget_default_instance(k8s: Kube) -> None:
     """Delete the default instance's ApplySet parent when it has nothing installed, so that the ServiceAccount
     creates it, as on a new cluster (tests run as the administrator before this suite may leave it behind, and
     the RBAC check would then see no use of ``create configmaps``)."""
-    from reconciler.cluster import status as status_objects
-    from reconciler.cluster.kube import ApiError
+    from reconciler.cluster.status import objects as status_objects
+    from reconciler.kube.client import ApiError
 
     if status_objects.resource(k8s) is not None and status_objects.read_all(k8s, "default"):
         return   # something of it is still installed: its parent stays

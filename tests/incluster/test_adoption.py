@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.localcluster import ControlPlane
 from reconciler.localcluster.plane import DEPLOYED_USER
 from tests.olm.adoption import installed_by_olm, make_repo

@@ -21,7 +21,7 @@ import pytest
 
 from reconciler import yamlio
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from tests.e2e.support import GitOpsRepo, approve, approving_everything, cli, get, managed
 from tests.e2e.test_reconcile import V100, V110
 from tests.loop.conftest import wait_until

@@ -42,7 +42,7 @@ def wait_until(predicate, what: str, timeout: float = 90.0, every: float = 0.05)
 
 @pytest.fixture
 def k8s(control_plane):
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
     return Kube(control_plane.admin_client())
 
@@ -64,7 +64,7 @@ def uninstall(kube) -> None:
 def hand_over(kube, repository: str, instance: str = "default") -> list[str]:
     """``kubectl annotate operators.reconciler.dev NAME reconciler.dev/repository=REPOSITORY --overwrite``
     for every Operator of ``instance``; returns their names."""
-    from reconciler.cluster import status as status_objects
+    from reconciler.cluster.status import objects as status_objects
     from reconciler.model.kube import ANNOTATION_REPOSITORY
 
     info = status_objects.resource(kube)

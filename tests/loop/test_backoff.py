@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 from kubernetes import client as k8s_client
 
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.loop import APPLIED, FAILED, UNCHANGED, LocalSource, Loop
 from reconciler.loop.server import Server
 from tests.e2e.faultproxy import Fault, FaultProxy

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from reconciler import yamlio
-from reconciler.cluster.kube import Kube
-from reconciler.cluster.status import STATUS_CRD
+from reconciler.kube.client import Kube
+from reconciler.cluster.status.objects import STATUS_CRD
 from reconciler.loop import LeaderElector, LocalSource, Loop
 from tests.rollout.harness import DEPLOY
 from tests.rollout.harness import deploy_objects as objects
@@ -87,7 +87,7 @@ def _drift(k8s: Kube) -> None:
 
 def test_an_installed_operators_installer_is_found_in_place_without_a_write(control_plane, k8s, gitops, clean):
     from reconciler import pipeline
-    from reconciler.cluster.desired import desired_state
+    from reconciler.pipeline.desired import desired_state
     from reconciler.model.permissions import PermissionSet, Rule
     from reconciler.cluster.ownership import installer
     from reconciler.cluster.apply.plan import shipped_namespaces

@@ -36,7 +36,7 @@ def one_leader(*electors: LeaderElector) -> LeaderElector | None:
 
 
 def test_exactly_one_leads_and_the_other_takes_over_on_release_and_on_expiry(control_plane, k8s, namespace):
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
     def elector(name: str) -> LeaderElector:
         return LeaderElector(Kube(control_plane.admin_client()), namespace, "reconciler", name, **FAST)
@@ -72,7 +72,7 @@ def test_a_holder_renews_with_one_write_and_reads_the_lease_again_after_anyone_e
     """A renewal is one PUT on top of the holder's last write (client-go reads before each renewal: two). A write
     by anyone else in between makes that PUT conflict: the holder reads the Lease and renews in the same round,
     keeping what the other wrote, and never stops leading for it."""
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
     requests: list[tuple[str, str]] = []
 
@@ -104,7 +104,7 @@ def test_a_holder_renews_with_one_write_and_reads_the_lease_again_after_anyone_e
 
 
 def test_only_the_leading_loop_applies(control_plane, k8s, namespace, gitops, clean):
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
     loops, threads = {}, {}
     for name in ("one", "two"):

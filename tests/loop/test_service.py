@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from reconciler.cluster import status as status_objects
-from reconciler.cluster.kube import Kube
+from reconciler.cluster.status import objects as status_objects
+from reconciler.kube.client import Kube
 from reconciler.loop import APPLIED, LeaderElector, Loop, RemoteSource
 from reconciler.loop.relay import EVENT, RECEIVED_BY, REQUEST, HookRelay
 from reconciler.repo.git import Auth, Ref, RemoteRepository
@@ -155,7 +155,7 @@ def test_a_repeated_event_is_one_write_and_one_written_elsewhere_or_expired_is_s
     """A repeat of an Event this process wrote is one PATCH (kubectl's recorder keeps its own too); one another
     writer counted since is read and counted on top; one deleted (expired) is written anew with count 1."""
     from reconciler import pipeline
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
 
     pipeline.reconcile(gitops.path, k8s, dry_run=False)
     sent: list[str] = []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import pipeline
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.loop import APPLIED, CURRENT, SKIPPED, Loop, RemoteSource
 from reconciler.repo.git import Auth, Ref, RemoteRepository
 from tests.e2e.support import cli, get

@@ -212,7 +212,7 @@ def test_what_olm_creates_is_what_the_reconciler_creates_but_for_olm_s_own_addit
     """For the same bundles: Deployments' pod templates, the operator's RBAC and Services, as OLM v0 made them
     and as the reconciler renders them (the differences are documented in docs/migration.md)."""
     from reconciler.bundle import render
-    from reconciler.cluster.kube import Kube
+    from reconciler.kube.client import Kube
     from reconciler.model.declarations import InstallSettings
     from reconciler.model.deployconfig import DeploymentConfig
 

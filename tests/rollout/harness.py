@@ -35,8 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.cluster import status as status_objects
-from reconciler.cluster.kube import Kube
+from reconciler.cluster.status import objects as status_objects
+from reconciler.kube.client import Kube
 from reconciler.localcluster.plane import ControlPlane, _die_with_parent, _prctl, _write_kubeconfig
 from reconciler.localcluster.virtual import VirtualCluster, cpu_of, kubeconfig_with_contexts, rss_of
 from reconciler.loop.server import signature

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adopt.existing import refusal
+from reconciler.cluster.ownership.takeover.existing import refusal
 from reconciler.adopt.matching import _without_bookkeeping
 from reconciler.model.kube import ObjectRef
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from reconciler.approve.crdsafety import allowed, check_crd_upgrade
+from reconciler.model.crdsafety import allowed, check_crd_upgrade
 
 
 def crd(schema=None, versions=None, scope="Namespaced"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cluster.health import Health, Status, judge, operand, webhook_services, worst
+from reconciler.cluster.health.judge import Health, Status, judge, operand, webhook_services, worst
 
 
 def cond(type_: str, status: str, reason: str = "", message: str = "") -> dict:

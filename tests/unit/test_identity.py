@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.ownership.applyset import Instance
 from reconciler.cluster.ownership.inventory import check_repositories
 from reconciler.errors import PolicyError

@@ -1,9 +1,11 @@
 """The import graph of reconciler/ has no cycle, and every import points down the stage order ARCHITECTURE.md states.
 
 Every import counts, at the top of a module, inside a function (a lazy import is still a dependency) or under
-``if TYPE_CHECKING:`` (a type a module names is a dependency of its design, if not of its run). A package's
-``__init__`` that re-exports its submodules is not a cycle with them: Python runs a package before its
-submodules by design.
+``if TYPE_CHECKING:`` (a type a module names is a dependency of its design, if not of its run). Importing
+``a.b.c`` runs the packages ``a`` and ``a.b`` first, so it depends on their ``__init__`` too: that is an edge to
+each package around the module imported, but for the packages around the importer itself, which Python has run
+already. A package's ``__init__`` that re-exports its submodules is not a cycle with them: Python runs a package
+before its submodules by design.
 """
 
 from __future__ import annotations
@@ -68,7 +70,16 @@ def graph(type_only: bool = True) -> dict[str, set[str]]:
                     target = target.rpartition(".")[0]
                 if target and target != name and not name.startswith(target + "."):
                     edges[name].add(target)
+                    edges[name].update(_packages_run(target, name))
     return edges
+
+
+def _packages_run(target: str, importer: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` runs that ``importer`` has not run already: those
+    around ``target`` below the top package, but for the ones around ``importer`` (and ``importer`` itself)."""
+    parts = target.split(".")
+    around = [".".join(parts[:i]) for i in range(2, len(parts))]
+    return [p for p in around if p != importer and not importer.startswith(p + ".")]
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -120,16 +131,26 @@ def test_no_module_imports_one_that_imports_it_back():
     assert cycles(graph()) == []
 
 
+def test_importing_a_submodule_depends_on_the_packages_it_runs():
+    assert _packages_run("reconciler.cluster.apply.plan", "reconciler.pipeline") == [
+        "reconciler.cluster", "reconciler.cluster.apply"]
+    assert _packages_run("reconciler.cluster.apply.plan", "reconciler.cluster.ownership.sync") == [
+        "reconciler.cluster.apply"]
+    assert _packages_run("reconciler.cluster.apply.plan", "reconciler.cluster.apply.write") == []
+    edges = graph()
+    assert "reconciler.cluster.ownership" in edges["reconciler.pipeline"]   # the package's face runs too
+
+
 def test_the_walk_finds_a_cycle_when_there_is_one():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     edges = graph()
     assert "reconciler.cluster.apply.plan" in edges["reconciler.cluster.ownership.sync"]   # it reads real imports
-    assert "reconciler.cluster.wait" not in graph(type_only=False)["reconciler.cluster.ownership.sync"]
-    assert "reconciler.cluster.wait" in edges["reconciler.cluster.ownership.sync"]      # TYPE_CHECKING counts
+    assert "reconciler.cluster.health.wait" not in graph(type_only=False)["reconciler.cluster.ownership.sync"]
+    assert "reconciler.cluster.health.wait" in edges["reconciler.cluster.ownership.sync"]      # TYPE_CHECKING counts
 
 
 def stage_order(text: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The rows of ARCHITECTURE.md's stage order, first (lowest) first: (stage, module prefixes)."""
+    """The rows of ARCHITECTURE.md's stage order, first (lowest) first: (stage, folders and files of reconciler/)."""
     block = text.split("<!-- stage order -->", 2)[1]
     rows = []
     for line in block.splitlines():
@@ -139,16 +160,41 @@ def stage_order(text: str) -> list[tuple[str, tuple[str, ...]]]:
     return rows
 
 
+def _entry(path: str) -> tuple[str, bool]:
+    """A table entry as a module name, and whether it is a folder (everything under it) or one file."""
+    if path.endswith("/"):
+        return "reconciler." + path.rstrip("/").replace("/", "."), True
+    if path == "__init__.py":
+        return "reconciler", False
+    return "reconciler." + path.removesuffix(".py").replace("/", "."), False
+
+
 def stage_of(module: str, rows: list[tuple[str, tuple[str, ...]]]) -> int | None:
-    """The row of ``module``: the one naming the longest prefix of it (``reconciler`` itself only by name)."""
+    """The row of ``module``: the one naming its file, else the deepest folder around it."""
     best: tuple[int, int] | None = None
-    for index, (_, prefixes) in enumerate(rows):
-        for prefix in prefixes:
-            full = "reconciler" if prefix == "." else f"reconciler.{prefix}"
-            if (module == full or (prefix != "." and module.startswith(full + "."))) and (
+    for index, (_, paths) in enumerate(rows):
+        for path in paths:
+            full, folder = _entry(path)
+            if (module == full or (folder and module.startswith(full + "."))) and (
                     best is None or len(full) > best[1]):
                 best = (index, len(full))
     return None if best is None else best[0]
+
+
+def test_the_stage_order_names_folders_and_files_only():
+    """A row names whole folders (``cluster/apply/``) or top-level files (``errors.py``), never a part of a folder:
+    a folder is one stage."""
+    rows = stage_order(ARCHITECTURE.read_text())
+    entries = [path for _, paths in rows for path in paths]
+    assert len(entries) == len(set(entries))
+    for path in entries:
+        assert path.endswith("/") and (ROOT / path).is_dir() or "/" not in path and (ROOT / path).is_file(), path
+    folders = [p for p in entries if p.endswith("/")]
+    for path in folders:   # no folder of the table holds another one of a different row
+        row = next(i for i, (_, paths) in enumerate(rows) if path in paths)
+        for other in folders:
+            if other != path and other.startswith(path):
+                assert next(i for i, (_, paths) in enumerate(rows) if other in paths) == row, (path, other)
 
 
 def upward(edges: dict[str, set[str]], rows: list[tuple[str, tuple[str, ...]]]) -> list[str]:
@@ -156,7 +202,8 @@ def upward(edges: dict[str, set[str]], rows: list[tuple[str, tuple[str, ...]]]) 
     out = []
     for module in sorted(edges):
         for target in sorted(edges[module]):
-            if stage_of(target, rows) > stage_of(module, rows):
+            row = stage_of(target, rows)   # None: a face that imports nothing, so it cannot point up
+            if row is not None and row > stage_of(module, rows):
                 out.append(f"{module} -> {target}")
     return out
 
@@ -167,10 +214,13 @@ ALLOWED_UPWARD: set[str] = set()
 
 
 def test_architecture_states_a_stage_for_every_module():
+    """Every module has its row, but for a package face that imports nothing (a folder of folders, ``cluster/``):
+    with no import it points nowhere."""
     rows = stage_order(ARCHITECTURE.read_text())
     assert [name for name, _ in rows][:9] == [
         "foundation", "repo", "catalog", "resolve", "bundle", "approve", "plan/apply", "health", "status"]
-    assert [m for m in sorted(_modules()) if stage_of(m, rows) is None] == []
+    edges = graph()
+    assert [m for m in sorted(_modules()) if stage_of(m, rows) is None and edges[m]] == []
 
 
 def test_every_import_points_down_the_stage_order():
@@ -180,7 +230,7 @@ def test_every_import_points_down_the_stage_order():
 
 
 def test_the_stage_check_finds_an_import_against_the_order():
-    rows = [("foundation", ("model",)), ("repo", ("repo",)), ("approve", ("approve",))]
+    rows = [("foundation", ("model/",)), ("repo", ("repo/",)), ("approve", ("approve/",))]
     edges = {"reconciler.repo": {"reconciler.approve.records", "reconciler.model.kube"},
              "reconciler.approve.records": {"reconciler.model.kube"}, "reconciler.model.kube": set()}
     assert upward(edges, rows) == ["reconciler.repo -> reconciler.approve.records"]

@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.ownership.applyset import Instance, parent
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.cluster.apply.provenance import applied_by_us, check_owner

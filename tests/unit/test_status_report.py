@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.cluster.health import Health, Status
-from reconciler.cluster.status import health_conditions
-from reconciler.cluster.wait import Component, OperatorHealth
+from reconciler.cluster.health.judge import Health, Status
+from reconciler.cluster.status.objects import health_conditions
+from reconciler.cluster.health.wait import Component, OperatorHealth
 from reconciler.commands.status import summarize
 from reconciler.model.kube import ObjectRef
 
@@ -111,7 +111,7 @@ def test_summary_without_a_repository_has_no_lock_column() -> None:
     ({"type": "Degraded", "status": "True", "reason": "ComponentFailed"}, "Warning"),
 ])
 def test_progress_is_a_normal_event_and_failure_a_warning(cond, expected):
-    from reconciler.cluster.status import event_type
+    from reconciler.cluster.status.objects import event_type
 
     assert event_type(cond) == expected
 

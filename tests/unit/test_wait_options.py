@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reconciler.cluster.health import Status
+from reconciler.cluster.health.judge import Status
 from reconciler.commands.reconcile import duration
 from reconciler.loop import HEALTH_RECHECK, Loop, StepResult
 

@@ -5,7 +5,7 @@ each Operator's objects are written as (its installer, else the client's
 own) and the change set the run fills. The field manager is fixed: provenance
 is proven by it (``provenance.py``), so a run that applied under another
 name would lose its own objects. Requests run concurrently through the one
-pool of ``cluster/concurrent.py``, sized on the client.
+pool of ``kube/concurrent.py``, sized on the client.
 
 Its verbs are the engine's: ``namespaces`` (the install namespaces, made when
 missing), ``plan`` (every object's action decided before anything is
@@ -30,7 +30,7 @@ from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.plan import Planned, ensure_namespaces, plan
 from reconciler.cluster.apply.target import Claims, Target
 from reconciler.cluster.apply.write import execute_all
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef
 
 __all__ = ["Applier", "Claims"]
@@ -91,5 +91,5 @@ class Applier(Target):
 
     def wait(self, judge: Callable[[list[DesiredOperator]], Mapping[str, _Verdict]] | None,
              desired: list[DesiredOperator]) -> dict[str, _Verdict]:
-        """The verdict of ``judge`` (``cluster/wait.py`` polls until healthy or a deadline) on each Operator applied."""
+        """The verdict of ``judge`` (``cluster/health/wait.py`` polls until healthy or a deadline) on each Operator applied."""
         return dict(judge(desired)) if judge is not None else {}

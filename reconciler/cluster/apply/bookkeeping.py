@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reconciler.cluster.apply.changes import Action, Change, ChangeSet
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import API_GROUP, LABEL_INSTALLER, LABEL_OPERATOR, ObjectRef
 
 

@@ -58,7 +58,7 @@ class DesiredOperator:
     create_only: tuple[ObjectSelector, ...] = ()  # objects created once and never overwritten
     take_over: tuple[str, ...] = ()               # more client-side managers whose fields are taken over
     # live objects (ObjectRef keys) this Operator takes over from another installer, as if each were annotated
-    # reconciler.dev/adopt (adopt/takeover.py: what OLM v0 installed for an adopted declaration)
+    # reconciler.dev/adopt (cluster/ownership/takeover/olmv0.py: what OLM v0 installed for an adopted declaration)
     adopting: frozenset[tuple[str, str, str, str]] = frozenset()
 
 

@@ -2,17 +2,17 @@
 
 A CRD is applied before anything that uses its kinds and waited for until
 served; it is replaced only when the change cannot break its custom resources
-(``approve/crdsafety.py``); it is deleted only when it has none, or the declaration opted in.
+(``model/crdsafety.py``); it is deleted only when it has none, or the declaration opted in.
 """
 
 from __future__ import annotations
 
 import time
 
-from reconciler.approve.crdsafety import STORED_VERSION_REMOVED, crd_findings
+from reconciler.model.crdsafety import STORED_VERSION_REMOVED, crd_findings
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.cluster.apply.order import CRD
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError
 from reconciler.model.kube import Manifest
 
@@ -22,7 +22,7 @@ __all__ = ["CRD", "unsafe_crd_changes", "wait_established"]
 def unsafe_crd_changes(kube: Kube, op: DesiredOperator, new: Manifest, live: Manifest) -> list[str]:
     """The unsafe changes replacing ``live`` with ``new`` would make, unless the declaration allows them."""
     out = []
-    for f in crd_findings(kube, new, live, op.allow_unsafe_crds):
+    for f in crd_findings(new, live, op.allow_unsafe_crds, kube.custom_resource_count):
         line = f"{f} [Operator {op.name}]"
         if f.rule == STORED_VERSION_REMOVED:
             line += (" (no waiver can accept it: migrate the stored objects to a version the bundle keeps, then "

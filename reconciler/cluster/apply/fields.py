@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.model.fieldrules import ANNOTATION_CREATE_ONLY, STALE_MANAGERS, IgnoreRule, ObjectSelector
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef
 

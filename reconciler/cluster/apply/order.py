@@ -3,7 +3,7 @@
 Objects are written in stages (namespaces, CRDs, RBAC, ..., Deployments, then
 the webhooks and APIServices that route requests to them); objects of one
 stage do not depend on each other, so they go out concurrently
-(``cluster/concurrent.py``).
+(``kube/concurrent.py``).
 """
 
 from __future__ import annotations

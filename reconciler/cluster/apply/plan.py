@@ -20,10 +20,10 @@ from reconciler.cluster.apply.diff import describe_diff, external_files, label_o
 from reconciler.cluster.apply.digest import digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import as_taken_over, create_only, respect, stale_entries, take_over
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.concurrent import concurrently
+from reconciler.kube.concurrent import concurrently
 from reconciler.cluster.apply.provenance import check_owner
-from reconciler.approve import crdsafety
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.model import crdsafety
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.cluster.apply.target import Claims, Target
 from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef, operators_selector

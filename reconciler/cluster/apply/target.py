@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from reconciler.cluster.apply.changes import ChangeSet
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 
 _Key = tuple[str, str, str, str]
 

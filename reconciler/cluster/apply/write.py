@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconciler.cli import progress
+from reconciler.report import progress
 from reconciler.cluster.apply.changes import Change, DesiredOperator
 from reconciler.cluster.apply.crds import CRD, wait_established
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.concurrent import concurrently
+from reconciler.kube.concurrent import concurrently
 from reconciler.cluster.apply.plan import Planned, as_installer, invalid_objects, is_invalid_object
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import ClusterError, ReconcilerError
 from reconciler.model.kube import FIELD_MANAGER
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from reconciler import __version__
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.kube import (
     ANNOTATION_GROUP_KINDS, ANNOTATION_NAMESPACES, ANNOTATION_TOOLING, DEFAULT_INSTANCE, FIELD_MANAGER,
     LABEL_APPLYSET_ID, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, Manifest, ObjectRef, applyset_parent,

@@ -25,7 +25,7 @@ import dataclasses
 import time
 
 from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError
 from reconciler.model.kube import (
     ANNOTATION_ADOPT, API_GROUP, DEFAULT_INSTANCE, FIELD_MANAGER, LABEL_INSTALLER, LABEL_INSTANCE, LABEL_MANAGED_BY,
@@ -245,7 +245,7 @@ def _live(kube: Kube, operator: str | None = None, *, namespaces: bool = False
           ) -> tuple[dict[tuple[str, str, str], Manifest], set[str] | None]:
     """Every installer object in the cluster (of one Operator, if given), by kind, namespace and name; and with
     ``namespaces`` the names of the cluster's namespaces. The lists are independent: sent at once."""
-    from reconciler.cluster.concurrent import concurrently
+    from reconciler.kube.concurrent import concurrently
 
     selector = LABEL_INSTALLER if operator is None else f"{LABEL_INSTALLER}={operator}"
 
@@ -265,7 +265,7 @@ def _live(kube: Kube, operator: str | None = None, *, namespaces: bool = False
 
 def _wait_in_force(kube: Kube, user: str, permissions: PermissionSet) -> None:
     """Poll SubjectAccessReviews for one request per scope until RBAC grants them."""
-    from reconciler.approve import access_check
+    from reconciler.kube.access import access_check
     from reconciler.model.provisioner import Identity
 
     _, _, namespace, name = user.split(":")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.ownership.applyset import Instance
 from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
 from reconciler.errors import PolicyError

@@ -9,17 +9,16 @@ with custom resources is kept unless the declaration opted in.
 from __future__ import annotations
 
 
-from reconciler.cli import progress
+from reconciler.report import progress
 from reconciler.cluster.ownership import installer
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply.applier import Applier
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
-from reconciler.approve.crdsafety import custom_resource_count
 from reconciler.cluster.apply.crds import CRD
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.provenance import applied_by_us
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
 from reconciler.model.kube import (
@@ -86,7 +85,7 @@ def _prune_one(applier: Applier, operator: str, ref: ObjectRef, delete_crs: int 
         return Action.SKIPPED, f"annotated {ANNOTATION_PRUNE}=disabled; left in place{released}"
     detail = ""
     if (ref.group, ref.kind) == CRD:
-        count = custom_resource_count(kube, live)
+        count = kube.custom_resource_count(live)
         if count and count > delete_crs:
             more = f", more than the {delete_crs} the opt-in on the declaration allows" if delete_crs else ""
             return Action.SKIPPED, (f"kept: {count} custom resource(s) of it still exist{more}; delete them and "

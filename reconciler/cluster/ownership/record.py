@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.ownership.applyset import Instance
 from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
 from reconciler.cluster.apply.crds import wait_established
@@ -20,12 +20,12 @@ from reconciler.cluster.apply.diff import describe_diff
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, is_current, with_digest
 from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.plan import Planned
-from reconciler.cluster.kube import Kube, ResourceInfo
+from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError, ReconcilerError
 from reconciler.model.kube import API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, ObjectRef
 
 if TYPE_CHECKING:
-    from reconciler.cluster.wait import OperatorHealth
+    from reconciler.cluster.health.wait import OperatorHealth
 
 
 def ensure_status_crd(kube: Kube) -> ResourceInfo:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
 from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.fields import unmatched
@@ -22,7 +22,7 @@ from reconciler.cluster.apply.plan import Planned, shipped_namespaces
 from reconciler.cluster.apply.provenance import check_unique
 from reconciler.cluster.apply.write import refused_on_write
 from reconciler.cluster.apply import Applier, Claims
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.cluster.ownership import installer, webhooks
 from reconciler.cluster.ownership.applyset import Instance, write_parent
 from reconciler.cluster.ownership.inventory import (
@@ -36,7 +36,7 @@ from reconciler.errors import BundleError, ClusterError, PolicyError, Reconciler
 from reconciler.model.kube import API_GROUP, ObjectRef
 
 if TYPE_CHECKING:
-    from reconciler.cluster.wait import OperatorHealth
+    from reconciler.cluster.health.wait import OperatorHealth
 
 Judge = Callable[[list[DesiredOperator]], Mapping[str, "OperatorHealth"]]
 

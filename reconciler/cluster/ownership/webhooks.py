@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from reconciler.cluster.apply.applier import Applier
 from reconciler.cluster.apply.digest import digest_of, with_digest
 from reconciler.cluster.apply.plan import Planned
-from reconciler.cluster.kube import ApiError, Kube
-from reconciler.cluster.wait import OperatorHealth, WEBHOOK_KINDS, soften_webhooks
+from reconciler.kube.client import ApiError, Kube
+from reconciler.cluster.health.wait import OperatorHealth, WEBHOOK_KINDS, soften_webhooks
 from reconciler.model.kube import Manifest
 
 

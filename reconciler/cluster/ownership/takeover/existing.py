@@ -31,11 +31,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply.changes import DesiredOperator
 from reconciler.cluster.apply.provenance import applied_by_us, never_adopted
-from reconciler.cluster.concurrent import concurrently
-from reconciler.cluster.kube import Kube
+from reconciler.kube.concurrent import concurrently
+from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ANNOTATION_ADOPT, Manifest, ObjectRef
 

@@ -81,7 +81,7 @@ class RestClient:
             url += "?" + urlencode(query, quote_via=quote)
         if body is not None and not isinstance(body, (str, bytes)):
             body = json.dumps(body).encode("utf-8")   # as the official client sends a JSON body
-        # no retries here: Kube decides what may be sent again (cluster/retry.py)
+        # no retries here: Kube decides what may be sent again (kube/retry.py)
         raw = self._pool.request(method, url, headers={**headers, **self._headers}, body=body,
                                  timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]), retries=False,
                                  redirect=False)

@@ -10,7 +10,7 @@ from typing import Mapping
 from reconciler.approve import Decision
 from reconciler.approve.stage import CRD_SAFETY_WAIVER
 from reconciler.bundle.installed import Installed
-from reconciler.cluster import status as status_objects
+from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.apply import DesiredOperator, PendingOperator
 from reconciler.model.fieldrules import DEFAULT_RULES
 from reconciler.model.kube import stamped

@@ -1,6 +1,6 @@
-"""The log formatters and handler behind ``reconciler.cli.logs.setup``: text for people, JSON lines for collectors.
+"""The log formatters and handler behind ``reconciler.report.logs.setup``: text for people, JSON lines for collectors.
 
-Kept apart from ``reconciler.cli.logs`` because defining them imports ``logging``,
+Kept apart from ``reconciler.report.logs`` because defining them imports ``logging``,
 which a command that never logs does not otherwise pay for.
 """
 
@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TextIO
 
-FIELDS = ("operator", "revision", "object", "action", "duration", "reason", "outcome")  # see reconciler.cli.logs
+FIELDS = ("operator", "revision", "object", "action", "duration", "reason", "outcome")  # see reconciler.report.logs
 
 
 def _fields(record: logging.LogRecord) -> dict[str, object]:

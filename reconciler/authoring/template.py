@@ -31,7 +31,7 @@ from typing import Any
 
 import semver
 
-from reconciler.catalog.render import APIKinds, render_bundle_dir
+from reconciler.authoring.render import APIKinds, render_bundle_dir
 from reconciler.errors import CatalogError
 from reconciler.model.semver_range import parse_version
 

@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from reconciler.cluster.kube import WORKERS
+from reconciler.kube.client import WORKERS
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -55,9 +55,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.adopt.takeover import OWNED_KINDS, _delete, _get, _list, _ns, _patch, _where
+from reconciler.cluster.ownership.takeover.olmv0 import OWNED_KINDS, _delete, _get, _list, _ns, _patch, _where
 from reconciler.cluster.apply.changes import DesiredOperator
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
 from reconciler.model.kube import LABEL_MANAGED_BY, ObjectRef
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reconciler.adopt import existing, takeover, takeover_olmv1
+from reconciler.cluster.ownership.takeover import existing, olmv0 as takeover, olmv1 as takeover_olmv1
 from reconciler.cluster.apply.bookkeeping import journal
 from reconciler.cluster.apply.changes import ChangeSet, DesiredOperator
-from reconciler.cluster.kube import Kube
+from reconciler.kube.client import Kube
 from reconciler.model.declarations import OperatorDecl
 
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.cluster.health import NOT_FOUND, Health, Status, conditions, judge, operand, webhook_services, worst
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.cluster.health.judge import NOT_FOUND, Health, Status, conditions, judge, operand, webhook_services, worst
+from reconciler.kube.client import ApiError, Kube
 from reconciler.model.kube import Manifest, ObjectRef, operators_selector
 
 POLL_INTERVAL = 1.0
@@ -122,7 +122,7 @@ def read_listed(kube: Kube, operators: Mapping[str, Iterable[Manifest]]) -> dict
     for name, objs in operators.items():
         for obj in objs:
             kinds.setdefault((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), set()).add(name)
-    from reconciler.cluster.concurrent import concurrently
+    from reconciler.kube.concurrent import concurrently
 
     def listing(kind: tuple[tuple[str, str], set[str]]) -> list[Manifest]:
         (api_version, name), names = kind
@@ -175,7 +175,7 @@ def count_operands(kube: Kube, objects: Mapping[str, Iterable[Manifest]],
     Operands are the users' objects: they are reported, and do not decide
     whether the Operator itself is Ready.
     """
-    from reconciler.cluster.concurrent import concurrently
+    from reconciler.kube.concurrent import concurrently
 
     owned: list[tuple[str, Manifest]] = []
     for name, objs in objects.items():

@@ -16,9 +16,8 @@ allows it (``reconciler.dev/allow-unsafe-crd-upgrade``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from reconciler.cluster.kube import Kube
 from reconciler.model.declarations import ANNOTATION_ALLOW_UNSAFE_CRDS as ANNOTATION_ALLOW
 from reconciler.model.kube import Manifest, ObjectRef
 
@@ -141,18 +140,23 @@ def allowed(annotation: str | None, crd: str) -> bool:
     return "*" in names or crd in names
 
 
-__all__ = ["ANNOTATION_ALLOW", "Finding", "allowed", "check_crd_upgrade"]
+__all__ = ["ANNOTATION_ALLOW", "STORED_VERSION_REMOVED", "Finding", "allowed", "check_crd_upgrade", "crd_findings",
+           "served_kind"]
 
 
-def crd_findings(kube: Kube, new: Manifest, live: Manifest, accepted: str = "") -> list[Finding]:
+STORED_VERSION_REMOVED = "stored-version-removed"
+
+
+def crd_findings(new: Manifest, live: Manifest, accepted: str, count: Callable[[Manifest], int]) -> list[Finding]:
     """The unsafe changes replacing ``live`` with ``new`` would make: the one preflight that `approve` (when it
     reads a cluster) and the planner both run, and that `diff` runs offline. ``accepted`` (the declaration's
     annotation, or "*" for an approval's waiver) accepts them, but for a stored version removed, which the API
-    server itself refuses: that one is always reported."""
+    server itself refuses: that one is always reported. ``count`` tells how many custom resources of a CRD
+    exist (``Kube.custom_resource_count``); it is asked only when a served version would go."""
     stored = (live.get("status") or {}).get("storedVersions") or []
     served = [v["name"] for v in (live.get("spec") or {}).get("versions") or [] if v.get("served")]
     still = {v["name"] for v in (new.get("spec") or {}).get("versions") or [] if v.get("served", True)}
-    if set(served) <= still or not custom_resource_count(kube, live):
+    if set(served) <= still or not count(live):
         served = []  # custom resources are only listed when a served version would go
     found = check_crd_upgrade(live, new, stored, served)
     if allowed(accepted, ObjectRef.of(new).name):
@@ -160,24 +164,8 @@ def crd_findings(kube: Kube, new: Manifest, live: Manifest, accepted: str = "") 
     return found
 
 
-STORED_VERSION_REMOVED = "stored-version-removed"
-
-
-def custom_resource_count(kube: Kube, crd: Manifest) -> int:
-    """How many custom resources of the CRD exist: one metadata LIST of one item, plus the count the API
-    server reports for the rest (``remainingItemCount``), so exact without listing them all."""
+def served_kind(crd: Manifest) -> tuple[str, str] | None:
+    """The API version and kind a CRD's custom resources are read through (its first served version), if any."""
     spec = crd.get("spec") or {}
     served = [v["name"] for v in spec.get("versions") or [] if v.get("served")]
-    if not served:
-        return 0
-    info = kube.resource(f"{spec['group']}/{served[0]}", spec["names"]["kind"])
-    if info is None:
-        return 0
-    from reconciler.cluster.kube import _METADATA_LIST
-
-    page = kube.request("GET", info.path(""), query=[("limit", "1")], accept=f"{_METADATA_LIST},application/json")
-    items = len(page.get("items") or [])
-    rest = (page.get("metadata") or {}).get("remainingItemCount")
-    if items and rest is None and (page.get("metadata") or {}).get("continue"):
-        return len(kube.list(info, metadata_only=True))   # the server did not count: list them all
-    return items + int(rest or 0)
+    return (f"{spec['group']}/{served[0]}", spec["names"]["kind"]) if served else None

@@ -29,7 +29,7 @@ from reconciler.model.kube import Manifest, ObjectRef
 if TYPE_CHECKING:  # the client library is imported when a cluster is first configured, not with this module
     from kubernetes import client as k8s_client
 
-    from reconciler.cluster.rest import Transport
+    from reconciler.kube.rest import Transport
 
 APPLY_PATCH = "application/apply-patch+yaml"
 # Requests in flight at once when order does not matter (see cluster/apply/order.py). A Role or binding written
@@ -79,7 +79,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
     kubeconfig needs it (``rest.py`` speaks for certificates, tokens and passwords), and never when no
     cluster is configured: a dry run without one does not pay for it.
     """
-    from reconciler.cluster.kubeconfig import load_kubeconfig
+    from reconciler.kube.kubeconfig import load_kubeconfig
 
     merged = load_kubeconfig(kubeconfig)
     if merged is None and not context and not os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -121,7 +121,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
 def _light_client(merged: Any, context: str | None) -> Transport | None:
     """``rest.py``'s client for one context of a merged kubeconfig, or None where it does not speak the
     context's credentials (or the entry is malformed: the official client then says what is wrong with it)."""
-    from reconciler.cluster import rest
+    from reconciler.kube import rest
 
     wanted = merged.context(context)  # raises a ClusterError naming the files and the contexts available
     try:
@@ -149,7 +149,7 @@ class Kube:
         """``api`` is a transport (``rest.py``) or an official ``ApiClient``; ``attempts`` bounds the tries of
         one request (default: ``retry.DEFAULT_POLICY``); ``timeout`` is (connect, read) seconds. A fleet-wide
         read lowers both, so an unreachable cluster answers quickly."""
-        from reconciler.cluster.rest import transport
+        from reconciler.kube.rest import transport
 
         self.transport = transport(api, WORKERS)
         self.attempts = attempts
@@ -182,14 +182,14 @@ class Kube:
     def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
                 body: Any = None, content_type: str = "application/json", obj: str | None = None,
                 accept: str = "application/json", repeatable: bool | None = None) -> Any:
-        """One API call, retried on 429, transient 5xx and dropped connections (see ``cluster/retry.py``).
+        """One API call, retried on 429, transient 5xx and dropped connections (see ``kube/retry.py``).
 
         ``repeatable`` says the call may be sent again after it may have been applied; by default reads,
         PUT, DELETE and server-side apply are, and a POST is not (pass True when a 409 is handled).
         """
         import urllib3
 
-        from reconciler.cluster import retry
+        from reconciler.kube import retry
 
         policy = retry.DEFAULT_POLICY if self.attempts is None else retry.RetryPolicy(attempts=self.attempts)
         repeat = retry.idempotent(method, content_type) if repeatable is None else repeatable
@@ -371,6 +371,22 @@ class Kube:
             if limit or not token:
                 return items
             query = [q for q in query if q[0] != "continue"] + [("continue", token)]
+
+    def custom_resource_count(self, crd: Manifest) -> int:
+        """How many custom resources of a CRD exist: one metadata LIST of one item, plus the count the API
+        server reports for the rest (``remainingItemCount``), so exact without listing them all."""
+        from reconciler.model.crdsafety import served_kind
+
+        kind = served_kind(crd)
+        info = self.resource(*kind) if kind else None
+        if info is None:
+            return 0
+        page = self.request("GET", info.path(""), query=[("limit", "1")], accept=f"{_METADATA_LIST},application/json")
+        items = len(page.get("items") or [])
+        rest = (page.get("metadata") or {}).get("remainingItemCount")
+        if items and rest is None and (page.get("metadata") or {}).get("continue"):
+            return len(self.list(info, metadata_only=True))   # the server did not count: list them all
+        return items + int(rest or 0)
 
     def apply(self, info: ResourceInfo, obj: Manifest, *, field_manager: str, dry_run: bool) -> Manifest:
         ref = ObjectRef.of(obj)

@@ -10,7 +10,7 @@ Most commands never log (a catalog validation, a render, an offline
 resolution), and importing ``logging`` is a noticeable part of their
 start-up; so ``setup`` configures it at once only when something has
 imported it already, and otherwise the moment something first does (the
-formatters live in ``reconciler.cli.logformat``). The effect is the same: no
+formatters live in ``reconciler.report.logformat``). The effect is the same: no
 record can be emitted before ``logging`` is imported.
 """
 
@@ -38,7 +38,7 @@ def setup(level: str | int = "warning", fmt: str = "text", stream: TextIO | None
     for finder in [f for f in sys.meta_path if isinstance(f, _OnImport)]:
         sys.meta_path.remove(finder)
     if "logging" in sys.modules:
-        from reconciler.cli.logformat import configure
+        from reconciler.report.logformat import configure
 
         configure(level, fmt, stream)
     else:
@@ -77,7 +77,7 @@ class _ThenConfigure:
         module.__loader__ = module.__spec__.loader = self.loader
         if self.finder in sys.meta_path:
             sys.meta_path.remove(self.finder)
-            from reconciler.cli.logformat import configure
+            from reconciler.report.logformat import configure
 
             configure(*self.finder.args)
 

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.cluster.apply.changes import DesiredOperator
-from reconciler.cluster.kube import ApiError, Kube
+from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import PolicyError
 from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import ObjectRef

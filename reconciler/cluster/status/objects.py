@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reconciler.cluster.kube import ApiError, Kube, ResourceInfo
+from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.kube import (
     ANNOTATION_CLUSTER, ANNOTATION_REPOSITORY, API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF,
@@ -29,7 +29,7 @@ from reconciler.model.kube import (
 )
 
 if TYPE_CHECKING:
-    from reconciler.cluster.wait import OperatorHealth
+    from reconciler.cluster.health.wait import OperatorHealth
 
 KIND = "Operator"
 PLURAL = "operators"
@@ -131,7 +131,7 @@ def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, st
     waited for and did not become healthy in time, Degraded is True and the
     message names the component, its reason and how long it was waited for.
     """
-    from reconciler.cluster.health import Status
+    from reconciler.cluster.health.judge import Status
 
     if health.healthy:
         return [condition("Ready", True, "Healthy", f"{applied}; {health.message}"),
@@ -236,7 +236,7 @@ def record_rejection(kube: Kube, info: ResourceInfo, name: str, rejection: dict[
 
 def record_adoption(kube: Kube, info: ResourceInfo, name: str, adoption: dict[str, Any]) -> None:
     """Write ``status.adopted`` of Operator ``name``: the objects its first successful apply took over from
-    whoever applied them before (the consent on its declaration, ``adopt/existing.py``), at which revision.
+    whoever applied them before (the consent on its declaration, ``cluster/ownership/takeover/existing.py``), at which revision.
 
     Under a field manager of its own, as rejections are, so the status writes
     of every later apply leave it: it is what says the consent was acted on,
