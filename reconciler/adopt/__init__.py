@@ -104,9 +104,9 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
         if not lock_entries:
             return result
         _write_lock(snapshot, work, [(name, b, catalogs[c], inst) for inst, name, b, c, _ in lock_entries])
-        _write_approvals(work, kube, [(inst, name) for inst, name, *_ in lock_entries])
+        _write_approvals(snapshot, work, kube, [(inst, name) for inst, name, *_ in lock_entries])
         for inst, name, bundle, catalog, path in lock_entries:
-            files = tuple(p for p in (path, "olm.lock", f"approvals/{name}.yaml") if p)
+            files = tuple(p for p in (path, snapshot.lock_file, f"approvals/{name}.yaml") if p)
             result.adopted.append(Adopted(inst, name, bundle.name, catalog, files))
         for rel in sorted({p for a in result.adopted for p in a.files}):
             new = (work / rel).read_text()
@@ -320,7 +320,10 @@ def _declaration_text(inst: Adoptable, doc: dict) -> str:
 
 
 def _write_lock(snapshot: Any, work: Path, entries: list) -> None:
+    """The repository's lockfile (``snapshot.lock_file``) in the scratch copy ``work``, with an entry pinning each
+    adopted bundle; entries of the bundles already pinned are kept as they are."""
     from reconciler.bundle import source as bundle_source
+    from reconciler.lock import write_lock
     from reconciler.model.lock import LockEntry, Lockfile
 
     kept = {e.operator: e for e in (snapshot.lock.entries if snapshot.lock else ())}
@@ -338,20 +341,22 @@ def _write_lock(snapshot: Any, work: Path, entries: list) -> None:
                                catalog=catalog.name,
                                channel=_channel(inst, bundle, catalog) or _default_channel(bundle, catalog),
                                source=image, digest=digest)
-    yamlio.write_atomic(work / "olm.lock", Lockfile(tuple(sorted(kept.values()))).render())
+    write_lock(dataclasses.replace(snapshot, root=work), Lockfile(tuple(sorted(kept.values()))))
 
 
-def _record_dependents(work: Path, resolved: Any) -> None:
+def _record_dependents(snapshot: Any, work: Path, resolved: Any) -> None:
     """Each lock entry's ``required_by`` as the resolution records it: an adopted Operator that another's bundle
     needs (a dependency OLM installed) is pinned as what that Operator requires, so ``reconcile`` finds the lock
     it would write."""
+    from reconciler.lock import write_lock
     from reconciler.model.lock import Lockfile
 
-    written = Lockfile.parse((work / "olm.lock").read_text())
+    scratch = dataclasses.replace(snapshot, root=work)
+    written = Lockfile.parse(scratch.lock_path.read_text())
     by_bundle = {(e.operator, e.name): e.required_by for e in resolved.entries}
-    entries = tuple(dataclasses.replace(e, required_by=by_bundle.get((e.operator, e.name), e.required_by))
-                    for e in written.entries)
-    yamlio.write_atomic(work / "olm.lock", Lockfile(entries).render())
+    write_lock(scratch, Lockfile(tuple(dataclasses.replace(e, required_by=by_bundle.get((e.operator, e.name),
+                                                                                         e.required_by))
+                                       for e in written.entries)))
 
 
 def _default_channel(bundle: Any, catalog: Any) -> str:
@@ -359,7 +364,7 @@ def _default_channel(bundle: Any, catalog: Any) -> str:
     return (package.default_channel if package else None) or ""
 
 
-def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Adoptable, str]]) -> None:
+def _write_approvals(snapshot: Any, work: Path, kube: Any, adopted: list[tuple[Adoptable, str]]) -> None:
     """Approve, for each adopted Operator, the permissions its bundle needs, with the CSV (or the
     ClusterExtension) as evidence."""
     from reconciler import pipeline
@@ -368,7 +373,7 @@ def _write_approvals(work: Path, kube: Any, adopted: list[tuple[Adoptable, str]]
     from reconciler.repo import read_records
 
     prepared = pipeline.prepare(work, kube=kube, uncommitted_approvals=True)
-    _record_dependents(work, prepared.lockfile)
+    _record_dependents(snapshot, work, prepared.lockfile)
     for inst, name in adopted:
         d = prepared.decisions.get(name)
         if d is None:

@@ -190,19 +190,13 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                             operands=paths)
 
     desired, instance = desired_operators(prepared, dry_run=dry_run)
-    around = None
-    if kube is not None and any(d.adopted_from or d.adopt_existing for d in snapshot.operators):
-        from reconciler.cluster.ownership.takeover.around import Takeovers   # what the repository adopted or consents to take over
-
-        around = Takeovers(kube, snapshot.operators, held=prepared.held, instance=instance.name,
-                           revision=snapshot.revision, dry_run=dry_run)
-        desired = around.before(desired)
     result = sync(kube, Request(desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
                                 revision=snapshot.revision, held=prepared.held,
                                 pending=() if dry_run else pending_state(installs, prepared.decisions),
-                                judge=judge), instance)
-    if around is not None:
-        around.after(desired, result)
+                                judge=judge,
+                                adopted={d.name: d.adopted_from for d in snapshot.operators if d.adopted_from},
+                                consenting=frozenset(d.name for d in snapshot.operators if d.adopt_existing)),
+                  instance)
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)
 

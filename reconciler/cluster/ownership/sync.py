@@ -29,6 +29,7 @@ from reconciler.cluster.ownership.inventory import (
     check_cluster, check_instances, check_repositories, find_moves, held_renames,
 )
 from reconciler.cluster.ownership.prune import prune
+from reconciler.cluster.ownership.takeover.around import Takeovers
 from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
@@ -49,7 +50,9 @@ class Request:
     approval: held likewise, with their status saying what waits (a dry run previews them instead: they come
     as ``desired`` marked ``waiting``, and so do their changes). ``judge`` (see ``wait.py``) is called after
     applying and pruning; its verdicts become each Operator's Ready, Progressing and Degraded conditions.
-    ``allow_empty``: a repository that declares nothing may uninstall everything.
+    ``allow_empty``: a repository that declares nothing may uninstall everything. ``adopted`` Operators take
+    over an install of OLM (name -> ``olm-v0/<namespace>/<subscription>`` or OLM v1's ClusterExtension), and
+    ``consenting`` ones the live objects of their bundle, at their first apply (``takeover/``).
     """
 
     desired: list[DesiredOperator]
@@ -59,6 +62,8 @@ class Request:
     held: frozenset[str] = frozenset()
     pending: tuple[PendingOperator, ...] = ()
     judge: Judge | None = None
+    adopted: Mapping[str, str] = field(default_factory=dict)
+    consenting: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -100,9 +105,14 @@ class _Run:
         self.desired = desired       # less those refused while writing
         self.failed: set[str] = set()
         self.info: ResourceInfo | None = None   # the status objects' kind, once ensured
+        self.takeovers = Takeovers(self.kube, request.adopted, request.consenting - request.held,
+                                   instance=instance.name, revision=request.revision, dry_run=request.dry_run) \
+            if request.adopted or request.consenting - request.held else None
 
     def sync(self) -> SyncResult:
         self.read_records()
+        if self.takeovers is not None:   # what each Operator may apply over; OLM stops asking
+            self.desired = self.all_desired = self.takeovers.before(self.desired, self.result.notes)
         planned = self.prepare()
         for new, old in sorted(self.moves.items()):
             self.result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move "
@@ -112,6 +122,8 @@ class _Run:
         if self.dry_run:
             self.applier.diff(planned)
             prune(self.applier, self.desired, self.recorded)
+            if self.takeovers is not None:
+                self.takeovers.after(self.desired, self.result)
             return _mark_waiting(self.result, self.desired)
         self.info = ensure_status_crd(self.kube)
         members = members_of(self.mine, self.desired)
@@ -129,6 +141,8 @@ class _Run:
             exc = refused_on_write(refused, planned, {op.name: op for op in self.all_desired}, rolled_back)
             self.mark_failed(exc, self.failed)
             raise exc
+        if self.takeovers is not None:   # OLM lets go of what is now the reconciler's
+            self.takeovers.after(self.desired, self.result)
         return self.result
 
     def read_records(self) -> None:
