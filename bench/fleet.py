@@ -192,14 +192,16 @@ def time_status(count: int, shapes: int, workdir: Path) -> tuple[float, int, lis
 
 def _seed(kube, cluster: str, ensure_crd, status_objects) -> None:
     """The 50 Operators' status objects, as a reconcile records them (bundle, Ready, revision)."""
-    info = ensure_crd(kube)
+    from reconciler.cluster.status.events import EventRecorder
+
+    writer = status_objects.StatusWriter(kube, ensure_crd(kube), status_objects.Stamp("bench", cluster=cluster),
+                                         EventRecorder())
     for n in range(OPERATORS):
         pkg = f"operator-{n:05d}"
         cond = status_objects.condition("Ready", True, "Healthy", "applied; every component is healthy")
-        status_objects.write(kube, info, pkg, {"package": pkg}, {
+        writer.write(pkg, {"package": pkg}, {
             "bundle": {"name": f"{pkg}.v9.9.0", "package": pkg, "version": "9.9.0"},
-            "revision": "0" * 40, "inventory": [], "conditions": [cond]}, None, instance="bench",
-            cluster=cluster)
+            "revision": "0" * 40, "inventory": [], "conditions": [cond]})
 
 
 def main() -> None:

@@ -34,9 +34,7 @@ from typing import Any
 
 from reconciler.cluster.ownership.takeover.existing import ADOPTABLE, MISSING, OURS, REFUSED, Found, adopting, survey
 from reconciler.cluster.status import objects as status_objects
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
-from reconciler.cluster.apply.diff import describe_diff, label_of, unified
-from reconciler.cluster.apply.provenance import applied_by_us
+from reconciler.cluster.apply import Action, Change, DesiredOperator, applied_by_us, describe_diff, label_of, unified
 from reconciler.kube.concurrent import concurrently
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.errors import DeclarationError

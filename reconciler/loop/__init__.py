@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from reconciler import pipeline
 from reconciler.cluster.status import objects as status_objects
+from reconciler.cluster.status.events import EventRecorder
 from reconciler.cluster.apply import Action
 from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError, InternalError, PolicyError, ReconcilerError
@@ -77,6 +78,7 @@ class Loop:
         self.backoff = backoff
         self.events_namespace = events_namespace
         self.identity = identity
+        self.events = EventRecorder()   # the Events this loop writes, remembered for its life (a repeat is a PATCH)
         self.report = report
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -260,7 +262,7 @@ class Loop:
             return self._finish(StepResult(STANDBY, target.revision, self.applied_revision), started, count=False)
         try:
             outcome = pipeline.apply(prepared, self.kube, dry_run=self.dry_run,
-                                     write_lockfile=fresh and self.source.write_lockfile)
+                                     write_lockfile=fresh and self.source.write_lockfile, events=self.events)
         except PolicyError as exc:  # the revision asks for something refused: as bad as one that does not load
             return self._finish(self._reject(target, exc), started)
         except ClusterError as exc:
@@ -462,7 +464,7 @@ class Loop:
         if self.kube is None or self.dry_run:
             return
         try:
-            status_objects.record_event(self.kube, name, type_=type_, reason=reason, message=message,
-                                        namespace=self.events_namespace, instance=self.identity)
+            self.events.scoped(self.events_namespace, self.identity).record(self.kube, name, type_=type_,
+                                                                            reason=reason, message=message)
         except ClusterError as exc:
             log.warning("could not record an event on Operator %s: %s", name, exc.message)

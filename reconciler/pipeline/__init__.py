@@ -31,6 +31,7 @@ from reconciler.repo.inputs import Inputs, inputs_of
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
 if TYPE_CHECKING:
+    from reconciler.cluster.status.events import EventRecorder
     from reconciler.cluster.ownership.applyset import Instance
     from reconciler.repo.verify import Trust, Verdict
 
@@ -170,8 +171,12 @@ def _untimed(condition: Mapping[str, str]) -> dict[str, str]:
 
 
 def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfile: bool = True,
-          wait: float = 0.0, on_progress: Callable[[str], object] | None = None) -> Outcome:
+          wait: float = 0.0, on_progress: Callable[[str], object] | None = None,
+          events: EventRecorder | None = None) -> Outcome:
     """Write olm.lock (unless told not to: a fetched remote tree is never written to) and sync.
+
+    ``events`` records the Events the sync announces (a long-running caller keeps one, so a repeat is counted
+    on the Event it wrote before); without it the sync has its own.
 
     After applying, every Operator's components are judged (``cluster/health/wait.py``),
     waiting up to ``wait`` seconds for them to become healthy (0: judge once).
@@ -195,7 +200,8 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                                 pending=() if dry_run else pending_state(installs, prepared.decisions),
                                 judge=judge,
                                 adopted={d.name: d.adopted_from for d in snapshot.operators if d.adopted_from},
-                                consenting=frozenset(d.name for d in snapshot.operators if d.adopt_existing)),
+                                consenting=frozenset(d.name for d in snapshot.operators if d.adopt_existing),
+                                events=events),
                   instance)
     result.notes.extend(prepared.notes)
     return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions)

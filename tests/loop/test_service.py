@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from reconciler.cluster.status import objects as status_objects
+from reconciler.cluster.status.events import EventRecorder
 from reconciler.kube.client import Kube
 from reconciler.loop import APPLIED, LeaderElector, Loop, RemoteSource
 from reconciler.loop.relay import EVENT, RECEIVED_BY, REQUEST, HookRelay
@@ -139,11 +140,11 @@ def test_repeated_events_are_aggregated(k8s, gitops, clean):
     from reconciler import pipeline
 
     pipeline.reconcile(gitops.path, k8s, dry_run=False)
+    recorder = EventRecorder(instance="test")
     for _ in range(3):
-        status_objects.record_event(k8s, "plumbus", type_="Normal", reason="DriftCorrected",
-                                    message="corrected drift from abc: 1 configured", instance="test")
-    status_objects.record_event(k8s, "plumbus", type_="Normal", reason="Applied", message="applied abc",
-                                instance="test")
+        recorder.record(k8s, "plumbus", type_="Normal", reason="DriftCorrected",
+                        message="corrected drift from abc: 1 configured")
+    EventRecorder(instance="test").record(k8s, "plumbus", type_="Normal", reason="Applied", message="applied abc")
     drift = [e for e in events(k8s) if e["reason"] == "DriftCorrected"]
     assert len(drift) == 1 and drift[0]["count"] == 3
     assert drift[0]["lastTimestamp"] >= drift[0]["firstTimestamp"]
@@ -167,10 +168,11 @@ def test_a_repeated_event_is_one_write_and_one_written_elsewhere_or_expired_is_s
             return super().request(method, path, **kwargs)
 
     kube = Counting(k8s.transport)
+    recorder = EventRecorder()
     about = k8s.get(status_objects.resource(k8s), "", "plumbus")["metadata"]
 
     def record() -> dict:
-        status_objects.record_event(kube, "plumbus", type_="Normal", reason="Probe", message="probe", about=about)
+        recorder.record(kube, "plumbus", type_="Normal", reason="Probe", message="probe", about=about)
         return next(e for e in events(k8s) if e["reason"] == "Probe")
 
     assert record()["count"] == 1 and sent == ["POST"]

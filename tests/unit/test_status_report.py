@@ -111,7 +111,7 @@ def test_summary_without_a_repository_has_no_lock_column() -> None:
     ({"type": "Degraded", "status": "True", "reason": "ComponentFailed"}, "Warning"),
 ])
 def test_progress_is_a_normal_event_and_failure_a_warning(cond, expected):
-    from reconciler.cluster.status.objects import event_type
+    from reconciler.cluster.status.events import event_type
 
     assert event_type(cond) == expected
 

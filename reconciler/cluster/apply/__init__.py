@@ -35,16 +35,26 @@ output is built from), ``order`` (stages and concurrency), ``digest`` (the
 request-free "unchanged"), ``diff`` (explaining a change), ``provenance``
 (whose object it is), ``fields``, ``crds``, ``target`` (the run's state:
 client, mode, writers, change set), ``plan``, ``write`` and ``applier``, the
-``Applier`` whose verbs (namespaces, plan, diff, apply, write, delete, wait)
-are what the ownership policy calls.
+``Applier`` whose verbs (namespaces, plan, preview, apply, write, delete,
+record, wait) are what the ownership policy calls. This face is the one door
+into the engine: what a caller needs is named here, and no module outside the
+engine imports one of its submodules (``tests/unit/test_imports.py``).
 """
 
 from __future__ import annotations
 
-from reconciler.cluster.apply.applier import Applier, Claims
+from reconciler.cluster.apply.applier import Applier, Claims, PlanOptions, preview_empty
 from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
-from reconciler.cluster.apply.diff import describe_diff
-from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, is_current, with_digest
+from reconciler.cluster.apply.crds import CRD, wait_established
+from reconciler.cluster.apply.diff import describe_diff, label_of, unified
+from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, digest_of, is_current, with_digest
+from reconciler.cluster.apply.fields import unmatched
+from reconciler.cluster.apply.order import order_key
+from reconciler.cluster.apply.plan import Planned
+from reconciler.cluster.apply.provenance import applied_by_us, check_unique, never_adopted
+from reconciler.cluster.apply.write import refused_on_write
 
-__all__ = ["ANNOTATION_DIGEST", "Action", "Applier", "Change", "Claims", "ChangeSet", "DesiredOperator", "PendingOperator",
-           "describe_diff", "is_current", "with_digest"]
+__all__ = ["ANNOTATION_DIGEST", "CRD", "Action", "Applier", "Change", "ChangeSet", "Claims", "DesiredOperator",
+           "PendingOperator", "PlanOptions", "Planned", "applied_by_us", "check_unique", "describe_diff", "digest_of",
+           "is_current", "label_of", "never_adopted", "order_key", "preview_empty", "refused_on_write", "unified",
+           "unmatched", "wait_established", "with_digest"]

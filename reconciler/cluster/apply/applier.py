@@ -9,10 +9,13 @@ pool of ``kube/concurrent.py``, sized on the client.
 
 Its verbs are the engine's: ``namespaces`` (the install namespaces, made when
 missing), ``plan`` (every object's action decided before anything is
-written), ``diff`` (a dry run's plan as changes), ``apply`` (the plan
+written), ``preview`` (a dry run's plan as changes), ``apply`` (the plan
 written stage by stage), ``write`` (one object outside the plan, e.g. a
-webhook's own failure policy given back), ``delete`` and ``wait`` (the
-verdicts of a judge on what was applied). What to apply, which inventories
+webhook's own failure policy given back), ``delete``, ``record`` (what the
+caller did to an object, entered in the change set) and ``wait`` (the
+verdicts of a judge on what was applied). ``kube`` is the client the run
+reads with (and writes as the reconciler's own identity); ``installer`` is
+the identity an Operator's objects are written as. What to apply, which inventories
 prove ownership and what to prune is the caller's (``cluster/ownership/``).
 The caller's own records (status objects, installers, the ApplySet parent)
 are written through ``bookkeeping``, the client that enters each write in
@@ -27,13 +30,14 @@ from typing import TypeVar
 from reconciler.cluster.apply.bookkeeping import journal
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.diff import created, label_of
+from reconciler.cluster.apply.order import order_key
 from reconciler.cluster.apply.plan import Planned, ensure_namespaces, plan
-from reconciler.cluster.apply.target import Claims, Target
+from reconciler.cluster.apply.target import Claims, PlanOptions, Target
 from reconciler.cluster.apply.write import execute_all
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef
 
-__all__ = ["Applier", "Claims"]
+__all__ = ["Applier", "Claims", "PlanOptions", "preview_empty"]
 
 _Verdict = TypeVar("_Verdict")
 
@@ -50,6 +54,10 @@ class Applier(Target):
         API server accepts is entered in ``changes.bookkeeping`` (``bookkeeping.py``)."""
         return self.kube.recording(journal(self.changes, self.kube))
 
+    def impersonating(self, user: str) -> Kube:
+        """The run's client acting as ``user`` (an installer of an Operator no longer desired, to prune as)."""
+        return self.kube.impersonating(user)
+
     def writer(self, operator: str) -> Kube:
         """The identity ``operator``'s objects are written as."""
         return self.installer(operator) or self.kube
@@ -58,16 +66,12 @@ class Applier(Target):
         """Create the missing install namespaces (never deleted); return those missing (created unless a dry run)."""
         return ensure_namespaces(self, desired)
 
-    def plan(self, desired: list[DesiredOperator], claims: Claims, *, missing: set[str],
-             fresh: frozenset[tuple[str, str]] = frozenset(),
-             rebinding: frozenset[str] = frozenset()) -> list[Planned]:
+    def plan(self, desired: list[DesiredOperator], claims: Claims, options: PlanOptions = PlanOptions()) -> list[Planned]:
         """Every object's action, decided before anything is written (``plan.plan``); refuses with nothing written.
+        ``claims`` prove which existing objects are whose; ``options`` say what the run has not made yet."""
+        return plan(self, desired, claims, options)
 
-        ``missing``: namespaces a dry run did not create, whose objects cannot be dry-run.
-        """
-        return plan(self, desired, claims, missing=missing, fresh=fresh, rebinding=rebinding)
-
-    def diff(self, planned: list[Planned]) -> None:
+    def preview(self, planned: list[Planned]) -> None:
         """A dry run's plan as the change set: what would be created, configured or left, with its diff."""
         self.changes.changes.extend(
             Change(p.operator, p.ref, p.action, detail=p.detail, diff=p.diff,
@@ -79,6 +83,10 @@ class Applier(Target):
         done, refused = execute_all(self.kube, planned)
         self.changes.changes.extend(done)
         return refused
+
+    def record(self, change: Change) -> None:
+        """Enter what the caller did to one of the bundles' objects (a deletion, an object left) in the change set."""
+        self.changes.changes.append(change)
 
     def write(self, operator: str, info: ResourceInfo, obj: Manifest) -> Manifest:
         """Apply one object outside the plan, as ``operator``'s writer; entered in ``changes.bookkeeping``."""
@@ -93,3 +101,18 @@ class Applier(Target):
              desired: list[DesiredOperator]) -> dict[str, _Verdict]:
         """The verdict of ``judge`` (``cluster/health/wait.py`` polls until healthy or a deadline) on each Operator applied."""
         return dict(judge(desired)) if judge is not None else {}
+
+
+def preview_empty(desired: list[DesiredOperator]) -> list[Change]:
+    """Without a cluster: everything ``desired`` is created, in the order it would be applied, into namespaces that
+    are missing (but for those the bundle ships itself, which are among its objects)."""
+    out = []
+    for op in desired:
+        for ns in sorted(set(op.namespaces) - op.shipped_namespaces):
+            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            ref = ObjectRef("", "Namespace", "", ns, "v1")
+            out.append(Change(op.name, ref, Action.CREATED, unified=created(namespace, label_of(ref))))
+        for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
+            ref = ObjectRef.of(obj)
+            out.append(Change(op.name, ref, Action.CREATED, unified=created(obj, label_of(ref))))
+    return out

@@ -61,6 +61,12 @@ class DesiredOperator:
     # reconciler.dev/adopt (cluster/ownership/takeover/olmv0.py: what OLM v0 installed for an adopted declaration)
     adopting: frozenset[tuple[str, str, str, str]] = frozenset()
 
+    @property
+    def shipped_namespaces(self) -> set[str]:
+        """The namespaces the bundle ships as objects of its own (plain bundles do)."""
+        return {ObjectRef.of(o).name for o in self.objects
+                if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"}
+
 
 @dataclass(frozen=True)
 class PendingOperator:
@@ -87,8 +93,9 @@ class ChangeSet:
     def changed(self) -> bool:
         return any(c.action in (Action.CREATED, Action.CONFIGURED, Action.DELETED) for c in self.changes)
 
-    def count(self, action: Action) -> int:
-        return sum(1 for c in self.changes if c.action == action)
+    def count(self, action: Action, operator: str | None = None) -> int:
+        """How many changes did ``action`` (to ``operator``'s objects, when given)."""
+        return sum(1 for c in self.changes if c.action == action and operator in (None, c.operator))
 
     @property
     def waiting(self) -> int:

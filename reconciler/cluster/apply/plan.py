@@ -24,7 +24,7 @@ from reconciler.kube.concurrent import concurrently
 from reconciler.cluster.apply.provenance import check_owner
 from reconciler.model import crdsafety
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
-from reconciler.cluster.apply.target import Claims, Target
+from reconciler.cluster.apply.target import Claims, PlanOptions, Target
 from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef, operators_selector
 
@@ -48,8 +48,7 @@ class Planned:
     sides: tuple[str, str] | None = None
 
 
-def plan(target: Target, desired: list[DesiredOperator], claims: Claims, *, missing: set[str],
-         fresh: frozenset[tuple[str, str]] = frozenset(), rebinding: frozenset[str] = frozenset()) -> list[Planned]:
+def plan(target: Target, desired: list[DesiredOperator], claims: Claims, options: PlanOptions) -> list[Planned]:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -62,18 +61,18 @@ def plan(target: Target, desired: list[DesiredOperator], claims: Claims, *, miss
     dry-run like any other: nothing is written until every object that can
     be checked has passed, but for the objects of a first install in a
     namespace this run created for it (``fresh``: (Operator, namespace)
-    pairs). Those touch nothing but that namespace; each is validated as it
+    pairs of ``options``). Those touch nothing but that namespace; each is validated as it
     is created, and a refusal rolls the first install back whole (``sync``).
 
     A dry run cannot check, and reports so, what the identity a real run writes with is not yet allowed to
     write: the objects of an Operator whose installer does not exist yet (planned as the caller, who in the
     cluster may not write bundles), and those that only the newly approved permissions of a ``rebinding``
-    installer allow. ``missing``: namespaces a dry run did not create, whose objects cannot be dry-run.
+    installer allow (``options``).
     """
-    planner = _Planner(target, desired, claims, rebinding)
+    planner = _Planner(target, desired, claims, options.rebinding)
     planned = planner.place()
-    planner.read(planned, missing | _shipped_namespaces_missing(target.kube, desired))
-    checks = planner.triage(planned, fresh)
+    planner.read(planned, set(options.missing) | _shipped_namespaces_missing(target.kube, desired))
+    checks = planner.triage(planned, options.fresh)
     planner.judge(checks)
     return planned
 
@@ -401,7 +400,7 @@ def ensure_namespaces(target: Target, desired: list[DesiredOperator]) -> set[str
     if leaving and not dry_run:   # e.g. one a refused run removed: created again once it is gone
         existing -= _wait_gone(kube, info, leaving)
     for op in desired:
-        shipped = shipped_namespaces(op)
+        shipped = op.shipped_namespaces
         for ns in op.namespaces:
             if ns in missing or ns in existing or ns in shipped:
                 continue
@@ -431,18 +430,13 @@ def _wait_gone(kube: Kube, info: ResourceInfo, names: list[str]) -> set[str]:
     return set(names)
 
 
-def shipped_namespaces(op: DesiredOperator) -> set[str]:
-    return {ObjectRef.of(o).name for o in op.objects
-            if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"}
-
-
 def _shipped_namespaces_missing(kube: Kube, desired: list[DesiredOperator]) -> set[str]:
     """Namespaces a bundle ships as objects (plain bundles do) that do not exist yet.
 
     Objects in them cannot be dry-run before the Namespace is applied; they are
     validated when they are applied, right after it.
     """
-    shipped = set().union(*(shipped_namespaces(op) for op in desired)) if desired else set()
+    shipped = set().union(*(op.shipped_namespaces for op in desired)) if desired else set()
     info = kube.resource("v1", "Namespace") if shipped else None
     return {ns for ns in shipped if info is not None and kube.get(info, "", ns) is None}
 

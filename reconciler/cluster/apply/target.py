@@ -3,7 +3,8 @@
 A ``Target`` is the client, the run's mode (a dry run writes nothing), the
 identity each Operator's objects are written as (its installer, else the
 client's own) and the change set the run fills; ``Claims`` is what proves an
-existing object is an Operator's own. The applier (``applier.py``) is a
+existing object is an Operator's own, ``PlanOptions`` how a plan treats what
+the run has not made yet. The applier (``applier.py``) is a
 ``Target`` with the engine's verbs.
 """
 
@@ -26,6 +27,18 @@ class Claims:
     owned: Mapping[str, set[_Key]] = field(default_factory=dict)
     moves: Mapping[str, str] = field(default_factory=dict)
     instance: str = "default"
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """How a plan treats what the run has not made yet: ``missing`` namespaces a dry run did not create (their
+    objects cannot be dry-run), ``fresh`` (Operator, namespace) pairs of a first install in a namespace this run
+    created (validated as they are created instead), and ``rebinding`` installers a real run would first bind
+    to newly approved permissions (a dry run cannot check what only those allow)."""
+
+    missing: frozenset[str] = frozenset()
+    fresh: frozenset[tuple[str, str]] = frozenset()
+    rebinding: frozenset[str] = frozenset()
 
 
 class Target:

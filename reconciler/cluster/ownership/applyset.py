@@ -21,9 +21,10 @@ these labels.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from reconciler import __version__
+from reconciler.cluster.status.objects import Stamp
 from reconciler.kube.client import Kube
 from reconciler.model.kube import (
     ANNOTATION_GROUP_KINDS, ANNOTATION_NAMESPACES, ANNOTATION_TOOLING, DEFAULT_INSTANCE, FIELD_MANAGER,
@@ -58,9 +59,9 @@ class Instance:
     def parent_name(self) -> str:
         return applyset_parent(self.name)[1]
 
-    def stamp(self) -> dict[str, Any]:
-        """What every status object this instance writes carries (``status.write``'s keywords)."""
-        return {"instance": self.name, "part_of": self.id, "repository": self.repository, "cluster": self.cluster}
+    def stamp(self) -> Stamp:
+        """What every status object this instance writes carries."""
+        return Stamp(self.name, self.id, self.repository, self.cluster)
 
     def owns(self, labels: dict[str, str] | None) -> bool:
         """Whether a status object with these labels is this instance's (unlabelled ones are ``default``'s)."""

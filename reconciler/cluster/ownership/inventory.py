@@ -13,7 +13,7 @@ from typing import Any
 
 from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.ownership.applyset import Instance
-from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
+from reconciler.cluster.apply import DesiredOperator, PendingOperator
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ANNOTATION_REPOSITORY
 

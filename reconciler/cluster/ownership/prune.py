@@ -10,14 +10,10 @@ from __future__ import annotations
 
 
 from reconciler.report import progress
-from reconciler.cluster.ownership import installer
 from reconciler.cluster.status import objects as status_objects
-from reconciler.cluster.apply.applier import Applier
-from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
-from reconciler.cluster.apply.crds import CRD
-from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
-from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.provenance import applied_by_us
+from reconciler.cluster.apply import (
+    ANNOTATION_DIGEST, Action, Applier, CRD, Change, DesiredOperator, applied_by_us, order_key,
+)
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.declarations import ANNOTATION_DELETE_CUSTOM_RESOURCES
@@ -27,15 +23,16 @@ from reconciler.model.kube import (
 )
 
 
-def prune(applier: Applier, desired: list[DesiredOperator], recorded: dict[str, status_objects.Recorded],
-          installer_namespace: str = "") -> dict[str, set[ObjectRef]]:
+def prune(applier: Applier, desired: list[DesiredOperator],
+          recorded: dict[str, status_objects.Recorded]) -> dict[str, set[ObjectRef]]:
     """Delete, through ``applier``, recorded objects that left the desired state; return those that must stay
     recorded.
 
-    An object another desired Operator now claims (a renamed declaration took it over) is not pruned. An
-    Operator no longer desired is pruned as its installer (in ``installer_namespace``), which lives until then.
+    An object another desired Operator now claims (a renamed declaration took it over) is not pruned. What the
+    reconciler's own identity may not do to an Operator's object (release it) is done as the Operator's
+    installer (``applier.installer``: an Operator no longer desired keeps its installer until it is pruned).
     """
-    kube, dry_run = applier.kube, applier.dry_run
+    dry_run = applier.dry_run
     wanted = {op.name: {ObjectRef.of(o).key for o in op.objects} for op in desired}
     claimed = set().union(*wanted.values()) if wanted else set()
     specs = {op.name: op.spec for op in desired}
@@ -48,14 +45,12 @@ def prune(applier: Applier, desired: list[DesiredOperator], recorded: dict[str, 
         if delete_crs:  # CRDs first, while the operator still runs to finalize their custom resources
             order = sorted(order, key=lambda r: (r.group, r.kind) != CRD)
         for ref in order:
-            writer = applier.writers.get(name) or (  # a removed Operator's installer lives until after pruning
-                kube.impersonating(installer.username(installer_namespace, name)) if installer_namespace else None)
-            action, detail = _prune_one(applier, name, ref, delete_crs, writer)
+            action, detail = _prune_one(applier, name, ref, delete_crs, applier.installer(name))
             if action is None:
                 continue
             if action == Action.SKIPPED and detail.startswith("kept:"):
                 remaining.setdefault(name, set()).add(ref)
-            applier.changes.changes.append(Change(name, ref, action, detail=detail))
+            applier.record(Change(name, ref, action, detail=detail))
             if not dry_run:
                 progress.item(f"{action.value:<10} {ref}")
     return remaining

@@ -13,18 +13,16 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from reconciler.cluster.status import objects as status_objects
-from reconciler.cluster.ownership.applyset import Instance
-from reconciler.cluster.apply.changes import DesiredOperator, PendingOperator
-from reconciler.cluster.apply.crds import wait_established
-from reconciler.cluster.apply.diff import describe_diff
-from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, is_current, with_digest
-from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.plan import Planned
+from reconciler.cluster.apply import (
+    ANNOTATION_DIGEST, DesiredOperator, PendingOperator, Planned, describe_diff, is_current, order_key,
+    wait_established, with_digest,
+)
 from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError, ReconcilerError
 from reconciler.model.kube import API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, ObjectRef
 
 if TYPE_CHECKING:
+    from reconciler.cluster.status.objects import StatusWriter
     from reconciler.cluster.health.wait import OperatorHealth
 
 
@@ -98,10 +96,9 @@ def status_for(op: DesiredOperator, revision: str | None, inventory: set[ObjectR
     return out
 
 
-def record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
-                    recorded_all: dict[str, status_objects.Recorded], instance: Instance) -> None:
+def record_pending(status: StatusWriter, pending: tuple[PendingOperator, ...],
+                   recorded_all: dict[str, status_objects.Recorded]) -> None:
     """Say on each waiting Operator's status object what waits; what it has installed stays as it is."""
-    info = ensure_status_crd(kube)
     for p in pending:
         rec = recorded_all.get(p.name)
         st = dict(rec.status) if rec else {"inventory": []}
@@ -112,16 +109,15 @@ def record_pending(kube: Kube, pending: tuple[PendingOperator, ...],
             ready = status_objects.condition("Ready", False, "PendingApproval",
                                              f"{p.bundle.get('name')} waits for approval; nothing is installed yet")
         st["conditions"] = [ready, p.condition, *others]
-        status_objects.write(kube, info, p.name, p.spec, st, rec, **instance.stamp())
+        status.write(p.name, p.spec, st, rec)
 
 
-def mark_failed(kube: Kube, info: ResourceInfo, op: DesiredOperator, exc: ReconcilerError,
-                 instance: Instance) -> None:
+def mark_failed(status: StatusWriter, op: DesiredOperator, exc: ReconcilerError) -> None:
     try:
-        rec = status_objects.read_all(kube, instance.name).get(op.name)
+        rec = status_objects.read_all(status.kube, status.stamp.instance).get(op.name)
         st = dict(rec.status) if rec else {}
         st["conditions"] = [status_objects.condition("Ready", False, "ApplyFailed", exc.message[:1000])]
-        status_objects.write(kube, info, op.name, op.spec, st, rec, **instance.stamp())
+        status.write(op.name, op.spec, st, rec)
     except ClusterError:
         pass  # the original error is what the user needs; the status is best-effort here
 

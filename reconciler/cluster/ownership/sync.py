@@ -14,15 +14,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
 from reconciler.cluster.status import objects as status_objects
-from reconciler.cluster.apply.changes import Action, Change, ChangeSet, DesiredOperator, PendingOperator
-from reconciler.cluster.apply.diff import created, label_of
-from reconciler.cluster.apply.fields import unmatched
-from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.plan import Planned, shipped_namespaces
-from reconciler.cluster.apply.provenance import check_unique
-from reconciler.cluster.apply.write import refused_on_write
-from reconciler.cluster.apply import Applier, Claims
-from reconciler.kube.client import ApiError, Kube, ResourceInfo
+from reconciler.cluster.status.events import EventRecorder
+from reconciler.cluster.status.objects import StatusWriter
+from reconciler.cluster.apply import (
+    Action, Applier, ChangeSet, Claims, DesiredOperator, PendingOperator, PlanOptions, Planned, check_unique,
+    preview_empty, refused_on_write, unmatched,
+)
+from reconciler.kube.client import ApiError, Kube
 from reconciler.cluster.ownership import installer, webhooks
 from reconciler.cluster.ownership.applyset import Instance, write_parent
 from reconciler.cluster.ownership.inventory import (
@@ -64,6 +62,7 @@ class Request:
     judge: Judge | None = None
     adopted: Mapping[str, str] = field(default_factory=dict)
     consenting: frozenset[str] = frozenset()
+    events: EventRecorder | None = None   # announces conditions' transitions: the loop's own, else the sync's
 
 
 @dataclass
@@ -104,7 +103,7 @@ class _Run:
         self.all_desired = desired   # as asked
         self.desired = desired       # less those refused while writing
         self.failed: set[str] = set()
-        self.info: ResourceInfo | None = None   # the status objects' kind, once ensured
+        self.status: StatusWriter | None = None   # the status objects' writer, once their kind is ensured
         self.takeovers = Takeovers(self.kube, request.adopted, request.consenting - request.held,
                                    instance=instance.name, revision=request.revision, dry_run=request.dry_run) \
             if request.adopted or request.consenting - request.held else None
@@ -118,14 +117,14 @@ class _Run:
             self.result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move "
                                      f"to {new} in place (relabelled, not recreated)")
         if self.request.pending and not self.dry_run:
-            record_pending(self.kube, self.request.pending, self.mine, self.instance)   # nothing written since read
+            record_pending(self.ensure_status(), self.request.pending, self.mine)   # nothing written since read
         if self.dry_run:
-            self.applier.diff(planned)
+            self.applier.preview(planned)
             prune(self.applier, self.desired, self.recorded)
             if self.takeovers is not None:
                 self.takeovers.after(self.desired, self.result)
             return _mark_waiting(self.result, self.desired)
-        self.info = ensure_status_crd(self.kube)
+        self.ensure_status()
         members = members_of(self.mine, self.desired)
         if members != members_of(self.mine, []) or not all(rec.labelled for rec in self.mine.values()):
             write_parent(self.kube, self.instance, members)   # written only when the members' kinds change
@@ -188,8 +187,8 @@ class _Run:
         try:
             rebinding = self.bind_installers()
             owned = {name: {r.key for r in rec.inventory} for name, rec in self.mine.items()}   # held ones' too
-            return self.applier.plan(desired, Claims(owned, self.moves, self.instance.name),
-                                     missing=missing_ns if self.dry_run else set(), fresh=fresh, rebinding=rebinding)
+            return self.applier.plan(desired, Claims(owned, self.moves, self.instance.name), PlanOptions(
+                frozenset(missing_ns) if self.dry_run else frozenset(), fresh, rebinding))
         except ReconcilerError:
             undo_preparation(self.kube, self.instance.namespace, sorted(self.first), self.created_ns)
             raise
@@ -197,15 +196,19 @@ class _Run:
     def bind_installers(self) -> frozenset[str]:
         """Give the applier each Operator's installer to write as; returns, in a dry run, the installers a real
         run would first bind to newly approved permissions."""
-        wanted = {op.name: (op.installer, shipped_namespaces(op)) for op in self.desired if op.installer is not None}
+        wanted = {op.name: (op.installer, op.shipped_namespaces) for op in self.desired if op.installer is not None}
         names = {op.name for op in self.desired}
         if not self.dry_run:
             # Installers of Operators no longer desired and approved go; those still being uninstalled stay
             # until their objects are pruned (as them).
+            ending = frozenset(set(self.recorded) - names)
             self.applier.writers = installer.ensure_all(
-                self.kube, self.instance.namespace, wanted, instance=self.instance.name,
-                keep=frozenset(set(self.recorded) - names), elsewhere=frozenset(set(self.everyone) - set(self.mine)),
+                self.kube, self.instance.namespace, wanted, instance=self.instance.name, keep=ending,
+                elsewhere=frozenset(set(self.everyone) - set(self.mine)),
                 collect=bool(set(self.mine) - names))   # an Operator of the instance has ended
+            for name in ending:   # an Operator being uninstalled is pruned as its installer, kept until then
+                self.applier.writers[name] = self.applier.impersonating(
+                    installer.username(self.instance.namespace, name))
             return frozenset()
         if not wanted:
             return frozenset()
@@ -256,12 +259,11 @@ class _Run:
                     self.failed |= {self.moves[name] for name in self.failed if name in self.moves}
                     self.desired = [op for op in self.desired if op.name not in self.failed]
                     self.recorded = {k: v for k, v in self.recorded.items() if k not in self.failed}
-                    assert self.info is not None
+                    assert self.status is not None
                     rolled_back = roll_back(self.applier, [op for op in self.all_desired
                                                            if op.name in self.failed & self.first],
-                                            self.desired, self.created_ns, info=self.info, instance=self.instance)
-                remaining = prune(self.applier, self.desired, self.recorded,
-                                  installer_namespace=self.instance.namespace)
+                                            self.desired, self.created_ns, status=self.status, instance=self.instance)
+                remaining = prune(self.applier, self.desired, self.recorded)
             except (ClusterError, BundleError) as exc:
                 self.mark_failed(exc, {op.name for op in self.all_desired})
                 raise
@@ -291,7 +293,7 @@ class _Run:
             self.write_status(op.name, op.spec, status_for(
                 op, revision, final[op.name], (True, "Applied", message), self.result.health.get(op.name),
                 drift.get(op.name)), current.get(op.name))
-        assert self.info is not None
+        assert self.status is not None
         for name in sorted(set(self.recorded) - {op.name for op in self.desired}):
             rec = current.get(name)
             if rec is None:
@@ -299,7 +301,7 @@ class _Run:
             left = remaining.get(name)
             if not left:
                 installer.remove(self.kube, self.instance.namespace, name)
-                status_objects.delete(self.kube, self.info, name)
+                self.status.delete(name)
                 continue
             final[name] = left
             self.write_status(name, rec.spec, {
@@ -309,35 +311,40 @@ class _Run:
                     f"declaration removed; {len(left)} object(s) could not be removed yet")]}, rec)
         return final, current
 
+    def ensure_status(self) -> StatusWriter:
+        """The writer of this instance's status objects, their CRD installed or updated first (once a run)."""
+        if self.status is None:
+            self.status = StatusWriter(self.kube, ensure_status_crd(self.kube), self.instance.stamp(),
+                                       self.request.events or EventRecorder())
+        return self.status
+
     def write_status(self, name: str, spec: dict, status: dict, previous: status_objects.Recorded | None) -> None:
-        assert self.info is not None
-        status_objects.write(self.kube, self.info, name, spec, status, previous, **self.instance.stamp())
+        assert self.status is not None
+        self.status.write(name, spec, status, previous)
 
     def mark_failed(self, exc: ReconcilerError, names: set[str]) -> None:
-        assert self.info is not None
+        if self.status is None:
+            return   # refused before anything of the run was recorded: the error says it all
         for op in self.all_desired:
             if op.name in names:
-                mark_failed(self.kube, self.info, op, exc, self.instance)
+                mark_failed(self.status, op, exc)
 
 
 def roll_back(applier: Applier, refused: list[DesiredOperator], going_on: list[DesiredOperator], created_ns: set[str],
-              *, info: ResourceInfo, instance: Instance) -> dict[str, int]:
+              *, status: StatusWriter, instance: Instance) -> dict[str, int]:
     """First installs refused while writing, removed whole: what the run wrote of each (pruned as any object
     of ours is: newest first), its installer, and the namespaces this run made that no Operator going on uses.
     Each keeps its status object, with what could not be removed as its inventory. Returns how many objects
     of each were removed."""
-    kube = applier.bookkeeping
+    kube = status.kube
     removed: dict[str, int] = {}
-    stamp = instance.stamp()
     for op in refused:
         written = status_objects.Recorded(op.name, tuple(ObjectRef.of(o) for o in op.objects), op.spec, {})
-        undone = Applier(applier.kube, dry_run=False, writers=applier.writers)
-        left = prune(undone, going_on, {op.name: written}, installer_namespace=instance.namespace).get(op.name, set())
-        removed[op.name] = undone.changes.count(Action.DELETED)
-        applier.changes.changes.extend(undone.changes.changes)   # what was created, then removed again
+        before = applier.changes.count(Action.DELETED, op.name)
+        left = prune(applier, going_on, {op.name: written}).get(op.name, set())
+        removed[op.name] = applier.changes.count(Action.DELETED, op.name) - before
         rec = status_objects.read_all(kube, instance.name).get(op.name)
-        status_objects.write(kube, info, op.name, op.spec, {**(rec.status if rec else {}),
-                                                            "inventory": inventory_of(left)}, rec, **stamp)
+        status.write(op.name, op.spec, {**(rec.status if rec else {}), "inventory": inventory_of(left)}, rec)
     still_used = {ns for op in going_on for ns in op.namespaces}
     undo_preparation(kube, instance.namespace, [op.name for op in refused],
                      {ns for op in refused for ns in op.namespaces if ns in created_ns and ns not in still_used})
@@ -381,14 +388,7 @@ def _offline(desired: list[DesiredOperator], result: SyncResult) -> SyncResult:
     """No cluster: everything desired is created, in the order it would be applied, into missing namespaces."""
     result.notes.append("no cluster configured: compared against an empty cluster; nothing was validated by an "
                         "API server")
-    for op in desired:
-        for ns in sorted(set(op.namespaces) - shipped_namespaces(op)):   # a shipped one is listed below
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-            ref = ObjectRef("", "Namespace", "", ns, "v1")
-            result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(namespace, label_of(ref))))
-        for obj in sorted(op.objects, key=lambda o: order_key(ObjectRef.of(o))):
-            ref = ObjectRef.of(obj)
-            result.changes.append(Change(op.name, ref, Action.CREATED, unified=created(obj, label_of(ref))))
+    result.changes.extend(preview_empty(desired))
     return _mark_waiting(result, desired)
 
 

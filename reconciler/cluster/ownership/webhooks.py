@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reconciler.cluster.apply.applier import Applier
-from reconciler.cluster.apply.digest import digest_of, with_digest
-from reconciler.cluster.apply.plan import Planned
+from reconciler.cluster.apply import Applier, Planned, digest_of, with_digest
 from reconciler.kube.client import ApiError, Kube
 from reconciler.cluster.health.wait import OperatorHealth, WEBHOOK_KINDS, soften_webhooks
 from reconciler.model.kube import Manifest

@@ -16,13 +16,11 @@ CRDs on a cluster that runs both.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
-from reconciler.errors import ClusterError
 from reconciler.model.kube import (
     ANNOTATION_CLUSTER, ANNOTATION_REPOSITORY, API_GROUP, API_VERSION, FIELD_MANAGER, LABEL_INSTANCE, LABEL_PART_OF,
     Manifest, ObjectRef, instance_of, ownership_labels,
@@ -30,6 +28,7 @@ from reconciler.model.kube import (
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
+    from reconciler.cluster.status.events import EventRecorder
 
 KIND = "Operator"
 PLURAL = "operators"
@@ -149,64 +148,84 @@ def health_conditions(health: OperatorHealth, applied: str) -> list[dict[str, st
             condition("Degraded", False, "Progressing", "no component has failed")]
 
 
-def write(kube: Kube, info: ResourceInfo, name: str, spec: dict[str, Any], status: dict[str, Any],
-          previous: Recorded | None = None, *, instance: str = "default", part_of: str = "",
-          repository: str = "", cluster: str = "") -> None:
-    """Apply the object's spec, then its status subresource; no write when both are unchanged.
+@dataclass(frozen=True)
+class Stamp:
+    """What every status object one instance writes carries: its instance, the ApplySet it is part of, the
+    repository that declared it and the fleet's cluster it was declared for (``ownership/applyset.py``)."""
 
-    Conditions keep their transition time while their status stays the same,
-    carry the generation they describe (``observedGeneration``), and each
-    transition is announced by an Event.
-    """
-    old_conditions = {c.get("type"): c for c in (previous.status if previous else {}).get("conditions", [])}
-    for cond in status.get("conditions", []):
-        old = old_conditions.get(cond["type"])
-        if old is not None and old.get("status") == cond["status"]:
-            cond["lastTransitionTime"] = old.get("lastTransitionTime", cond["lastTransitionTime"])
-    generation = previous.generation if previous is not None and previous.spec == spec else 0
-    if generation:
-        _observe(status, generation)
-    if previous is not None and previous.spec == spec and _own(previous.status) == status \
-            and previous.instance == instance and previous.labelled and previous.part_of == part_of \
-            and (previous.repository == repository or not repository) and previous.cluster == cluster:
-        return
+    instance: str = "default"
+    part_of: str = ""
+    repository: str = ""
+    cluster: str = ""
 
-    def apply_spec() -> None:
-        meta: dict[str, Any] = {"name": name, "labels": {**ownership_labels(name, part_of), LABEL_INSTANCE: instance}}
-        annotations = {ANNOTATION_REPOSITORY: repository or (previous.repository if previous else "")}
-        if cluster:
-            annotations[ANNOTATION_CLUSTER] = cluster
+
+class StatusWriter:
+    """Writes the status objects of one instance (``stamp``) with ``kube``, their kind being ``info``; each
+    condition's transition is announced by ``events``."""
+
+    def __init__(self, kube: Kube, info: ResourceInfo, stamp: Stamp, events: EventRecorder) -> None:
+        self.kube, self.info, self.stamp, self.events = kube, info, stamp, events
+
+    def write(self, name: str, spec: dict[str, Any], status: dict[str, Any], previous: Recorded | None = None) -> None:
+        """Apply the object's spec, then its status subresource; no write when both are unchanged.
+
+        Conditions keep their transition time while their status stays the same,
+        carry the generation they describe (``observedGeneration``), and each
+        transition is announced by an Event.
+        """
+        old_conditions = {c.get("type"): c for c in (previous.status if previous else {}).get("conditions", [])}
+        for cond in status.get("conditions", []):
+            old = old_conditions.get(cond["type"])
+            if old is not None and old.get("status") == cond["status"]:
+                cond["lastTransitionTime"] = old.get("lastTransitionTime", cond["lastTransitionTime"])
+        generation = previous.generation if previous is not None and previous.spec == spec else 0
+        if generation:
+            _observe(status, generation)
+        if previous is not None and previous.spec == spec and _own(previous.status) == status \
+                and not self._relabels(previous):
+            return
+        if not generation or self._relabels(previous):  # new object, spec or labels; else the spec is not sent again
+            self._apply_spec(name, spec, status, previous)
+        try:
+            written = _apply_status(self.kube, self.info, name, status, FIELD_MANAGER)
+        except ApiError as exc:
+            if exc.status != 404 or not generation:
+                raise
+            self._apply_spec(name, spec, status, previous)  # deleted since it was read: created again
+            written = _apply_status(self.kube, self.info, name, status, FIELD_MANAGER)
+        for cond in status.get("conditions", []):
+            old = old_conditions.get(cond["type"])
+            if old is None:
+                changed = cond["type"] == "Ready" or (cond["type"] in ("Degraded", "ComponentsDiverge")
+                                                      and cond["status"] == "True")
+            else:
+                changed = old.get("status") != cond["status"] or (
+                    cond["type"] in ("Ready", "Degraded") and old.get("reason") != cond.get("reason"))
+            if changed:
+                self.events.announce(self.kube, name, cond, (written or {}).get("metadata"))
+
+    def delete(self, name: str) -> None:
+        self.kube.delete(self.info, "", name)
+
+    def _relabels(self, previous: Recorded | None) -> bool:
+        """Whether the labels and annotations this instance stamps differ from what ``previous`` carries."""
+        stamp = self.stamp
+        return previous is None or previous.instance != stamp.instance or not previous.labelled \
+            or previous.part_of != stamp.part_of or bool(stamp.repository and previous.repository != stamp.repository) \
+            or previous.cluster != stamp.cluster
+
+    def _apply_spec(self, name: str, spec: dict[str, Any], status: dict[str, Any], previous: Recorded | None) -> None:
+        stamp = self.stamp
+        meta: dict[str, Any] = {"name": name,
+                                "labels": {**ownership_labels(name, stamp.part_of), LABEL_INSTANCE: stamp.instance}}
+        annotations = {ANNOTATION_REPOSITORY: stamp.repository or (previous.repository if previous else "")}
+        if stamp.cluster:
+            annotations[ANNOTATION_CLUSTER] = stamp.cluster
         if any(annotations.values()):
             meta["annotations"] = {k: v for k, v in annotations.items() if v}
         body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
-        applied = kube.apply(info, body, field_manager=FIELD_MANAGER, dry_run=False)
+        applied = self.kube.apply(self.info, body, field_manager=FIELD_MANAGER, dry_run=False)
         _observe(status, int((applied.get("metadata") or {}).get("generation") or 0))
-
-    def apply_status() -> Mapping[str, Any] | None:
-        return (_apply_status(kube, info, name, status, FIELD_MANAGER) or {}).get("metadata")
-
-    relabel = previous is None or previous.instance != instance or not previous.labelled \
-        or previous.part_of != part_of or bool(repository and previous.repository != repository) \
-        or previous.cluster != cluster
-    if not generation or relabel:  # a new object, a new spec or new labels; otherwise the spec is not sent again
-        apply_spec()
-    try:
-        written = apply_status()
-    except ApiError as exc:
-        if exc.status != 404 or not generation:
-            raise
-        apply_spec()  # deleted since it was read: created again
-        written = apply_status()
-    for cond in status.get("conditions", []):
-        old = old_conditions.get(cond["type"])
-        if old is None:
-            changed = cond["type"] == "Ready" or (cond["type"] in ("Degraded", "ComponentsDiverge")
-                                                  and cond["status"] == "True")
-        else:
-            changed = old.get("status") != cond["status"] or (
-                cond["type"] in ("Ready", "Degraded") and old.get("reason") != cond.get("reason"))
-        if changed:
-            _announce(kube, name, cond, written)
 
 
 REJECTION_MANAGER = f"{FIELD_MANAGER}-source"
@@ -261,130 +280,3 @@ def _observe(status: dict[str, Any], generation: int) -> None:
         cond["observedGeneration"] = generation
 
 
-# Ready=False for these reasons is the normal course of an install or upgrade, not trouble: a Normal Event, as
-# Kubernetes' controllers and Flux record progress.
-PROGRESS_REASONS = frozenset({"Progressing", "PendingApproval"})
-
-
-def event_type(cond: dict[str, Any]) -> str:
-    """Warning for a failure (Degraded, or not Ready for another reason than progress), else Normal."""
-    if cond["type"] == "Degraded":
-        return "Warning" if cond["status"] == "True" else "Normal"
-    if cond["type"] == "Ready" and cond["status"] == "False" and cond.get("reason") not in PROGRESS_REASONS:
-        return "Warning"
-    return "Normal"
-
-
-def _announce(kube: Kube, name: str, cond: dict[str, Any], about: Mapping[str, Any] | None = None) -> None:
-    """An Event for a condition's transition (``about``: the status object's metadata, just written); best
-    effort, an Event that cannot be written is no error."""
-    try:
-        record_event(kube, name, type_=event_type(cond),
-                     reason=str(cond.get("reason") or cond["type"]),
-                     message=f"{cond['type']}={cond['status']}: {cond.get('message', '')}", about=about)
-    except ClusterError:
-        pass
-
-
-def delete(kube: Kube, info: ResourceInfo, name: str) -> None:
-    kube.delete(info, "", name)
-
-
-# The Events this process wrote, by (API server, namespace, name): their count and resourceVersion, so a repeat is
-# one PATCH, as client-go's recorder keeps its own; bounded, the oldest forgotten first.
-_EVENTS: dict[tuple[str, str, str], tuple[int, str]] = {}
-_EVENTS_LOCK = threading.Lock()
-_EVENTS_KEPT = 1024
-
-
-def record_event(kube: Kube, name: str, *, type_: str, reason: str, message: str, namespace: str = "default",
-                 instance: str = "", about: Mapping[str, Any] | None = None) -> None:
-    """A core/v1 Event about the status object ``name``, shown by ``kubectl describe``.
-
-    Events about cluster-scoped objects live in ``namespace`` ("default", as
-    kubectl expects). A repeat of the same event (same object, type, reason and
-    message) is aggregated as kubectl's recorder does: one Event whose ``count``
-    and ``lastTimestamp`` grow, so a flapping drift does not add an object each
-    interval. Best effort: a status object that does not exist gets none.
-
-    ``about`` is the status object's metadata when the caller has just written it (else it is read). An Event
-    this process wrote before is counted with one PATCH on top of the version it left; one it does not know
-    (written by another replica, or before a restart) is read first; one that expired is written anew.
-    """
-    import hashlib
-
-    if about is None:
-        info = resource(kube)
-        live = kube.get(info, "", name) if info else None
-        if live is None:
-            return
-        about = live["metadata"]
-    events = kube.resource("v1", "Event")
-    if events is None:
-        return
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    message = message[:1024]
-    key = hashlib.sha256("\0".join((about.get("uid") or "", type_, reason, message)).encode()).hexdigest()[:16]
-    event_name = f"{name}.{key}"
-    where = f"Event about {KIND} {name}"
-    known = (kube.server, namespace, event_name)
-    with _EVENTS_LOCK:
-        counted = _EVENTS.get(known)
-
-    def count(existing: tuple[int, str]) -> None:
-        """PATCH the count up on top of ``existing`` (count, resourceVersion): a 409 when it changed since."""
-        _remember(known, kube.request("PATCH", events.path(namespace, event_name), body={
-            "count": existing[0] + 1, "lastTimestamp": now, "metadata": {"resourceVersion": existing[1]}},
-            content_type="application/merge-patch+json", obj=where))
-
-    def recount() -> None:
-        """Count an Event written by someone else (another replica, this process before a restart) up."""
-        existing = kube.get(events, namespace, event_name)
-        if existing is None:
-            return   # gone meanwhile: best effort
-        if existing.get("firstTimestamp") == now and existing.get("reportingInstance") == body["reportingInstance"] \
-                and int(existing.get("count") or 1) == 1:
-            _remember(known, existing)   # this very POST, retried after its answer was lost
-            return
-        try:
-            count((int(existing.get("count") or 1), existing["metadata"]["resourceVersion"]))
-        except ApiError as exc:
-            if exc.status not in (404, 409):   # 409: another writer counted this same occurrence a moment ago
-                raise
-
-    body = {
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": event_name, "namespace": namespace},
-        "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": about.get("uid"),
-                           "resourceVersion": about.get("resourceVersion")},
-        "type": type_, "reason": reason, "message": message, "count": 1,
-        "firstTimestamp": now, "lastTimestamp": now,
-        "source": {"component": FIELD_MANAGER}, "reportingComponent": f"{API_GROUP}/{FIELD_MANAGER}",
-        "reportingInstance": instance or FIELD_MANAGER,
-    }
-    if counted is not None:
-        try:
-            count(counted)
-            return
-        except ApiError as exc:
-            if exc.status == 409:   # written by another since this process did
-                recount()
-                return
-            if exc.status != 404:   # 404: it expired; written anew
-                raise
-    try:
-        _remember(known, kube.request("POST", events.path(namespace), body=body, obj=where, repeatable=True))
-    except ApiError as exc:
-        if exc.status != 409:
-            raise
-        recount()
-
-
-def _remember(known: tuple[str, str, str], event: Mapping[str, Any] | None) -> None:
-    if not event:
-        return
-    with _EVENTS_LOCK:
-        _EVENTS.pop(known, None)
-        _EVENTS[known] = (int(event.get("count") or 1), str((event.get("metadata") or {}).get("resourceVersion")))
-        while len(_EVENTS) > _EVENTS_KEPT:
-            _EVENTS.pop(next(iter(_EVENTS)))

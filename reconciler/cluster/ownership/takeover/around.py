@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconciler.cluster.apply.changes import ChangeSet, DesiredOperator
+from reconciler.cluster.apply import ChangeSet, DesiredOperator
 from reconciler.cluster.ownership.takeover import existing, olmv0, olmv1
 from reconciler.kube.client import Kube
 

@@ -32,8 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reconciler.cluster.status import objects as status_objects
-from reconciler.cluster.apply.changes import DesiredOperator
-from reconciler.cluster.apply.provenance import applied_by_us, never_adopted
+from reconciler.cluster.apply import DesiredOperator, applied_by_us, never_adopted
 from reconciler.kube.concurrent import concurrently
 from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError

@@ -65,7 +65,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.cluster.apply.changes import DesiredOperator
+from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import PolicyError
 from reconciler.model.deployconfig import DeploymentConfig

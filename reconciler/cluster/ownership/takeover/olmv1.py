@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.cluster.ownership.takeover.olmv0 import OWNED_KINDS, _delete, _get, _list, _ns, _patch, _where
-from reconciler.cluster.apply.changes import DesiredOperator
+from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
 from reconciler.model.kube import LABEL_MANAGED_BY, ObjectRef
