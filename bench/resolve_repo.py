@@ -57,8 +57,9 @@ snapshot = read_repository(sys.argv[1])
 t1 = time.perf_counter()
 catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
 t2 = time.perf_counter()
-request = pipeline.ResolutionRequest(snapshot.operators, catalogs)
-resolution = pipeline.SatResolver().resolve(request)
+from reconciler.resolve import ResolutionRequest, SatResolver
+request = ResolutionRequest(snapshot.operators, catalogs)
+resolution = SatResolver().resolve(request)
 t3 = time.perf_counter()
 print(json.dumps({"read": t1 - t0, "load": t2 - t1, "resolve": t3 - t2, "chosen": len(resolution.selections)}))
 """

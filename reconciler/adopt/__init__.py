@@ -372,7 +372,7 @@ def _write_approvals(snapshot: Any, work: Path, kube: Any, adopted: list[tuple[A
     from reconciler.model.approvals import ApprovedBundle
     from reconciler.repo import read_records
 
-    prepared = pipeline.prepare(work, kube=kube, uncommitted_approvals=True)
+    prepared = pipeline.prepare(work, kube, preview=True)
     _record_dependents(snapshot, work, prepared.lockfile)
     for inst, name in adopted:
         d = prepared.decisions.get(name)

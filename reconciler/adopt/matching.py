@@ -118,7 +118,7 @@ def report(repo: str | Path, kube: Kube, names: list[str]) -> list[Report]:
     from reconciler import pipeline
     from reconciler.cluster.ownership import Request, sync
 
-    prepared = pipeline.prepare(repo, kube=kube, uncommitted_approvals=True)
+    prepared = pipeline.prepare(repo, kube, preview=True)
     desired, instance = pipeline.desired_operators(prepared, dry_run=True)
     by_name = {op.name: op for op in desired}
     decls = {d.name: d for d in prepared.snapshot.operators}

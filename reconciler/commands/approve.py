@@ -75,12 +75,12 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     clusters = read_repository(args.repo).clusters if args.cluster is None else {args.cluster: None}
     fleet = bool(clusters)
     if fleet and args.cluster is None:   # every cluster the Operators are placed on, offline
-        views = [pipeline.prepare(args.repo, cluster=name, uncommitted_approvals=True) for name in sorted(clusters)]
+        views = [pipeline.prepare(pipeline.Source(args.repo, cluster=name), preview=True) for name in sorted(clusters)]
     else:
         context = cluster_context(args.repo, args.cluster)
         api = None if args.offline else load_api_client(args.kubeconfig, args.context, preferred=context)
-        views = [pipeline.prepare(args.repo, kube=Kube(api) if api else None, cluster=args.cluster,
-                                  uncommitted_approvals=True)]
+        views = [pipeline.prepare(pipeline.Source(args.repo, cluster=args.cluster), Kube(api) if api else None,
+                                  preview=True)]
     decided = {name for view in views for name in view.decisions}
     names = sorted(decided) if args.all else args.operators
     unknown = [n for n in names if n not in decided]

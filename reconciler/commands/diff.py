@@ -168,7 +168,8 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     assert after is not None
     empty = Side(f"base {label}", {})
     rev = review(before.side if before else empty, after.side, approvals=approvals_of(after),
-                 kube_version=pipeline.kubernetes_version(after.snapshot, kube))
+                 kube_version=pipeline.kubernetes_version(
+                     after.snapshot, pipeline.ClusterFacts(kube) if kube is not None else None))
     if unreachable:
         ops = tuple(dataclasses.replace(op, edge=f"{op.edge}: a reconcile refuses it (upgrades follow the "
                                                  f"catalog's upgrade edges; inputClass: force moves it anywhere)")

@@ -97,24 +97,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                            hint="pass --kubeconfig, set $KUBECONFIG, run `reconciler cluster up` for a local "
                                 "cluster, or use --dry-run")
     kube = Kube(api) if api else None
-    trust, refused = trust_from(args), None
-    if trust is not None and args.dry_run:   # a dry run reports the verdict, and still shows the plan
-        from reconciler.repo.verify import UntrustedRevision
-
-        try:
-            pipeline.verify_source(args.repo, trust, revision=None, git_dir=None, tag=None, kube=kube)
-        except UntrustedRevision as exc:
-            trust, refused = None, exc
+    # a dry run reports a revision that does not verify, and still shows the plan (``pipeline.prepare``)
+    source = pipeline.Source(args.repo, cluster=args.cluster, trust=trust_from(args))
     try:
         with interrupted_by_sigterm():
-            outcome = pipeline.reconcile(args.repo, kube, dry_run=args.dry_run, locked=args.locked,
+            outcome = pipeline.reconcile(source, kube, dry_run=args.dry_run, locked=args.locked,
                                          write_lock=args.write_lock or not args.dry_run,
-                                         wait=args.timeout if args.wait else 0.0, on_progress=progress.status,
-                                         cluster=args.cluster, trust=trust)
+                                         wait=args.timeout if args.wait else 0.0, on_progress=progress.status)
     finally:
         progress.clear()   # the report, or the error, starts on a clean line of the terminal
-    if refused is not None:
-        outcome.sync.notes.insert(0, f"not verified, a real run refuses it: {refused.render()}")
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
                       show_unchanged=args.show_unchanged, colour=_tty(out))
@@ -125,7 +116,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
         unhealthy = bool(_unhealthy(outcome, waited=args.wait))
-    if refused is not None or any(d.violations for d in outcome.pending):
+    if outcome.untrusted is not None or any(d.violations for d in outcome.pending):
         return EXIT_ERROR
     if unhealthy:
         return EXIT_UNHEALTHY

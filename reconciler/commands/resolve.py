@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline, yamlio
-    from reconciler.lock import plan_lock, repin_moved_tags, write_lock
+    from reconciler.lock import repin_moved_tags, write_lock
     from reconciler.approve import stage
     from reconciler.repo import read_repository
     from reconciler.resolve import Unsatisfiable
@@ -86,14 +86,14 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                               preferred=snapshot.cluster.kube_context if snapshot.cluster else None)
         kube = Kube(api) if api else None
     try:
-        resolution = pipeline.resolve(snapshot, kube)
+        resolution = pipeline.resolve(snapshot, pipeline.ClusterFacts(kube) if kube is not None else None)
     except Unsatisfiable as exc:
         if args.output == "table":
             raise
         doc = {"resolved": False, "conflict": exc.facts, "bundles": []}
         out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))
         return exc.exit_code
-    lockfile, repinned = plan_lock(snapshot, resolution), ()
+    lockfile, repinned = pipeline.lock(snapshot, resolution), ()
     if not args.offline:   # a moved tag is found by asking its registry
         lockfile, repinned = repin_moved_tags(lockfile)
     written = False if args.no_write else write_lock(snapshot, lockfile)
@@ -176,12 +176,12 @@ def _resolve_fleet(args: argparse.Namespace, snapshot: Any, out: TextIO) -> int:
 
 def _approvals(snapshot: Any, resolution: Any, lockfile: Any, kube: Any) -> tuple[dict, str]:
     """The approval stage needs the bundles' content; if it cannot be fetched here, say so instead."""
+    from reconciler import pipeline
     from reconciler.approve import stage
-    from reconciler.bundle.installed import convert
     from reconciler.errors import ReconcilerError
 
     try:
-        installs = convert(snapshot, resolution, lockfile, kube)
+        installs = pipeline.convert(snapshot, resolution, lockfile, kube).installs
         return stage.approvals(snapshot, installs, kube), ""
     except ReconcilerError as exc:
         return {}, exc.message.splitlines()[0]

@@ -226,8 +226,7 @@ def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review
     """Point the declaration at the update (when it must change) and lock it; each file is added to
     ``written`` before it is written."""
     from reconciler import pipeline, yamlio
-    from reconciler.bundle.installed import convert
-    from reconciler.lock import plan_lock, write_lock
+    from reconciler.lock import write_lock
     from reconciler.model.lock import Lockfile
     from reconciler.repo import read_repository
     from reconciler.repo.fleet import select_cluster
@@ -250,10 +249,8 @@ def _write_update(root: Path, p, written: list[Path],  # noqa: ANN001 - a review
         yamlio.write_atomic(path, rewritten)
         snapshot = select_cluster(read_repository(root), cluster)
     resolution = pipeline.resolve(snapshot, None)
-    planned = plan_lock(snapshot, resolution)
-    installs = convert(snapshot, resolution, planned, None)
-    converted = {i.lock.operator: i.lock for i in installs}
-    fresh = {e.operator: converted.get(e.operator, e) for e in planned.entries}
+    converted = pipeline.convert(snapshot, resolution, pipeline.lock(snapshot, resolution))
+    fresh = {e.operator: e for e in converted.lockfile.entries}
     moving = {o for o, e in fresh.items()
               if o == p.operator or p.operator in e.required_by.split(",")}
     old = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}

@@ -32,7 +32,7 @@ from reconciler.errors import PolicyError, UsageError
 from reconciler.fleet.status import ClusterStatus, FleetStatus, gather
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import check_holds, hold_details, lock_file_of, select_cluster
+from reconciler.repo.fleet import lock_file_of, select_cluster, stage_holds
 
 DEFAULT_SOAK = 3600.0   # seconds the previous stage must have been healthy: an hour, as a first guard
 
@@ -304,12 +304,8 @@ def _held_lock(view: RepoSnapshot, moving: frozenset[str]) -> Lockfile:
     """The target cluster's lockfile, resolved with the ``moving`` Operators held to what their previous stage's
     lockfiles pin (which the evidence showed it runs), dependencies included; the others stay where they are."""
     from reconciler import pipeline
-    from reconciler.lock import plan_lock
 
-    details = hold_details(view, promoting=moving)
-    check_holds(view, details)
-    holds = {h.package: h.bundles for h in details}
-    return plan_lock(view, pipeline.resolve(view, None, holds=holds))
+    return pipeline.lock(view, pipeline.resolve(view, None, holds=stage_holds(view, promoting=moving)))
 
 
 def _moves(cluster: str, before: Lockfile | None, after: Lockfile, moving: frozenset[str]) -> list[Move]:

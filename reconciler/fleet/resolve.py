@@ -18,7 +18,7 @@ from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.errors import ReconcilerError
 from reconciler.model.fleet import ClusterDecl
-from reconciler.repo.fleet import check_holds, hold_details, select_cluster
+from reconciler.repo.fleet import select_cluster, stage_holds
 
 
 @dataclass
@@ -37,7 +37,7 @@ class FleetResolution:
 def facts_digest(view: RepoSnapshot, holds: dict[str, frozenset[str]] | None = None) -> str:
     """What a cluster's resolution depends on, as one digest (the repository's catalogs are common to all)."""
     if holds is None:
-        holds = {h.package: h.bundles for h in hold_details(view)}
+        holds = stage_holds(view)
     h = hashlib.sha256()
     h.update(repr(view.operators).encode())
     h.update(b"\0" + str(view.settings.kubernetes_version).encode())
@@ -62,7 +62,7 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
     All or nothing: every cluster is resolved before any lockfile is written, and an error names its cluster.
     """
     from reconciler import pipeline
-    from reconciler.lock import plan_lock, write_lock
+    from reconciler.lock import write_lock
 
     snapshot = snapshot or read_repository(root)
     stages = {name: i for i, name in enumerate(snapshot.settings.stages)}
@@ -75,14 +75,12 @@ def resolve_fleet(root: str | Path, *, write: bool = True, snapshot: RepoSnapsho
     for cluster in order:
         view = views[cluster.name] = select_cluster(snapshot, cluster.name)
         try:
-            details = hold_details(view, locks=out.lockfiles)
-            check_holds(view, details)
-            holds = {h.package: h.bundles for h in details}
+            holds = stage_holds(view, locks=out.lockfiles)
             key = facts_digest(view, holds)
             lockfile = done.get(key)
             if lockfile is None:
-                resolution = pipeline.resolve(view, None, catalogs=catalogs, holds=holds)
-                lockfile = done[key] = plan_lock(view, resolution)
+                lockfile = done[key] = pipeline.lock(view, pipeline.resolve(view, None, catalogs=catalogs,
+                                                                            holds=holds))
         except ReconcilerError as exc:
             raise in_cluster(exc, cluster) from None
         out.lockfiles[cluster.name] = lockfile

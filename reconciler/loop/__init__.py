@@ -227,10 +227,9 @@ class Loop:
                 t0 = time.monotonic()
                 with self.source.tree(target) as path:
                     repository, git_dir = self.source.origin(path)
-                    prepared = pipeline.prepare(path, revision=target.key, kube=self.kube, identity=repository,
-                                                git_dir=git_dir, cluster=self.cluster,
-                                                trust=getattr(self.source, "trust", None),
-                                                tag=getattr(self.source, "tag", None))
+                    prepared = pipeline.prepare(pipeline.Source(
+                        path, revision=target.key, identity=repository, git_dir=git_dir, cluster=self.cluster,
+                        trust=getattr(self.source, "trust", None), tag=getattr(self.source, "tag", None)), self.kube)
                 self.metrics.resolution_duration.observe(time.monotonic() - t0)
             except ClusterError as exc:  # reading installed state failed: not the revision's fault
                 return self._finish(self._failed(target.revision, exc, "resolve"), started)
@@ -314,8 +313,8 @@ class Loop:
             return False
         if self.source.trust is not None:
             try:
-                pipeline.verify_source(history, self.source.trust, revision=target.key, git_dir=history,
-                                       tag=self.source.tag, kube=self.kube)
+                pipeline.Source(history, revision=target.key, git_dir=history, trust=self.source.trust,
+                                tag=self.source.tag).verify(pipeline.ClusterFacts(self.kube) if self.kube else None)
             except Exception:  # noqa: BLE001 - the step reads it, and rejects it as it would any other
                 return False
         log.info("skipped %s: its %d changed path(s) are none that %s reads; %s stays applied",

@@ -8,20 +8,22 @@ cluster, so ``resolve/`` itself stays a pure function of its request.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from reconciler.catalog import load_catalog
 from reconciler.catalog.source import load_image_catalog
 from reconciler.report import progress
-from reconciler.cluster.status import objects as status_objects
-from reconciler.kube.client import Kube
 from reconciler.errors import CatalogError
 from reconciler.lock import check_lock_entries, held_bundles, lock_pins
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import OperatorDecl
 from reconciler.model.lock import LockEntry
 from reconciler.repo import RepoSnapshot
-from reconciler.repo.fleet import check_holds, hold_details
+from reconciler.repo.fleet import stage_holds
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
+
+if TYPE_CHECKING:
+    from reconciler.pipeline.facts import ClusterFacts
 
 __all__ = ["installed_state", "kubernetes_version", "load_catalogs", "resolve"]
 
@@ -56,53 +58,43 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
     return out
 
 
-def installed_state(snapshot: RepoSnapshot, kube: Kube | None) -> dict[str, LockEntry]:
+def installed_state(snapshot: RepoSnapshot, cluster: ClusterFacts | None) -> dict[str, LockEntry]:
     """What is installed, per owner: the cluster's status objects when a cluster is configured, else olm.lock.
 
     The cluster is the truth about itself: a lock rewritten by a tentative
     ``resolve`` must not make reverting look like a downgrade. Without a
     cluster the lock is the only record of what was installed.
     """
-    if kube is None:
+    if cluster is None:
         return {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}
-    installed = {}
-    for name, rec in status_objects.read_all(kube, snapshot.settings.instance).items():
-        b = rec.status.get("bundle") or {}
-        if b.get("name"):
-            installed[name] = LockEntry(operator=name, package=b.get("package", ""), name=b["name"],
-                                        version=b.get("version", ""), catalog=b.get("catalog", ""),
-                                        channel=b.get("channel", ""), source=b.get("source", ""),
-                                        digest=b.get("digest", ""))
-    return installed
+    return cluster.installed(snapshot.settings.instance)
 
 
-def kubernetes_version(snapshot: RepoSnapshot, kube: Kube | None) -> str | None:
-    if kube is not None:
-        return str(kube.request("GET", "/version").get("gitVersion", "")).lstrip("v") or None
-    return snapshot.settings.kubernetes_version
+def kubernetes_version(snapshot: RepoSnapshot, cluster: ClusterFacts | None) -> str | None:
+    """The cluster's Kubernetes version, else the one the settings give for minKubeVersion."""
+    return cluster.version if cluster is not None else snapshot.settings.kubernetes_version
 
 
-def resolve(snapshot: RepoSnapshot, kube: Kube | None = None, resolver: Resolver | None = None, *,
+def resolve(snapshot: RepoSnapshot, cluster: ClusterFacts | None = None, resolver: Resolver | None = None, *,
             catalogs: Mapping[str, Catalog] | None = None,
             holds: Mapping[str, frozenset[str]] | None = None) -> Resolution:
-    """Resolve the snapshot's declarations (``catalogs``: already loaded for this repository, e.g. once for a
-    fleet's clusters; ``holds``: what a fleet's stage allows instead of ``stage_holds``, for a promotion)."""
+    """Resolve the snapshot's declarations against what ``cluster`` runs (offline: what olm.lock pins);
+    ``catalogs``: already loaded for this repository, e.g. once for a fleet's clusters; ``holds``: what a fleet's
+    stage allows instead of its ``stage_holds``, for a promotion or a stage whose lockfiles are not written yet."""
     progress.stage("loading catalogs")
     if catalogs is None:
         catalogs = load_catalogs(snapshot, snapshot.operators)
     progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
-    installed = installed_state(snapshot, kube)
+    installed = installed_state(snapshot, cluster)
     if holds is None:   # a later stage of a fleet: what was promoted there, or what the stage before runs
-        details = hold_details(snapshot)
-        check_holds(snapshot, details)
-        holds = {h.package: h.bundles for h in details}
-    pins = lock_pins(snapshot, installed) if kube is not None else {}
-    check_lock_entries(snapshot, catalogs, pins, installed if kube is not None else None)
+        holds = stage_holds(snapshot)
+    pins = lock_pins(snapshot, installed) if cluster is not None else {}
+    check_lock_entries(snapshot, catalogs, pins, installed if cluster is not None else None)
     request = ResolutionRequest(snapshot.operators, catalogs, installed,
-                                snapshot.input_classes, kubernetes_version(snapshot, kube), semver, pins=pins,
+                                snapshot.input_classes, kubernetes_version(snapshot, cluster), semver, pins=pins,
                                 holds=held_bundles(holds, installed) if holds else {},
-                                installed_from="" if kube is not None else snapshot.lock_file)
+                                installed_from="" if cluster is not None else snapshot.lock_file)
     return (resolver or SatResolver()).resolve(request)
 
 

@@ -267,10 +267,14 @@ def _pins_of_stage(snapshot: RepoSnapshot, stage: str, locks: Mapping[str, Lockf
     return out
 
 
-def stage_holds(snapshot: RepoSnapshot, *, promoting: frozenset[str] | bool = False) -> dict[str, frozenset[str]]:
-    """Package -> the bundle names a cluster of a later stage may run; empty when nothing is held
-    (``hold_details`` says why each is held)."""
-    return {h.package: h.bundles for h in hold_details(snapshot, promoting=promoting)}
+def stage_holds(snapshot: RepoSnapshot, *, promoting: frozenset[str] | bool = False,
+                locks: Mapping[str, Lockfile] | None = None) -> dict[str, frozenset[str]]:
+    """Package -> the bundle names a cluster of a later stage may run (empty when nothing is held), refusing a
+    hold the cluster's own declaration excludes (``check_holds``); ``hold_details`` says why each is held, and
+    takes ``promoting`` and ``locks`` as it does."""
+    details = hold_details(snapshot, promoting=promoting, locks=locks)
+    check_holds(snapshot, details)
+    return {h.package: h.bundles for h in details}
 
 
 def check_holds(snapshot: RepoSnapshot, holds: list[StageHold]) -> None:

@@ -21,13 +21,12 @@ from typing import Any
 import pygit2
 
 from reconciler import pipeline
-from reconciler.bundle.installed import Installed, convert
-from reconciler.lock import plan_lock
+from reconciler.bundle.installed import Installed
 from reconciler.approve import stage
 from reconciler.errors import InputError, UsageError
 from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
-from reconciler.repo.fleet import check_holds, hold_details, select_cluster
+from reconciler.repo.fleet import select_cluster, stage_holds
 from reconciler.repo.git import materialise
 from reconciler.review import Approval, BundleInfo, Owner, Side, secret_lookup
 
@@ -137,9 +136,7 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
             return None
         snapshot = select_cluster(snapshot, cluster) if snapshot.is_fleet else snapshot
     own_lock = snapshot.lock
-    details = hold_details(snapshot)   # a later stage of a fleet: what its own lockfile (a promotion) allows
-    check_holds(snapshot, details)
-    holds = {h.package: h.bundles for h in details}
+    holds = stage_holds(snapshot)   # a later stage of a fleet: what its own lockfile (a promotion) allows
     if revision is not None:
         snapshot = dataclasses.replace(snapshot, revision=revision)
     if installed is not None:
@@ -149,13 +146,11 @@ def resolve_side(root: Path | None, label: str, *, installed: Lockfile | None = 
     resolution = pipeline.resolve(snapshot, None, holds=holds, catalogs=catalogs)
     if (installed is None or pin) and own_lock is not None:
         resolution = pinned(resolution, own_lock)
-    planned = plan_lock(snapshot, resolution)
     from reconciler.bundle.certs import SelfSignedProvider
 
-    installs = convert(snapshot, resolution, planned, None,
-                                certificates=SelfSignedProvider(lookup=secrets_of(reuse)))
-    converted = {i.lock.operator: i.lock for i in installs}
-    lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
+    converted = pipeline.convert(snapshot, resolution, pipeline.lock(snapshot, resolution), None,
+                                 certificates=SelfSignedProvider(lookup=secrets_of(reuse)))
+    installs, lockfile = converted.installs, converted.lockfile
     owners = {}
     for inst in installs:
         sel, lock = inst.selection, inst.lock

@@ -229,7 +229,7 @@ def test_the_api_server_refuses_an_object_beyond_the_approval(repo, kc, k8s, cap
     from reconciler import pipeline
     from reconciler.pipeline.desired import desired_state
 
-    prepared = pipeline.prepare(repo.path, kube=k8s)
+    prepared = pipeline.prepare(repo.path, k8s)
     desired = desired_state(prepared.installs, prepared.resolution, prepared.decisions)
     assert len(desired) == 1
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {

@@ -159,13 +159,13 @@ def test_the_preflight_reads_only_crds_that_differ_from_what_was_applied(repo, k
             return real_get(info, namespace, name)
         k8s.get = get   # type: ignore[method-assign]
         repo.commit("installed")
-        prepared = pipeline.prepare(repo.path, kube=k8s)
+        prepared = pipeline.prepare(repo.path, k8s)
         assert reads == [] and all(d.approved for d in prepared.decisions.values()), (reads, prepared.decisions)
 
         with retyped_after_install(repo, kc, k8s, capsys):
             reads.clear()
             repo.commit("retyped")
-            decision = pipeline.prepare(repo.path, kube=k8s).decisions["plumbus"]
+            decision = pipeline.prepare(repo.path, k8s).decisions["plumbus"]
             assert reads == ["plumbai.how.theydoit.com"], reads
             assert not decision.approved and decision.reason == "PolicyViolation", decision
             assert "type changes from integer to string" in decision.message

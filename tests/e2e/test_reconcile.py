@@ -92,7 +92,7 @@ def test_applying_changes_no_rendered_object_in_place(repo, kc, k8s):
 
     from reconciler import pipeline
 
-    prepared = pipeline.prepare(repo.path, kube=k8s)
+    prepared = pipeline.prepare(repo.path, k8s)
     before = copy.deepcopy([i.bundle.objects for i in prepared.installs])
     outcome = pipeline.apply(prepared, k8s, dry_run=False)
     assert outcome.sync.changed and [i.bundle.objects for i in prepared.installs] == before

@@ -95,7 +95,7 @@ def test_an_installed_operators_installer_is_found_in_place_without_a_write(cont
 
     sa = _as_deployed(control_plane, k8s)
     assert pipeline.reconcile(gitops.path, sa, dry_run=False).sync.changed
-    prepared = pipeline.prepare(gitops.path, kube=sa)
+    prepared = pipeline.prepare(gitops.path, sa)
     [op] = desired_state(prepared.installs, prepared.resolution, prepared.decisions)
     wanted = {"plumbus": (op.installer, shipped_namespaces(op))}
     reader = RecordingKube(control_plane.service_account_client("reconciler-system", "reconciler"))

@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from reconciler.errors import InputError
-from reconciler.pipeline import prepare
+from reconciler.pipeline import Source, prepare
 from reconciler.repo.git import Auth, Ref, RemoteRepository, SourceError, is_remote, materialise, redact_url
 
 from .conftest import TOKEN, USER
@@ -29,7 +29,7 @@ def test_branch_follows_new_commits_and_the_tree_is_read_without_a_working_copy(
     assert r.fetch() == second
     assert pygit2.Repository(str(r.path)).is_bare
     with r.checkout(first) as tree:
-        prepared = prepare(tree, revision=first)
+        prepared = prepare(Source(tree, revision=first))
         assert prepared.snapshot.revision == first
         assert [i.lock.version for i in prepared.installs] == ["1.1.0"]
         assert not (tree / "olm.lock").exists()

@@ -105,7 +105,8 @@ def served(control_plane, tmp_path, capsys):
         server.stop()
         (fleet.root / "operators" / "gadget.yaml").unlink()
         fleet.write("reconciler.yaml", SETTINGS + "allowEmpty: true\n")
-        pipeline.reconcile(fleet.root, Kube(control_plane.admin_client()), dry_run=False, cluster="dev")
+        pipeline.reconcile(pipeline.Source(fleet.root, cluster="dev"), Kube(control_plane.admin_client()),
+                           dry_run=False)
     assert mode(Kube(control_plane.admin_client())) is None
 
 

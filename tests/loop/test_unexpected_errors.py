@@ -3,7 +3,6 @@ bad one, the last good state stays applied and drift is still corrected."""
 
 from __future__ import annotations
 
-from reconciler import pipeline
 from reconciler.loop import REJECTED, LocalSource, Loop
 from tests.e2e.support import get, managed
 from tests.e2e.test_reconcile import V100
@@ -17,7 +16,9 @@ __all__ = ["clean"]
 def test_an_unexpected_exception_while_preparing_rejects_the_revision(gitops, k8s, clean, monkeypatch):
     gitops.set_version("1.0.0")
     good = gitops.commit("pin 1.0.0")
-    real_resolve = pipeline.resolve
+    from reconciler.pipeline import prepared
+
+    real_resolve = prepared.resolve
 
     def resolve(snapshot, *args, **kwargs):
         # A fault injected at one stage stands for any bug a hostile revision could trigger there.
@@ -25,7 +26,7 @@ def test_an_unexpected_exception_while_preparing_rejects_the_revision(gitops, k8
             raise ZeroDivisionError("division by zero in a stage")
         return real_resolve(snapshot, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "resolve", resolve)
+    monkeypatch.setattr(prepared, "resolve", resolve)
     loop = Loop(LocalSource(gitops.path, debounce=0.1), k8s, interval=2.0, identity="test")
     with running(loop):
         wait_until(lambda: applied_at(k8s, good), "the first commit applied")

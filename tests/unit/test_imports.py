@@ -138,7 +138,7 @@ def test_importing_a_submodule_depends_on_the_packages_it_runs():
         "reconciler.cluster.apply"]
     assert _packages_run("reconciler.cluster.apply.plan", "reconciler.cluster.apply.write") == []
     edges = graph()
-    assert "reconciler.cluster.ownership" in edges["reconciler.pipeline"]   # the package's face runs too
+    assert "reconciler.cluster.ownership" in edges["reconciler.pipeline.outcome"]   # the package's face runs too
 
 
 def test_the_walk_finds_a_cycle_when_there_is_one():

@@ -25,7 +25,7 @@ class Repo:
         self.root = root
         self.git("init", "-q", "-b", "main")
         self.first = self.commit("first")
-        self.rules = {c: pipeline.prepare(root, cluster=c).inputs for c in clusters}
+        self.rules = {c: pipeline.prepare(pipeline.Source(root, cluster=c)).inputs for c in clusters}
 
     def git(self, *args: str) -> str:
         return git(self.root, *args)
@@ -124,7 +124,7 @@ def test_a_declaration_placed_only_elsewhere_is_not_read_until_it_is_placed_here
                    "prod-us": ["operators/gadget.yaml"]}
     # from a first commit that holds it: dev's rule knows the file is placed elsewhere
     fleet.first = fleet.git("rev-parse", "HEAD")
-    fleet.rules = {"dev": pipeline.prepare(fleet.root, cluster="dev").inputs}
+    fleet.rules = {"dev": pipeline.prepare(pipeline.Source(fleet.root, cluster="dev")).inputs}
     assert fleet.rules["dev"].reads("operators/gadget.yaml") is None
     fleet.write("operators/gadget.yaml", PLACED.format(name="gadget", env="prod").replace("gadget-system",
                                                                                           "gadget-ops"))
