@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from reconciler.approve import Decision, Subject, evaluate
+from reconciler.approve.evaluate import Decision, Subject, evaluate
 from reconciler.kube.access import access_check
 from reconciler.bundle import RenderedBundle
 from reconciler.kube.client import Kube

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from reconciler.bundle import RenderedBundle, render
+from reconciler.bundle.formats import RenderedBundle, render
 from reconciler.report import progress
 from reconciler.kube.client import Kube
 from reconciler.errors import BundleError, LockfileError, ResolutionError

@@ -1,4 +1,5 @@
-"""Rendered bundles remembered across processes: a reconcile with nothing new converts nothing.
+"""Rendered bundles (``RenderedBundle``: a bundle converted for one install), remembered across processes: a
+reconcile with nothing new converts nothing.
 
 Converting a large registry+v1 bundle (CRDs to v1, typed decoding, keyed
 lists, RBAC per install mode) costs tenths of a second per bundle, yet a
@@ -23,13 +24,40 @@ import hashlib
 import os
 import pickle
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reconciler import cachedir
+from reconciler.model.kube import Manifest
 
 if TYPE_CHECKING:
-    from reconciler.bundle import RenderedBundle
     from reconciler.bundle.certs import CertificateProvider, ServiceCert
+
+
+@dataclass(frozen=True)
+class RenderedBundle:
+    """A bundle converted for one install: what it is, where it goes, and its objects."""
+
+    reference: str
+    digest: str
+    mediatype: str
+    package: str
+    name: str
+    version: str
+    namespace: str
+    target_namespaces: tuple[str, ...]
+    objects: tuple[Manifest, ...]
+    warnings: tuple[str, ...] = ()    # what was repaired or is suspicious, each naming the bundle's file
+    # What the CSV says about the Operator (displayName, description, version, apis provided and
+    # required), in the shape of the Operator status' ``metadata``; empty for plain bundles.
+    metadata: dict = field(default_factory=dict)
+    # Owned CRD name -> where its custom resources keep their conditions (under status), for operand health.
+    operand_conditions: dict = field(default_factory=dict)
+    # Objects the bundle wrote for another namespace than the one conversion placed them in (registry+v1 puts its
+    # optional objects in the install namespace, as OLM does): (ObjectRef key as placed, namespace as written).
+    # Guardrails judge them where they were written.
+    written_namespaces: tuple[tuple[tuple[str, str, str, str], str], ...] = ()
+
 
 KEEP_ENTRIES = 256
 _PRODUCERS = ("bundle", "model/kube.py", "model/declarations.py", "yamlio")

@@ -21,7 +21,7 @@ def load_image_catalog(name: str, reference: str, priority: int = 0, keys: tuple
     """The catalog in an image; with ``keys`` (``oci.signature.PublicKey``), only once its digest is verified
     to be signed by one of them, before any of its content is fetched."""
     from reconciler import oci
-    from reconciler.catalog import load_catalog
+    from reconciler.catalog.reading import load_catalog
 
     if keys:
         from reconciler.oci.signature import verify_image
