@@ -73,7 +73,7 @@ def parse_all(files: Sequence[CatalogFile]) -> Iterator[tuple[CatalogFile, Parse
         for f in files:
             yield f, parse(f)
         return
-    yamlio._pyyaml()  # imported once, before the fork, not by each process after it
+    yamlio.import_pyyaml()  # imported once, before the fork, not by each process after it
     child = _fork(lambda: [_parse_unit(files, units[k]) for k in theirs])
     try:
         results = {k: _parse_unit(files, units[k]) for k in mine}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args
+from reconciler.commands.common import COMMANDS, add_cluster_args
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 if TYPE_CHECKING:

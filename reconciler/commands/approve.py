@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
 from reconciler.approve.records import add_approval
 from reconciler.model.approvals import ApprovedBundle
 from reconciler.repo import read_records

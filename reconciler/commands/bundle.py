@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS
+from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_ERROR, EXIT_OK, BundleError, ReconcilerError
 
 BUNDLE_EXIT_CODES = """\

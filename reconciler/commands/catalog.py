@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reconciler.commands import COMMANDS
+from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, CatalogError
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS
+from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_OK
 
 

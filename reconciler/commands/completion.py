@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from reconciler.commands import COMMANDS
+from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_OK
 
 

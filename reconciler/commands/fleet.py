@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from reconciler.commands import COMMANDS
+from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, complete_stages
+from reconciler.commands.common import COMMANDS, complete_stages
 from reconciler.errors import EXIT_OK
 
 EXIT_NOT_READY = 6

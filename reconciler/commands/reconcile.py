@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands import COMMANDS, EXIT_CODES, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
+from reconciler.commands.common import COMMANDS, EXIT_CODES, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_PENDING_APPROVAL, EXIT_UNHEALTHY
 
 if TYPE_CHECKING:

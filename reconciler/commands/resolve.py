@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\

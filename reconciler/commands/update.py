@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, add_fleet_arg
+from reconciler.commands.common import COMMANDS, add_fleet_arg
 from reconciler.errors import EXIT_OK, InputError, UsageError
 
 EXIT_CODES = """\

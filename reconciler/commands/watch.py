@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from reconciler.commands import COMMANDS, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_trust_args, trust_from
 from reconciler.errors import EXIT_OK
 
 EPILOG = """\

@@ -30,7 +30,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from reconciler.errors import InputError
 
 if TYPE_CHECKING:
-    from reconciler.loop import Loop
+    from reconciler.loop.runner import Loop
     from reconciler.loop.relay import HookRelay
 
 log = logging.getLogger("reconciler.server")

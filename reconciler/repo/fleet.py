@@ -24,7 +24,7 @@ from pathlib import Path
 
 from reconciler import yamlio
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
-from reconciler.repo import CLUSTERS_DIR, RepoSnapshot
+from reconciler.repo.snapshot import CLUSTERS_DIR, RepoSnapshot
 
 
 def cluster_context(root: str | os.PathLike[str], name: str | None) -> str | None:

@@ -31,7 +31,7 @@ import pygit2
 from pygit2.enums import CredentialType
 
 from reconciler.errors import InputError, ReconcilerError
-from reconciler.repo import MAX_TREE_DEPTH
+from reconciler.repo.snapshot import MAX_TREE_DEPTH
 
 MAX_TREE_BYTES = 512 * 1024 * 1024
 MAX_TREE_FILES = 100_000

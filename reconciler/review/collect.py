@@ -28,7 +28,7 @@ from reconciler.model.lock import Lockfile
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import select_cluster, stage_holds
 from reconciler.repo.git import materialise
-from reconciler.review import Approval, BundleInfo, Owner, Side, secret_lookup
+from reconciler.review.compare import Approval, BundleInfo, Owner, Side, secret_lookup
 
 
 @dataclass(frozen=True)

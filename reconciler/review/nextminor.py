@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.errors import ReconcilerError
-from reconciler.review import ObjectChange, object_changes, secret_lookup
+from reconciler.review.compare import ObjectChange, object_changes, secret_lookup
 from reconciler.review.apis import ApiFinding, check, check_versions, next_minor
 
 

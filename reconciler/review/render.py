@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from reconciler.review import ObjectChange, OperatorChange, Review
+from reconciler.review.compare import ObjectChange, OperatorChange, Review
 
 SCHEMA_VERSION = 1
 

@@ -18,7 +18,7 @@ from typing import Mapping
 from reconciler.model.catalog import Catalog
 from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import parse_version
-from reconciler.review import upgrade_edge
+from reconciler.review.compare import upgrade_edge
 
 LEVELS = ("patch", "minor", "major")
 

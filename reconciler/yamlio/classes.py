@@ -1,7 +1,7 @@
 """PyYAML's loader and dumper classes as ``reconciler.yamlio`` uses them.
 
 Defined apart so that importing ``yamlio`` does not import PyYAML: it is
-loaded on the first YAML text (``yamlio._pyyaml``); JSON never needs it.
+loaded on the first YAML text (``codec.import_pyyaml``); JSON never needs it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler import yamlio
+from reconciler.yamlio import codec
 from reconciler.bundle import render
 from reconciler.model.declarations import InstallSettings
 from tests.bundle.test_golden import _v1beta1_crd, _webhook_csv
@@ -15,12 +16,13 @@ from tests.unit.helpers import crd_doc, write_bundle
 def parses(monkeypatch, tmp_path):
     monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
     seen: list[str] = []
-    real = yamlio.load_all
+    real = codec.load_all
 
     def counting(text, source, **options):
         seen.append(source)
         return real(text, source, **options)
 
+    monkeypatch.setattr(codec, "load_all", counting)   # what yamlio.read_all calls, and yamlio.load_all is
     monkeypatch.setattr(yamlio, "load_all", counting)
     return seen
 

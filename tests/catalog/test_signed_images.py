@@ -164,7 +164,7 @@ def test_signing_a_catalog_image_as_the_document_prints_it(tmp_path, oci_registr
 
 def test_the_example_repository_shows_how_to_require_signed_images():
     """The commented block of the example's reconciler.yaml is valid settings once uncommented."""
-    from reconciler.repo import _read_settings
+    from reconciler.repo import read_settings
 
     text = (EXAMPLE / "reconciler.yaml").read_text()
     block = text[text.index("# catalogs:"):].splitlines()
@@ -173,6 +173,6 @@ def test_the_example_repository_shows_how_to_require_signed_images():
 
     with tempfile.TemporaryDirectory() as d:
         Path(d, "reconciler.yaml").write_text(uncommented)
-        community = _read_settings(Path(d)).catalogs["community"]
+        community = read_settings(Path(d)).catalogs["community"]
     assert community.verify == ("keys/catalog.pub",) and community.verify_bundles == ("keys/bundles.pub",)
     assert community.image == "registry.example.com/catalogs/community:latest"

@@ -90,14 +90,13 @@ def test_an_installed_operators_installer_is_found_in_place_without_a_write(cont
     from reconciler.pipeline.desired import desired_state
     from reconciler.model.permissions import PermissionSet, Rule
     from reconciler.cluster.ownership import installer
-    from reconciler.cluster.apply.plan import shipped_namespaces
     from tests.e2e.support import RecordingKube
 
     sa = _as_deployed(control_plane, k8s)
     assert pipeline.reconcile(gitops.path, sa, dry_run=False).sync.changed
     prepared = pipeline.prepare(gitops.path, sa)
     [op] = desired_state(prepared.installs, prepared.resolution, prepared.decisions)
-    wanted = {"plumbus": (op.installer, shipped_namespaces(op))}
+    wanted = {"plumbus": (op.installer, op.shipped_namespaces)}
     reader = RecordingKube(control_plane.service_account_client("reconciler-system", "reconciler"))
     found = installer.in_place(reader, "reconciler-system", wanted)
     assert set(found) == {"plumbus"} and {m for m, _, _ in reader.calls} == {"GET"}   # reads only

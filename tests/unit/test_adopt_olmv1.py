@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler import yamlio
-from reconciler.adopt import _declaration_text, declaration
+from reconciler.adopt.adoption import _declaration_text, declaration
 from reconciler.adopt.olmv1 import ClusterView, survey
 from reconciler.model.declarations import Origin, parse_operator
 
@@ -107,7 +107,7 @@ def test_evidence_names_the_extension_and_its_service_account():
 
 
 def test_a_bundle_that_serves_webhooks_is_recognised_for_refusal():
-    from reconciler.adopt import _webhook
+    from reconciler.adopt.adoption import _webhook
 
     assert _webhook({"kind": "ValidatingWebhookConfiguration"}) and _webhook({"kind": "MutatingWebhookConfiguration"})
     assert _webhook({"kind": "CustomResourceDefinition", "spec": {"conversion": {"strategy": "Webhook"}}})

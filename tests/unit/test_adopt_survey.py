@@ -173,7 +173,7 @@ def test_spec_config_becomes_the_declarations_spec_config():
 def test_a_subscription_olm_made_for_a_dependency_is_adopted_as_its_own_operator_saying_what_needed_it():
     """OLM v0 resolves a dependency into a Subscription of its own, annotated with the InstallPlan that installed
     both: it is an install like any other, and its declaration says what needed it."""
-    from reconciler.adopt import _declaration_text
+    from reconciler.adopt.adoption import _declaration_text
 
     dependency = sub(name="dep-stable-cat-ops", installed="dep.v2.0.0")
     dependency["spec"]["name"] = "dep"

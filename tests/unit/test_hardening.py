@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import yamlio
+from reconciler.yamlio import codec
 from reconciler.cluster.apply import describe_diff
 from reconciler.errors import InputError
 from reconciler.model.shape import INT, STR, ListOf, MapOf, Obj, check
@@ -125,7 +126,7 @@ def test_a_file_that_grows_while_it_is_read_is_read_whole_up_to_the_limit(tmp_pa
         return os.stat_result((*info[:6], 2, *info[7:]))
     monkeypatch.setattr(os, "fstat", stale)
     assert yamlio.read_text(path, "growing.yaml") == "a: 1\n"
-    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 3)
+    monkeypatch.setattr(codec, "MAX_FILE_BYTES", 3)
     with pytest.raises(InputError, match="over the 3-byte limit"):
         yamlio.read_text(path, "growing.yaml")
 

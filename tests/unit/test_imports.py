@@ -245,3 +245,30 @@ def test_the_engine_is_reached_through_its_face():
     through = [f"{m} -> {t}" for m in sorted(edges) for t in sorted(edges[m]) for face in FACES
                if t.startswith(face + ".") and not (m == face or m.startswith(face + "."))]
     assert through == []
+
+
+def _face_problems(source: str) -> list[str]:
+    """What a package's ``__init__`` holds beyond a face: a docstring, imports, ``__all__`` (and the package's
+    ``__version__``)."""
+    out = []
+    for i, node in enumerate(ast.parse(source).body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] in (["__all__"],
+                                                                                               ["__version__"]):
+            continue
+        out.append(f"line {node.lineno}: {type(node).__name__}")
+    return out
+
+
+def test_every_package_init_is_a_face():
+    found = {str(path.relative_to(ROOT.parent)): problems for path in sorted(ROOT.rglob("__init__.py"))
+             if (problems := _face_problems(path.read_text()))}
+    assert found == {}
+
+
+def test_the_face_check_sees_logic():
+    assert _face_problems('"""doc"""\nfrom a import b\n__all__ = ["b"]\n') == []
+    assert _face_problems('"""doc"""\ndef f():\n    pass\nX = 1\n') == ["line 2: FunctionDef", "line 4: Assign"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler import yamlio
+from reconciler.yamlio import codec
 from reconciler.errors import InputError
 
 
@@ -110,7 +111,7 @@ def test_modest_anchor_reuse_is_accepted():
 
 
 def test_oversized_text_is_refused(monkeypatch):
-    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(codec, "MAX_FILE_BYTES", 100)
     assert yamlio.load_all("a: " + "x" * 90, "small.yaml") == [{"a": "x" * 90}]
     with pytest.raises(InputError, match="larger than 100 bytes") as err:
         yamlio.load_all("a: " + "x" * 100, "big.yaml")
@@ -118,7 +119,7 @@ def test_oversized_text_is_refused(monkeypatch):
 
 
 def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
-    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(codec, "MAX_FILE_BYTES", 100)
     path = tmp_path / "big.yaml"
     path.write_text("a: " + "x" * 200)
     with pytest.raises(InputError, match="over the 100-byte limit") as err:
@@ -207,8 +208,8 @@ _GENERAL_CASES = [
 def test_the_event_builder_builds_what_the_composer_and_constructor_build(text):
     import yaml
 
-    built, _ = yamlio._build(text, "t.yaml")
-    assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=yamlio._Loader)
+    built, _ = codec._build(text, "t.yaml")
+    assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=codec._Loader)
                                                    if d is not None]
 
 
@@ -221,10 +222,10 @@ def test_the_event_builder_builds_what_the_composer_and_constructor_build(text):
 def test_unusual_content_takes_the_general_path(text):
     import yaml
 
-    with pytest.raises(yamlio._Unusual):
-        yamlio._build(text, "t.yaml")
+    with pytest.raises(codec._Unusual):
+        codec._build(text, "t.yaml")
     try:
-        expected = [d for d in yaml.load_all(text, Loader=yamlio._Loader) if d is not None]
+        expected = [d for d in yaml.load_all(text, Loader=codec._Loader) if d is not None]
     except yaml.YAMLError:
         with pytest.raises(InputError):
             yamlio.load_all(text, "t.yaml")
@@ -253,7 +254,7 @@ def test_tags_whose_values_json_cannot_hold_are_refused_where_they_are_read(text
 def test_the_event_builder_stops_at_the_depth_limit_with_the_line():
     text = "a: 1\nb:\n  c: " + "[" * 200 + "]" * 200 + "\n"
     with pytest.raises(InputError, match=r"nested more than 128 levels deep \(line 3\)"):
-        yamlio._build(text, "deep.yaml")
+        codec._build(text, "deep.yaml")
 
 
 def test_the_event_builder_matches_the_constructor_on_real_catalogs():
@@ -267,8 +268,8 @@ def test_the_event_builder_matches_the_constructor_on_real_catalogs():
         pytest.skip("the shared corpus is absent")
     for path in files:
         text = path.read_text()
-        built, _ = yamlio._build(text, str(path))
-        assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=yamlio._Loader)
+        built, _ = codec._build(text, str(path))
+        assert [d for d in built if d is not None] == [d for d in yaml.load_all(text, Loader=codec._Loader)
                                                        if d is not None], path
 
 
