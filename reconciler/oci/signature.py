@@ -55,6 +55,8 @@ SIGNATURE_TYPE = "cosign container image signature"
 MAX_SIGNATURES = 64
 MAX_PAGES = 8
 BUNDLE_LAYER_PREFIX = "application/vnd.dev.sigstore.bundle"
+EMPTY_CONFIG = "application/vnd.oci.empty.v1+json"
+FILTERS_APPLIED = "org.opencontainers.referrers.filtersApplied"
 
 
 class SignatureError(ReconcilerError):
@@ -227,9 +229,9 @@ def verify_image(reference: str, required: Requirements | tuple[PublicKey, ...],
     if signature is not None:
         where, result = signature
         key = next((k for k in required.keys if result.signer == f"key {k}"), None)
-        return ImageVerdict(reference, digest, result.signer, key, where, attested)
+        return ImageVerdict(reference, digest, result.signer, key, f"{where} (listed by {looked})", attested)
     assert legacy is not None
-    return ImageVerdict(reference, digest, f"key {legacy}", legacy, signature_tag(digest), attested)
+    return ImageVerdict(reference, digest, f"key {legacy}", legacy, f"the tag {signature_tag(digest)}", attested)
 
 
 def _hint(ref: Reference, digest: str, required: Requirements) -> str:
@@ -260,8 +262,7 @@ def _attestations(subject: str, policy: ImagePolicy, verified: list[tuple[str, s
                 break
             seen.append(f"{where}: its predicate's {', '.join(wrong)}")
         else:
-            found = "; ".join(seen + [r for r in reasons if "attestation" in r or "predicate" in r]) or \
-                "no attestation signed as required"
+            found = "; ".join(seen + reasons) or "no other attestation"
             raise SignatureError(f"{subject} has no attestation of predicate type {wanted.predicate_type}"
                                  f"{' with ' + ', '.join(f'{p} {v!r}' for p, v in wanted.predicate) if wanted.predicate else ''}"
                                  f" signed as required ({found})", obj=reference,
@@ -300,38 +301,49 @@ def _referrers(client: Any, ref: Reference, digest: str) -> tuple[list[dict[str,
     url: str | None = f"{base}?artifactType={sigstore.BUNDLE_ARTIFACT}"
     found: list[dict[str, Any]] = []
     pages = 0
+    filtered = True
     while url and pages < MAX_PAGES:
         resp = _request(client, url, "GET", ref, headers={"Accept": INDEX_TYPES[0]})
         if resp.status_code == 404 and not pages:
             return _fallback(client, ref, digest)
         _check(resp, ref, "listing the referrers")
-        found += _index_entries(resp.content, f"{ref.registry}/{ref.repository} referrers of {digest}")
+        entries, applied = _index_entries(resp.content, f"{ref.registry}/{ref.repository} referrers of {digest}")
+        found += entries
+        filtered = filtered and "artifactType" in applied
         url = _next_page(resp, client, ref)
         pages += 1
-    return [d for d in found if d.get("artifactType") == sigstore.BUNDLE_ARTIFACT], "the referrers API"
+    # A registry that did not filter may also report a referrer's type from its config, not its artifactType
+    # (go-containerregistry's does): cosign's bundles then show the empty config's type, and their manifests say.
+    unsure = () if filtered else ("", EMPTY_CONFIG)
+    return [d for d in found if d.get("artifactType", "") in (sigstore.BUNDLE_ARTIFACT, *unsure)], "the referrers API"
 
 
 def _fallback(client: Any, ref: Reference, digest: str) -> tuple[list[dict[str, Any]], str]:
     where = Reference(ref.registry, ref.repository, fallback_tag(digest))
     url = f"{client.prefix}://{_container(where).manifest_url()}"
     resp = _request(client, url, "GET", where, headers={"Accept": ", ".join(INDEX_TYPES + MANIFEST_TYPES)})
-    looked = f"no referrers API; the tag {where.tag}"
+    looked = f"the tag {where.tag}, the registry having no referrers API"
     if resp.status_code == 404:
         return [], looked
     _check(resp, where, "fetching the referrers tag")
-    entries = _index_entries(resp.content, str(where))
+    entries, _ = _index_entries(resp.content, str(where))
     return [d for d in entries if d.get("artifactType") == sigstore.BUNDLE_ARTIFACT], looked
 
 
-def _index_entries(body: bytes, where: str) -> list[dict[str, Any]]:
+def _index_entries(body: bytes, where: str) -> tuple[list[dict[str, Any]], str]:
+    """An index's manifest descriptors, and the filters the registry says it applied."""
     if len(body) > MAX_OBJECT_BYTES:
         raise SignatureError(f"the referrers index is over {MAX_OBJECT_BYTES} bytes", obj=where)
     try:
         doc = json.loads(body)
     except ValueError:
         raise SignatureError("the referrers index is not JSON", obj=where) from None
-    entries = doc.get("manifests") if isinstance(doc, dict) else None
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    if not isinstance(doc, dict):
+        return [], ""
+    entries = doc.get("manifests")
+    applied = str((doc.get("annotations") or {}).get(FILTERS_APPLIED, "")) if isinstance(doc.get("annotations"),
+                                                                                         dict) else ""
+    return ([e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []), applied
 
 
 def _next_page(resp: Any, client: Any, ref: Reference) -> str | None:

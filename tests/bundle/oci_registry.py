@@ -122,3 +122,42 @@ def oci_registry_with_login(request: pytest.FixtureRequest,
     """A registry that requires the user and password in ``LOGIN`` (HTTP basic auth)."""
     with running_registry(request, tmp_path_factory.mktemp("oci-registry-login"), LOGIN) as reg:
         yield reg
+
+
+def start_referrers_registry(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], Registry]:
+    """Start go-containerregistry's registry with the OCI 1.1 referrers API (``bench/peers/ggcrregistry``), which
+    the distribution registry does not serve; its blobs under ``workdir``."""
+    (workdir / "blobs").mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log = open(workdir / "registry.log", "wb")
+    proc = subprocess.Popen([str(binary), "-address", f"127.0.0.1:{port}", "-blobs", str(workdir / "blobs")],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    reg = Registry(f"127.0.0.1:{port}", workdir / "blobs")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, reg
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("the referrers registry did not start:\n" + (workdir / "registry.log").read_text()[-3000:])
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def referrers_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A registry serving the referrers API: cosign v3 lists its signatures there through the API, not a tag."""
+    from bench.peers import stop
+    from bench.peers.ggcrregistry import ggcrregistry_binary
+
+    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+        binary = ggcrregistry_binary(log=print)
+    proc, reg = start_referrers_registry(binary, tmp_path_factory.mktemp("referrers-registry"))
+    try:
+        yield reg
+    finally:
+        stop(proc)
