@@ -199,6 +199,9 @@ def verify_image(reference: str, required: Requirements | tuple[PublicKey, ...],
     signature: tuple[str, sigstore.Verified] | None = None
     verified: list[tuple[str, sigstore.Verified]] = []
     for where, data in bundles:
+        if isinstance(data, str):   # what went wrong reading it
+            reasons.append(f"{where}: {data}")
+            continue
         try:
             result = sigstore.verify_bundle(sigstore.parse_bundle(data), digest, policy, required.keys, roots)
         except sigstore._Other as exc:
@@ -273,20 +276,20 @@ def _attestations(subject: str, policy: ImagePolicy, verified: list[tuple[str, s
     return tuple(done)
 
 
-def _bundles(ref: Reference, digest: str) -> tuple[Iterator[tuple[str, bytes]], str]:
+def _bundles(ref: Reference, digest: str) -> tuple[Iterator[tuple[str, bytes | str]], str]:
     """The Sigstore bundles referring to ``digest`` (lazily, each with where it was found), and where they were
     looked for: the referrers API, else the referrers tag schema."""
     client = _client(ref)
     descriptors, looked = _referrers(client, ref, digest)
 
-    def fetch() -> Iterator[tuple[str, bytes]]:
+    def fetch() -> Iterator[tuple[str, bytes | str]]:
         for desc in descriptors[:MAX_SIGNATURES]:
             manifest_digest = str(desc.get("digest") or "")
             where = f"referrer {manifest_digest[:19]}…"
             try:
                 manifest = _manifest_by_digest(client, ref, manifest_digest)
             except (RegistryError, SignatureError) as exc:
-                yield where, json.dumps({"unreadable": exc.message}).encode()
+                yield where, f"its manifest cannot be read: {exc.message}"
                 continue
             for layer in (manifest.get("layers") or [])[:MAX_SIGNATURES]:
                 if isinstance(layer, dict) and str(layer.get("mediaType") or "").startswith(BUNDLE_LAYER_PREFIX):

@@ -142,7 +142,14 @@ def parse_bundle(data: bytes) -> Bundle:
     except Mismatch:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise Mismatch(f"its bundle is malformed ({type(exc).__name__}: {exc})") from None
+        raise Mismatch(f"its bundle is malformed ({malformed(exc)})") from None
+
+
+def malformed(exc: Exception) -> str:
+    """What is wrong with a JSON document whose reading raised ``exc``, in our words."""
+    if isinstance(exc, KeyError) and exc.args:
+        return f"it has no field {exc.args[0]!r}"
+    return "a field has the wrong type or encoding"
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -292,12 +299,10 @@ def _chain(leaf: Any, extra: tuple, roots: TrustRoot, times: list[datetime], who
                                                                     None)
     ee_policy = ExtensionPolicy.webpki_defaults_ee().may_be_present(x509.ExtendedKeyUsage, Criticality.NON_CRITICAL,
                                                                     None)
-    reasons = []
     for when in times:
         ok = False
         for authority in roots.authorities:
             if not authority.valid.covers(when):
-                reasons.append(f"{authority.name} is not valid at {when.isoformat()}")
                 continue
             verifier = (PolicyBuilder().store(Store([authority.root])).time(when)
                         .extension_policies(ca_policy=ca_policy, ee_policy=ee_policy).build_client_verifier())
@@ -305,8 +310,8 @@ def _chain(leaf: Any, extra: tuple, roots: TrustRoot, times: list[datetime], who
                 verifier.verify(leaf, [*authority.intermediates, *extra])
                 ok = True
                 break
-            except (VerificationError, ValueError) as exc:
-                reasons.append(str(exc))
+            except (VerificationError, ValueError):
+                continue
         if not ok:
             if not leaf.not_valid_before_utc <= when <= leaf.not_valid_after_utc:
                 raise Mismatch(f"signed with a {who} that was not valid at {when.isoformat()} (valid "
@@ -384,7 +389,7 @@ def _verify_log(bundle: Bundle, roots: TrustRoot) -> datetime:
         except Mismatch as exc:
             reasons.append(str(exc))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            reasons.append(f"its log entry is malformed ({type(exc).__name__})")
+            reasons.append(f"its log entry is malformed ({malformed(exc)})")
     raise Mismatch("; ".join(reasons))
 
 
@@ -524,8 +529,8 @@ def _verify_timestamps(bundle: Bundle, roots: TrustRoot) -> datetime:
             try:
                 builder.build().verify_message(response, bundle.signature)
                 return when
-            except (rfc3161_client.VerificationError, ValueError) as exc:
-                reasons.append(f"{tsa.name}: {exc}")
+            except (rfc3161_client.VerificationError, ValueError):
+                continue
         reasons.append(f"a signed timestamp of {when.isoformat()} is by none of the timestamp authorities of the "
                        f"trust root")
     raise Mismatch("; ".join(dict.fromkeys(reasons)))

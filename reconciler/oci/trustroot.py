@@ -172,10 +172,14 @@ def _trusted_root_json(data: bytes, path: str) -> tuple[list[Authority], list[Lo
         authorities = [_authority(ca, path, "certificateAuthorities") for ca in doc.get("certificateAuthorities") or []]
         tsas = [_authority(ca, path, "timestampAuthorities") for ca in doc.get("timestampAuthorities") or []]
         logs = [_log(t, path) for t in doc.get("tlogs") or []]
+    except TrustRootError:
+        raise
     except (KeyError, TypeError, ValueError, AttributeError, binascii.Error) as exc:
-        if isinstance(exc, TrustRootError):
-            raise
-        raise TrustRootError(f"the trusted root is malformed ({type(exc).__name__}: {exc})", path=path) from None
+        detail = f"it has no field {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else \
+            "a field has the wrong type or encoding"
+        raise TrustRootError(f"the trusted root is malformed ({detail})", path=path,
+                             hint="give the file as the Sigstore instance publishes it, or as `cosign trusted-root "
+                                  "create` writes it") from None
     return authorities, logs, tsas
 
 

@@ -159,3 +159,20 @@ def test_policies_as_reconciler_yaml_writes_them():
                          ({"identities": []}, "one or more public key files")]:
         with pytest.raises(InputError, match=message):
             parse_policy(cfg, "verify")
+
+
+def test_trust_root_files_that_cannot_be_used(tmp_path):
+    from reconciler.oci.trustroot import TrustRootError
+
+    cases = [("missing.json", None, "cannot read the trust root"),
+             ("broken.json", "{", "not valid JSON"),
+             ("other.json", '{"mediaType": "application/json"}', "not a Sigstore trusted root"),
+             ("short.json", json.dumps({"mediaType": trustroot.TRUSTED_ROOT_TYPES[0],
+                                        "certificateAuthorities": [{"subject": {}}]}), "has no field 'certChain'"),
+             ("words.pem", "not a certificate\n", "neither a Sigstore trusted_root.json nor PEM certificates")]
+    for name, text, message in cases:
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        with pytest.raises(TrustRootError, match=message) as info:
+            trustroot.load((str(tmp_path / name),))
+        assert info.value.path == str(tmp_path / name)
