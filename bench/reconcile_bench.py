@@ -216,7 +216,7 @@ def main() -> None:
             else:
                 kubeconfig = args.kubeconfig
             kube = Kube(load_api_client(str(kubeconfig)))
-            tools = peers(kubeconfig, not args.no_peers)
+            tools = peers(kubeconfig, not args.no_peers and any(r in args.rows for r in ("noop", "apply", "roles")))
             cenv = {**env, "KUBECONFIG": str(kubeconfig)}
             if "noop" in args.rows:
                 rows.append(noop_row(tmp, args, kube, cenv, ours, tools, kubeconfig))

@@ -99,8 +99,6 @@ class Verified:
 
 def parse_bundle(data: bytes) -> Bundle:
     """A Sigstore bundle from its JSON; ``Mismatch`` saying what is wrong when it is not one."""
-    from cryptography import x509
-
     try:
         doc = json.loads(data)
     except ValueError:
@@ -114,11 +112,12 @@ def parse_bundle(data: bytes) -> Bundle:
         if "publicKey" in material:
             hint = str((material["publicKey"] or {}).get("hint") or "")
             certs: tuple = ()
-        elif "x509CertificateChain" in material:
-            certs = tuple(x509.load_der_x509_certificate(b64(c["rawBytes"]))
-                          for c in material["x509CertificateChain"]["certificates"])
-        else:
-            certs = (x509.load_der_x509_certificate(b64(material["certificate"]["rawBytes"])),)
+        else:   # X.509 is read only for a bundle that carries certificates
+            from cryptography import x509
+
+            raw = [c["rawBytes"] for c in material["x509CertificateChain"]["certificates"]] \
+                if "x509CertificateChain" in material else [material["certificate"]["rawBytes"]]
+            certs = tuple(x509.load_der_x509_certificate(b64(r)) for r in raw)
         if hint is None and not certs:
             raise Mismatch("its bundle names no key and no certificate")
         entries = tuple(e for e in material.get("tlogEntries") or [] if isinstance(e, dict))
