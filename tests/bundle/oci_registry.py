@@ -73,20 +73,27 @@ def start_registry(binary: Path, workdir: Path, login: tuple[str, str] | None = 
     log.close()
     reg = Registry(f"127.0.0.1:{port}", storage, https=tls is not None)
     context = ssl.create_default_context(cafile=str(tls[2])) if tls else None
+    _until_serving(proc, reg, workdir / "registry.log", context, login is not None)
+    return proc, reg
+
+
+def _until_serving(proc: subprocess.Popen[bytes], reg: Registry, log: Path, context: ssl.SSLContext | None = None,
+                   login: bool = False) -> None:
+    """Wait until the registry answers /v2/ (with 401 when it asks for the ``login`` it was given)."""
     deadline = time.monotonic() + 30
     while True:
         try:
             with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2, context=context) as resp:
                 if resp.status == 200:
-                    return proc, reg
+                    return
         except urllib.error.HTTPError as exc:
-            if exc.code == 401 and login is not None:   # up, and asking for the login it was given
-                return proc, reg
+            if exc.code == 401 and login:   # up, and asking for the login it was given
+                return
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError("the registry did not start:\n" + (workdir / "registry.log").read_text()[-3000:])
+            raise RuntimeError("the registry did not start:\n" + log.read_text()[-3000:])
         time.sleep(0.05)
 
 
@@ -134,18 +141,8 @@ def start_referrers_registry(binary: Path, workdir: Path) -> tuple[subprocess.Po
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
     reg = Registry(f"127.0.0.1:{port}", workdir / "blobs")
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2) as resp:
-                if resp.status == 200:
-                    return proc, reg
-        except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("the referrers registry did not start:\n" + (workdir / "registry.log").read_text()[-3000:])
-        time.sleep(0.05)
+    _until_serving(proc, reg, workdir / "registry.log")
+    return proc, reg
 
 
 @pytest.fixture(scope="session")

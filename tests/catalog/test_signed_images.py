@@ -266,14 +266,20 @@ def test_attestations_of_a_predicate_type(tmp_path, oci_registry, cosign, keys):
         verify_image(other, required(keys, keys=["trusted.pub"], attestations=[wanted]))
 
 
-def test_bundle_images_of_a_catalog_that_requires_signed_bundles(tmp_path, oci_registry, cosign, keys, monkeypatch,
-                                                                 capsys):
+def repo_with_bundle_image(tmp_path: Path, registry, name: str) -> tuple[Path, str]:
+    """A copy of the example whose catalog lists plumbus 1.1.0 as a bundle image (built and pushed) at ``name``."""
     repo = approved_copy(tmp_path / "repo", lock=False)
-    tag = oci_registry.ref("signed/plumbus-bundle", "v1.1.0")
+    tag = registry.ref(name, "v1.1.0")
     assert main(["bundle", "build", str(repo / "bundles" / "plumbus" / "1.1.0"), "--tag", tag, "--layout",
                  str(tmp_path / "layout")], out=io.StringIO()) == 0
     catalog = repo / "catalogs" / "community" / "plumbus.yaml"
     catalog.write_text(catalog.read_text().replace("file://bundles/plumbus/1.1.0", tag))
+    return repo, tag
+
+
+def test_bundle_images_of_a_catalog_that_requires_signed_bundles(tmp_path, oci_registry, cosign, keys, monkeypatch,
+                                                                 capsys):
+    repo, tag = repo_with_bundle_image(tmp_path, oci_registry, "signed/plumbus-bundle")
     (repo / "keys").mkdir()
     shutil.copyfile(keys["trusted"][1], repo / "keys" / "bundles.pub")
     (repo / "reconciler.yaml").write_text(yamlio.dump({"catalogs": {"community": {
@@ -291,12 +297,7 @@ def test_bundle_images_of_a_catalog_that_requires_signed_bundles(tmp_path, oci_r
 
 def test_bundle_images_signed_by_an_identity_given_the_trust_root_on_the_command_line(
         tmp_path, oci_registry, cosign, keys, pki, monkeypatch, capsys):
-    repo = approved_copy(tmp_path / "repo", lock=False)
-    tag = oci_registry.ref("signed/plumbus-bundle-identity", "v1.1.0")
-    assert main(["bundle", "build", str(repo / "bundles" / "plumbus" / "1.1.0"), "--tag", tag, "--layout",
-                 str(tmp_path / "layout")], out=io.StringIO()) == 0
-    catalog = repo / "catalogs" / "community" / "plumbus.yaml"
-    catalog.write_text(catalog.read_text().replace("file://bundles/plumbus/1.1.0", tag))
+    repo, tag = repo_with_bundle_image(tmp_path, oci_registry, "signed/plumbus-bundle-identity")
     (repo / "reconciler.yaml").write_text(yamlio.dump({"catalogs": {"community": {
         "verifyBundles": {"identities": [{"issuer": ISSUER, "subject": PIPELINE}]}}}}))
     leaf = pki["ours"].issue(keys["trusted"][1], PIPELINE, ISSUER, "bundles")
@@ -316,10 +317,7 @@ def test_adopt_verifies_a_bundle_its_catalog_requires_signed_before_reading_it(t
     from reconciler.errors import BundleError
     from reconciler.repo import read_repository
 
-    repo = approved_copy(tmp_path / "repo", lock=False)
-    tag = oci_registry.ref("signed/adopted-bundle", "v1.1.0")
-    assert main(["bundle", "build", str(repo / "bundles" / "plumbus" / "1.1.0"), "--tag", tag, "--layout",
-                 str(tmp_path / "layout")], out=io.StringIO()) == 0
+    repo, tag = repo_with_bundle_image(tmp_path, oci_registry, "signed/adopted-bundle")
     (repo / "keys").mkdir()
     shutil.copyfile(keys["trusted"][1], repo / "keys" / "bundles.pub")
     (repo / "reconciler.yaml").write_text(yamlio.dump({"catalogs": {"community": {
