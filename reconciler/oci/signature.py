@@ -57,6 +57,7 @@ MAX_PAGES = 8
 BUNDLE_LAYER_PREFIX = "application/vnd.dev.sigstore.bundle"
 EMPTY_CONFIG = "application/vnd.oci.empty.v1+json"
 FILTERS_APPLIED = "org.opencontainers.referrers.filtersApplied"
+NO_REFERRERS_API = (404, 405, 501)   # the spec's 404; a method or route the registry does not implement
 
 
 class SignatureError(ReconcilerError):
@@ -307,7 +308,7 @@ def _referrers(client: Any, ref: Reference, digest: str) -> tuple[list[dict[str,
     filtered = True
     while url and pages < MAX_PAGES:
         resp = _request(client, url, "GET", ref, headers={"Accept": INDEX_TYPES[0]})
-        if resp.status_code == 404 and not pages:
+        if resp.status_code in NO_REFERRERS_API and not pages:
             return _fallback(client, ref, digest)
         _check(resp, ref, "listing the referrers")
         entries, applied = _index_entries(resp.content, f"{ref.registry}/{ref.repository} referrers of {digest}")
