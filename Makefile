@@ -6,7 +6,8 @@
 # Both create the virtualenv and build the pinned control-plane binaries
 # (cached outside the repository) when they are missing. `make test` also
 # builds the pinned peers the parity tests compare against (opm, the OCI
-# registry, crane, operator-controller's renderer, cosign), OLM v0 for the tests that run it, and, as root on Debian,
+# registries (distribution, and go-containerregistry's with the referrers API), crane, operator-controller's renderer,
+# cosign v3 and v2), OLM v0 for the tests that run it, and, as root on Debian,
 # installs Graphviz, OpenSSH's server, gpg and Chromium with apt-get when missing, so that no test is skipped for want of
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
@@ -70,7 +71,7 @@ demo: binaries
 
 # Built before pytest collects anything: a test module looks for opm when it is imported.
 peers: $(STAMP)
-	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller, cosign; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary(); cosign.cosign_binary()'
+	$(BIN)/python -c 'from bench.peers import opm, registry, crane, operator_controller, cosign, cosign_v2, ggcrregistry; opm.opm_binary(); registry.registry_binary(); crane.crane_binary(); operator_controller.ocrender_binary(); cosign.cosign_binary(); cosign_v2.cosign_v2_binary(); ggcrregistry.ggcrregistry_binary()'
 
 # OLM v0 (olm-operator and catalog-operator, pinned by reconciler/localcluster/olm/go.mod), which tests/olm runs
 # on a control plane of its own; a cold build takes about ten minutes on two cores, so it happens here, with progress.

@@ -19,6 +19,10 @@ cache directory of the run's own, filled by the first run of each row):
   unused     a no-op ``reconcile`` of examples/gitops-repo, alternately without and with an unused
              30,000-bundle catalog (``bench.gen_catalog``, 2,000 packages) beside its own: what a catalog
              nobody declares from costs, in time and peak RSS (no peer)
+  signed     a no-op ``reconcile`` of examples/gitops-repo with its catalog as an image on a loopback registry,
+             alternately without and with ``verify`` requiring the image's cosign v3.1.3 signature (a Sigstore
+             bundle, signed with the offline flags): on the distribution registry (found under the referrers
+             tag schema's tag) and on go-containerregistry's (found through the referrers API); no peer
   watch      ``watch`` of that repository with the unused catalog, ``--interval 1``, for ``--watch-seconds``:
              its resident memory, sampled from /proc every 0.2 s (peak and at the end), and how many
              reconciles it ran (no peer; operator-controller's alert fires at 100 MB)
@@ -47,7 +51,7 @@ from bench.startup_bench import command, installed
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gitops-repo"
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "operators"
-ROWS = ("dry-run", "offline", "noop", "apply", "roles", "unused", "watch")
+ROWS = ("dry-run", "offline", "noop", "apply", "roles", "unused", "signed", "watch")
 
 
 def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
@@ -200,7 +204,7 @@ def main() -> None:
             times = [timed([ours, "resolve", "--offline", "--no-write", str(repo)], offline_env)
                      for _ in range(args.repeat)]
             rows.append(("resolve --offline, example repository", statistics.median(times), {}, ""))
-        cluster_rows = [r for r in args.rows if r in ("noop", "apply", "roles", "unused", "watch")]
+        cluster_rows = [r for r in args.rows if r in ("noop", "apply", "roles", "unused", "signed", "watch")]
         if cluster_rows:
             from reconciler.kube.client import Kube, load_api_client
 
@@ -212,7 +216,7 @@ def main() -> None:
             else:
                 kubeconfig = args.kubeconfig
             kube = Kube(load_api_client(str(kubeconfig)))
-            tools = peers(kubeconfig, not args.no_peers)
+            tools = peers(kubeconfig, not args.no_peers and any(r in args.rows for r in ("noop", "apply", "roles")))
             cenv = {**env, "KUBECONFIG": str(kubeconfig)}
             if "noop" in args.rows:
                 rows.append(noop_row(tmp, args, kube, cenv, ours, tools, kubeconfig))
@@ -221,6 +225,8 @@ def main() -> None:
                     rows.append(apply_row(tmp, args, row, cenv, ours, tools, kubeconfig))
             if "unused" in args.rows or "watch" in args.rows:
                 rows.extend(unused_catalog_rows(tmp, args, cenv, ours))
+            if "signed" in args.rows:
+                rows.extend(signed_catalog_rows(tmp, args, cenv, ours))
     finally:
         if plane is not None:
             plane.stop()
@@ -344,6 +350,63 @@ def unused_catalog_rows(tmp: Path, args: argparse.Namespace, env: dict[str, str]
         if not (repo / "catalogs" / "unused").exists():
             shutil.move(str(parked), repo / "catalogs" / "unused")
         out.append(watch_row(repo, env, ours, args.watch_seconds))
+    return out
+
+
+def signed_catalog_rows(tmp: Path, args: argparse.Namespace, env: dict[str, str],
+                        ours: str) -> list[tuple[str, float, dict[str, float], str]]:
+    """The example's no-op reconcile with its catalog as an image, unverified and verified (alternating), from each
+    registry (the same image, so the same install): what checking a cosign v3 bundle adds (the referrers listed,
+    the bundle's manifest and blob read, one ECDSA signature checked) to a run that changes nothing."""
+    from bench.peers import stop
+    from bench.peers.ggcrregistry import ggcrregistry_binary
+    from bench.peers.registry import registry_binary
+    from reconciler import oci, yamlio
+    from tests.bundle.oci_registry import start_referrers_registry, start_registry
+    from tests.signing import Cosign
+
+    cosign = Cosign(tmp / "cosign")
+    key, pub = cosign.key_pair("catalog")
+    repo = tmp / "signed"
+    shutil.copytree(EXAMPLE, repo)
+    allow_all(repo)
+    fs = tmp / "catalog-fs"
+    shutil.move(str(repo / "catalogs" / "community"), fs / "configs")
+    layout = oci.build_layout(fs, tmp / "catalog-layout", {}).path
+    (repo / "keys").mkdir()
+    shutil.copyfile(pub, repo / "keys" / "catalog.pub")
+    base = yamlio.load_one((repo / "reconciler.yaml").read_text(), "reconciler.yaml")
+    verify = {"verify": {"provider": "cosign", "keys": ["keys/catalog.pub"]}}
+    started = [start_registry(registry_binary(), tmp / "registry-tag"),
+               start_referrers_registry(ggcrregistry_binary(), tmp / "registry-api")]
+    out = []
+    try:
+        refs = []
+        for _, registry in started:
+            ref = registry.ref("bench/catalog", "v1")
+            digest = oci.push_layout(layout, ref)
+            cosign.sign(f"{registry.host}/bench/catalog@{digest}", key)
+            refs.append(ref)
+
+        def settings(ref: str, verified: bool) -> str:
+            return yamlio.dump({**base, "catalogs": {"community": {"image": ref, **(verify if verified else {})}}})
+
+        (repo / "reconciler.yaml").write_text(settings(refs[0], True))
+        timed([ours, "reconcile", str(repo)], env)                      # the first install, verified
+        for kind, ref in zip(("referrers tag schema", "referrers API"), refs):
+            runs: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(args.repeat):
+                for verified in (False, True):
+                    (repo / "reconciler.yaml").write_text(settings(ref, verified))
+                    runs[verified].append(timed([ours, "reconcile", str(repo)], env))
+            without, with_it = statistics.median(runs[False]), statistics.median(runs[True])
+            out.append((f"no-op reconcile, example repository, catalog image ({kind}), not verified", without, {},
+                        ""))
+            out.append((f"no-op reconcile, example repository, catalog image ({kind}), cosign v3 bundle verified",
+                        with_it, {}, f"+{(with_it - without) * 1000:.0f} ms"))
+    finally:
+        for proc, _ in started:
+            stop(proc)
     return out
 
 

@@ -100,15 +100,21 @@ def tag(repo: Path, name: str, signer: SshSigner | GpgSigner | None = None) -> N
 
 
 class Cosign:
-    """The real cosign (``bench.peers.cosign``), kept on loopback: no transparency log upload, and a dead proxy
-    for anything that is not loopback, so a key-pair signature is all it makes."""
+    """The real cosign (``bench.peers.cosign``, v3; ``legacy=True``: ``bench.peers.cosign_v2``), kept on loopback: no
+    transparency log upload, no signing config of the public instance, and a dead proxy for anything that is not
+    loopback, so a key-pair signature (with a certificate when given) is all it makes."""
 
     PASSWORD = "cosign-test-password"
+    OFFLINE = ("--use-signing-config=false", "--tlog-upload=false")
 
-    def __init__(self, home: Path) -> None:
-        from bench.peers.cosign import cosign_binary
+    def __init__(self, home: Path, legacy: bool = False) -> None:
+        if legacy:
+            from bench.peers.cosign_v2 import cosign_v2_binary as binary
+        else:
+            from bench.peers.cosign import cosign_binary as binary
 
-        self.binary = str(cosign_binary())
+        self.binary = str(binary())
+        self.legacy = legacy
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
 
@@ -128,6 +134,106 @@ class Cosign:
         self.run("generate-key-pair", "--output-key-prefix", str(self.home / name))
         return self.home / f"{name}.key", self.home / f"{name}.pub"
 
-    def sign(self, image_by_digest: str, key: Path) -> None:
-        self.run("sign", "--key", str(key), "--tlog-upload=false", "--allow-http-registry", "--yes",
-                 image_by_digest)
+    def _flags(self) -> tuple[str, ...]:
+        return ("--tlog-upload=false", "--allow-http-registry") if self.legacy else self.OFFLINE
+
+    def sign(self, image_by_digest: str, key: Path, *extra: str) -> None:
+        """``cosign sign --key`` with the offline flags only (v3: a Sigstore bundle, an OCI referrer of the image;
+        v2: the ``.sig`` tag); ``extra`` e.g. ``--certificate leaf.pem --certificate-chain chain.pem``."""
+        self.run("sign", "--key", str(key), *self._flags(), "--yes", *extra, image_by_digest)
+
+    def attest(self, image_by_digest: str, key: Path, predicate: dict, kind: str, *extra: str) -> None:
+        """``cosign attest --key --type KIND --predicate FILE``: an in-toto attestation bundle beside the image."""
+        import json
+
+        path = self.home / f"predicate-{abs(hash(json.dumps(predicate, sort_keys=True)))}.json"
+        path.write_text(json.dumps(predicate))
+        self.run("attest", "--key", str(key), "--type", kind, "--predicate", str(path), *self._flags(), "--yes",
+                 *extra, image_by_digest)
+
+
+class PrivateCA:
+    """A private PKI acting as Fulcio: a root, an intermediate, and leaf certificates binding a cosign key pair's
+    public key to an identity (a SAN URI or email, and Fulcio's OIDC issuer extension), as cosign's
+    ``--certificate``/``--certificate-chain`` take them."""
+
+    ISSUER_OID = "1.3.6.1.4.1.57264.1.8"
+
+    def __init__(self, directory: Path, name: str = "Example") -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        self.dir = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.root_key = ec.generate_private_key(ec.SECP256R1())
+        self.root = self._ca(f"{name} Root", self.root_key, None, None)
+        self.inter_key = ec.generate_private_key(ec.SECP256R1())
+        self.inter = self._ca(f"{name} Signing CA", self.inter_key, self.root, self.root_key)
+        self.root_pem = directory / "root.pem"
+        self.root_pem.write_bytes(self._pem(self.root))
+        self.chain_pem = directory / "chain.pem"
+        self.chain_pem.write_bytes(self._pem(self.inter) + self._pem(self.root))
+
+    @staticmethod
+    def _pem(cert) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    @staticmethod
+    def _name(cn: str):
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+
+        return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Example"),
+                          x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def _ca(self, cn: str, key, issuer, issuer_key):
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        signer = issuer_key or key
+        return (x509.CertificateBuilder().subject_name(self._name(cn))
+                .issuer_name(issuer.subject if issuer is not None else self._name(cn))
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False)
+                .sign(signer, hashes.SHA256()))
+
+    def issue(self, public_key: Path, subject: str, issuer: str, name: str = "leaf") -> Path:
+        """A code-signing certificate for the PEM ``public_key`` (e.g. ``cosign.pub``), identity ``subject`` (an
+        email, or a URI) from OIDC issuer ``issuer``; its PEM file."""
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        san = x509.RFC822Name(subject) if "@" in subject and "://" not in subject else \
+            x509.UniformResourceIdentifier(subject)
+        raw = issuer.encode()
+        cert = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(self.inter.subject)
+                .public_key(serialization.load_pem_public_key(public_key.read_bytes()))
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName([san]), critical=True)
+                .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False),
+                               critical=True)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.inter_key.public_key()),
+                               critical=False)
+                .add_extension(x509.UnrecognizedExtension(ObjectIdentifier(self.ISSUER_OID),
+                                                          bytes([0x0C, len(raw)]) + raw), critical=False)
+                .sign(self.inter_key, hashes.SHA256()))
+        path = self.dir / f"{name}.pem"
+        path.write_bytes(self._pem(cert))
+        return path
+
+    def certificate_flags(self, leaf: Path) -> tuple[str, ...]:
+        return ("--certificate", str(leaf), "--certificate-chain", str(self.chain_pem))

@@ -91,7 +91,7 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
             if bundle is None:
                 result.unmapped.append(why)
                 continue
-            refused = _converts(bundle, work, inst, snapshot)
+            refused = _converts(bundle, work, inst, snapshot, catalog)
             if refused is not None:
                 result.unmapped.append(refused)
                 continue
@@ -236,18 +236,20 @@ def find_bundle(catalogs: dict, inst: Adoptable, doc: dict) -> tuple[Any, str, U
                               inst.catalog_hint(wanted))
 
 
-def _converts(bundle: Any, work: Path, inst: Adoptable, snapshot: Any) -> Unmapped | None:
+def _converts(bundle: Any, work: Path, inst: Adoptable, snapshot: Any, catalog: str) -> Unmapped | None:
     """Why the reconciler could not install ``bundle`` as OLM did (None when it can): taking over what it cannot
-    reproduce would break what runs."""
+    reproduce would break what runs. A bundle its catalog requires signed is verified before it is read."""
     from reconciler.bundle import render
+    from reconciler.bundle.installed import verify_catalog_bundle
     from reconciler.errors import ReconcilerError
     from reconciler.model.declarations import InstallSettings
     from reconciler.model.deployconfig import DeploymentConfig
 
+    verified = verify_catalog_bundle(snapshot, catalog, bundle.name, bundle.image, where={"obj": inst.where})
     try:
         rendered = render(bundle.image, work, InstallSettings(inst.namespace, inst.target_namespaces,
                                                               config=DeploymentConfig.of(inst.config)),
-                          snapshot.settings.default_install_namespace)
+                          snapshot.settings.default_install_namespace, digest=verified)
     except ReconcilerError as exc:
         return Unmapped(inst.where, f"the reconciler cannot install bundle {bundle.name} as OLM did: {exc.message}",
                         exc.hint or "leave it to OLM, or install another version of the package")

@@ -68,21 +68,28 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
 
 def verify_bundle_image(snapshot: RepoSnapshot, sel: Selection, locked: str) -> str | None:
     """The verified digest of a bundle image whose catalog requires signed bundles (``verifyBundles``), checked
-    before the image is pulled; None when its catalog requires nothing. A bundle that is not an image cannot
-    carry a cosign signature, so a catalog that requires them refuses it."""
-    catalog = snapshot.settings.catalogs.get(sel.catalog)
+    before the image is pulled; None when its catalog requires nothing."""
+    return verify_catalog_bundle(snapshot, sel.catalog, sel.bundle_name, sel.image, locked,
+                                 dict(path=sel.origin, obj=f"{sel.kind} {sel.owner}"))
+
+
+def verify_catalog_bundle(snapshot: RepoSnapshot, catalog_name: str, bundle_name: str, image: str, locked: str = "",
+                          where: dict | None = None) -> str | None:
+    """``verify_bundle_image`` for a bundle a catalog lists (also what ``adopt`` checks before it renders one). A
+    bundle that is not an image cannot carry a cosign signature, so a catalog that requires them refuses it."""
+    catalog = snapshot.settings.catalogs.get(catalog_name)
     if catalog is None or not catalog.verify_bundles:
         return None
     from reconciler import oci
-    from reconciler.oci.signature import SignatureError, load_keys, verify_image
+    from reconciler.oci.signature import SignatureError, requirements, verify_image
 
-    keys = load_keys(snapshot.root, catalog.verify_bundles, f"catalog {sel.catalog}")
-    image = sel.image.removeprefix("docker://")
-    where = dict(path=sel.origin, obj=f"{sel.kind} {sel.owner}")
-    if "://" in image:
-        raise BundleError(f"catalog {sel.catalog} requires signed bundle images (verifyBundles), and bundle "
-                          f"{sel.bundle_name} comes from {sel.image}, which is not an image", **where)
+    required = requirements(snapshot.root, catalog.verify_bundles, f"catalog {catalog_name}")
+    where = where or {"obj": f"bundle {bundle_name}"}
+    bare = image.removeprefix("docker://")
+    if "://" in bare:
+        raise BundleError(f"catalog {catalog_name} requires signed bundle images (verifyBundles), and bundle "
+                          f"{bundle_name} comes from {image}, which is not an image", **where)
     try:
-        return verify_image(image, keys, locked or oci.resolve(image)).digest
+        return verify_image(bare, required, locked or oci.resolve(bare)).digest
     except SignatureError as exc:
-        raise BundleError(f"bundle {sel.bundle_name}: {exc.message}", hint=exc.hint, **where) from None
+        raise BundleError(f"bundle {bundle_name}: {exc.message}", hint=exc.hint, **where) from None

@@ -10,6 +10,7 @@ content like any other, so an unchanged image costs a digest lookup.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from reconciler.errors import CatalogError
 from reconciler.model.catalog import Catalog
@@ -17,16 +18,16 @@ from reconciler.model.catalog import Catalog
 CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
 
 
-def load_image_catalog(name: str, reference: str, priority: int = 0, keys: tuple = ()) -> Catalog:
-    """The catalog in an image; with ``keys`` (``oci.signature.PublicKey``), only once its digest is verified
-    to be signed by one of them, before any of its content is fetched."""
+def load_image_catalog(name: str, reference: str, priority: int = 0, required: Any = None) -> Catalog:
+    """The catalog in an image; with ``required`` (``oci.signature.Requirements``, or a tuple of its keys), only
+    once its digest is verified to be signed as required, before any of its content is fetched."""
     from reconciler import oci
     from reconciler.catalog.reading import load_catalog
 
-    if keys:
+    if required:
         from reconciler.oci.signature import verify_image
 
-        digest = verify_image(reference, keys).digest
+        digest = verify_image(reference, required).digest
         image = oci.pull(str(oci.parse_reference(reference).with_digest(digest)))
     else:
         image = oci.pull(reference)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from reconciler.commands.common import (
     COMMANDS, EXIT_CODES, NO_NAMESPACE, add_cluster_args, add_fleet_arg, add_offline_arg, add_trust_args,
-    complete_stages, offline_run, trust_from
+    add_trust_root_arg, complete_stages, offline_run, trust_from,
 )
 
 __all__ = ["COMMANDS", "EXIT_CODES", "NO_NAMESPACE", "add_cluster_args", "add_fleet_arg", "add_offline_arg",
-           "add_trust_args", "complete_stages", "offline_run", "trust_from"]
+           "add_trust_args", "add_trust_root_arg", "complete_stages", "offline_run", "trust_from"]

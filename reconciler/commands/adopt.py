@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
-from reconciler.commands.common import COMMANDS, add_cluster_args
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_trust_root_arg, trust_from
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --operator: the report as text, or as a versioned AdoptionReport document for "
                         "scripts (docs/output.md)")
     add_cluster_args(p)
+    add_trust_root_arg(p)
     p.set_defaults(run=run)
 
 
@@ -76,6 +77,7 @@ def _cluster(args: argparse.Namespace) -> Kube:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    trust_from(args)   # the trust root of signed catalog and bundle images, when given
     if args.operator:
         return run_report(args, out)
     if args.output != "text":

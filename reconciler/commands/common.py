@@ -164,10 +164,23 @@ def add_trust_args(p: argparse.ArgumentParser) -> None:
                    default=os.environ.get("RECONCILER_ALLOW_ROLLBACK", "").lower() in ("1", "true", "yes"),
                    help="accept a commit older than the one the cluster has applied (an ancestor of it: a branch "
                         "moved back), refused by default when verifying ($RECONCILER_ALLOW_ROLLBACK=true)")
+    add_trust_root_arg(p)
+
+
+def add_trust_root_arg(p: argparse.ArgumentParser) -> None:
+    """The trust root of certificate-signed images (``oci/trustroot.py``), from outside the repository."""
+    p.add_argument("--trust-root", metavar="FILE", action="append", default=None,
+                   help="a Sigstore trusted_root.json or a PEM bundle of CA certificates that certificates signing "
+                        "images (reconciler.yaml verify.identities) must chain to; repeatable "
+                        "($RECONCILER_TRUST_ROOT, files separated by ':')")
 
 
 def trust_from(args: argparse.Namespace):  # noqa: ANN201 - a repo.verify.Trust, imported only when asked for
-    """The verification ``add_trust_args`` asked for, or None."""
+    """The verification ``add_trust_args`` asked for, or None; the trust root of images is set for the run."""
+    if getattr(args, "trust_root", None):
+        from reconciler.oci import trustroot
+
+        trustroot.use(args.trust_root)
     if not getattr(args, "trusted_keys", None):
         if getattr(args, "verify_mode", "HEAD") != "HEAD" or getattr(args, "allow_rollback", False):
             from reconciler.errors import UsageError

@@ -47,12 +47,12 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
     for name in sorted(set(snapshot.catalog_dirs) | set(images)):
         prio = settings[name].priority if name in settings else 0
         if name in images:
-            keys = ()
+            required = None
             if settings[name].verify:
-                from reconciler.oci.signature import load_keys
+                from reconciler.oci.signature import requirements
 
-                keys = load_keys(snapshot.root, settings[name].verify, f"catalog {name}")
-            out[name] = load_image_catalog(name, images[name], prio, keys)
+                required = requirements(snapshot.root, settings[name].verify, f"catalog {name}")
+            out[name] = load_image_catalog(name, images[name], prio, required)
         else:
             out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
     return out

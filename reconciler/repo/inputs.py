@@ -209,7 +209,7 @@ def inputs_of(full: RepoSnapshot, view: RepoSnapshot, sources: Iterable[str]) ->
         elif "file:" in source.split("://", 1)[0]:   # git+file:// and the like: a repository inside the tree
             everything = True
     for catalog in full.settings.catalogs.values():
-        referenced += [posixpath.normpath(k.strip("/") or ".") for k in (*catalog.verify, *catalog.verify_bundles)]
+        referenced += [posixpath.normpath(k.strip("/") or ".") for k in (*catalog.verify.keys, *catalog.verify_bundles.keys)]
     everything = everything or any(r == "." or r.startswith("..") for r in referenced)
     foreign: frozenset[str] = frozenset()
     if cluster is not None:

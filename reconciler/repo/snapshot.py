@@ -41,6 +41,7 @@ from reconciler.model.declarations import (
 )
 from reconciler.model.semver_range import parse_version
 from reconciler.model.kube import DEFAULT_INSTANCE, is_dns1123_label
+from reconciler.model.imagepolicy import NONE as NO_POLICY, ImagePolicy, parse_policy
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
 from reconciler.model import direct
 from reconciler.model.provisioner import (
@@ -65,10 +66,10 @@ class CatalogSettings:
     priority: int = 0
     upgrade_graph: str = "replaces"
     image: str | None = None       # a catalog image instead of catalogs/<name>/
-    # cosign public keys (paths in the repository) the catalog image's digest must be signed by (``verify``),
-    # and those every bundle image the catalog lists must be signed by (``verifyBundles``): oci/signature.py
-    verify: tuple[str, ...] = ()
-    verify_bundles: tuple[str, ...] = ()
+    # what the catalog image's digest must be signed by (``verify``), and every bundle image the catalog lists
+    # (``verifyBundles``): keys kept in the repository, certificate identities, attestations (model/imagepolicy.py)
+    verify: ImagePolicy = NO_POLICY
+    verify_bundles: ImagePolicy = NO_POLICY
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def read_settings(top: Path) -> Settings:
         if graph not in ("replaces", "semver"):
             raise InputError(f"catalogs.{name}.upgradeGraph must be 'replaces' or 'semver', not {graph!r}",
                              path=SETTINGS_FILE)
-        verify = {field_: _verification(cfg.get(field_), f"catalogs.{name}.{field_}")
+        verify = {field_: parse_policy(cfg.get(field_), f"catalogs.{name}.{field_}")
                   for field_ in ("verify", "verifyBundles")}
         if verify["verify"] and image is None:
             raise InputError(f"catalogs.{name}.verify applies to a catalog image, and the catalog has no 'image'",
@@ -256,23 +257,6 @@ def read_settings(top: Path) -> Settings:
                     provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
                     repository=repository, stages=tuple(stages), ignore_differences=ignore_rules,
                     create_only=create_only, take_over_managers=tuple(take_over))
-
-
-def _verification(cfg: Any, where: str) -> tuple[str, ...]:
-    """``{provider: cosign, keys: [path, ...]}``: the public keys (in the repository) an image must be signed by."""
-    if cfg is None:
-        return ()
-    example = "for example {provider: cosign, keys: [keys/cosign.pub]}"
-    if not isinstance(cfg, dict) or set(cfg) - {"provider", "keys"}:
-        raise InputError(f"{where} must be a mapping with 'provider' and 'keys'", path=SETTINGS_FILE, hint=example)
-    if cfg.get("provider", "cosign") != "cosign":
-        raise InputError(f"{where}.provider {cfg.get('provider')!r} is not supported: only cosign is",
-                         path=SETTINGS_FILE, hint=example)
-    keys = cfg.get("keys")
-    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
-        raise InputError(f"{where}.keys must list one or more public key files of the repository",
-                         path=SETTINGS_FILE, hint=example)
-    return tuple(keys)
 
 
 def _read_clusters(top: Path, settings: Settings) -> dict[str, Any]:

@@ -73,20 +73,27 @@ def start_registry(binary: Path, workdir: Path, login: tuple[str, str] | None = 
     log.close()
     reg = Registry(f"127.0.0.1:{port}", storage, https=tls is not None)
     context = ssl.create_default_context(cafile=str(tls[2])) if tls else None
+    _until_serving(proc, reg, workdir / "registry.log", context, login is not None)
+    return proc, reg
+
+
+def _until_serving(proc: subprocess.Popen[bytes], reg: Registry, log: Path, context: ssl.SSLContext | None = None,
+                   login: bool = False) -> None:
+    """Wait until the registry answers /v2/ (with 401 when it asks for the ``login`` it was given)."""
     deadline = time.monotonic() + 30
     while True:
         try:
             with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2, context=context) as resp:
                 if resp.status == 200:
-                    return proc, reg
+                    return
         except urllib.error.HTTPError as exc:
-            if exc.code == 401 and login is not None:   # up, and asking for the login it was given
-                return proc, reg
+            if exc.code == 401 and login:   # up, and asking for the login it was given
+                return
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError("the registry did not start:\n" + (workdir / "registry.log").read_text()[-3000:])
+            raise RuntimeError("the registry did not start:\n" + log.read_text()[-3000:])
         time.sleep(0.05)
 
 
@@ -122,3 +129,32 @@ def oci_registry_with_login(request: pytest.FixtureRequest,
     """A registry that requires the user and password in ``LOGIN`` (HTTP basic auth)."""
     with running_registry(request, tmp_path_factory.mktemp("oci-registry-login"), LOGIN) as reg:
         yield reg
+
+
+def start_referrers_registry(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], Registry]:
+    """Start go-containerregistry's registry with the OCI 1.1 referrers API (``bench/peers/ggcrregistry``), which
+    the distribution registry does not serve; its blobs under ``workdir``."""
+    (workdir / "blobs").mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log = open(workdir / "registry.log", "wb")
+    proc = subprocess.Popen([str(binary), "-address", f"127.0.0.1:{port}", "-blobs", str(workdir / "blobs")],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    reg = Registry(f"127.0.0.1:{port}", workdir / "blobs")
+    _until_serving(proc, reg, workdir / "registry.log")
+    return proc, reg
+
+
+@pytest.fixture(scope="session")
+def referrers_registry(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A registry serving the referrers API: cosign v3 lists its signatures there through the API, not a tag."""
+    from bench.peers import stop
+    from bench.peers.ggcrregistry import ggcrregistry_binary
+
+    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+        binary = ggcrregistry_binary(log=print)
+    proc, reg = start_referrers_registry(binary, tmp_path_factory.mktemp("referrers-registry"))
+    try:
+        yield reg
+    finally:
+        stop(proc)

@@ -10,4 +10,4 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
-from tests.bundle.oci_registry import oci_registry  # noqa: E402,F401  (a fixture: catalog images need a registry)
+from tests.bundle.oci_registry import oci_registry, referrers_registry  # noqa: E402,F401  (fixtures: catalog images need a registry)

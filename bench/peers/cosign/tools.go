@@ -3,4 +3,4 @@
 // Package tools pins cosign for `go build`.
 package tools
 
-import _ "github.com/sigstore/cosign/v2/cmd/cosign"
+import _ "github.com/sigstore/cosign/v3/cmd/cosign"
