@@ -7,8 +7,6 @@ its bundle, object by object. Taking the installs over is the ownership policy's
 
 from __future__ import annotations
 
-from reconciler.adopt.adoption import (
-    Adopted, Adoption, adopt, declaration
-)
+from reconciler.adopt.adoption import Adopted, Adoption, Selection, adopt, declaration
 
-__all__ = ["Adopted", "Adoption", "adopt", "declaration"]
+__all__ = ["Adopted", "Adoption", "Selection", "adopt", "declaration"]

@@ -59,20 +59,71 @@ class Adopted:
     files: tuple[str, ...]     # repository-relative paths written (or that would be)
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which installs to adopt: those in ``namespaces`` and of ``packages`` (each empty: all). The others are left
+    to OLM, untouched, and listed as such."""
+
+    namespaces: frozenset[str] = frozenset()
+    packages: frozenset[str] = frozenset()
+
+    def wants(self, namespace: str, package: str) -> bool:
+        return (not self.namespaces or namespace in self.namespaces) and \
+            (not self.packages or not package or package in self.packages)
+
+    def check(self, installs: list[Adoptable], unmapped: list[Unmapped]) -> None:
+        """Refuse a package or namespace that nothing on the cluster has: a typo would adopt nothing, silently."""
+        from reconciler.errors import UsageError
+
+        for asked, have, flag in ((self.packages, {i.package for i in installs} | {u.package for u in unmapped},
+                                   "--package"),
+                                  (self.namespaces, {i.namespace for i in installs} | {u.namespace for u in unmapped},
+                                   "--namespace")):
+            missing = sorted(asked - have)
+            if missing:
+                import difflib
+
+                near = sorted({n for m in missing for n in difflib.get_close_matches(m, sorted(have - {""}), 3)})
+                raise UsageError(f"{flag} {', '.join(missing)}: OLM runs no install of "
+                                 f"{'that package' if flag == '--package' else 'that namespace'} on this cluster",
+                                 hint=(f"did you mean {', '.join(near)}? " if near else "")
+                                 + f"what OLM runs: {', '.join(sorted(have - {''})) or 'nothing'}")
+
+
 @dataclass
 class Adoption:
     adopted: list[Adopted] = field(default_factory=list)
     unmapped: list[Unmapped] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)   # path -> new content
+    platform: list[Unmapped] = field(default_factory=list)    # OLM's own components: never adopted, not a failure
+    unselected: list[Adoptable] = field(default_factory=list)  # left to OLM as asked (--namespace, --package)
+    frozen: list[str] = field(default_factory=list)            # what --freeze did, one line each
+
+    def counts(self) -> dict[str, Any]:
+        """How many installs had each outcome, and the installs not adopted by reason (``Unmapped.code``)."""
+        by_reason: dict[str, int] = {}
+        for u in self.unmapped:
+            by_reason[u.code] = by_reason.get(u.code, 0) + 1
+        return {"adopted": len(self.adopted), "notAdopted": len(self.unmapped), "platform": len(self.platform),
+                "notSelected": len(self.unselected), "notAdoptedByReason": dict(sorted(by_reason.items()))}
 
 
-def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
-    """Read OLM's installs and write (unless ``dry_run``) declarations, lock entries and approvals."""
+def adopt(repo: str | Path, kube: Any, *, dry_run: bool, select: Selection = Selection(),
+          freeze: bool = False) -> Adoption:
+    """Read OLM's installs and write (unless ``dry_run``) declarations, lock entries and approvals, for those
+    ``select`` chooses; ``freeze`` then sets the adopted Subscriptions to Manual approval (``freeze_subscriptions``)."""
     from reconciler.repo import read_repository
 
     root = Path(repo).resolve()
-    installs, unmapped = survey(kube)
-    result = Adoption(unmapped=list(unmapped))
+    found = survey(kube)
+    select.check(found.installs, found.unmapped)
+    chosen = [i for i in found.installs if select.wants(i.namespace, i.package)]
+    needed = olmv0.needed_by_olm([i for i in chosen if isinstance(i, Install)], found.view)
+    needs = {u.what for u in needed}
+    installs = [i for i in chosen if i.where not in needs]
+    result = Adoption(unmapped=[u for u in found.unmapped if select.wants(u.namespace, u.package)] + needed,
+                      platform=list(found.platform),
+                      unselected=[i for i in found.installs if not select.wants(i.namespace, i.package)])
     snapshot = read_repository(root)
     names = _names(installs)
     plans: list[tuple[Adoptable, str, dict]] = []
@@ -101,6 +152,7 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
                 (work / path).parent.mkdir(parents=True, exist_ok=True)
                 yamlio.write_atomic(work / path, _declaration_text(inst, doc))
             lock_entries.append((inst, name, bundle, catalog, path))
+        lock_entries = _still_adoptable(lock_entries, found.view, result)
         if not lock_entries:
             return result
         _write_lock(snapshot, work, [(name, b, catalogs[c], inst) for inst, name, b, c, _ in lock_entries])
@@ -117,10 +169,60 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
         for rel, text in result.files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             yamlio.write_atomic(root / rel, text)
+        if freeze:
+            result.frozen = freeze_subscriptions(kube, [a.install for a in result.adopted], found.view)
     return result
 
 
-def survey(kube: Any) -> tuple[list[Adoptable], list[Unmapped]]:
+def _still_adoptable(entries: list, view: olmv0.ClusterView, result: Adoption) -> list:
+    """``entries`` (install, name, bundle, catalog, path) less those an install that stays with OLM needs, until
+    none does: an install left because its bundle is not in a catalog stays with OLM as surely as one not
+    selected, and what it needs stays with it."""
+    while True:
+        needed = olmv0.needed_by_olm([e[0] for e in entries if isinstance(e[0], Install)], view)
+        if not needed:
+            return entries
+        result.unmapped.extend(needed)
+        gone = {u.what for u in needed}
+        entries = [e for e in entries if e[0].where not in gone]
+
+
+def freeze_subscriptions(kube: Any, installs: list[Adoptable], view: olmv0.ClusterView) -> list[str]:
+    """``adopt --freeze``: each adopted Subscription set to Manual approval, so OLM installs no upgrade of it
+    while the adoption is reviewed (the takeover then deletes it). OLM plans a namespace's Subscriptions in one
+    InstallPlan, Manual when any of them is, so the others of the namespace wait too: each line says which."""
+    info = kube.resource(olmv0.KINDS["Subscription"], "Subscription")
+    lines = []
+    for inst in installs:
+        if not isinstance(inst, Install) or inst.subscription["spec"].get("installPlanApproval") == "Manual":
+            continue
+        name = inst.subscription["metadata"]["name"]
+        kube.request("PATCH", info.path(inst.namespace, name), body={"spec": {"installPlanApproval": "Manual"}},
+                     content_type="application/merge-patch+json", obj=inst.where)
+        others = sorted(o["metadata"]["name"] for o in view.of("Subscription", inst.namespace)
+                        if o["metadata"]["name"] != name and (o.get("spec") or {}).get("installPlanApproval") != "Manual"
+                        and not any(a.where == f"Subscription {inst.namespace}/{o['metadata']['name']}"
+                                    for a in installs))
+        also = (f"; OLM now also holds the upgrades of {', '.join(others)} in {inst.namespace} (it plans a namespace's "
+                "Subscriptions together)") if others else ""
+        lines.append(f"froze {inst.where}: installPlanApproval Manual, so OLM installs no upgrade until the takeover"
+                     f"{also}; undo with `kubectl patch subscription {name} -n {inst.namespace} --type merge -p "
+                     "'{\"spec\":{\"installPlanApproval\":\"Automatic\"}}'`")
+    return lines
+
+
+@dataclass(frozen=True)
+class Found:
+    """What OLM runs on a cluster: the installs that map, those that do not, OLM's own components, and OLM v0's
+    objects as read (what else a decision needs of them: who stays with OLM)."""
+
+    installs: list[Adoptable]
+    unmapped: list[Unmapped]
+    platform: tuple[Unmapped, ...]
+    view: olmv0.ClusterView
+
+
+def survey(kube: Any) -> Found:
     """Every install of OLM v0 and OLM v1 the cluster runs, and those that cannot be mapped; a cluster that runs
     neither is an error saying so. A package both install is left to both."""
     v0, v1 = olmv0.serves(kube), olmv1.serves(kube)
@@ -130,7 +232,8 @@ def survey(kube: Any) -> tuple[list[Adoptable], list[Unmapped]]:
                            f"({olmv1.API_VERSION})", obj=kube.server,
                            hint="adopt reads the installs OLM made; check --kubeconfig/--context name the cluster "
                                 "that runs OLM (`kubectl get subscriptions,clusterextensions -A` lists them)")
-    old = olmv0.survey(olmv0.read_cluster(kube)) if v0 else olmv0.Survey()
+    view = olmv0.read_cluster(kube) if v0 else olmv0.ClusterView({})
+    old = olmv0.survey(view) if v0 else olmv0.Survey()
     new = olmv1.survey(olmv1.read_cluster(kube)) if v1 else olmv1.Survey()
     installs: list[Adoptable] = [*old.installs, *new.installs]
     unmapped = [*old.unmapped, *new.unmapped]
@@ -141,10 +244,11 @@ def survey(kube: Any) -> tuple[list[Adoptable], list[Unmapped]]:
     for inst in installs:
         if id(inst) in twice:
             others = ", ".join(o.where for o in by_package[inst.package] if o is not inst)
-            unmapped.append(Unmapped(inst.where, f"package {inst.package} is installed by OLM v0 and OLM v1 "
+            unmapped.append(Unmapped("PackageTwice", inst.where,
+                                     f"package {inst.package} is installed by OLM v0 and OLM v1 "
                                      f"({others} too); the reconciler installs a package once per cluster",
                                      "uninstall one of them in OLM and adopt again"))
-    return [i for i in installs if id(i) not in twice], unmapped
+    return Found([i for i in installs if id(i) not in twice], unmapped, old.platform, view)
 
 
 def declaration(inst: Adoptable, name: str, catalog: str) -> dict:
@@ -229,9 +333,11 @@ def find_bundle(catalogs: dict, inst: Adoptable, doc: dict) -> tuple[Any, str, U
         else:
             return bundle, name, None
     if differing:
-        return None, "", Unmapped(inst.where, f"the repository's bundle {inst.bundle_name} is not what runs: "
+        return None, "", Unmapped("BundleDiffers", inst.where,
+                                  f"the repository's bundle {inst.bundle_name} is not what runs: "
                                   + "; ".join(differing), inst.catalog_hint(wanted))
-    return None, "", Unmapped(inst.where, f"no catalog of the repository has bundle {inst.bundle_name} of package "
+    return None, "", Unmapped("BundleNotInCatalog", inst.where,
+                              f"no catalog of the repository has bundle {inst.bundle_name} of package "
                               f"{inst.package}" + ("" if catalogs else " (the repository has no catalogs)"),
                               inst.catalog_hint(wanted))
 
@@ -251,10 +357,12 @@ def _converts(bundle: Any, work: Path, inst: Adoptable, snapshot: Any, catalog: 
                                                               config=DeploymentConfig.of(inst.config)),
                           snapshot.settings.default_install_namespace, digest=verified)
     except ReconcilerError as exc:
-        return Unmapped(inst.where, f"the reconciler cannot install bundle {bundle.name} as OLM did: {exc.message}",
+        return Unmapped("NotConvertible", inst.where,
+                        f"the reconciler cannot install bundle {bundle.name} as OLM did: {exc.message}",
                         exc.hint or "leave it to OLM, or install another version of the package")
     if isinstance(inst, Extension) and any(_webhook(o) for o in rendered.objects):
-        return Unmapped(inst.where, f"bundle {bundle.name} serves admission or conversion webhooks, whose "
+        return Unmapped("WebhooksLeftToOLMv1", inst.where,
+                        f"bundle {bundle.name} serves admission or conversion webhooks, whose "
                         "certificates operator-controller has cert-manager (or OpenShift's service CA) make and mount "
                         "its own way: taking it over would change the pod template and restart the operator",
                         "leave it to OLM v1")

@@ -11,11 +11,22 @@ Subscription accounts for (installed by hand, or left behind by a deleted
 Subscription), since taking it over would mean guessing what was asked for.
 
 OLM's copies of a CSV into the namespaces an OperatorGroup targets
-(``olm.copiedFrom``) are bookkeeping, not installs, and are skipped. A
+(``olm.copiedFrom``) are bookkeeping, not installs, and are skipped; OLM's own
+CSVs (its packageserver, or any CSV OLM's installation labels as a platform
+component) are OLM's, listed as such (``Survey.platform``), never a failure. A
 Subscription OLM made itself for a dependency (``olm.generated-by``) is an
 install like any other: it runs a CSV, follows a channel and outlives the
 Subscription that needed it, so it is adopted as its own Operator, with what
 needed it recorded (``Install.dependency_of``).
+
+Several installs under one OperatorGroup (OpenShift's ``global-operators``
+holds every AllNamespaces install of ``openshift-operators``) are adopted each
+as its own declaration with the group's namespaces: the group's one mode is
+what each CSV must support, as OLM requires. A group that chooses namespaces
+by a label selector is read as OLM reads it, through the namespaces it
+resolved (``status.namespaces``). A Subscription another GitOps tool applies
+(Argo CD, Flux, ACM: ``model/managers.py``) is left: the takeover deletes it,
+and that tool would create it again.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from typing import Any
 from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
+from reconciler.model.managers import LET_GO, managed_by
 from reconciler.model.shape import Mismatch
 
 GROUP = "operators.coreos.com"
@@ -39,6 +51,8 @@ KINDS = {  # what is read, and the apiVersion it is read in
     "OperatorGroup": f"{GROUP}/v1",
 }
 COPIED_FROM = "olm.copiedFrom"
+# Labels OLM's installation puts on its own CSVs (the packageserver): components of OLM, not installs.
+PLATFORM_LABELS = ("olm.version", "olm.clusteroperator.name")
 GENERATED_BY = "olm.generated-by"   # on a Subscription catalog-operator made for a dependency: its InstallPlan
 MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
 EXECUTING = (None, "", "Planning", "Installing")   # InstallPlan phases in which catalog-operator still writes
@@ -76,6 +90,26 @@ class Install:
     # An Automatic Subscription whose namespace holds a Manual one: OLM v0 plans a namespace's Subscriptions in
     # one InstallPlan, Manual when any of them is, so this install's upgrades waited for approval too
     held_by: str = ""
+
+    @property
+    def group_notes(self) -> tuple[str, ...]:
+        """What the OperatorGroup said that a declaration says otherwise, or not at all (the mapping table of
+        docs/migration.md): a label selector, a ServiceAccount OLM installed as, an upgrade strategy."""
+        spec = self.operator_group.get("spec") or {}
+        out = []
+        if spec.get("selector"):
+            out.append(f"its OperatorGroup {self.namespace}/{_name(self.operator_group)} chose its namespaces by a "
+                       f"label selector; the declaration lists the ones OLM resolved ({', '.join(self.target_namespaces)}),"
+                       " and a namespace labelled later is not added")
+        if spec.get("serviceAccountName"):
+            out.append(f"OLM installed it as ServiceAccount {self.namespace}/{spec['serviceAccountName']} (the "
+                       "OperatorGroup's spec.serviceAccountName); the reconciler writes its objects as the Operator's "
+                       "own installer, bound to exactly the approved permissions")
+        strategy = (spec.get("upgradeStrategy") or {}).get("name")
+        if strategy and strategy != "Default":
+            out.append(f"its OperatorGroup's upgradeStrategy {strategy} (OLM replaces a failed install) has no "
+                       "equivalent: the reconciler upgrades along the catalog's edges from what runs")
+        return tuple(out)
 
     @property
     def namespace(self) -> str:
@@ -169,25 +203,33 @@ class Install:
                     "namespace in one InstallPlan, Manual when one\n# of them is. Declare it Automatic if its "
                     "upgrades should not wait for approval.\n")
         own = self.subscription["spec"].get("installPlanApproval") or "Automatic"
+        group = "".join(f"# {line}\n" for note in self.group_notes for line in _wrap(note))
         return (f"# Adopted from OLM v0: {self.where} ({install_mode(self.namespace, self.target_namespaces)}, "
-                f"installPlanApproval {own}), running {self.csv_name}.\n" + generated + held
+                f"installPlanApproval {own}), running {self.csv_name}.\n" + generated + held + group
                 + "# No spec.version: it follows its channel along the upgrade edges as the Subscription did;\n"
                 "# olm.lock pins the bundle that runs.\n")
 
 
 @dataclass(frozen=True)
 class Unmapped:
-    """An install the adoption leaves to OLM (v0 or v1), and why."""
+    """An install the adoption leaves to OLM (v0 or v1), and why: ``code`` is the reason as a word, for scripts
+    and counts (docs/output.md), ``reason`` and ``hint`` say it to a person."""
 
+    code: str       # "CatalogSourceUnready", "NeededByOLM", ... (docs/output.md lists them)
     what: str       # "Subscription ns/name", "ClusterServiceVersion ns/name" or "ClusterExtension name"
     reason: str
     hint: str = ""
+    namespace: str = ""   # the install's namespace ("" for a cluster-scoped ClusterExtension)
+    package: str = ""     # its package, where known
 
 
 @dataclass(frozen=True)
 class Survey:
+    """The installs that map onto declarations, those left with their reason, and OLM's own components."""
+
     installs: tuple[Install, ...] = ()
     unmapped: tuple[Unmapped, ...] = field(default_factory=tuple)
+    platform: tuple[Unmapped, ...] = field(default_factory=tuple)   # OLM's own: not installs, never adopted
 
 
 def serves(kube: Kube) -> bool:
@@ -220,21 +262,34 @@ def survey(view: ClusterView) -> Survey:
         if csv_name:
             claimed.add((ns, csv_name))
         result = _install(view, sub, csv_name)
+        if isinstance(result, Unmapped):
+            result = dataclasses.replace(result, namespace=ns, package=str((sub.get("spec") or {}).get("name") or ""))
         (installs if isinstance(result, Install) else unmapped).append(result)
     installs = [_held(view, i) for i in installs]
-    unmapped.extend(_group_conflicts(installs))
     unmapped.extend(_packages_twice(installs))
     conflicted = {u.what for u in unmapped}
     installs = [i for i in installs if i.where not in conflicted]
+    platform = []
     for csv in sorted(view.of("ClusterServiceVersion"), key=lambda o: (_ns(o), _name(o))):
         if COPIED_FROM in (csv["metadata"].get("labels") or {}) or (_ns(csv), _name(csv)) in claimed:
             continue
-        unmapped.append(Unmapped(f"ClusterServiceVersion {_ns(csv)}/{_name(csv)}",
-                                 "no Subscription installed it (applied by hand, or its Subscription was deleted): "
-                                 "what was asked for (package, channel, approval) is unknown",
-                                 "create a Subscription for its package in that namespace, or declare the Operator "
-                                 "yourself and let `reconcile` take its objects over (reconciler.dev/adopt)"))
-    return Survey(tuple(installs), tuple(unmapped))
+        what = f"ClusterServiceVersion {_ns(csv)}/{_name(csv)}"
+        if is_platform(csv):
+            platform.append(Unmapped("Platform", what, "OLM's own component (its packageserver): not an install, "
+                                     "left to OLM", namespace=_ns(csv)))
+            continue
+        unmapped.append(Unmapped("NoSubscription", what, "no Subscription installed it (applied by hand, or its "
+                                 "Subscription was deleted): what was asked for (package, channel, approval) is "
+                                 "unknown", "create a Subscription for its package in that namespace, or declare the "
+                                 "Operator yourself and let `reconcile` take its objects over (reconciler.dev/adopt)",
+                                 namespace=_ns(csv)))
+    return Survey(tuple(installs), tuple(unmapped), tuple(platform))
+
+
+def is_platform(csv: Manifest) -> bool:
+    """Whether a CSV is a component of OLM itself (its packageserver), which OLM's installation made and labels."""
+    labels = (csv.get("metadata") or {}).get("labels") or {}
+    return any(k in labels for k in PLATFORM_LABELS) or (_name(csv) == "packageserver" and not labels.get("olm.copiedFrom"))
 
 
 def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmapped:
@@ -243,53 +298,64 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
     spec = sub.get("spec") or {}
     state = (sub.get("status") or {}).get("state") or "no state yet"
     if not csv_name:
-        return Unmapped(what, f"nothing is installed for it yet (state: {state})",
+        return Unmapped("NothingInstalled", what, f"nothing is installed for it yet (state: {state})",
                         "approve or finish its InstallPlan in OLM first, or delete the Subscription and declare the "
                         "Operator in the repository")
     csv = view.get("ClusterServiceVersion", ns, csv_name)
     if csv is None:
-        return Unmapped(what, f"its installed ClusterServiceVersion {csv_name} does not exist",
+        return Unmapped("CSVMissing", what, f"its installed ClusterServiceVersion {csv_name} does not exist",
                         "let OLM repair the install (or delete the Subscription) and adopt again")
     phase = (csv.get("status") or {}).get("phase") or "no phase"
     reason = (csv.get("status") or {}).get("reason") or ""
     if phase != "Succeeded":
-        return Unmapped(what, f"ClusterServiceVersion {csv_name} is {phase}" + (f" ({reason})" if reason else "")
+        return Unmapped("CSVNotSucceeded", what,
+                        f"ClusterServiceVersion {csv_name} is {phase}" + (f" ({reason})" if reason else "")
                         + ": only a succeeded install is taken over as it runs",
                         "wait for OLM to finish (or fix the failure) and adopt again")
     replacing = [c for c in view.of("ClusterServiceVersion", ns) if c["spec"].get("replaces") == csv_name
                  and COPIED_FROM not in (c["metadata"].get("labels") or {})]
     if replacing or (spec.get("installPlanApproval") != "Manual" and status_of(sub) == "UpgradePending"):
-        return Unmapped(what, f"ClusterServiceVersion {csv_name} is being replaced"
+        return Unmapped("BeingReplaced", what, f"ClusterServiceVersion {csv_name} is being replaced"
                         + (f" by {_name(replacing[0])}" if replacing else " (an upgrade is pending)"),
                         "wait for the upgrade to finish and adopt again")
+    managed = managed_by(sub)
+    if managed is not None:
+        tool, mark = managed
+        return Unmapped("ManagedByAnotherTool", what,
+                        f"is applied by {tool} ({mark}): the takeover deletes the Subscription, and {tool} "
+                        "would create it again, and OLM with it", f"{LET_GO[tool]}; then adopt again")
     if (refused := _config_refused(spec.get("config"))) is not None:
-        return Unmapped(what, f"its spec.config {refused}", "fix or remove the field in the Subscription (OLM "
+        return Unmapped("ConfigNotDeclarable", what,
+                        f"its spec.config {refused}", "fix or remove the field in the Subscription (OLM "
                         "applies the rest as written), then adopt again")
     groups = view.of("OperatorGroup", ns)
     if len(groups) != 1:
-        return Unmapped(what, f"namespace {ns} has {len(groups)} OperatorGroups (OLM installs nothing under "
+        return Unmapped("OperatorGroupCount", what,
+                        f"namespace {ns} has {len(groups)} OperatorGroups (OLM installs nothing under "
                         "none or several)", "keep exactly one OperatorGroup in the namespace")
     group = groups[0]
     targets = _targets(group)
     if targets is None:
-        return Unmapped(what, f"OperatorGroup {ns}/{_name(group)} chooses its namespaces by a label selector "
-                        "(or has not listed them yet), which a declaration cannot express",
-                        "give the OperatorGroup spec.targetNamespaces, or declare the Operator with the namespaces "
-                        "it should watch")
+        return Unmapped("SelectorUnresolved", what,
+                        f"OperatorGroup {ns}/{_name(group)} chooses its namespaces by a label selector and "
+                        "OLM has not resolved them yet (no status.namespaces)",
+                        "wait for OLM to list the namespaces on the OperatorGroup, then adopt again")
     mode = install_mode(ns, targets)
     supported = {m.get("type") for m in csv["spec"].get("installModes") or [] if m.get("supported")}
     if mode not in supported:
-        return Unmapped(what, f"OperatorGroup {ns}/{_name(group)} asks for {mode}, which {csv_name} does not "
+        return Unmapped("InstallModeUnsupported", what,
+                        f"OperatorGroup {ns}/{_name(group)} asks for {mode}, which {csv_name} does not "
                         f"support ({', '.join(sorted(t for t in supported if t)) or 'no mode'})",
                         "fix the OperatorGroup's target namespaces in OLM first")
     src_ns, src = spec.get("sourceNamespace") or ns, spec.get("source") or ""
     source = view.get("CatalogSource", src_ns, src)
     if source is None:
-        return Unmapped(what, f"its CatalogSource {src_ns}/{src} does not exist",
+        return Unmapped("CatalogSourceMissing", what, f"its CatalogSource {src_ns}/{src} does not exist",
                         "the bundle that runs cannot be checked against a catalog: recreate the CatalogSource")
     conn = ((source.get("status") or {}).get("connectionState") or {}).get("lastObservedState") or "unknown"
     if conn != "READY":
-        return Unmapped(what, f"its CatalogSource {src_ns}/{src} cannot be read (connection {conn})",
+        return Unmapped("CatalogSourceUnready", what,
+                        f"its CatalogSource {src_ns}/{src} cannot be read (connection {conn})",
                         "make the CatalogSource READY again, or put its catalog into the repository "
                         f"(`opm render {describe_source(source)} -o yaml > catalogs/{src}/catalog.yaml`)")
     plans = tuple(sorted(_name(p) for p in view.of("InstallPlan", ns)
@@ -298,7 +364,8 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
                  if _name(p) in plans and (p.get("status") or {}).get("phase") in EXECUTING]
     if executing:
         plan, phase = executing[0]
-        return Unmapped(what, f"OLM is still executing InstallPlan {ns}/{plan} (phase {phase}), which installed "
+        return Unmapped("InstallPlanExecuting", what,
+                        f"OLM is still executing InstallPlan {ns}/{plan} (phase {phase}), which installed "
                         f"{csv_name}: until it is Complete, catalog-operator writes its objects (and any Subscription "
                         "it makes for a dependency) again, over a takeover",
                         "wait until the InstallPlan is Complete (`kubectl get installplan -n " + ns + "`), then adopt "
@@ -348,9 +415,14 @@ def status_of(sub: Manifest) -> str:
 
 
 def _targets(group: Manifest) -> tuple[str, ...] | None:
+    """The namespaces an OperatorGroup targets, as OLM reads them: its list, or, for a label selector, the
+    namespaces OLM resolved it to (``status.namespaces``; None before OLM did). ("",) is every namespace."""
     spec = group.get("spec") or {}
     if spec.get("selector"):
-        return None
+        resolved = (group.get("status") or {}).get("namespaces")
+        if resolved is None:
+            return None
+        return tuple(sorted(n for n in resolved if n)) or ("",)
     listed = spec.get("targetNamespaces")
     if listed is None:   # no list and no selector: every namespace
         return ("",)
@@ -365,29 +437,6 @@ def install_mode(namespace: str, targets: tuple[str, ...]) -> str:
     return "SingleNamespace" if len(targets) == 1 else "MultiNamespace"
 
 
-def _group_conflicts(installs: list[Install]) -> list[Unmapped]:
-    """Several Subscriptions under one OperatorGroup whose CSVs disagree on the modes they support.
-
-    OLM gives every CSV of a namespace the one OperatorGroup's namespaces; a
-    declaration per Operator could give each its own, so adopting them apart
-    would change what one of them watches. They are left together.
-    """
-    by_group: dict[tuple[str, str], list[Install]] = {}
-    for i in installs:
-        by_group.setdefault((i.namespace, _name(i.operator_group)), []).append(i)
-    out = []
-    for (ns, group), members in sorted(by_group.items()):
-        modes = {frozenset(m.get("type") for m in i.csv["spec"].get("installModes") or [] if m.get("supported"))
-                 for i in members}
-        if len(members) > 1 and len(modes) > 1:
-            names = ", ".join(i.csv_name for i in members)
-            for i in members:
-                out.append(Unmapped(i.where, f"OperatorGroup {ns}/{group} holds several Subscriptions whose "
-                                    f"install modes conflict ({names})",
-                                    "move each to a namespace and OperatorGroup of its own in OLM, then adopt"))
-    return out
-
-
 def _packages_twice(installs: list[Install]) -> list[Unmapped]:
     """One package subscribed in several namespaces: the reconciler installs a package once per cluster (its
     CRDs and cluster RBAC are the cluster's), so none of them is taken over rather than one chosen."""
@@ -398,10 +447,10 @@ def _packages_twice(installs: list[Install]) -> list[Unmapped]:
     for package, members in sorted(by_package.items()):
         if len(members) > 1:
             where = ", ".join(i.namespace for i in members)
-            out += [Unmapped(i.where, f"package {package} is installed in {len(members)} namespaces ({where}); the "
-                             "reconciler installs a package once per cluster",
-                             "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again")
-                    for i in members]
+            out += [Unmapped("PackageTwice", i.where, f"package {package} is installed in {len(members)} namespaces "
+                             f"({where}); the reconciler installs a package once per cluster",
+                             "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again",
+                             namespace=i.namespace, package=package) for i in members]
     return out
 
 
@@ -444,3 +493,54 @@ def _ns(obj: Manifest) -> str:
 
 def _name(obj: Manifest) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _wrap(text: str, width: int = 110) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+
+def provided_apis(csv: Manifest) -> set[str]:
+    """The APIs a CSV owns: its CRDs by name (``kind.group`` is how CSVs name them: ``plural.group``) and its
+    APIServices as ``version.group``."""
+    spec = csv.get("spec") or {}
+    crds = {str(c.get("name") or "") for c in (spec.get("customresourcedefinitions") or {}).get("owned") or []}
+    apis = {f"{a.get('version')}.{a.get('group')}" for a in (spec.get("apiservicedefinitions") or {}).get("owned") or []}
+    return {n for n in crds | apis if n}
+
+
+def required_apis(csv: Manifest) -> set[str]:
+    """The APIs a CSV says it needs, named as ``provided_apis`` names them."""
+    spec = csv.get("spec") or {}
+    crds = {str(c.get("name") or "") for c in (spec.get("customresourcedefinitions") or {}).get("required") or []}
+    apis = {f"{a.get('version')}.{a.get('group')}"
+            for a in (spec.get("apiservicedefinitions") or {}).get("required") or []}
+    return {n for n in crds | apis if n}
+
+
+def needed_by_olm(adopting: Iterable[Install], view: ClusterView) -> list[Unmapped]:
+    """Installs being adopted that an install staying with OLM needs (it requires an API their CSV provides).
+
+    catalog-operator resolves what each of its CSVs requires on every resolution: once the CSV that provided an
+    API is gone, it installs the package again (a new Subscription and CSV, and an update of the same-named
+    Deployment), and fights the reconciler for it. Such an install is adopted together with what needs it, or
+    left with it.
+    """
+    adopting = list(adopting)
+    taken = {(i.namespace, i.csv_name) for i in adopting}
+    staying = [c for c in view.of("ClusterServiceVersion") if (_ns(c), _name(c)) not in taken
+               and COPIED_FROM not in ((c.get("metadata") or {}).get("labels") or {})]
+    out = []
+    for inst in adopting:
+        provided = provided_apis(inst.csv)
+        needing = sorted((f"{_ns(c)}/{_name(c)}", sorted(required_apis(c) & provided)) for c in staying
+                         if required_apis(c) & provided)
+        if needing:
+            who = ", ".join(f"ClusterServiceVersion {name} (needs {', '.join(apis)})" for name, apis in needing)
+            out.append(Unmapped("NeededByOLM", inst.where, f"{who} stays with OLM and needs what {inst.csv_name} "
+                                f"provides: once its CSV is gone, catalog-operator installs {inst.package} again to "
+                                "satisfy it, and fights the reconciler for it",
+                                "adopt them together (name both with --package, or adopt every install), or leave "
+                                f"{inst.package} with OLM", namespace=inst.namespace, package=inst.package))
+    return out

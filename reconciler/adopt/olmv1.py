@@ -25,6 +25,8 @@ declaration's target namespaces say as well. Two things have no equivalent:
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,6 +182,10 @@ def survey(view: ClusterView) -> Survey:
     unmapped: list[Unmapped] = []
     for ext in sorted(view.extensions, key=_name):
         result = _extension(view, ext)
+        if isinstance(result, Unmapped):
+            spec = ext.get("spec") or {}
+            result = dataclasses.replace(result, namespace=str(spec.get("namespace") or ""), package=str(
+                ((spec.get("source") or {}).get("catalog") or {}).get("packageName") or ""))
         (installs if isinstance(result, Extension) else unmapped).append(result)
     return Survey(tuple(installs), tuple(unmapped))
 
@@ -189,32 +195,36 @@ def _extension(view: ClusterView, ext: Manifest) -> Extension | Unmapped:
     spec = ext.get("spec") or {}
     source = spec.get("source") or {}
     if ext["metadata"].get("deletionTimestamp"):
-        return Unmapped(what, "it is being deleted", "let OLM v1 finish (or recreate it), then adopt again")
+        return Unmapped("BeingDeleted", what,
+                        "it is being deleted", "let OLM v1 finish (or recreate it), then adopt again")
     if source.get("sourceType") != "Catalog":
-        return Unmapped(what, f"its source is {source.get('sourceType')!r}, not a catalog",
+        return Unmapped("NotACatalog", what, f"its source is {source.get('sourceType')!r}, not a catalog",
                         "declare the Operator yourself from the bundle it installs")
     installed, progressing = _condition(ext, "Installed"), _condition(ext, "Progressing")
     if installed.get("status") != "True" or not installed_bundle(ext):
-        return Unmapped(what, "nothing is installed for it (Installed: "
+        return Unmapped("NothingInstalled", what, "nothing is installed for it (Installed: "
                         f"{installed.get('reason') or 'no condition yet'}"
                         + (f": {installed['message']}" if installed.get("message") else "") + ")",
                         "let OLM v1 finish the install (or fix what stops it), then adopt again")
     if progressing.get("status") == "True" and progressing.get("reason") != "Succeeded":
-        return Unmapped(what, f"operator-controller is still working on it (Progressing: {progressing.get('reason')}"
+        return Unmapped("Progressing", what,
+                        f"operator-controller is still working on it (Progressing: {progressing.get('reason')}"
                         + (f": {progressing['message']}" if progressing.get("message") else "")
                         + "): what runs may be about to change", "wait until it has settled, then adopt again")
     if (ext.get("status") or {}).get("activeRevisions"):
-        return Unmapped(what, "operator-controller installed it as ClusterObjectSet revisions (its BoxcutterRuntime "
+        return Unmapped("BoxcutterRuntime", what,
+                        "operator-controller installed it as ClusterObjectSet revisions (its BoxcutterRuntime "
                         "feature), which adopt does not retire yet: only Helm-release installs are taken over",
                         "leave it to OLM v1")
     channels = (source.get("catalog") or {}).get("channels") or []
     if len(channels) > 1:
-        return Unmapped(what, f"it follows several channels ({', '.join(channels)}); a declaration follows one",
+        return Unmapped("SeveralChannels", what,
+                        f"it follows several channels ({', '.join(channels)}); a declaration follows one",
                         "keep one channel in the ClusterExtension, or declare the Operator yourself")
     config = spec.get("config") or {}
     inline = config.get("inline") or {}
     if config and (config.get("configType") != "Inline" or set(inline) - {"watchNamespace"}):
-        return Unmapped(what, "its spec.config sets more than the namespace to watch "
+        return Unmapped("ConfigNotDeclarable", what, "its spec.config sets more than the namespace to watch "
                         f"({', '.join(sorted(set(inline) - {'watchNamespace'})) or config.get('configType')}), "
                         "which a declaration does not say", "remove it from the ClusterExtension, then adopt again")
     watched = str(inline.get("watchNamespace") or "")

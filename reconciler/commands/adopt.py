@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 EXIT_CODES = """\
 exit codes:
-  0  every OLM v0 install and OLM v1 ClusterExtension was adopted (or there was none), and the files were written (--dry-run: shown);
+  0  every OLM v0 install and OLM v1 ClusterExtension asked for was adopted (or there was none), and the files were
+     written (--dry-run: shown); OLM's own components (its packageserver) and installs left out by --namespace or
+     --package are listed and stay with OLM;
      --operator: every object of the bundle runs as the bundle says (taking it over changes nothing)
   1  some installs could not be adopted: each is listed with its reason; the others were written;
      --operator: some objects differ from the bundle or are missing (each shown: a takeover would change them)
@@ -37,7 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "Every ClusterExtension OLM v1 installed is read the same way: its package, channel, "
                     "version range (spec.version) and namespace, the bundle of status.install, and the "
                     "ClusterExtension and its ServiceAccount as evidence. "
-                    "The cluster is only read. Every install that cannot be adopted is listed with its reason. "
+                    "The cluster is only read (but for --freeze). -n/--namespace and --package adopt a chosen part; the "
+                    "rest stays with OLM, untouched, and so does what OLM itself runs (its packageserver). Every "
+                    "install that cannot be adopted is listed with its reason, and what an install left with OLM "
+                    "still needs stays with it. "
                     "Review and commit the files; the next `reconciler reconcile` takes the installs over from "
                     "OLM (docs/migration.md). "
                     "With --operator NAME, for an operator applied without OLM (by hand, Helm, kustomize) that "
@@ -56,9 +61,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--operator", metavar="NAME", action="append",
                      help="compare the bundle of this declared Operator with what runs, object by object; write "
                           "nothing (repeat for several)")
+    p.add_argument("-n", "--namespace", metavar="NS", action="append", dest="namespaces",
+                   help="adopt only the installs in this namespace (repeatable); the others stay with OLM, untouched")
+    p.add_argument("--package", metavar="NAME", action="append", dest="packages",
+                   help="adopt only the installs of this package (repeatable); the others stay with OLM, untouched")
+    p.add_argument("--freeze", action="store_true",
+                   help="set each adopted Subscription to Manual approval, so OLM installs no upgrade of it while "
+                        "the adoption is reviewed (OLM then holds every Subscription of its namespace: each is "
+                        "named); the only write to the cluster adopt makes")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
-                   help="with --operator: the report as text, or as a versioned AdoptionReport document for "
-                        "scripts (docs/output.md)")
+                   help="the adoption as text, or as a versioned document for scripts: OLMAdoption, or with "
+                        "--operator AdoptionReport (docs/output.md)")
     add_cluster_args(p)
     add_trust_root_arg(p)
     p.set_defaults(run=run)
@@ -80,32 +93,69 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     trust_from(args)   # the trust root of signed catalog and bundle images, when given
     if args.operator:
         return run_report(args, out)
-    if args.output != "text":
+    from reconciler.adopt import Selection, adopt
+
+    if args.freeze and args.dry_run:
         from reconciler.errors import UsageError
 
-        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM installs prints text",
-                         hint="add --operator NAME, or leave -o out")
-    from reconciler.adopt import adopt
-
+        raise UsageError("--freeze changes the adopted Subscriptions, and --dry-run changes nothing: choose one",
+                         hint="review with --dry-run first, then adopt with --freeze")
     kube = _cluster(args)
-    result = adopt(args.repo, kube, dry_run=args.dry_run)
+    select = Selection(frozenset(args.namespaces or ()), frozenset(args.packages or ()))
+    result = adopt(args.repo, kube, dry_run=args.dry_run, select=select, freeze=args.freeze)
+    code = EXIT_CHANGES if result.unmapped else EXIT_OK
+    if args.output != "text":
+        from reconciler import yamlio
+
+        doc = olm_document(result, kube.server, dry_run=args.dry_run)
+        out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
+        return code
     for a in result.adopted:
         print(f"adopted {a.install.where}: Operator {a.operator} ({a.install.summary}), bundle {a.bundle} from "
               f"catalogs/{a.catalog}{a.install.note}", file=out)
     for u in result.unmapped:
         print(f"not adopted {u.what}: {u.reason}" + (f"\n    to adopt it: {u.hint}" if u.hint else ""), file=out)
-    if not result.adopted and not result.unmapped:
+    for u in result.platform:
+        print(f"left to OLM {u.what}: {u.reason}", file=out)
+    for inst in result.unselected:
+        print(f"left to OLM {inst.where}: not asked for (--namespace, --package)", file=out)
+    if not result.adopted and not result.unmapped and not result.unselected:
         print("OLM runs no install in this cluster: nothing to adopt", file=out)
     verb = "would write" if args.dry_run else "wrote"
     for rel, text in result.files.items():
         print(f"{verb} {rel}", file=out)
         if args.dry_run:
             print("".join(f"    {line}\n" for line in text.splitlines()), end="", file=out)
+    for line in result.frozen:
+        print(line, file=out)
+    counts = result.counts()
+    reasons = ", ".join(f"{n} {code}" for code, n in counts["notAdoptedByReason"].items())
+    print(f"Summary: {counts['adopted']} adopted, {counts['notAdopted']} not adopted"
+          + (f" ({reasons})" if reasons else "") + f", {counts['platform']} OLM's own, {counts['notSelected']} not "
+          "asked for", file=out)
     if result.adopted and not args.dry_run:
         files = " ".join(sorted(result.files)) or "(nothing new)"
         print(f"Review and commit: git add {files} && git commit; the next reconcile takes the installs over",
               file=out)
-    return EXIT_CHANGES if result.unmapped else EXIT_OK
+    return code
+
+
+def olm_document(result, server: str, *, dry_run: bool) -> dict:  # noqa: ANN001 - an adopt.Adoption
+    """The adoption of OLM installs as a versioned document for scripts (docs/output.md; fields are only added)."""
+    def left(u) -> dict:  # noqa: ANN001 - an olmv0.Unmapped
+        return {"what": u.what, "reason": u.code, "message": u.reason, "hint": u.hint, "namespace": u.namespace,
+                "package": u.package}
+
+    return {"apiVersion": "reconciler.dev/v1alpha1", "kind": "OLMAdoption", "target": {"server": server},
+            "dryRun": dry_run,
+            "adopted": [{"what": a.install.where, "operator": a.operator, "bundle": a.bundle, "catalog": a.catalog,
+                         "namespace": a.install.namespace, "package": a.install.package, "files": list(a.files)}
+                        for a in result.adopted],
+            "notAdopted": [left(u) for u in result.unmapped],
+            "platform": [left(u) for u in result.platform],
+            "notSelected": [{"what": i.where, "namespace": i.namespace, "package": i.package}
+                            for i in result.unselected],
+            "files": sorted(result.files), "frozen": list(result.frozen), "summary": result.counts()}
 
 
 _MARK = {"matches": "=", "differs": "~", "missing": "+", "refused": "!", "ours": "="}

@@ -25,8 +25,10 @@ exit codes: (they say whose move it is; see docs/hardening.md)
       shape or with a duplicate key; a catalog; resolution; a bundle (a field of the wrong type, or an
       object the API server refuses as invalid); a policy; a symbolic link out of the repository; a file
       that is not a regular file, is nested too deeply or expands aliases too far; or a guardrail policy
-      violation, which holds back only the Operator concerned (the others are applied); a commit not
-      signed by a --trusted-keys key (a dry run reports it and exits 2)
+      violation or a refused takeover of an OLM install (moved since its adoption, applied by another
+      tool, needed by an install OLM keeps), each of which holds back only the Operator concerned (the
+      others are applied, and its status says why); a commit not signed by a --trusted-keys key (a dry
+      run reports it and exits 2)
   3   the cluster: unreachable, a kubeconfig that cannot be loaded, or a request refused for any reason
       other than an invalid object (authorization, conflicts, server errors)
   4   an Operator waits for approval; everything else was applied (see `reconciler approve`); a
@@ -69,8 +71,6 @@ NO_NAMESPACE = {
     "diff": _DECLARED,
     "update": f"{_DECLARED}; --only NAME limits the updates to one Operator",
     "approve": f"{_DECLARED}; name the Operators to approve",
-    "adopt": "adopt reads every namespace's OLM v0 installs and every ClusterExtension, and --operator the namespaces its bundle names; each "
-             "declaration names the namespace it runs in",
     "promote": f"a promotion moves bundles between a fleet's stages, whatever their namespace; {_DECLARED}",
     "fleet": "fleet status shows every cluster's Operators, whatever their namespace; `reconciler status REPO "
              "--cluster NAME -n NS` lists one cluster's Operators installed in NS",

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
         unhealthy = bool(_unhealthy(outcome, waited=args.wait))
-    if outcome.untrusted is not None or any(d.violations for d in outcome.pending):
+    if outcome.untrusted is not None or outcome.sync.refused or any(d.violations for d in outcome.pending):
         return EXIT_ERROR
     if unhealthy:
         return EXIT_UNHEALTHY
@@ -235,6 +235,7 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
         "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
                      "options": list(u.options)} for u in (resolution.updates if resolution else ())],
         "notes": list(outcome.sync.notes),
+        "refused": [{"operator": r.operator, "reason": r.reason, "hint": r.hint} for r in outcome.sync.refused],
         "changes": changes,
         "bookkeeping": [{"action": c.action.value, "operator": c.operator, "namespace": "", **c.ref.to_dict(),
                          "detail": c.detail} for c in outcome.sync.bookkeeping],
@@ -374,6 +375,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
         counts += f" ({waiting} of these wait for approval of {', '.join(names)}: nothing of them is applied " \
                   f"until approved)"
     print(f"Summary: {counts}", file=out)
+    for r in outcome.sync.refused:
+        print(f"REFUSED {r.operator}: {'would be ' if dry_run else ''}held back, nothing of it "
+              f"{'would be ' if dry_run else ''}written: {r.reason}" + (f"\n  to go on: {r.hint}" if r.hint else ""),
+              file=out)
 
 
 def print_approvals(outcome: "Outcome", out: TextIO) -> None:

@@ -9,14 +9,14 @@ from reconciler.cli.parser import build_parser, main, namespace_last, subcommand
 from reconciler.commands import NO_NAMESPACE
 from reconciler.errors import EXIT_USAGE
 
-TAKES_A_NAMESPACE = {"status", "watch", "bundle render", "bundle validate"}
+TAKES_A_NAMESPACE = {"status", "watch", "bundle render", "bundle validate", "adopt"}
 
 
 def test_commands_that_take_a_namespace_define_it():
     parsers = subcommands(build_parser())
     for path in TAKES_A_NAMESPACE:
         action = parsers[path]._option_string_actions["-n"]
-        assert action.dest == "namespace" and action.help, path
+        assert action.dest in ("namespace", "namespaces") and action.help, path
 
 
 @pytest.mark.parametrize("path", sorted(set(subcommands(build_parser())) - TAKES_A_NAMESPACE - {""}))

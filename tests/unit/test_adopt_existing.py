@@ -42,7 +42,7 @@ def test_an_object_applied_by_hand_or_by_helm_may_be_adopted():
     (SA, _live({"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
      [], "is applied by Flux (Kustomization flux-system/apps)", "stop Flux managing it"),
     (SA, _live(annotations={"argocd.argoproj.io/tracking-id": "plumbus:/ServiceAccount:plumbus-system/x"}), [],
-     "is applied by Argo CD (plumbus)", "stop Argo CD managing it"),
+     "is applied by Argo CD (Application plumbus)", "stop Argo CD managing it"),
     (SA, _live(ownerReferences=[{"kind": "Widget", "name": "w", "controller": True}]), [],
      "is controlled by Widget w", "leave it to its controller"),
 ])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.adopt import declaration
-from reconciler.adopt.olmv0 import ClusterView, install_mode, survey
+from reconciler.adopt.olmv0 import MODES, ClusterView, install_mode, survey
 from reconciler.model.approvals import parse_record, render_record
 from reconciler import yamlio
 from reconciler.model.declarations import Origin, parse_operator
@@ -71,7 +71,7 @@ def test_a_succeeded_install_maps_with_its_mode():
           groups=[group()]), "its spec.config cannot be declared: unknown field spec.config.priorityClassName"),
     (dict(subs=[sub()], csvs=[csv()], groups=[]), "has 0 OperatorGroups"),
     (dict(subs=[sub()], csvs=[csv()], groups=[group(targets=None, selector={"matchLabels": {"a": "b"}})]),
-     "chooses its namespaces by a label selector"),
+     "chooses its namespaces by a label selector and OLM has not resolved them yet"),
     (dict(subs=[sub()], csvs=[csv(modes=("AllNamespaces",))], groups=[group()]),
      "asks for OwnNamespace, which op.v1.0.0 does not support"),
     (dict(subs=[sub()], csvs=[csv()], groups=[group()], sources=[]), "its CatalogSource ops/cat does not exist"),
@@ -96,12 +96,76 @@ def test_a_csv_without_a_subscription_is_listed_and_copies_are_not():
                                                "unknown"}
 
 
-def test_subscriptions_of_one_group_with_conflicting_modes_are_both_left():
-    v = view([sub(), sub(name="two", installed="two.v1")],
-             [csv(), csv(name="two.v1", modes=("OwnNamespace",))], [group()])
-    found = reasons(v)
-    assert set(found) == {"Subscription ops/op", "Subscription ops/two"}
-    assert all("install modes conflict" in r for r in found.values())
+def test_installs_of_one_group_are_each_adopted_when_they_support_the_groups_mode():
+    """OpenShift's global-operators: an AllNamespaces-only CSV beside one that supports all four modes. The group's
+    one mode is what each must support, as OLM requires; what else a CSV supports does not matter."""
+    v = view([sub(), sub(name="two", installed="two.v1"), sub(name="three", installed="three.v1")],
+             [csv(modes=MODES), csv(name="two.v1", modes=("AllNamespaces",)), csv(name="three.v1", modes=("OwnNamespace",))],
+             [group(targets=None)])
+    found = survey(v)
+    assert sorted(i.csv_name for i in found.installs) == ["op.v1.0.0", "two.v1"]
+    assert {i.target_namespaces for i in found.installs} == {("",)}
+    assert reasons(v) == {"Subscription ops/three": "OperatorGroup ops/og asks for AllNamespaces, which three.v1 does "
+                                                     "not support (OwnNamespace)"}
+
+
+def test_olms_own_packageserver_is_olms_and_no_failure():
+    server = csv(name="packageserver", ns="olm")
+    server["metadata"]["labels"] = {"olm.version": "v0.46.0"}
+    labelled = csv(name="platform.v1", ns="openshift-operator-lifecycle-manager")
+    labelled["metadata"]["labels"] = {"olm.clusteroperator.name": "operator-lifecycle-manager-packageserver"}
+    found = survey(view([sub()], [csv(), server, labelled], [group()]))
+    assert found.unmapped == ()
+    assert [(u.code, u.what) for u in found.platform] == [
+        ("Platform", "ClusterServiceVersion olm/packageserver"),
+        ("Platform", "ClusterServiceVersion openshift-operator-lifecycle-manager/platform.v1")]
+
+
+def test_a_label_selector_group_is_read_through_the_namespaces_olm_resolved():
+    selected = group(targets=None, selector={"matchLabels": {"team": "a"}})
+    selected["status"] = {"namespaces": ["b", "a"]}
+    (inst,) = survey(view([sub()], [csv(modes=("MultiNamespace",))], [selected])).installs
+    assert inst.target_namespaces == ("a", "b")
+    assert any("label selector" in n for n in inst.group_notes)
+    assert "# its OperatorGroup ops/og chose its namespaces by a label selector" in inst.header()
+
+
+def test_the_groups_service_account_and_upgrade_strategy_are_named():
+    g = group(serviceAccountName="scoped", upgradeStrategy={"name": "TechPreviewUnsafeFailForward"})
+    (inst,) = survey(view([sub()], [csv()], [g])).installs
+    assert [n.split(" (")[0] for n in inst.group_notes] == [
+        "OLM installed it as ServiceAccount ops/scoped", "its OperatorGroup's upgradeStrategy TechPreviewUnsafeFailForward"]
+
+
+@pytest.mark.parametrize("marks, tool", [
+    ({"annotations": {"argocd.argoproj.io/tracking-id": "platform:operators.coreos.com/Subscription:ops/op"}},
+     "Argo CD (Application platform)"),
+    ({"managedFields": [{"manager": "argocd-controller", "operation": "Apply"}],
+      "labels": {"app.kubernetes.io/instance": "operators"}}, "Argo CD (Application operators)"),
+    ({"labels": {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+     "Flux (Kustomization flux-system/apps)"),
+    ({"annotations": {"apps.open-cluster-management.io/hosting-subscription": "policies/operators"}},
+     "ACM (Subscription policies/operators)"),
+])
+def test_a_subscription_another_tool_applies_is_left_naming_the_tool(marks, tool):
+    s = sub()
+    s["metadata"].update(marks)
+    (u,) = survey(view([s], [csv()], [group()])).unmapped
+    assert (u.code, u.namespace, u.package) == ("ManagedByAnotherTool", NS, "op")
+    assert u.reason.startswith(f"is applied by {tool}: the takeover deletes the Subscription")
+
+
+def test_an_install_an_olm_kept_one_needs_is_named_with_what_needs_it():
+    from reconciler.adopt.olmv0 import needed_by_olm
+
+    provider = csv(name="cm.v1", customresourcedefinitions={"owned": [{"name": "certificates.cert-manager.io"}]})
+    dependent = csv(name="db.v1", customresourcedefinitions={"required": [{"name": "certificates.cert-manager.io"}]})
+    v = view([sub(name="cm", installed="cm.v1"), sub(name="db", installed="db.v1")], [provider, dependent], [group()])
+    installs = {i.package: i for i in survey(v).installs}
+    (u,) = needed_by_olm([installs["cm"]], v)
+    assert (u.code, u.what) == ("NeededByOLM", "Subscription ops/cm")
+    assert "ClusterServiceVersion ops/db.v1 (needs certificates.cert-manager.io) stays with OLM" in u.reason
+    assert needed_by_olm([installs["cm"], installs["db"]], v) == []   # adopted together
 
 
 @pytest.mark.parametrize("approval, api_version", [("Automatic", "operators.coreos.com/v1"),

@@ -28,6 +28,6 @@ relaxed for the run's length) and ``sync``, the one entry the pipeline calls.
 
 from __future__ import annotations
 
-from reconciler.cluster.ownership.sync import Request, SyncResult, sync
+from reconciler.cluster.ownership.sync import Refused, Request, SyncResult, sync
 
-__all__ = ["Request", "SyncResult", "sync"]
+__all__ = ["Refused", "Request", "SyncResult", "sync"]

@@ -32,7 +32,7 @@ from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
-from reconciler.model.kube import API_GROUP, ObjectRef
+from reconciler.model.kube import API_GROUP, Manifest, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
@@ -65,11 +65,22 @@ class Request:
     events: EventRecorder | None = None   # announces conditions' transitions: the loop's own, else the sync's
 
 
+@dataclass(frozen=True)
+class Refused:
+    """An Operator the sync held back, with why and what to do; the others were synced."""
+
+    operator: str
+    reason: str
+    hint: str = ""
+
+
 @dataclass
 class SyncResult(ChangeSet):
-    """The change set of one sync, with each Operator's health when it was judged after applying."""
+    """The change set of one sync, with each Operator's health when it was judged after applying, and the Operators
+    it held back (``refused``: nothing of theirs was written but their status, which says why)."""
 
     health: dict[str, OperatorHealth] = field(default_factory=dict)
+    refused: list[Refused] = field(default_factory=list)
 
 
 def sync(kube: Kube | None, request: Request, instance: Instance | None = None) -> SyncResult:
@@ -112,6 +123,7 @@ class _Run:
         self.read_records()
         if self.takeovers is not None:   # what each Operator may apply over; OLM stops asking
             self.desired = self.all_desired = self.takeovers.before(self.desired, self.result.notes)
+            self.hold_refused()
         planned = self.prepare()
         for new, old in sorted(self.moves.items()):
             self.result.notes.append(f"Operator {old} was renamed to {new} with the same bundle: its objects move "
@@ -122,7 +134,7 @@ class _Run:
             self.applier.preview(planned)
             prune(self.applier, self.desired, self.recorded)
             if self.takeovers is not None:
-                self.takeovers.after(self.desired, self.result)
+                self.takeovers.after(self.desired, self.result, self.write_again)
             return _mark_waiting(self.result, self.desired)
         self.ensure_status()
         members = members_of(self.mine, self.desired)
@@ -141,8 +153,39 @@ class _Run:
             self.mark_failed(exc, self.failed)
             raise exc
         if self.takeovers is not None:   # OLM lets go of what is now the reconciler's
-            self.takeovers.after(self.desired, self.result)
+            self.takeovers.after(self.desired, self.result, self.write_again)
+        self.record_refused()
         return self.result
+
+    def hold_refused(self) -> None:
+        """The Operators whose takeover is refused keep what they have, untouched, and the others go on."""
+        assert self.takeovers is not None
+        for r in self.takeovers.refused:
+            self.result.refused.append(Refused(r.operator, r.reason, r.hint))
+        names = {r.operator for r in self.result.refused}
+        if names:
+            self.held = self.held | names
+            self.recorded = {k: v for k, v in self.recorded.items() if k not in names}
+
+    def record_refused(self) -> None:
+        """Each held-back Operator's status says why (Ready=False, TakeoverRefused); nothing else of it is written."""
+        if self.dry_run or not self.result.refused:
+            return
+        status = self.ensure_status()
+        asked = {op.name: op for op in self.request.desired}
+        for r in self.result.refused:
+            op = asked.get(r.operator)
+            if op is None:
+                continue
+            rec = self.mine.get(r.operator)
+            st = dict(rec.status) if rec else {"inventory": []}
+            message = f"{r.reason}; {r.hint}"[:1000]
+            st["conditions"] = [status_objects.condition("Ready", False, "TakeoverRefused", message)]
+            status.write(r.operator, op.spec, st, rec)
+
+    def write_again(self, operator: str, obj: Manifest) -> None:
+        """Apply one of ``operator``'s objects again, as its writer (what a takeover's OLM reaction undid)."""
+        self.applier.write(operator, self.applier.kube.require_resource(obj), obj)
 
     def read_records(self) -> None:
         """What the cluster's status objects record: every instance's, checked, and this instance's own."""

@@ -14,11 +14,12 @@ own recording client, so every write they make is in the sync's change set
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from reconciler.cluster.apply import ChangeSet, DesiredOperator
 from reconciler.cluster.ownership.takeover import existing, olmv0, olmv1
 from reconciler.kube.client import Kube
+from reconciler.model.kube import Manifest
 
 
 class Takeovers:
@@ -31,17 +32,21 @@ class Takeovers:
         self.kube, self.adopted, self.consenting = kube, dict(adopted), consenting
         self.instance, self.revision, self.dry_run = instance, revision, dry_run
         self.found: list[olmv0.Takeover] = []
+        self.refused: list[olmv0.Refusal] = []   # adopted Operators held back this run, each alone
         self.found_v1: list[olmv1.Takeover] = []
         self.adoptions: list[existing.Adoption] = []
         self.spent: list[str] = []   # the consents acted on before
 
     def before(self, desired: list[DesiredOperator], notes: list[str]) -> list[DesiredOperator]:
-        """``desired`` with each Operator allowed to apply over what it takes over; OLM's Subscriptions and
+        """``desired`` with each Operator allowed to apply over what it takes over, and without those whose takeover
+        is refused (``refused``: the sync holds them back and goes on with the others); OLM's Subscriptions and
         InstallPlans retired first, and what was done added to ``notes``. Raises, with nothing written, when a
-        consent covers what cannot be adopted or an adopted install runs another bundle than the lock's."""
+        consent covers what cannot be adopted."""
         if self.adopted:
             from_v0 = {name: source for name, source in self.adopted.items() if source.startswith("olm-v0/")}
-            self.found = olmv0.find(self.kube, desired, from_v0)
+            self.found, self.refused = olmv0.find(self.kube, desired, from_v0)
+            held = {r.operator for r in self.refused}
+            desired = [op for op in desired if op.name not in held]
             self.found_v1 = olmv1.find(self.kube, desired, self.adopted)
             desired = olmv1.adopting(olmv0.adopting(desired, self.found), self.found_v1)
         if self.consenting:
@@ -51,11 +56,13 @@ class Takeovers:
         notes += olmv1.before(self.kube, self.found_v1, dry_run=self.dry_run)
         return desired
 
-    def after(self, desired: list[DesiredOperator], result: ChangeSet) -> None:
+    def after(self, desired: list[DesiredOperator], result: ChangeSet,
+              write: Callable[[str, Manifest], object]) -> None:
         """After the sync applied ``desired``: OLM's CSVs and what else it kept retired, the adoptions recorded;
-        what was done added to the notes of ``result``."""
+        what was done added to the notes of ``result``. ``write`` applies an Operator's object again as its own
+        writer (what OLM's reaction to a deleted CSV undid)."""
         if self.found:
-            result.notes += olmv0.after(self.kube, self.found, desired, dry_run=self.dry_run)
+            result.notes += olmv0.after(self.kube, self.found, desired, dry_run=self.dry_run, write=write)
         if self.found_v1:
             result.notes += olmv1.after(self.kube, self.found_v1, dry_run=self.dry_run)
         result.notes += self.spent + existing.record(self.kube, self.adoptions, revision=self.revision,

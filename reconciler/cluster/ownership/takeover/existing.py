@@ -37,6 +37,7 @@ from reconciler.kube.concurrent import concurrently
 from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ANNOTATION_ADOPT, Manifest, ObjectRef
+from reconciler.model.managers import LET_GO, managed_by
 
 MISSING, OURS, ADOPTABLE, REFUSED = "missing", "ours", "adoptable", "refused"
 CONSENT = f'{ANNOTATION_ADOPT}: "true"'
@@ -83,8 +84,8 @@ def refusal(ref: ObjectRef, live: Manifest, operator: str, instance: str,
 
     ``held_by``: the Operators whose inventories list it. Whoever else manages
     an object would fight the reconciler for it, or take it away: OLM v0 and
-    v1 by their labels and owner references, Flux and Argo CD by the marks
-    they put on what they apply, any controller by its owner reference.
+    v1 by their labels and owner references, Flux, Argo CD and ACM by the marks
+    they put on what they apply (``model/managers.py``), any controller by its owner reference.
     """
     reserved = never_adopted(ref, live)
     if reserved:
@@ -96,7 +97,7 @@ def refusal(ref: ObjectRef, live: Manifest, operator: str, instance: str,
         return (f"belongs to {whose} (its inventory lists it)",
                 "two Operators cannot own one object: install the package once")
     meta = live.get("metadata") or {}
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
     if meta.get("deletionTimestamp"):
         return "is being deleted", "reconcile once it is gone: the apply then creates it"
     refs = meta.get("ownerReferences") or []
@@ -110,15 +111,10 @@ def refusal(ref: ObjectRef, live: Manifest, operator: str, instance: str,
         return (f"is OLM v1's ({labels['olm.operatorframework.io/owner-kind']} "
                 f"{labels.get('olm.operatorframework.io/owner-name', '?')} installed it)",
                 "OLM v1 installs are not adopted: leave it to OLM v1")
-    for tool, kind in (("kustomize.toolkit.fluxcd.io", "Kustomization"), ("helm.toolkit.fluxcd.io", "HelmRelease")):
-        if labels.get(f"{tool}/name"):
-            return (f"is applied by Flux ({kind} {labels.get(f'{tool}/namespace', '?')}/{labels[f'{tool}/name']})",
-                    f"stop Flux managing it without deleting it (remove it from the {kind} with "
-                    f"kustomize.toolkit.fluxcd.io/prune: disabled on it), then adopt it")
-    if annotations.get("argocd.argoproj.io/tracking-id"):
-        return (f"is applied by Argo CD ({annotations['argocd.argoproj.io/tracking-id'].split(':')[0]})",
-                "stop Argo CD managing it without deleting it (remove it from the Application with "
-                "argocd.argoproj.io/sync-options: Delete=false on it), then adopt it")
+    managed = managed_by(live)
+    if managed is not None:
+        tool, mark = managed
+        return f"is applied by {tool} ({mark})", f"stop {tool} managing it: {LET_GO[tool]}; then adopt it"
     controller = next((r for r in refs if r.get("controller")), None)
     if controller is not None:
         return (f"is controlled by {controller.get('kind')} {controller.get('name')} (its controller owner "

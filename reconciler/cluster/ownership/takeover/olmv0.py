@@ -4,16 +4,19 @@ This is ownership policy, and its one seam into the apply engine is
 ``DesiredOperator.adopting``: the live objects an Operator may apply over
 although the reconciler did not create them. Everything else happens around
 the engine's sync, in an order chosen so that neither OLM nor Kubernetes'
-garbage collector takes the workload, and so that every step can be
-repeated: what is left to do is always read from the cluster, so a run
-killed anywhere is finished by the next.
+garbage collector takes the workload, so that OLM's reactions to a deleted CSV
+(read in OLM v0's own source: the ``csv-cleanup`` finalizer and the CSV
+deletion handler of olm-operator) find nothing of the reconciler's to undo,
+and so that every step can be repeated: what is left to do is always read
+from the cluster, so a run killed anywhere is finished by the next.
 
-First, nothing is taken over that does not run the bundle the lock pins: a
-Subscription that installed another bundle (OLM upgraded it since the
-adoption, or the lock moved before the takeover), or whose approved
-InstallPlan is installing one, refuses the run before anything is written:
-OLM would go on reconciling the CSV that runs. ``adopt`` again pins what
-runs now.
+First, an Operator is not taken over when its takeover would start a fight,
+and only that Operator is held back (the others go on): a Subscription that
+installed another bundle than the lock pins (OLM upgraded it since the
+adoption, or the lock moved first), or whose approved InstallPlan is
+installing one; a Subscription another GitOps tool applies (it would create
+it again); an install OLM keeps that needs an API this one provides
+(catalog-operator would install the package again to satisfy it).
 
 Before the sync (OLM stops asking):
 
@@ -36,23 +39,38 @@ After a sync that applied the Operator (OLM lets go):
 3. what OLM made for the CSV that the bundle does not render here (its
    hashed Roles and ClusterRoles and their bindings, webhook Services and
    certificates) is labelled ``reconciler.dev/retire-from-olm``, so that it
-   can still be found once the CSV's owner references are gone; then the
-   CSV is deleted with ``propagationPolicy: Orphan``: the garbage
+   can still be found once the CSV's owner references are gone;
+4. what the bundle renders and OLM labelled as the CSV's loses OLM's owner
+   labels (``olm.owner``, ``olm.owner.namespace``, ``olm.owner.kind``), but
+   the Deployments: the ``csv-cleanup`` finalizer deletes the ClusterRoles,
+   ClusterRoleBindings and webhook configurations that carry them, and the
+   CSV deletion handler the APIServices, and these are the reconciler's now;
+5. the CSV is deleted with ``propagationPolicy: Orphan``: the garbage
    collector removes the CSV's owner references from the Deployment,
    ServiceAccount, Service, Roles and bindings instead of deleting them, and
    olm-operator, with no CSV, no longer reconciles them; its copies in the
    target namespaces go with it (deleted here too, if left). A Subscription
    with ``spec.config`` is deleted only now, after its CSV: olm-operator
    reads the overrides from it whenever it syncs the CSV, and without it
-   would rewrite the Deployments without them;
-4. those labelled objects are deleted: the bundle's own, applied, replace
-   them; a Deployment is never deleted;
-5. the OperatorCondition of the CSV is deleted, and the namespace's
-   OperatorGroup when no Subscription or CSV uses it any more;
-6. last, OLM's labels (``olm.owner``, ``olm.owner.kind``,
+   would rewrite the Deployments without them. olm-operator's deletion
+   handler then sets ``spec.conversion.strategy: None`` on every CRD the
+   CSV's conversion webhooks served (it does so for any CSV no other CSV
+   replaces): the takeover waits for that, bounded, and applies the bundle's
+   CRD again at once, so the conversion webhook is back before the run ends
+   (and any APIService found gone is applied again the same way);
+6. those labelled objects are deleted: the bundle's own, applied, replace
+   them; a Deployment is never deleted. The OperatorCondition of the CSV
+   stays: the operator keeps the access OLM's OperatorCondition controller
+   gives it (its Role and RoleBinding) and the conditions it reports there
+   (``Upgradeable``) are read from it; the namespace's OperatorGroup goes when
+   no Subscription or CSV uses it any more, unless OLM's installation ships
+   it (``global-operators``) or another tool applies it;
+7. last, OLM's labels (``olm.owner``, ``olm.owner.kind``,
    ``olm.owner.namespace``, ``olm.managed``,
    ``operators.coreos.com/<package>.<namespace>``) are removed from what
-   was taken over, Deployments last of all.
+   was taken over, CRDs included, Deployments last of all; then OLM's
+   ``Operator`` object of the package goes (olm-operator made it for the
+   objects that carried that label, and makes it again while one does).
 
 CRDs and custom resources are never deleted by any step. ``reconcile
 --dry-run`` lists each step that a real run would take, in this order.
@@ -61,15 +79,16 @@ CRDs and custom resources are never deleted by any step. ``reconcile
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import ApiError, Kube
-from reconciler.errors import PolicyError
 from reconciler.model.deployconfig import DeploymentConfig
-from reconciler.model.kube import ObjectRef
+from reconciler.model.kube import Manifest, ObjectRef
+from reconciler.model.managers import LET_GO, managed_by
 
 GROUP = "operators.coreos.com"
 OWNER_LABELS = ("olm.owner", "olm.owner.kind", "olm.owner.namespace", "olm.managed")
@@ -81,7 +100,11 @@ OWNED_KINDS = (("v1", "ServiceAccount"), ("v1", "Service"), ("v1", "Secret"), ("
                ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
                ("apiregistration.k8s.io/v1", "APIService"), ("apps/v1", "Deployment"))
 ORPHAN_WAIT = 30.0
+CONVERSION_WAIT = 30.0   # how long olm-operator's CSV deletion handler is waited for (it acts within a second)
 RETIRE = "reconciler.dev/retire-from-olm"   # OLM's object for a CSV, to be deleted once the CSV is gone
+# OperatorGroups OLM's own installation ships (``operators``/``openshift-operators`` and ``olm``/
+# ``openshift-operator-lifecycle-manager``): the platform's, left in place whatever is adopted under them.
+PLATFORM_GROUPS = frozenset({"global-operators", "olm-operators"})
 
 
 @dataclass(frozen=True)
@@ -105,19 +128,39 @@ class Takeover:
     def pending(self) -> bool:
         return bool(self.live_csv or self.subscription_exists or self.plans or self.owned)
 
+    @property
+    def conversion_crds(self) -> tuple[str, ...]:
+        """The CRDs the CSV's conversion webhooks serve, which olm-operator's deletion handler clears."""
+        hooks = ((self.live_csv or {}).get("spec") or {}).get("webhookdefinitions") or []
+        return tuple(sorted({crd for h in hooks if h.get("type") == "ConversionWebhook"
+                             for crd in h.get("conversionCRDs") or []}))
 
-def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str]) -> list[Takeover]:
+
+@dataclass(frozen=True)
+class Refusal:
+    """An adopted Operator held back from its takeover this run, and why (the others go on)."""
+
+    operator: str
+    source: str    # olm-v0/<namespace>/<subscription>
+    reason: str
+    hint: str
+
+
+def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str]) -> tuple[list[Takeover],
+                                                                                       list[Refusal]]:
     """The takeovers still to do: each desired Operator adopted from OLM v0 (``adopted``: name ->
-    ``olm-v0/<namespace>/<subscription>``) whose OLM bookkeeping or labels are still in the cluster.
+    ``olm-v0/<namespace>/<subscription>``) whose OLM bookkeeping or labels are still in the cluster; and the
+    ones held back (``Refusal``), each refused alone.
 
     A finished takeover costs two GETs and one labelled LIST per adopted
     Operator: no CSV, no Subscription, and no Deployment labelled as the CSV's
     (the labels of Deployments are the last thing a takeover removes). A
     cluster without OLM's APIs has nothing left to take over.
     """
-    out, moved = [], []
+    out: list[Takeover] = []
+    refused: list[Refusal] = []
     if not adopted or kube.resource(f"{GROUP}/v1alpha1", "ClusterServiceVersion") is None:
-        return out
+        return out, refused
     for op in desired:
         source = adopted.get(op.name)
         if not source or op.waiting:
@@ -131,24 +174,59 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
             continue
         every_plan = _list(kube, f"{GROUP}/v1alpha1", "InstallPlan", namespace)
         if sub is not None and (why := _moved_on(sub, csv_name, every_plan)):
-            moved.append(f"Operator {op.name} ({source}): {why}")
+            refused.append(Refusal(op.name, source, f"{why}: the takeover applies the pinned bundle over what runs, "
+                                   "and OLM would keep the other",
+                                   "take over what runs first: remove the Operator's entry from olm.lock and run "
+                                   "`reconciler adopt REPO` again, reconcile, then move the pin with `reconciler "
+                                   "resolve`; if OLM is still installing, wait for its InstallPlan to finish"))
+            continue
+        managed = managed_by(sub) if sub is not None else None
+        if managed is not None:
+            tool, mark = managed
+            refused.append(Refusal(op.name, source, f"Subscription {namespace}/{subscription} is applied by {tool} "
+                                   f"({mark}): the takeover deletes it, and {tool} would create it again, and OLM "
+                                   "with it", f"{LET_GO[tool]}; the next reconcile then takes the install over"))
             continue
         plans = tuple(sorted(p["metadata"]["name"] for p in every_plan
                              if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
         owned = tuple(_owned(kube, namespace, csv_name))
-        configured = bool(DeploymentConfig.of(((sub or {}).get("spec") or {}).get("config")))
+        configured = bool(DeploymentConfig.of(((sub or {}).get("spec") or {}).get("config")).value)
         out.append(Takeover(op.name, namespace, subscription, csv_name, str(op.bundle.get("package") or ""), csv,
                             sub is not None, plans, owned, configured))
-    if moved:
-        raise PolicyError(f"{len(moved)} adopted install(s) do not run the bundle olm.lock pins for them: OLM v0 "
-                          "upgraded them since the adoption, or the lock moved before the takeover. A takeover "
-                          "applies the pinned bundle over what runs, and OLM would keep the other, so nothing was "
-                          "applied:\n  " + "\n  ".join(moved),
-                          path="olm.lock",
-                          hint="take over what runs first: pin it (remove the Operator's entry from olm.lock and run "
-                               "`reconciler adopt REPO` again), reconcile, then move the pin with `reconciler "
-                               "resolve`; if OLM is still installing, wait for its InstallPlan to finish")
-    return [t for t in out if t.pending]
+    pending = [t for t in out if t.pending]
+    needed = _needed_by_olm(kube, pending)
+    refused += needed
+    gone = {r.operator for r in needed}
+    return [t for t in pending if t.operator not in gone], refused
+
+
+def _needed_by_olm(kube: Kube, takeovers: list[Takeover]) -> list[Refusal]:
+    """Takeovers whose CSV provides an API that a CSV OLM keeps requires: catalog-operator would install the
+    package again to satisfy it (``adopt`` refuses the same; this holds for a cluster that changed since)."""
+    if not any(t.live_csv for t in takeovers):
+        return []
+    every = [c for c in _list(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", "")
+             if "olm.copiedFrom" not in (c["metadata"].get("labels") or {})]
+    taken = {(t.namespace, t.csv) for t in takeovers}
+    staying = [c for c in every if (_ns(c), c["metadata"]["name"]) not in taken]
+    out = []
+    for t in takeovers:
+        provided = _apis(t.live_csv or {}, "owned")
+        needing = sorted(f"{_ns(c)}/{c['metadata']['name']}" for c in staying if _apis(c, "required") & provided)
+        if needing:
+            out.append(Refusal(t.operator, f"olm-v0/{t.namespace}/{t.subscription}",
+                               f"ClusterServiceVersion {', '.join(needing)} stays with OLM and needs what {t.csv} "
+                               f"provides: once {t.csv} is gone, catalog-operator installs {t.package} again",
+                               "adopt what needs it too (`reconciler adopt REPO --package ...`) and reconcile both, "
+                               f"or leave {t.package} with OLM (remove its declaration)"))
+    return out
+
+
+def _apis(csv: dict, which: str) -> set[str]:
+    spec = csv.get("spec") or {}
+    crds = {c.get("name") for c in (spec.get("customresourcedefinitions") or {}).get(which) or []}
+    apis = {f"{a.get('version')}.{a.get('group')}" for a in (spec.get("apiservicedefinitions") or {}).get(which) or []}
+    return {str(n) for n in crds | apis if n}
 
 
 def _moved_on(sub: dict, csv_name: str, plans: Iterable[dict]) -> str:
@@ -203,36 +281,63 @@ def before(kube: Kube, takeovers: list[Takeover], *, dry_run: bool) -> list[str]
     return lines
 
 
-def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator], *, dry_run: bool) -> list[str]:
-    """Steps 3 to 6, once the sync applied the Operators (it raises otherwise): OLM lets go of what is now the
-    reconciler's. OLM's labels go last, Deployments' very last: until then ``find`` sees the takeover as
-    unfinished, so a run killed anywhere here is finished by the next."""
-    lines = []
-    mine = {op.name: {ObjectRef.of(o).key for o in op.objects} for op in desired}
-    for t in takeovers:
+class After:
+    """Steps 3 to 7 for the takeovers of one sync, once it applied their Operators (it raises otherwise): OLM
+    lets go of what is now the reconciler's. ``write`` applies one of an Operator's objects again, as its own
+    writer (``Applier.write``): a CRD whose conversion webhook OLM cleared, an APIService OLM deleted."""
+
+    def __init__(self, kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator], *, dry_run: bool,
+                 write: Callable[[str, Manifest], object]) -> None:
+        self.kube, self.takeovers, self.dry_run, self.write = kube, takeovers, dry_run, write
+        self.objects = {op.name: {ObjectRef.of(o).key: o for o in op.objects} for op in desired}
+        self.lines: list[str] = []
+
+    def run(self) -> list[str]:
+        for t in self.takeovers:
+            self.one(t)
+        return self.lines
+
+    def step(self, t: Takeover, what: str) -> None:
+        self.lines.append(_step(t, what, self.dry_run))
+
+    def one(self, t: Takeover) -> None:
+        kube, dry_run = self.kube, self.dry_run
+        mine = self.objects.get(t.operator, {})
         kept, extra = [], []
         for obj in t.owned:
-            (kept if ObjectRef.of(obj).key in mine.get(t.operator, set()) or obj["kind"] == "Deployment"
-             else extra).append(obj)
+            (kept if ObjectRef.of(obj).key in mine or obj["kind"] == "Deployment" else extra).append(obj)
+        if extra:
+            self.step(t, f"mark {len(extra)} object(s) OLM made for {t.csv} that the bundle does not render, to "
+                         f"retire them once the CSV is gone")
         if not dry_run:
             for obj in extra:
                 _patch(kube, obj, {"metadata": {"labels": {RETIRE: t.csv}}})
+        owner_labelled = [o for o in kept if o["kind"] != "Deployment" and _owner_labels(o)]
+        if owner_labelled:
+            self.step(t, f"remove OLM's owner labels from {len(owner_labelled)} object(s) now the reconciler's, "
+                         f"before the CSV goes (OLM's csv-cleanup finalizer and CSV deletion handler delete what "
+                         f"carries them)")
+            if not dry_run:
+                for obj in owner_labelled:
+                    _patch(kube, obj, {"metadata": {"labels": {k: None for k in _owner_labels(obj)}}})
         if t.live_csv is not None and not t.configured and not dry_run \
                 and _get(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription) is not None:
             # made again since step 2 by catalog-operator from a plan it was executing (read from its cache):
             # without its CSV it would install the package anew, so it goes before the CSV
-            lines.append(_step(t, f"delete Subscription {t.namespace}/{t.subscription} again (OLM made it anew "
-                              f"from an InstallPlan it was still executing)", dry_run))
+            self.step(t, f"delete Subscription {t.namespace}/{t.subscription} again (OLM made it anew from an "
+                         f"InstallPlan it was still executing)")
             _delete(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription)
         if t.live_csv is not None:
-            lines.append(_step(t, f"delete ClusterServiceVersion {t.namespace}/{t.csv}, orphaning its objects "
-                              f"(and its copies in the target namespaces)", dry_run))
+            self.step(t, f"delete ClusterServiceVersion {t.namespace}/{t.csv}, orphaning its objects (and its copies "
+                         f"in the target namespaces)")
             if not dry_run:
                 _delete(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv, orphan=True)
                 _wait_gone(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv)
+            self.restore_conversion(t)
+            self.restore_apiservices(t)
             if t.configured and t.subscription_exists:
-                lines.append(_step(t, f"delete Subscription {t.namespace}/{t.subscription} (kept until now: OLM "
-                                  f"applied its spec.config while the CSV was there)", dry_run))
+                self.step(t, f"delete Subscription {t.namespace}/{t.subscription} (kept until now: OLM applied its "
+                             f"spec.config while the CSV was there)")
                 if not dry_run:
                     _delete(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription)
         if not dry_run:
@@ -241,39 +346,118 @@ def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator],
                 if c["metadata"]["name"] == t.csv:
                     _delete(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", c["metadata"]["namespace"], t.csv)
         for obj in extra:
-            lines.append(_step(t, f"delete OLM's {obj['kind']} {_where(obj)} (the bundle's own, applied, replaces "
-                              f"it)", dry_run))
+            self.step(t, f"delete OLM's {obj['kind']} {_where(obj)} (the bundle's own, applied, replaces it)")
             if not dry_run:
                 _delete(kube, obj["apiVersion"], obj["kind"], _ns(obj), obj["metadata"]["name"])
         if _get(kube, f"{GROUP}/v2", "OperatorCondition", t.namespace, t.csv) is not None:
-            lines.append(_step(t, f"delete OperatorCondition {t.namespace}/{t.csv}", dry_run))
-            if not dry_run:
-                _delete(kube, f"{GROUP}/v2", "OperatorCondition", t.namespace, t.csv)
-        lines.extend(_retire_group(kube, t, dry_run))
-        if kept:
-            lines.append(_step(t, f"remove OLM's labels from {len(kept)} object(s) now the reconciler's", dry_run))
-            if not dry_run:
-                for obj in sorted(kept, key=lambda o: o["kind"] == "Deployment"):
-                    _strip_labels(kube, obj, t)
-    return lines
+            self.step(t, f"keep OperatorCondition {t.namespace}/{t.csv}: the operator keeps the access OLM gives it "
+                         f"there, and the reconciler reads its Upgradeable condition")
+        self.lines.extend(self.retire_group(t))
+        self.release(t, kept)
+
+    def restore_conversion(self, t: Takeover) -> None:
+        """olm-operator's CSV deletion handler sets ``conversion.strategy: None`` on the CRDs the CSV's conversion
+        webhooks served (unless another CSV replaces it): wait for that, bounded, and apply the bundle's CRD at
+        once, so the webhook is back before the run ends."""
+        crds = [n for n in t.conversion_crds if ("apiextensions.k8s.io", "CustomResourceDefinition", "", n)
+                in self.objects.get(t.operator, {})]
+        if not crds:
+            return
+        self.step(t, f"apply the bundle's conversion webhook again on {', '.join(crds)} as soon as olm-operator, "
+                     f"seeing the CSV gone, sets their conversion strategy to None")
+        if self.dry_run:
+            return
+        info = self.kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        assert info is not None
+        deadline = time.monotonic() + CONVERSION_WAIT
+        left = set(crds)
+        while left:
+            for name in sorted(left):
+                live = self.kube.get(info, "", name) or {}
+                if ((live.get("spec") or {}).get("conversion") or {}).get("strategy") != "Webhook":
+                    self.write(t.operator, self.objects[t.operator][
+                        ("apiextensions.k8s.io", "CustomResourceDefinition", "", name)])
+                    left.discard(name)
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+
+    def restore_apiservices(self, t: Takeover) -> None:
+        """An APIService of the bundle found gone after the CSV (OLM's deletion handler deletes those still
+        labelled as the CSV's; step 4 took the labels off first) is applied again at once."""
+        if self.dry_run:
+            return
+        info = self.kube.resource("apiregistration.k8s.io/v1", "APIService")
+        for key, obj in sorted(self.objects.get(t.operator, {}).items()):
+            if key[:2] == ("apiregistration.k8s.io", "APIService") and info is not None \
+                    and self.kube.get(info, "", key[3]) is None:
+                self.step(t, f"apply APIService {key[3]} again (OLM deleted it with the CSV)")
+                self.write(t.operator, obj)
+
+    def retire_group(self, t: Takeover) -> list[str]:
+        """The namespace's OperatorGroup goes once no Subscription and no CSV of OLM's own remains in it (those of
+        every takeover of this run counted as gone), but one OLM's installation ships or another tool applies."""
+        going_subs = {(x.namespace, x.subscription) for x in self.takeovers}
+        going_csvs = {(x.namespace, x.csv) for x in self.takeovers}
+        if any(x.namespace == t.namespace for x in self.takeovers[self.takeovers.index(t) + 1:]):
+            return []   # the last takeover of the namespace decides
+        subs = [s for s in _list(self.kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace)
+                if not (self.dry_run and (t.namespace, s["metadata"]["name"]) in going_subs)]
+        csvs = [c for c in _list(self.kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace)
+                if "olm.copiedFrom" not in (c["metadata"].get("labels") or {})
+                and not (self.dry_run and (t.namespace, c["metadata"]["name"]) in going_csvs)]
+        if subs or csvs:
+            return []
+        lines = []
+        for group in _list(self.kube, f"{GROUP}/v1", "OperatorGroup", t.namespace):
+            name = group["metadata"]["name"]
+            managed = managed_by(group)
+            if name in PLATFORM_GROUPS:
+                lines.append(_step(t, f"keep OperatorGroup {t.namespace}/{name}: OLM's installation ships it",
+                                   self.dry_run))
+                continue
+            if managed is not None:
+                lines.append(_step(t, f"keep OperatorGroup {t.namespace}/{name}: {managed[0]} applies it "
+                                   f"({managed[1]}); nothing uses it any more, {LET_GO[managed[0]]}", self.dry_run))
+                continue
+            lines.append(_step(t, f"delete OperatorGroup {t.namespace}/{name} (nothing else uses it)", self.dry_run))
+            if not self.dry_run:
+                _delete(self.kube, f"{GROUP}/v1", "OperatorGroup", t.namespace, name)
+        return lines
+
+    def release(self, t: Takeover, kept: list[dict]) -> None:
+        """Step 7: OLM's labels off what was taken over (the bundle's objects OLM labelled as the package's, CRDs
+        among them), Deployments last; then OLM's Operator object of the package."""
+        package_label = f"operators.coreos.com/{t.package}.{t.namespace}"
+        labelled = {ObjectRef.of(o).key: o for o in kept}
+        for key, obj in self.objects.get(t.operator, {}).items():
+            if key in labelled or key[:2] not in (("apiextensions.k8s.io", "CustomResourceDefinition"),):
+                continue
+            info = self.kube.resource(obj["apiVersion"], obj["kind"])
+            live = self.kube.get(info, key[2], key[3]) if info is not None else None
+            if live is not None and package_label in ((live.get("metadata") or {}).get("labels") or {}):
+                labelled[key] = live
+        if labelled:
+            self.step(t, f"remove OLM's labels from {len(labelled)} object(s) now the reconciler's")
+            if not self.dry_run:
+                for obj in sorted(labelled.values(), key=lambda o: o["kind"] == "Deployment"):
+                    _strip_labels(self.kube, obj, t)
+        name = f"{t.package}.{t.namespace}"
+        if _get(self.kube, f"{GROUP}/v1", "Operator", "", name) is not None:
+            self.step(t, f"delete OLM's Operator {name} (nothing carries its label any more)")
+            if not self.dry_run:
+                _delete(self.kube, f"{GROUP}/v1", "Operator", "", name)
 
 
-def _retire_group(kube: Kube, t: Takeover, dry_run: bool) -> list[str]:
-    """The namespace's OperatorGroup goes once no Subscription and no CSV of OLM's own remains in it."""
-    subs = [s for s in _list(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace)
-            if not (dry_run and s["metadata"]["name"] == t.subscription)]
-    csvs = [c for c in _list(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace)
-            if "olm.copiedFrom" not in (c["metadata"].get("labels") or {})
-            and not (dry_run and c["metadata"]["name"] == t.csv)]
-    if subs or csvs:
-        return []
-    lines = []
-    for group in _list(kube, f"{GROUP}/v1", "OperatorGroup", t.namespace):
-        lines.append(_step(t, f"delete OperatorGroup {t.namespace}/{group['metadata']['name']} (nothing else "
-                          f"uses it)", dry_run))
-        if not dry_run:
-            _delete(kube, f"{GROUP}/v1", "OperatorGroup", t.namespace, group["metadata"]["name"])
-    return lines
+def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator], *, dry_run: bool,
+          write: Callable[[str, Manifest], object]) -> list[str]:
+    """Steps 3 to 7 (``After``); what was (or would be) done, one line per step."""
+    return After(kube, takeovers, desired, dry_run=dry_run, write=write).run()
+
+
+def _owner_labels(obj: dict) -> list[str]:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return [k for k in ("olm.owner", "olm.owner.namespace", "olm.owner.kind") if k in labels]
 
 
 def _owned(kube: Kube, namespace: str, csv: str) -> list[dict]:
