@@ -105,7 +105,8 @@ class Install:
             out.append(f"OLM installed it as ServiceAccount {self.namespace}/{spec['serviceAccountName']} (the "
                        "OperatorGroup's spec.serviceAccountName); the reconciler writes its objects as the Operator's "
                        "own installer, bound to exactly the approved permissions")
-        strategy = (spec.get("upgradeStrategy") or {}).get("name")
+        strategy = spec.get("upgradeStrategy") or ""
+        strategy = strategy.get("name") if isinstance(strategy, dict) else strategy   # a string in OLM v0.46's CRD
         if strategy and strategy != "Default":
             out.append(f"its OperatorGroup's upgradeStrategy {strategy} (OLM replaces a failed install) has no "
                        "equivalent: the reconciler upgrades along the catalog's edges from what runs")

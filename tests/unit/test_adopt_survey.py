@@ -131,7 +131,7 @@ def test_a_label_selector_group_is_read_through_the_namespaces_olm_resolved():
 
 
 def test_the_groups_service_account_and_upgrade_strategy_are_named():
-    g = group(serviceAccountName="scoped", upgradeStrategy={"name": "TechPreviewUnsafeFailForward"})
+    g = group(serviceAccountName="scoped", upgradeStrategy="TechPreviewUnsafeFailForward")
     (inst,) = survey(view([sub()], [csv()], [g])).installs
     assert [n.split(" (")[0] for n in inst.group_notes] == [
         "OLM installed it as ServiceAccount ops/scoped", "its OperatorGroup's upgradeStrategy TechPreviewUnsafeFailForward"]

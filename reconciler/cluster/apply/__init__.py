@@ -50,11 +50,11 @@ from reconciler.cluster.apply.diff import describe_diff, label_of, unified
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST, digest_of, is_current, with_digest
 from reconciler.cluster.apply.fields import unmatched
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.plan import Planned
+from reconciler.cluster.apply.plan import Plan, Planned
 from reconciler.cluster.apply.provenance import applied_by_us, check_unique, never_adopted
 from reconciler.cluster.apply.write import refused_on_write
 
 __all__ = ["ANNOTATION_DIGEST", "CRD", "Action", "Applier", "Change", "ChangeSet", "Claims", "DesiredOperator",
-           "PendingOperator", "PlanOptions", "Planned", "applied_by_us", "check_unique", "describe_diff", "digest_of",
+           "PendingOperator", "Plan", "PlanOptions", "Planned", "applied_by_us", "check_unique", "describe_diff", "digest_of",
            "is_current", "label_of", "never_adopted", "order_key", "preview_empty", "refused_on_write", "unified",
            "unmatched", "wait_established", "with_digest"]

@@ -31,7 +31,7 @@ from reconciler.cluster.apply.bookkeeping import journal
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.diff import created, label_of
 from reconciler.cluster.apply.order import order_key
-from reconciler.cluster.apply.plan import Planned, ensure_namespaces, plan
+from reconciler.cluster.apply.plan import Plan, Planned, ensure_namespaces, plan
 from reconciler.cluster.apply.target import Claims, PlanOptions, Target
 from reconciler.cluster.apply.write import execute_all
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
@@ -66,9 +66,10 @@ class Applier(Target):
         """Create the missing install namespaces (never deleted); return those missing (created unless a dry run)."""
         return ensure_namespaces(self, desired)
 
-    def plan(self, desired: list[DesiredOperator], claims: Claims, options: PlanOptions = PlanOptions()) -> list[Planned]:
-        """Every object's action, decided before anything is written (``plan.plan``); refuses with nothing written.
-        ``claims`` prove which existing objects are whose; ``options`` say what the run has not made yet."""
+    def plan(self, desired: list[DesiredOperator], claims: Claims, options: PlanOptions = PlanOptions()) -> Plan:
+        """Every object's action, decided before anything is written (``plan.plan``), and each Operator the plan
+        refuses, with its error. ``claims`` prove which existing objects are whose; ``options`` say what the run
+        has not made yet."""
         return plan(self, desired, claims, options)
 
     def preview(self, planned: list[Planned]) -> None:

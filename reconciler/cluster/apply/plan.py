@@ -12,7 +12,7 @@ CustomResourceDefinition the same run creates cannot be checked beforehand.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reconciler.cluster.apply.changes import Action, Change, DesiredOperator
 from reconciler.cluster.apply.crds import CRD, unsafe_crd_changes
@@ -25,7 +25,7 @@ from reconciler.cluster.apply.provenance import check_owner
 from reconciler.model import crdsafety
 from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.cluster.apply.target import Claims, PlanOptions, Target
-from reconciler.errors import BundleError, ClusterError, PolicyError
+from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef, operators_selector
 
 
@@ -48,7 +48,17 @@ class Planned:
     sides: tuple[str, str] | None = None
 
 
-def plan(target: Target, desired: list[DesiredOperator], claims: Claims, options: PlanOptions) -> list[Planned]:
+@dataclass
+class Plan:
+    """Every object's action (``planned``), and the Operators the plan refuses, each with its error: their
+    objects are not in ``planned``, and what they would have written is not written. An Operator's refusal is
+    its own: the others' objects are planned as if it were not there."""
+
+    planned: list[Planned]
+    refused: dict[str, ReconcilerError] = field(default_factory=dict)
+
+
+def plan(target: Target, desired: list[DesiredOperator], claims: Claims, options: PlanOptions) -> Plan:
     """Decide every object's action before anything is written.
 
     Live objects are read with one labelled LIST per kind (a GET only for a
@@ -73,8 +83,8 @@ def plan(target: Target, desired: list[DesiredOperator], claims: Claims, options
     planned = planner.place()
     planner.read(planned, set(options.missing) | _shipped_namespaces_missing(target.kube, desired))
     checks = planner.triage(planned, options.fresh)
-    planner.judge(checks)
-    return planned
+    refused = planner.judge(checks)
+    return Plan([p for p in planned if p.operator not in refused], refused)
 
 
 class _Planner:
@@ -85,8 +95,9 @@ class _Planner:
         self.kube, self.dry_run, self.result = target.kube, target.dry_run, target.changes
         self.target, self.desired, self.claims, self.rebinding = target, desired, claims, rebinding
         self.by_name = {op.name: op for op in desired}
-        self.errors: list[str] = []
-        self.unplaced: list[str] = []   # namespaced by the cluster's discovery, yet given no namespace
+        self.errors: list[tuple[str, str]] = []      # (Operator, what the API server refused)
+        self.conflicts: list[tuple[str, PolicyError]] = []   # (Operator, an existing object it may not take over)
+        self.unplaced: list[tuple[str, str]] = []   # namespaced by the cluster's discovery, yet given no namespace
         self.unverified = 0             # created after their CRD or namespace: nothing to compare or dry-run yet
         self.live: dict[_Key, Manifest] = {}
         self.partial: set[_Key] = set()   # read as metadata only
@@ -102,9 +113,9 @@ class _Planner:
             for ref, obj in sorted(((ObjectRef.of(o), o) for o in op.objects), key=lambda ro: order_key(ro[0])):
                 info = self.kube.resource(obj["apiVersion"], obj["kind"])
                 if info is None and (ref.group, ref.kind) not in new_crd_kinds:
-                    self.errors.append(f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}")
+                    self.errors.append((op.name, f"{ref}: the cluster does not serve {ref.kind} in {obj['apiVersion']}"))
                 elif info is not None and info.namespaced and not ref.namespace:
-                    self.unplaced.append(f"{ref} (Operator {op.name})")
+                    self.unplaced.append((op.name, f"{ref} (Operator {op.name})"))
                 else:
                     planned.append(Planned(op.name, with_digest(obj), ref, info, Action.CREATED, writer=writer))
         return planned
@@ -112,8 +123,11 @@ class _Planner:
     def read(self, planned: list[Planned], missing_ns: set[str]) -> None:
         """The live copies of what can exist: all but objects of a kind or in a namespace still to be made."""
         self.missing_ns = missing_ns
-        self.live, self.partial = read_live(
-            self.kube, [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns], self.errors)
+        errors: list[str] = []
+        readable = [p for p in planned if p.info is not None and p.ref.namespace not in missing_ns]
+        self.live, self.partial = read_live(self.kube, readable, errors)
+        whose = {str(p.ref): p.operator for p in readable}
+        self.errors += [(whose.get(e.split(": ", 1)[0], ""), e) for e in errors]
 
     def triage(self, planned: list[Planned], fresh: frozenset[tuple[str, str]]) -> list[tuple[Planned,
                                                                                             Manifest | None]]:
@@ -127,8 +141,12 @@ class _Planner:
             current = self.live.get(p.ref.key)
             if current is not None:
                 op = self.by_name[p.operator]
-                check_owner(p.operator, p.ref, current, self.claims.owned, self.claims.moves, self.claims.instance,
-                            adopting=op.adopting)
+                try:
+                    check_owner(p.operator, p.ref, current, self.claims.owned, self.claims.moves,
+                                self.claims.instance, adopting=op.adopting)
+                except PolicyError as exc:
+                    self.conflicts.append((p.operator, exc))
+                    continue
                 if create_only(p.obj, p.ref, op.create_only):
                     p.action, p.write, p.detail = Action.UNCHANGED, False, "create-only: it exists, left as it is"
                     continue
@@ -189,22 +207,22 @@ class _Planner:
             p.drifted = bool(p.diff) and digest_of(current) == digest_of(p.obj)
         return unsafe
 
-    def judge(self, checks: list[tuple[Planned, Manifest | None]]) -> None:
-        """Dry-run what must be (concurrently), then refuse the whole plan for any problem, or note what a dry
-        run could not check."""
+    def judge(self, checks: list[tuple[Planned, Manifest | None]]) -> dict[str, ReconcilerError]:
+        """Dry-run what must be (concurrently), then refuse each Operator with a problem (its error, by name),
+        or note what a dry run could not check."""
         invalid: list[tuple[DesiredOperator, str]] = []
-        unsafe: list[str] = []
+        unsafe: list[tuple[str, str]] = []
         unchecked: set[str] = set()
         for (p, _), problems in zip(checks, concurrently(self.check, checks)):
             for category, message in problems:
                 if category == "invalid":
                     invalid.append((self.by_name[p.operator], message))
                 elif category == "unsafe":
-                    unsafe.append(message)
+                    unsafe.append((p.operator, message))
                 elif category == "unchecked":
                     unchecked.add(message)
                 else:
-                    self.errors.append(message)
+                    self.errors.append((p.operator, message))
         notes = self.result.notes
         if unchecked - self.rebinding:
             notes.append(f"not checked by the API server: the objects of "
@@ -214,26 +232,53 @@ class _Planner:
             notes.append(f"not checked by the API server: the objects of "
                          f"{', '.join(sorted(unchecked & self.rebinding))} that only the newly approved "
                          f"permissions allow (a real run binds the installer to them first)")
-        if invalid:
-            raise invalid_objects(invalid)
-        if unsafe:
-            raise PolicyError("replacing these CustomResourceDefinitions could break custom resources; nothing was "
-                              "applied:\n  " + "\n  ".join(unsafe),
-                              hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
-                                   f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
-                                   f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or "
-                                   f"\"*\")")
-        if self.unplaced:
-            raise BundleError(f"{len(self.unplaced)} object(s) of a namespaced kind name no namespace, and neither "
-                              f"the built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not "
-                              f"placed in the install namespace; nothing was applied:\n  "
-                              + "\n  ".join(self.unplaced), hint="set metadata.namespace on each in its bundle")
-        if self.errors:
-            raise ClusterError(f"{len(self.errors)} object(s) were refused by the API server; nothing was applied:"
-                               f"\n  " + "\n  ".join(self.errors))
         if self.unverified and self.dry_run:
             notes.append(f"{self.unverified} object(s) could not be checked by server-side dry-run because their "
                          f"namespace or CustomResourceDefinition does not exist yet")
+        problems = {o for o, _ in [*((op.name, m) for op, m in invalid), *unsafe, *self.unplaced, *self.conflicts,
+                                   *self.errors]}
+        # Each Operator is refused alone; when every one is, nothing at all is applied, and the error says so.
+        every = problems >= {op.name for op in self.desired}
+        refused: dict[str, ReconcilerError] = {}
+        for name in sorted(problems & set(self.by_name)):
+            state = "nothing was applied" if every else f"nothing of Operator {name} was applied"
+            refused[name] = self.refusal(state, [(op, m) for op, m in invalid if op.name == name],
+                                         [m for o, m in unsafe if o == name],
+                                         [m for o, m in self.unplaced if o == name],
+                                         [e for o, e in self.conflicts if o == name],
+                                         [m for o, m in self.errors if o == name])
+        stray = [m for o, m in self.errors if o not in self.by_name]   # not an Operator's object: refuses all
+        if stray:
+            raise ClusterError(f"{len(stray)} object(s) were refused by the API server; nothing was applied:"
+                               f"\n  " + "\n  ".join(stray))
+        return refused
+
+    @staticmethod
+    def refusal(state: str, invalid: list[tuple[DesiredOperator, str]], unsafe: list[str], unplaced: list[str],
+                conflicts: list[PolicyError], errors: list[str]) -> ReconcilerError:
+        """One Operator's refusal, the first kind of problem it has deciding which error it is; ``state`` says
+        what was applied."""
+        if invalid:
+            return invalid_objects(invalid, state)
+        if unsafe:
+            return PolicyError(f"replacing these CustomResourceDefinitions could break custom resources; {state}:\n  "
+                               + "\n  ".join(unsafe),
+                               hint=f"review the change; to accept it for this exact bundle, record it with `reconciler "
+                                    f"approve REPO OPERATOR --waive crd-upgrade-safety` and commit, or annotate the "
+                                    f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or "
+                                    f"\"*\")")
+        if unplaced:
+            return BundleError(f"{len(unplaced)} object(s) of a namespaced kind name no namespace, and neither the "
+                               f"built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not "
+                               f"placed in the install namespace; {state}:\n  " + "\n  ".join(unplaced),
+                               hint="set metadata.namespace on each in its bundle")
+        if len(conflicts) == 1:
+            return conflicts[0]
+        if conflicts:
+            return PolicyError(f"{len(conflicts)} object(s) exist and may not be taken over; {state}:\n  "
+                               + "\n  ".join(c.render() for c in conflicts))
+        return ClusterError(f"{len(errors)} object(s) were refused by the API server; {state}:\n  "
+                            + "\n  ".join(errors))
 
 
 def taken_over(writer: Kube, p: Planned, dry: Manifest, extra: tuple[str, ...]) -> Manifest:

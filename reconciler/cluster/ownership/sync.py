@@ -17,6 +17,7 @@ from reconciler.cluster.status import objects as status_objects
 from reconciler.cluster.status.events import EventRecorder
 from reconciler.cluster.status.objects import StatusWriter
 from reconciler.cluster.apply import (
+    Plan,
     Action, Applier, ChangeSet, Claims, DesiredOperator, PendingOperator, PlanOptions, Planned, check_unique,
     preview_empty, refused_on_write, unmatched,
 )
@@ -31,7 +32,7 @@ from reconciler.cluster.ownership.takeover.around import Takeovers
 from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
-from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
+from reconciler.errors import EXIT_ERROR, BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, Manifest, ObjectRef
 
 if TYPE_CHECKING:
@@ -67,11 +68,14 @@ class Request:
 
 @dataclass(frozen=True)
 class Refused:
-    """An Operator the sync held back, with why and what to do; the others were synced."""
+    """An Operator the sync held back, with why and what to do; the others were synced. ``condition`` is the
+    reason its status gives (``Ready=False``), ``exit_code`` what the refusal alone would exit with."""
 
     operator: str
     reason: str
     hint: str = ""
+    condition: str = "TakeoverRefused"
+    exit_code: int = EXIT_ERROR
 
 
 @dataclass
@@ -151,6 +155,7 @@ class _Run:
         if refused:
             exc = refused_on_write(refused, planned, {op.name: op for op in self.all_desired}, rolled_back)
             self.mark_failed(exc, self.failed)
+            self.record_refused()
             raise exc
         if self.takeovers is not None:   # OLM lets go of what is now the reconciler's
             self.takeovers.after(self.desired, self.result, self.write_again)
@@ -168,7 +173,8 @@ class _Run:
             self.recorded = {k: v for k, v in self.recorded.items() if k not in names}
 
     def record_refused(self) -> None:
-        """Each held-back Operator's status says why (Ready=False, TakeoverRefused); nothing else of it is written."""
+        """Each held-back Operator's status says why (Ready=False, TakeoverRefused or ApplyRefused); nothing else
+        of it is written."""
         if self.dry_run or not self.result.refused:
             return
         status = self.ensure_status()
@@ -180,7 +186,7 @@ class _Run:
             rec = self.mine.get(r.operator)
             st = dict(rec.status) if rec else {"inventory": []}
             message = f"{r.reason}; {r.hint}"[:1000]
-            st["conditions"] = [status_objects.condition("Ready", False, "TakeoverRefused", message)]
+            st["conditions"] = [status_objects.condition("Ready", False, r.condition, message)]
             status.write(r.operator, op.spec, st, rec)
 
     def write_again(self, operator: str, obj: Manifest) -> None:
@@ -230,11 +236,51 @@ class _Run:
         try:
             rebinding = self.bind_installers()
             owned = {name: {r.key for r in rec.inventory} for name, rec in self.mine.items()}   # held ones' too
-            return self.applier.plan(desired, Claims(owned, self.moves, self.instance.name), PlanOptions(
+            plan = self.applier.plan(desired, Claims(owned, self.moves, self.instance.name), PlanOptions(
                 frozenset(missing_ns) if self.dry_run else frozenset(), fresh, rebinding))
         except ReconcilerError:
             undo_preparation(self.kube, self.instance.namespace, sorted(self.first), self.created_ns)
             raise
+        return self.hold_back(plan) if plan.refused else plan.planned
+
+    def hold_back(self, plan: Plan) -> list[Planned]:
+        """The Operators the plan refused, and those that depend on them, held back alone: nothing of theirs is
+        written (what this run made for a refused first install is removed again), their status says why, and
+        the others go on. When the plan refuses every Operator, nothing is written at all: the refusal is
+        raised, as it always was."""
+        names = set(plan.refused)
+        if names >= {op.name for op in self.desired}:
+            undo_preparation(self.kube, self.instance.namespace, sorted(self.first), self.created_ns)
+            raise _all_refused(plan.refused)
+        reasons = {name: (exc.render(), exc.hint or "", exc.exit_code) for name, exc in plan.refused.items()}
+        bundles = {op.name: str(op.bundle.get("name") or "") for op in self.desired}
+        while True:   # what needs a refused Operator's bundle waits with it
+            held = {bundles[n] for n in names}
+            more = {op.name for op in self.desired if op.name not in names
+                    and any(d.get("bundle") in held for d in op.report.get("dependencies") or [])}
+            if not more:
+                break
+            for name in sorted(more):
+                needed = sorted(n for n in names if any(d.get("bundle") == bundles[n]
+                                                        for d in next(o for o in self.desired
+                                                                      if o.name == name).report["dependencies"]))
+                reasons[name] = (f"held back with {', '.join(needed)}, whose bundle it depends on and which was "
+                                 f"refused", "", EXIT_ERROR)
+            names |= more
+        for name in sorted(names):
+            reason, hint, code = reasons[name]
+            self.result.refused.append(Refused(name, reason, hint, "ApplyRefused", code))
+        refused_ops = [op for op in self.desired if op.name in names]
+        self.desired = [op for op in self.desired if op.name not in names]
+        self.all_desired = [op for op in self.all_desired if op.name not in names]
+        self.held = self.held | names
+        self.recorded = {k: v for k, v in self.recorded.items() if k not in names}
+        still_used = {ns for op in self.desired for ns in op.namespaces}
+        made = {ns for op in refused_ops for ns in op.namespaces if ns in self.created_ns and ns not in still_used}
+        undo_preparation(self.kube, self.instance.namespace, sorted(self.first & names), made)
+        self.created_ns -= made
+        self.first = self.first - names
+        return [p for p in plan.planned if p.operator not in names]
 
     def bind_installers(self) -> frozenset[str]:
         """Give the applier each Operator's installer to write as; returns, in a dry run, the installers a real
@@ -442,3 +488,15 @@ def _mark_waiting(result: SyncResult, desired: list[DesiredOperator]) -> SyncRes
         result.changes = [dataclasses.replace(c, waiting=True) if c.operator in waiting else c
                           for c in result.changes]
     return result
+
+
+def _all_refused(refused: dict[str, ReconcilerError]) -> ReconcilerError:
+    """Every Operator refused: one Operator's error as it is, several as one error of the gravest kind (the
+    cluster's refusals exit 3, the rest 2) that lists each."""
+    if len(refused) == 1:
+        return next(iter(refused.values()))
+    errors = [refused[name] for name in sorted(refused)]
+    worst = max(errors, key=lambda e: e.exit_code)
+    combined = type(worst)("; ".join(f"Operator {name}: {refused[name].message}" for name in sorted(refused)),
+                           hint=worst.hint)
+    return combined
