@@ -116,7 +116,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(yamlio.dump_json(doc) if args.output == "json" else yamlio.dump(doc))
         unhealthy = bool(_unhealthy(outcome, waited=args.wait))
-    if outcome.untrusted is not None or outcome.sync.refused or any(d.violations for d in outcome.pending):
+    if outcome.sync.refused:   # held back alone; the others were applied (each says why above)
+        return max(r.exit_code for r in outcome.sync.refused)
+    if outcome.untrusted is not None or any(d.violations for d in outcome.pending):
         return EXIT_ERROR
     if unhealthy:
         return EXIT_UNHEALTHY
