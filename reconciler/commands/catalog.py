@@ -89,6 +89,122 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "their CRDs map each resource to the kind required (repeatable)")
     r.set_defaults(run=run_render)
     _register_template(csub)
+    _register_import(csub)
+
+
+IMPORT_EXIT = """\
+exit codes:
+  0  the packages were written into the repository (or were already as the source has them)
+  1  --dry-run: files would change (each is listed)
+  2  the source or the repository is wrong: an image that is not a catalog, a package the source lacks (the
+     nearest names are listed), a catalog directory the import did not write, a registry that refuses the pull
+  3  the cluster: unreachable, no such CatalogSource, a pull secret that is missing or cannot be read
+  64 a usage error: neither --image nor --catalog-source, or no package to import
+"""
+
+
+def _register_import(csub: argparse._SubParsersAction) -> None:
+    from reconciler.commands import add_cluster_args
+
+    i = csub.add_parser("import", help="write packages of an index image or a CatalogSource into the repository",
+                        description="Write into the repository, as file-based catalogs (one directory per package "
+                                    "under catalogs/CATALOG/), packages of a catalog as a cluster gets it: an index "
+                                    "image named with --image, or a CatalogSource of the cluster (--catalog-source: "
+                                    "spec.image is read here, spec.address through the registry gRPC API, "
+                                    "sourceType configmap from its ConfigMap). From a CatalogSource the packages its "
+                                    "Subscriptions use are imported, and those named with --package. The source and "
+                                    "its digest are recorded in catalogs/CATALOG/import.yaml; importing again "
+                                    "updates every package imported before and says what changed.",
+                        epilog=IMPORT_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    i.add_argument("repo", metavar="REPO", help="the GitOps repository's working tree")
+    what = i.add_mutually_exclusive_group()
+    what.add_argument("--image", metavar="REF", help="an index image (registry/repository:tag or @sha256:...)")
+    what.add_argument("--catalog-source", metavar="NAMESPACE/NAME", help="a CatalogSource of the cluster")
+    i.add_argument("--name", metavar="CATALOG", help="the repository catalog to write (default: the CatalogSource's "
+                                                     "name, else the image repository's last part)")
+    i.add_argument("--package", action="append", default=[], metavar="NAME",
+                   help="a package to import (repeatable), beside those in use and those imported before")
+    i.add_argument("--all", action="store_true", help="every package of the source")
+    i.add_argument("--pull-secret", action="append", default=[], metavar="NAMESPACE/NAME",
+                   help="read the registry credentials of this kubernetes.io/dockerconfigjson Secret of the cluster "
+                        "(repeatable; a CatalogSource's spec.secrets are read without it)")
+    i.add_argument("--mirrors-from-cluster", action="store_true",
+                   help="pull through the mirrors of the cluster's ImageDigestMirrorSets, ImageTagMirrorSets and "
+                        "ImageContentSourcePolicies (beside those of reconciler.yaml)")
+    i.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    add_cluster_args(i)
+    i.set_defaults(run=run_import)
+
+
+def run_import(args: argparse.Namespace, out: TextIO) -> int:
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    from reconciler.catalog import importer
+    from reconciler.errors import UsageError
+    from reconciler.oci import auth, mirrors
+    from reconciler.repo import read_repository
+
+    if not args.image and not args.catalog_source:
+        raise UsageError("say what to import: --image REF (an index image) or --catalog-source NAMESPACE/NAME",
+                         hint="`kubectl get catalogsources -A` lists a cluster's CatalogSources")
+    if args.all and args.package:
+        raise UsageError("--all imports every package; --package names some: give one of them")
+    repo = Path(args.repo)
+    settings = read_repository(repo).settings
+    kube = None
+    if args.catalog_source or args.pull_secret or args.mirrors_from_cluster:
+        from reconciler.commands.adopt import _cluster
+
+        kube = _cluster(args)
+    rules = list(settings.mirrors) + (list(mirrors.read_cluster(kube)) if args.mirrors_from_cluster else [])
+    secrets = []
+    for named in args.pull_secret:
+        ns, _, name = named.partition("/")
+        if not ns or not name:
+            raise UsageError(f"--pull-secret {named!r} must be NAMESPACE/NAME",
+                             hint="for example --pull-secret openshift-config/pull-secret")
+        what = f"Secret {named} (--pull-secret)"
+        secrets.append((what, auth.secret_config(importer.read_secret(kube, ns, name, what), what)))
+    view = importer.read_catalog_source(kube, args.catalog_source) if args.catalog_source else None
+    if view is not None:
+        secrets += list(view.secrets)
+    catalog = args.name or (view.name if view else args.image.split("@")[0].rsplit("/", 1)[-1].split(":")[0])
+    previous = importer.previous_import(repo.resolve(), catalog)
+    asked = set(args.package) | set(view.in_use if view else ())
+    wanted = None if args.all else frozenset(asked | set(previous[1]))
+    if wanted is not None and not wanted:
+        where = f"no Subscription uses CatalogSource {view.where}" if view else "an index holds hundreds of packages"
+        raise UsageError(f"no package to import: {where}", hint="name them with --package NAME (repeatable), or "
+                                                                 "import every package with --all")
+    with ExitStack() as stack:
+        stack.enter_context(mirrors.using(rules))
+        stack.enter_context(auth.pull_secrets(secrets))
+        if view is not None:
+            source = importer.read_source_of(kube, view, wanted)
+        else:
+            source = importer.read_image(args.image, wanted)
+    importer.check_wanted(source, asked)
+    imported = importer.plan(repo.resolve(), catalog, source, previous)
+    for line in imported.lines():
+        print(line, file=out)
+    if args.dry_run:
+        root = repo.resolve()
+        changing = [rel for rel, text in imported.files.items()
+                    if not ((root / rel).is_file() and (root / rel).read_text() == text)]
+        for rel in changing:
+            print(f"would write {rel}", file=out)
+        for rel in imported.deleted:
+            print(f"would remove {rel}", file=out)
+        return EXIT_CHANGES if changing or imported.deleted else EXIT_OK
+    written = importer.write(repo.resolve(), imported)
+    for rel in written:
+        print(f"wrote {rel}", file=out)
+    for rel in imported.deleted:
+        print(f"removed {rel}", file=out)
+    if not written and not imported.deleted:
+        print(f"catalogs/{catalog} is as the source has it: nothing written", file=out)
+    return EXIT_OK
 
 
 def _register_template(csub: argparse._SubParsersAction) -> None:

@@ -98,6 +98,10 @@ EXAMPLES: dict[str, str] = {
   reconciler catalog graph plumbus -c catalogs/community --channel stable --since 1.2.0 -f svg > plumbus.svg""",
     "catalog render": """\
   reconciler catalog render bundles/plumbus-v1.1.0 --image quay.io/org/plumbus-bundle:v1.1.0 -o yaml""",
+    "catalog import": """\
+  reconciler catalog import . --catalog-source openshift-marketplace/redhat-operators --pull-secret openshift-config/pull-secret
+  reconciler catalog import . --image registry.example.com/index:v4.20 --name community --package plumbus
+  reconciler catalog import . --catalog-source olm/community --dry-run     # what changed since the last import""",
     "catalog template": """\
   reconciler catalog template semver catalog-template.yaml > catalogs/community/plumbus/catalog.yaml
   cat basic.yaml | reconciler catalog template basic - -o json""",

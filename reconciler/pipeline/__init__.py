@@ -24,7 +24,7 @@ from reconciler.cluster.kube import Kube
 from reconciler.cluster import status as status_objects
 from reconciler.lock import check_locked, plan_lock, write_lock
 from reconciler.model.lock import Lockfile
-from reconciler.pipeline.resolution import installed_state, kubernetes_version, load_catalogs, resolve
+from reconciler.pipeline.resolution import installed_state, kubernetes_version, load_catalogs, pulling, resolve
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import select_cluster
 from reconciler.repo.inputs import Inputs, inputs_of
@@ -90,11 +90,12 @@ def prepare(repo: str | Path, resolver: Resolver | None = None, *, revision: str
     if identity is not None:
         snapshot = dataclasses.replace(snapshot, identity=snapshot.settings.repository or identity,
                                        git_dir=git_dir or snapshot.git_dir)
-    resolution = resolve(snapshot, kube, resolver)
-    planned = plan_lock(snapshot, resolution)
-    if locked:
-        check_locked(snapshot, planned)
-    installs = convert(snapshot, resolution, planned, kube)
+    with pulling(snapshot):   # catalog images and bundle images alike, through the repository's mirrors
+        resolution = resolve(snapshot, kube, resolver)
+        planned = plan_lock(snapshot, resolution)
+        if locked:
+            check_locked(snapshot, planned)
+        installs = convert(snapshot, resolution, planned, kube)
     converted = {i.lock.operator: i.lock for i in installs}
     lockfile = Lockfile(tuple(sorted(converted.get(e.operator, e) for e in planned.entries)))
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
