@@ -42,17 +42,19 @@ def load_image_catalog(name: str, reference: str, priority: int = 0, keys: tuple
         reference_read = reference
     if packages:
         tree = image_tree(reference_read, frozenset(packages))
-        missing = sorted(set(packages) - set(tree.names))
+        catalog = load_catalog(name, tree.root, f"{reference}@{tree.image.digest}", priority=priority)
+        missing = sorted(set(packages) - set(catalog.packages))
         if missing:
             import difflib
 
-            near = {p: difflib.get_close_matches(p, list(tree.names), n=5, cutoff=0.5) for p in missing}
+            have = sorted(set(tree.names) | set(catalog.packages))
+            near = {p: difflib.get_close_matches(p, have, n=5, cutoff=0.5) for p in missing}
             raise CatalogError(f"catalogs.{name}.packages: the image has no package {', '.join(missing)}",
                                obj=f"{reference}@{tree.image.digest}",
                                hint="; ".join(f"{p}: did you mean {', '.join(n)}?" if n else
-                                              f"{p}: not near any of its {len(tree.names)} packages"
+                                              f"{p}: not near any of its {len(have)} packages"
                                               for p, n in near.items()))
-        return only(load_catalog(name, tree.root, f"{reference}@{tree.image.digest}", priority=priority), packages)
+        return only(catalog, packages)
     image = oci.pull(reference_read)
     configs = configs_directory(image.labels)
     root = image.root.resolve()

@@ -122,7 +122,7 @@ def _challenge(ref: Reference) -> str:
         url = f"{'http' if ref.loopback else 'https'}://{ref.host}/v2/"
         try:
             resp = requests.get(url, timeout=30)
-        except requests.exceptions.RequestException as exc:
+        except (requests.exceptions.RequestException, ValueError) as exc:
             raise unreachable(ref, exc) from None
         header = resp.headers.get("Www-Authenticate", "") if resp.status_code == 401 else ""
         _CHALLENGES[ref.host] = header.split(" ", 1)[0].lower()
@@ -142,6 +142,8 @@ def unreachable(ref: Reference, exc: BaseException) -> RegistryError:
                                   "system's trust store (or REQUESTS_CA_BUNDLE)")
     if isinstance(exc, requests.exceptions.Timeout):
         why = "it did not answer in time"
+    elif isinstance(exc, ValueError) and not isinstance(exc, requests.exceptions.RequestException):
+        why = f"{host} is not a host name that can be looked up"
     elif "NameResolution" in text or "Name or service not known" in text or "getaddrinfo" in text \
             or "nodename nor servname" in text or "Temporary failure in name resolution" in text:
         why = f"the name {host} does not resolve"
@@ -190,13 +192,30 @@ _LOGIN_HINT = ("log in to the registry (credentials are read from $REGISTRY_AUTH
                "`catalog import` also takes a cluster's pull secret: --pull-secret NAMESPACE/NAME")
 
 
+_ATTEMPTS = 3       # a dropped connection or a 5xx answer is asked again, after 0.5 s and 1 s
+
+
 def _request(client: Any, url: str, method: str, ref: Reference, **kw: Any) -> Any:
+    """One request through oras' client, retried here and not by oras: its own retry sleeps about two minutes
+    before it gives up on a registry that refuses connections, where a person wants to hear at once."""
+    import time
+
     import requests
 
-    try:
-        return client.do_request(url, method, **kw)
-    except (requests.exceptions.RequestException, ValueError) as exc:
-        raise unreachable(ref, exc) from None
+    send = getattr(type(client).do_request, "__wrapped__", None)
+    for attempt in range(_ATTEMPTS):
+        try:
+            resp = send(client, url, method, **kw) if send else client.do_request(url, method, **kw)
+        except (requests.exceptions.RequestException, ValueError) as exc:
+            transient = isinstance(exc, (requests.exceptions.Timeout, requests.exceptions.ChunkedEncodingError)) \
+                or "RemoteDisconnected" in str(exc) or "Connection aborted" in str(exc)
+            if not transient or attempt == _ATTEMPTS - 1:
+                raise unreachable(ref, exc) from None
+        else:
+            if resp.status_code not in (502, 503, 504) or attempt == _ATTEMPTS - 1:
+                return resp
+        time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def _check(resp: Any, ref: Reference, what: str) -> None:
