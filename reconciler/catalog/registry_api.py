@@ -3,7 +3,8 @@ CatalogSource: ``opm serve`` and every registry pod serve it, and a CatalogSourc
 
 The messages are described here in code (a ``FileDescriptorProto`` built field by field) from the wire facts of
 operator-registry's ``pkg/api/registry.proto``: message and field names, numbers and types. Only the calls the
-import needs are used: ``ListPackages``, ``GetPackage`` and ``ListBundles``.
+import needs are used: ``ListPackages``, ``GetPackage``, ``ListBundles`` and, for a bundle that has an image (whose
+objects ``ListBundles`` leaves out), ``GetBundle``.
 
 From what they answer, file-based catalog blobs are made back as opm's own conversion from the API to its
 model does: a bundle's properties are those served plus the APIs it provides and requires and its
@@ -49,6 +50,7 @@ _MESSAGES: dict[str, list[tuple[str, int, bool, str | None]]] = {
     "ListPackageRequest": [],
     "ListBundlesRequest": [],
     "GetPackageRequest": [("name", 1, False, None)],
+    "GetBundleRequest": [("pkgName", 1, False, None), ("channelName", 2, False, None), ("csvName", 3, False, None)],
 }
 
 
@@ -122,6 +124,10 @@ class Registry:
     def bundles(self) -> list[Any]:
         return self._call("ListBundles", "ListBundlesRequest", "Bundle", True)
 
+    def bundle(self, package: str, channel: str, name: str) -> Any:
+        return self._call("GetBundle", "GetBundleRequest", "Bundle", False, pkgName=package, channelName=channel,
+                          csvName=name)
+
 
 def read(address: str, what: str, wanted: frozenset[str] | None) -> tuple[dict[str, list[dict]], tuple[str, ...]]:
     """The blobs of each package served at ``address`` (only ``wanted`` ones when given), and every package name
@@ -131,6 +137,17 @@ def read(address: str, what: str, wanted: frozenset[str] | None) -> tuple[dict[s
         chosen = [n for n in names if wanted is None or n in wanted]
         packages = {n: registry.package(n) for n in chosen}
         bundles = [b for b in registry.bundles() if b.packageName in packages] if packages else []
+        # A bundle with an image comes without its objects and CSV in ListBundles (opm serve leaves them out, as
+        # catalog-operator unpacks the image); GetBundle sends them, once per bundle.
+        full: dict[tuple[str, str], Any] = {}
+        for b in bundles:
+            if b.bundlePath and not b.object and (b.packageName, b.csvName) not in full:
+                full[(b.packageName, b.csvName)] = registry.bundle(b.packageName, b.channelName, b.csvName)
+        for b in bundles:
+            if (b.packageName, b.csvName) in full:
+                whole = full[(b.packageName, b.csvName)]
+                b.csvJson = whole.csvJson
+                b.object.extend(whole.object)
     return {name: package_blobs(packages[name], [b for b in bundles if b.packageName == name]) for name in chosen}, \
         names
 
