@@ -1,4 +1,4 @@
-"""`reconciler catalog`: validate, list, graph and render file-based catalogs."""
+"""`reconciler catalog`: validate, list, graph and render file-based catalogs; import a cluster's catalogs."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ exit codes:
 def register(sub: argparse._SubParsersAction) -> None:
     cat = sub.add_parser("catalog", help=COMMANDS["catalog"],
                          description="Work with file-based catalogs (FBC): validate them with the rules opm "
-                                     "validate enforces, list their content, draw upgrade graphs, render bundles.",
+                                     "validate enforces, list their content, draw upgrade graphs, render bundles, "
+                                     "import the catalogs a cluster uses into the repository.",
                          epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     csub = cat.add_subparsers(dest="catalog_command", required=True, metavar="SUBCOMMAND")
 

@@ -556,7 +556,8 @@ class _BoundedTarInfo(tarfile.TarInfo):
             tarfile_._extended_chain = chain
 
 
-def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, budget: _Budget, name: str) -> None:
+def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, budget: _Budget, name: str,
+                  max_file: int = MAX_OBJECT_BYTES) -> None:
     path = PurePosixPath(member.name.lstrip("/"))
     parts = [p for p in path.parts if p not in ("", ".")]
     if ".." in parts:
@@ -585,9 +586,9 @@ def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, bud
         return
     if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         raise RegistryError(f"layer entry {member.name!r} is a device, fifo or other special file", obj=name)
-    if member.size > MAX_OBJECT_BYTES:
+    if member.size > max_file:
         raise RegistryError(f"layer entry {member.name!r} is {member.size} bytes, over the "
-                            f"{MAX_OBJECT_BYTES}-byte per-file limit", obj=name)
+                            f"{max_file}-byte per-file limit", obj=name)
     target = _inside(root, parts, name)
     if (target.exists() or target.is_symlink()) and not (member.isdir() and target.is_dir()
                                                           and not target.is_symlink()):

@@ -26,6 +26,8 @@ from reconciler.oci.client import (
 )
 
 MAX_STREAMED_BYTES = 16 * 1024 * 1024 * 1024   # what may be downloaded, and decompressed, to find the entries kept
+MAX_TREE_BYTES = 4 * 1024 * 1024 * 1024        # what may be kept: a whole index of a few hundred packages fits
+MAX_TREE_FILE = 64 * 1024 * 1024               # one file kept: the catalog loader's limit (yamlio.MAX_FILE_BYTES)
 _CHUNK = 1 << 16
 
 
@@ -77,7 +79,7 @@ def _stream_into(ref: Reference, entry: Path, directory: Callable[[dict[str, str
     try:
         root = staging / "image"
         root.mkdir()
-        kept, streamed = _Budget(), _Budget(limit=MAX_STREAMED_BYTES)
+        kept, streamed = _Budget(limit=MAX_TREE_BYTES), _Budget(limit=MAX_STREAMED_BYTES)
         for layer in manifest.get("layers") or []:
             media = str(layer.get("mediaType") or "")
             if "zstd" in media:
@@ -149,14 +151,18 @@ def _stream_layer(client: Any, ref: Reference, layer: dict[str, Any], root: Path
                     if parts[:len(prefix)] != prefix or len(parts) == len(prefix):
                         continue
                     first = parts[len(prefix)]
-                    if not first.startswith(".wh."):
+                    if first == ".wh..wh..opq":
+                        names.clear()
+                    elif first.startswith(".wh."):
+                        names.discard(first[len(".wh."):])
+                    else:
                         names.add(first)
                     below = len(parts) > len(prefix) + 1
                     if wanted is not None and below and first not in wanted and not first.startswith(".wh."):
                         continue
                     if wanted is not None and not below and member.isdir() and first not in wanted:
                         continue
-                    _apply_member(tar, member, root, kept, str(ref))
+                    _apply_member(tar, member, root, kept, str(ref), MAX_TREE_FILE)
         except _HeaderTooLarge as exc:
             raise RegistryError(str(exc), obj=str(ref)) from None
         except (tarfile.TarError, EOFError, OSError) as exc:
