@@ -138,6 +138,29 @@ def _register_import(csub: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.errors import UsageError
+
+    if not args.image and not args.catalog_source:
+        raise UsageError("say what to import: --image REF (an index image) or --catalog-source NAMESPACE/NAME",
+                         hint="`kubectl get catalogsources -A` lists a cluster's CatalogSources")
+    if args.all and args.package:
+        raise UsageError("--all imports every package; --package names some: give one of them")
+    kube = None
+    if args.catalog_source or args.pull_secret or args.mirrors_from_cluster:
+        from reconciler.commands.adopt import _cluster
+
+        kube = _cluster(args)
+    return import_catalog(args.repo, kube, out, image=args.image, catalog_source=args.catalog_source, name=args.name,
+                          packages=args.package, every=args.all, pull_secrets=args.pull_secret,
+                          mirrors_from_cluster=args.mirrors_from_cluster, dry_run=args.dry_run)
+
+
+def import_catalog(repo_dir: str, kube, out: TextIO, *, image: str | None = None,  # noqa: ANN001 - a Kube
+                   catalog_source: str | None = None, name: str | None = None, packages: list[str] = (),
+                   every: bool = False, pull_secrets: list[str] = (), mirrors_from_cluster: bool = False,
+                   dry_run: bool = False) -> int:
+    """One `catalog import`, of an image or a CatalogSource (``kube`` given for a CatalogSource, a pull secret or the
+    cluster's mirrors); prints what changed and what it wrote; the command's exit code."""
     from contextlib import ExitStack
     from pathlib import Path
 
@@ -146,34 +169,24 @@ def run_import(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.oci import auth, mirrors
     from reconciler.repo import read_repository
 
-    if not args.image and not args.catalog_source:
-        raise UsageError("say what to import: --image REF (an index image) or --catalog-source NAMESPACE/NAME",
-                         hint="`kubectl get catalogsources -A` lists a cluster's CatalogSources")
-    if args.all and args.package:
-        raise UsageError("--all imports every package; --package names some: give one of them")
-    repo = Path(args.repo)
+    repo = Path(repo_dir)
     settings = read_repository(repo).settings
-    kube = None
-    if args.catalog_source or args.pull_secret or args.mirrors_from_cluster:
-        from reconciler.commands.adopt import _cluster
-
-        kube = _cluster(args)
-    rules = list(settings.mirrors) + (list(mirrors.read_cluster(kube)) if args.mirrors_from_cluster else [])
+    rules = list(settings.mirrors) + (list(mirrors.read_cluster(kube)) if mirrors_from_cluster else [])
     secrets = []
-    for named in args.pull_secret:
-        ns, _, name = named.partition("/")
-        if not ns or not name:
+    for named in pull_secrets:
+        ns, _, secret = named.partition("/")
+        if not ns or not secret:
             raise UsageError(f"--pull-secret {named!r} must be NAMESPACE/NAME",
                              hint="for example --pull-secret openshift-config/pull-secret")
         what = f"Secret {named} (--pull-secret)"
-        secrets.append((what, auth.secret_config(importer.read_secret(kube, ns, name, what), what)))
-    view = importer.read_catalog_source(kube, args.catalog_source) if args.catalog_source else None
+        secrets.append((what, auth.secret_config(importer.read_secret(kube, ns, secret, what), what)))
+    view = importer.read_catalog_source(kube, catalog_source) if catalog_source else None
     if view is not None:
         secrets += list(view.secrets)
-    catalog = args.name or (view.name if view else args.image.split("@")[0].rsplit("/", 1)[-1].split(":")[0])
+    catalog = name or (view.name if view else str(image).split("@")[0].rsplit("/", 1)[-1].split(":")[0])
     previous = importer.previous_import(repo.resolve(), catalog)
-    asked = set(args.package) | set(view.in_use if view else ())
-    wanted = None if args.all else frozenset(asked | set(previous[1]))
+    asked = set(packages) | set(view.in_use if view else ())
+    wanted = None if every else frozenset(asked | set(previous[1]))
     if wanted is not None and not wanted:
         where = f"no Subscription uses CatalogSource {view.where}" if view else "an index holds hundreds of packages"
         raise UsageError(f"no package to import: {where}", hint="name them with --package NAME (repeatable), or "
@@ -181,16 +194,14 @@ def run_import(args: argparse.Namespace, out: TextIO) -> int:
     with ExitStack() as stack:
         stack.enter_context(mirrors.using(rules))
         stack.enter_context(auth.pull_secrets(secrets))
-        if view is not None:
-            source = importer.read_source_of(kube, view, wanted)
-        else:
-            source = importer.read_image(args.image, wanted)
+        source = importer.read_source_of(kube, view, wanted) if view is not None else \
+            importer.read_image(str(image), wanted)
     importer.check_wanted(source, asked)
     imported = importer.plan(repo.resolve(), catalog, source, previous)
     for line in imported.lines():
         print(line, file=out)
-    if args.dry_run:
-        root = repo.resolve()
+    root = repo.resolve()
+    if dry_run:
         changing = [rel for rel, text in imported.files.items()
                     if not ((root / rel).is_file() and (root / rel).read_text() == text)]
         for rel in changing:
@@ -198,7 +209,7 @@ def run_import(args: argparse.Namespace, out: TextIO) -> int:
         for rel in imported.deleted:
             print(f"would remove {rel}", file=out)
         return EXIT_CHANGES if changing or imported.deleted else EXIT_OK
-    written = importer.write(repo.resolve(), imported)
+    written = importer.write(root, imported)
     for rel in written:
         print(f"wrote {rel}", file=out)
     for rel in imported.deleted:
