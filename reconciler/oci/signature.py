@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import ReconcilerError
-from reconciler.oci.client import (MANIFEST_TYPES, MAX_OBJECT_BYTES, Reference, _check, _client, _container, _request,
-                                   _small_blob, parse_reference, resolve)
+from reconciler.oci.client import (MANIFEST_TYPES, MAX_OBJECT_BYTES, Reference, RegistryError, _check, _client,
+                                   _container, _request,
+                                   _small_blob, first_source, parse_reference, resolve, sources)
 
 SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
 SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
@@ -143,7 +144,17 @@ def verify_image(reference: str, keys: tuple[PublicKey, ...], digest: str | None
     named = ", ".join(str(k) for k in keys)
     hint = (f"sign it with `cosign sign --key cosign.key {ref.registry}/{ref.repository}@{digest}` using a key whose "
             f"public half is one of {named}")
-    layers = _signature_layers(where)
+    # Through the digest's mirrors, as the image itself: a mirror of a disconnected cluster holds its signatures
+    # beside it, and what they sign is checked against the digest of the source reference all the same.
+    places = [Reference(p.registry, p.repository, where.tag) for p in sources(ref.with_digest(digest))]
+
+    def look(place: Reference) -> list[dict[str, Any]] | None:
+        found = _signature_layers(place)
+        if found is None and place != places[-1]:
+            raise RegistryError(f"there is no signature at {place}", obj=str(place))   # the next place may have it
+        return found
+
+    layers, where = first_source(where, "fetching the signatures", look, places)
     if layers is None:
         raise SignatureError(f"image {reference} ({digest}) is not signed: there is no signature at {where}",
                              obj=reference, hint=hint)
