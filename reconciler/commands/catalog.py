@@ -185,6 +185,12 @@ def import_catalog(repo_dir: str, kube, out: TextIO, *, image: str | None = None
         secrets += list(view.secrets)
     catalog = name or (view.name if view else str(image).split("@")[0].rsplit("/", 1)[-1].split(":")[0])
     previous = importer.previous_import(repo.resolve(), catalog)
+    if previous[0] is not None and view is not None and previous[0].catalog_source not in ("", view.where):
+        from reconciler.errors import InputError
+
+        raise InputError(f"catalogs/{catalog} was imported from CatalogSource {previous[0].catalog_source}, not "
+                         f"{view.where}", path=f"catalogs/{catalog}/{importer.METADATA}",
+                         hint=f"import it under another name: --name {view.name}-{view.namespace}")
     asked = set(packages) | set(view.in_use if view else ())
     wanted = None if every else frozenset(asked | set(previous[1]))
     if wanted is not None and not wanted:
