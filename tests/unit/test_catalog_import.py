@@ -192,3 +192,23 @@ def test_pull_secrets_come_before_the_auth_files(tmp_path, monkeypatch):
     assert auth.basic(auth.credentials("quay.io")) == ("file", "one")
     with pytest.raises(auth.CredentialError, match="Secret ns/x is not a pull secret"):
         auth.secret_config({"type": "Opaque", "data": {"token": "eA=="}}, "Secret ns/x")
+
+
+def test_a_catalog_image_entry_takes_a_package_filter_and_mirrors_are_settings(tmp_path):
+    from reconciler.repo import _read_settings
+
+    (tmp_path / "reconciler.yaml").write_text(
+        "catalogs:\n  redhat: {image: registry.redhat.io/redhat/redhat-operator-index@sha256:" + "a" * 64
+        + ", packages: [cert-manager]}\nmirrors:\n- {source: registry.redhat.io, mirrors: [m.local/rh]}\n")
+    settings = _read_settings(tmp_path)
+    assert settings.catalogs["redhat"].packages == ("cert-manager",)
+    assert [r.mirrors for r in settings.mirrors] == [("m.local/rh",)]
+    for bad in ("catalogs: {community: {packages: [plumbus]}}",                    # a directory holds what it holds
+                "catalogs: {c: {image: quay.io/x/y:1, packages: []}}",
+                "catalogs: {c: {image: quay.io/x/y:1, packages: [Not_A_Name]}}"):
+        (tmp_path / "reconciler.yaml").write_text(bad + "\n")
+        with pytest.raises(InputError, match="packages must list package names of the catalog image"):
+            _read_settings(tmp_path)
+    (tmp_path / "reconciler.yaml").write_text("mirrors: [{source: quay.io}]\n")
+    with pytest.raises(InputError, match=r"mirrors\[0\].mirrors must list one or more mirrors of quay.io"):
+        _read_settings(tmp_path)
