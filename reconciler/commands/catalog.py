@@ -147,9 +147,15 @@ def run_import(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--all imports every package; --package names some: give one of them")
     kube = None
     if args.catalog_source or args.pull_secret or args.mirrors_from_cluster:
-        from reconciler.commands.adopt import _cluster
+        from reconciler.cluster.kube import Kube, load_api_client
+        from reconciler.errors import ClusterError
 
-        kube = _cluster(args)
+        api = load_api_client(args.kubeconfig, args.context)
+        if api is None:
+            raise ClusterError("no cluster is configured: a CatalogSource, a pull Secret and the cluster's mirrors are "
+                               "read from one", hint="pass --kubeconfig, set $KUBECONFIG, or import an index image "
+                                                     "with --image")
+        kube = Kube(api)
     return import_catalog(args.repo, kube, out, image=args.image, catalog_source=args.catalog_source, name=args.name,
                           packages=args.package, every=args.all, pull_secrets=args.pull_secret,
                           mirrors_from_cluster=args.mirrors_from_cluster, dry_run=args.dry_run)
