@@ -32,7 +32,8 @@ HELPER_TIMEOUT = 30.0
 _DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
 
 _lock = threading.Lock()
-_extra: tuple[tuple[str, Mapping[str, Any]], ...] = ()   # (where it came from, its "auths" mapping)
+_extra: tuple[tuple[str, Mapping[str, Any]], ...] = ()   # (where it came from, its "auths" mapping), newest first
+_blocks: list[tuple[object, tuple[tuple[str, Mapping[str, Any]], ...]]] = []
 _helper_answers: dict[tuple[str, str], tuple[str, str] | None] = {}
 
 
@@ -56,14 +57,16 @@ def pull_secrets(secrets: list[tuple[str, Mapping[str, Any]]]) -> Iterator[None]
     """Use these docker config documents (``(what, {"auths": ...})``, e.g. a Secret's ``.dockerconfigjson``) for
     the block, before the auth files."""
     global _extra
+    token = object()
     with _lock:
-        outer = _extra
-        _extra = (*tuple((what, doc.get("auths") or {}) for what, doc in secrets), *outer)
+        _blocks.append((token, tuple((what, doc.get("auths") or {}) for what, doc in secrets)))
+        _extra = tuple(entry for _, entries in reversed(_blocks) for entry in entries)
     try:
         yield
     finally:
         with _lock:
-            _extra = outer
+            _blocks[:] = [b for b in _blocks if b[0] is not token]
+            _extra = tuple(entry for _, entries in reversed(_blocks) for entry in entries)
 
 
 def secret_config(secret: Mapping[str, Any], what: str) -> dict[str, Any]:

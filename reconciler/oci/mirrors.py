@@ -32,7 +32,8 @@ DIGESTS, TAGS, ALL = "digest-only", "tag-only", "all"
 NEVER_CONTACT_SOURCE, ALLOW_CONTACTING_SOURCE = "NeverContactSource", "AllowContactingSource"
 
 _lock = threading.Lock()
-_rules: tuple[MirrorRule, ...] = ()
+_rules: tuple[MirrorRule, ...] = ()       # what every block in force asks for, newest first
+_blocks: list[tuple[object, tuple[MirrorRule, ...]]] = []
 
 
 @dataclass(frozen=True)
@@ -100,17 +101,26 @@ def active() -> tuple[MirrorRule, ...]:
 
 @contextmanager
 def using(rules: Iterable[MirrorRule]) -> Iterator[None]:
-    """Pull through ``rules`` (before any already in force) for the block."""
-    global _rules
-    added = tuple(rules)
+    """Pull through ``rules`` (before any already in force) for the block. Blocks of several threads may overlap
+    and end in any order: each takes its own rules away, and only its own."""
+    token = object()
     with _lock:
-        outer = _rules
-        _rules = (*added, *(r for r in outer if r not in added))
+        _blocks.append((token, tuple(rules)))
+        _refresh()
     try:
         yield
     finally:
         with _lock:
-            _rules = outer
+            _blocks[:] = [b for b in _blocks if b[0] is not token]
+            _refresh()
+
+
+def _refresh() -> None:
+    global _rules
+    seen: list[MirrorRule] = []
+    for _, rules in reversed(_blocks):
+        seen += [r for r in rules if r not in seen]
+    _rules = tuple(seen)
 
 
 def _location(value: Any, where: str, origin: str) -> str:

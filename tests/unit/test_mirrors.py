@@ -74,3 +74,17 @@ def test_settings_are_parsed_and_bad_ones_refused():
         with pytest.raises(InputError, match=message) as info:
             parse_settings(bad, "reconciler.yaml")
         assert info.value.path == "reconciler.yaml"
+
+
+def test_blocks_of_threads_may_end_in_any_order():
+    from reconciler.oci.mirrors import active, using
+
+    a, b = MirrorRule("a.example", ("m/a",)), MirrorRule("b.example", ("m/b",))
+    first, second = using([a]), using([b])
+    first.__enter__()
+    second.__enter__()
+    assert active() == (b, a)
+    first.__exit__(None, None, None)     # the block that began first ends first: the other's rules stay
+    assert active() == (b,)
+    second.__exit__(None, None, None)
+    assert active() == ()
