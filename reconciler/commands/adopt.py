@@ -56,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     how.add_argument("--operator", metavar="NAME", action="append",
                      help="compare the bundle of this declared Operator with what runs, object by object; write "
                           "nothing (repeat for several)")
+    p.add_argument("--import-catalogs", action="store_true",
+                   help="first import, as `reconciler catalog import --catalog-source` does, the catalog of every "
+                        "CatalogSource the cluster's Subscriptions use (the packages they use), so that their "
+                        "installs are found in the repository")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
                    help="with --operator: the report as text, or as a versioned AdoptionReport document for "
                         "scripts (docs/output.md)")
@@ -86,7 +90,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.adopt import adopt
 
     kube = _cluster(args)
-    result = adopt(args.repo, kube, dry_run=args.dry_run)
+    if args.import_catalogs:
+        import_catalogs(args, kube, out)
+    from reconciler.oci.mirrors import using
+    from reconciler.repo import read_repository
+
+    with using(read_repository(args.repo).settings.mirrors):   # the bundles it converts come through the mirrors
+        result = adopt(args.repo, kube, dry_run=args.dry_run)
     for a in result.adopted:
         print(f"adopted {a.install.where}: Operator {a.operator} ({a.install.summary}), bundle {a.bundle} from "
               f"catalogs/{a.catalog}{a.install.note}", file=out)
@@ -104,6 +114,27 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"Review and commit: git add {files} && git commit; the next reconcile takes the installs over",
               file=out)
     return EXIT_CHANGES if result.unmapped else EXIT_OK
+
+
+def import_catalogs(args: argparse.Namespace, kube: Kube, out: TextIO) -> None:
+    """`catalog import` of each CatalogSource a Subscription names; one that cannot be imported is said, and its
+    installs are then listed by the adoption with their reason."""
+    from reconciler.commands.catalog import import_catalog
+    from reconciler.errors import ReconcilerError, UsageError
+
+    if args.dry_run:
+        raise UsageError("--import-catalogs writes the catalogs before adopting, and --dry-run writes nothing",
+                         hint="preview an import with `reconciler catalog import REPO --catalog-source NS/NAME "
+                              "--dry-run`")
+    info = kube.resource("operators.coreos.com/v1alpha1", "Subscription")
+    sources = sorted({((s.get("spec") or {}).get("sourceNamespace") or s["metadata"].get("namespace"),
+                       (s.get("spec") or {}).get("source")) for s in (kube.list(info) if info else [])
+                      if (s.get("spec") or {}).get("source")})
+    for namespace, name in sources:
+        try:
+            import_catalog(args.repo, kube, out, catalog_source=f"{namespace}/{name}")
+        except ReconcilerError as exc:
+            print(f"could not import CatalogSource {namespace}/{name}: {exc.render()}", file=out)
 
 
 _MARK = {"matches": "=", "differs": "~", "missing": "+", "refused": "!", "ours": "="}

@@ -28,6 +28,7 @@ EXAMPLES: dict[str, str] = {
   reconciler resolve . --cluster prod-eu      # in a fleet repository: one cluster (without: all of them)""",
     "adopt": """\
   reconciler adopt . --dry-run                # what OLM v0 and v1 run, as the files adopt would write
+  reconciler adopt . --import-catalogs        # import the CatalogSources' catalogs first, then adopt
   reconciler adopt . && git add -A && git commit -m "Adopt what OLM v0 runs"
   reconciler reconcile . --dry-run            # then: each takeover step before it happens
   reconciler adopt . --operator plumbus       # applied without OLM: each object of its bundle against what runs""",

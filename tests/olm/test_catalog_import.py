@@ -2,7 +2,8 @@
 catalog made by hand: docs/migration.md's "Import the catalogs the cluster uses", run as printed.
 
 * ``olm/community-operators``: an index image in a registry on loopback that requires a login, with the pull
-  Secret in ``spec.secrets``; its bundles are images in another loopback registry;
+  Secret in ``spec.secrets``; its bundles are images of a registry that is gone, which the repository's
+  ``mirrors:`` pull from a mirror on loopback (the lock still names the source);
 * ``olm/team-catalog``: ``spec.address``, a catalog served by opm on loopback;
 * ``olm/legacy-catalog``: ``sourceType: configmap``, the old ConfigMap catalog.
 
@@ -83,13 +84,18 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
     work = tmp_path / "work"
     corpus = {name: CORPUS / "operators" / case.bundle for name, case in SOURCES.items()}
 
-    # community-operators: bundle images in one registry, the index image in another that wants a login
-    images = {}
-    for name in ("community-operators",):
-        layout = oci.build_layout(corpus[name], work / "bundle-layout", {
-            "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1"})
-        images[corpus[name]] = oci_registry.ref(f"corpus/{BY_IMAGE.package}-bundle", "v0.3.15-rc.0")
-        oci.push_layout(layout.path, images[corpus[name]])
+    # community-operators: the index image in a registry that wants a login; its bundle images name a registry
+    # that is gone (a disconnected cluster's view of the public one), and a mirror on loopback holds them
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        gone = f"127.0.0.1:{s.getsockname()[1]}"
+    images = {corpus["community-operators"]: f"{gone}/corpus/{BY_IMAGE.package}-bundle:v0.3.15-rc.0"}
+    layout = oci.build_layout(corpus["community-operators"], work / "bundle-layout", {
+        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1"})
+    oci.push_layout(layout.path, oci_registry.ref(f"mirrored/corpus/{BY_IMAGE.package}-bundle", "v0.3.15-rc.0"))
+    mirrors = yamlio.dump({"mirrors": [{"source": gone, "mirrors": [f"{oci_registry.host}/mirrored"]}]})
     write_catalog_of([corpus["community-operators"]], work / "index" / "configs" / BY_IMAGE.package,
                      image=lambda d: images[d])
     token = base64.b64encode(f"{LOGIN[0]}:{LOGIN[1]}".encode()).decode()
@@ -141,6 +147,7 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
         repo = tmp_path / "platform-repo"
         repo.mkdir()
         (repo / "README.md").write_text("platform\n")
+        (repo / "reconciler.yaml").write_text(mirrors)
         git(repo, "init", "-q", "-b", "main")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "start")
@@ -153,6 +160,13 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
         git(repo, "commit", "-q", "-m", "adopt")
         again = run(f"reconciler catalog import platform-repo --catalog-source {NS}/team-catalog")
         resolved = run("reconciler resolve platform-repo")
+        # Without the catalogs, adopt names the command that imports each; --import-catalogs runs it first.
+        for name in ("bare", "at-once"):
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "reconciler.yaml").write_text(mirrors)
+            git(tmp_path / name, "init", "-q", "-b", "main")
+        bare = run("reconciler adopt bare", 1)
+        at_once = run("reconciler adopt at-once --import-catalogs")
 
     imports = outputs[:3]
     assert f"catalogs/community-operators from CatalogSource {NS}/community-operators: {index} (sha256:" in imports[0]
@@ -166,7 +180,9 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
         assert f"from catalogs/{name}" in adopted
     assert "not adopted" not in adopted, adopted
     lock = {e["operator"]: e for e in yamlio.read_all(repo / "olm.lock")[0]["bundles"]}
-    assert lock[BY_IMAGE.package]["source"] == images[corpus["community-operators"]]   # the bundle image itself
+    # the bundle image was pulled through the mirror (adopt converts it), and the lock names its source
+    assert lock[BY_IMAGE.package]["source"] == images[corpus["community-operators"]]
+    assert "mirrored" not in (repo / "olm.lock").read_text()
     assert lock[BY_ADDRESS.package]["source"] == "file://bundles/ack-s3-controller/1.10.0"   # served inline: vendored
     assert lock[BY_CONFIGMAP.package]["source"] == "file://bundles/odoo-operator/0.0.2"
     record = yamlio.load_one((repo / "catalogs/community-operators/import.yaml").read_text(), "import.yaml")
@@ -175,3 +191,10 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
     assert "Summary: 0 package(s) added, 0 changed, 0 removed, 1 unchanged" in again
     assert "catalogs/team-catalog is as the source has it: nothing written" in again
     assert resolved is not None and git(repo, "status", "--porcelain") == ""   # the adopted lock is what resolve writes
+    for name, case in SOURCES.items():
+        assert (f"not adopted Subscription {case.namespace}/{case.package}: no catalog of the repository has bundle "
+                f"{case.csv}") in bare, bare
+        assert f"`reconciler catalog import . --catalog-source {NS}/{name}` at the repository's root" in bare, bare
+        assert f"adopted Subscription {case.namespace}/{case.package}: Operator {case.package}" in at_once, at_once
+    assert "not adopted" not in at_once and "could not import" not in at_once, at_once
+    assert (tmp_path / "at-once" / "catalogs" / "legacy-catalog" / "import.yaml").is_file()
