@@ -186,9 +186,9 @@ class Install:
                 **csv_permissions(self.csv)}
 
     def catalog_hint(self, catalog: str) -> str:
-        source = self.catalog_source
-        return (f"add the catalog the CatalogSource {_ns(source)}/{_name(source)} serves: `opm render "
-                f"{describe_source(source)} -o yaml > catalogs/{catalog}/catalog.yaml`, then adopt again")
+        return (f"import the catalog the CatalogSource {_ns(self.catalog_source)}/{_name(self.catalog_source)} serves "
+                f"({describe_source(self.catalog_source)}): {import_command(self.catalog_source)} at the repository's "
+                "root, then adopt again (or `reconciler adopt --import-catalogs`)")
 
     def header(self) -> str:
         generated = ""
@@ -358,7 +358,7 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
         return Unmapped("CatalogSourceUnready", what,
                         f"its CatalogSource {src_ns}/{src} cannot be read (connection {conn})",
                         "make the CatalogSource READY again, or put its catalog into the repository "
-                        f"(`opm render {describe_source(source)} -o yaml > catalogs/{src}/catalog.yaml`)")
+                        f"({import_command(source)})")
     plans = tuple(sorted(_name(p) for p in view.of("InstallPlan", ns)
                          if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
     executing = [(_name(p), (p.get("status") or {}).get("phase") or "no phase yet") for p in view.of("InstallPlan", ns)
@@ -459,6 +459,11 @@ def dependency_of(inst: Install) -> str:
     """`` of Subscription ns/a, ns/b`` when what needed a generated Subscription is known, else nothing."""
     return f" of {', '.join(f'Subscription {inst.namespace}/{n}' for n in inst.dependency_of)}" \
         if inst.dependency_of else ""
+
+
+def import_command(source: Manifest) -> str:
+    """The command that writes the catalog ``source`` serves into the repository (run at its root)."""
+    return f"`reconciler catalog import . --catalog-source {_ns(source)}/{_name(source)}`"
 
 
 def describe_source(source: Manifest) -> str:

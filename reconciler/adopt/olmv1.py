@@ -137,10 +137,10 @@ class Extension:
                 "bundle": self.bundle_name}
 
     def catalog_hint(self, catalog: str) -> str:
-        images = " or ".join(f"`opm render {i} -o yaml > catalogs/{catalog or 'NAME'}/catalog.yaml`"
-                             for i in self.catalog_images) or \
-            (f"`opm render <the image of the ClusterCatalog that serves {self.package}> -o yaml > "
-             "catalogs/NAME/catalog.yaml`")
+        images = " or ".join(f"`reconciler catalog import . --image {i} --name {catalog or 'NAME'} --package "
+                             f"{self.package}`" for i in self.catalog_images) or \
+            (f"`reconciler catalog import . --image <the image of the ClusterCatalog that serves {self.package}> "
+             f"--name NAME --package {self.package}`")
         return f"add the catalog OLM v1 installed it from: {images}, then adopt again"
 
     def header(self) -> str:

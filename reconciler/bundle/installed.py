@@ -35,6 +35,14 @@ def convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile,
     reused until they near expiry, so a reconcile does not rotate them each time.
     ``certificates`` replaces the provider (a review reuses the other side's).
     """
+    from reconciler.oci.mirrors import using
+
+    with using(snapshot.settings.mirrors):   # bundle images come through the repository's mirrors, as catalogs do
+        return _convert(snapshot, resolution, lock, kube, certificates)
+
+
+def _convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile, kube: Kube | None,
+             certificates) -> tuple[Installed, ...]:
     from reconciler.bundle.certs import SelfSignedProvider, cluster_lookup
 
     if certificates is None:

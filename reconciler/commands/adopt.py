@@ -69,6 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="set each adopted Subscription to Manual approval, so OLM installs no upgrade of it while "
                         "the adoption is reviewed (OLM then holds every Subscription of its namespace: each is "
                         "named); the only write to the cluster adopt makes")
+    p.add_argument("--import-catalogs", action="store_true",
+                   help="first import, as `reconciler catalog import --catalog-source` does, the catalog of every "
+                        "CatalogSource the cluster's Subscriptions use (the packages they use), so that their "
+                        "installs are found in the repository")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
                    help="the adoption as text, or as a versioned document for scripts: OLMAdoption, or with "
                         "--operator AdoptionReport (docs/output.md)")
@@ -101,8 +105,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--freeze changes the adopted Subscriptions, and --dry-run changes nothing: choose one",
                          hint="review with --dry-run first, then adopt with --freeze")
     kube = _cluster(args)
+    if args.import_catalogs:
+        import_catalogs(args, kube, out)
+    from reconciler.oci.mirrors import using
+    from reconciler.repo import read_repository
+
     select = Selection(frozenset(args.namespaces or ()), frozenset(args.packages or ()))
-    result = adopt(args.repo, kube, dry_run=args.dry_run, select=select, freeze=args.freeze)
+    with using(read_repository(args.repo).settings.mirrors):   # the bundles it converts come through the mirrors
+        result = adopt(args.repo, kube, dry_run=args.dry_run, select=select, freeze=args.freeze)
     code = EXIT_CHANGES if result.unmapped else EXIT_OK
     if args.output != "text":
         from reconciler import yamlio
@@ -156,6 +166,27 @@ def olm_document(result, server: str, *, dry_run: bool) -> dict:  # noqa: ANN001
             "notSelected": [{"what": i.where, "namespace": i.namespace, "package": i.package}
                             for i in result.unselected],
             "files": sorted(result.files), "frozen": list(result.frozen), "summary": result.counts()}
+
+
+def import_catalogs(args: argparse.Namespace, kube: Kube, out: TextIO) -> None:
+    """`catalog import` of each CatalogSource a Subscription names; one that cannot be imported is said, and its
+    installs are then listed by the adoption with their reason."""
+    from reconciler.commands.catalog import import_catalog
+    from reconciler.errors import ReconcilerError, UsageError
+
+    if args.dry_run:
+        raise UsageError("--import-catalogs writes the catalogs before adopting, and --dry-run writes nothing",
+                         hint="preview an import with `reconciler catalog import REPO --catalog-source NS/NAME "
+                              "--dry-run`")
+    info = kube.resource("operators.coreos.com/v1alpha1", "Subscription")
+    sources = sorted({((s.get("spec") or {}).get("sourceNamespace") or s["metadata"].get("namespace"),
+                       (s.get("spec") or {}).get("source")) for s in (kube.list(info) if info else [])
+                      if (s.get("spec") or {}).get("source")})
+    for namespace, name in sources:
+        try:
+            import_catalog(args.repo, kube, out, catalog_source=f"{namespace}/{name}")
+        except ReconcilerError as exc:
+            print(f"could not import CatalogSource {namespace}/{name}: {exc.render()}", file=out)
 
 
 _MARK = {"matches": "=", "differs": "~", "missing": "+", "refused": "!", "ours": "="}

@@ -1,4 +1,4 @@
-"""`reconciler catalog`: validate, list, graph and render file-based catalogs."""
+"""`reconciler catalog`: validate, list, graph and render file-based catalogs; import a cluster's catalogs."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ exit codes:
 def register(sub: argparse._SubParsersAction) -> None:
     cat = sub.add_parser("catalog", help=COMMANDS["catalog"],
                          description="Work with file-based catalogs (FBC): validate them with the rules opm "
-                                     "validate enforces, list their content, draw upgrade graphs, render bundles.",
+                                     "validate enforces, list their content, draw upgrade graphs, render bundles, "
+                                     "import the catalogs a cluster uses into the repository.",
                          epilog=CATALOG_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
     csub = cat.add_subparsers(dest="catalog_command", required=True, metavar="SUBCOMMAND")
 
@@ -89,6 +90,145 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "their CRDs map each resource to the kind required (repeatable)")
     r.set_defaults(run=run_render)
     _register_template(csub)
+    _register_import(csub)
+
+
+IMPORT_EXIT = """\
+exit codes:
+  0  the packages were written into the repository (or were already as the source has them)
+  1  --dry-run: files would change (each is listed)
+  2  the source or the repository is wrong: an image that is not a catalog, a package the source lacks (the
+     nearest names are listed), a catalog directory the import did not write, a registry that refuses the pull
+  3  the cluster: unreachable, no such CatalogSource, a pull secret that is missing or cannot be read
+  64 a usage error: neither --image nor --catalog-source, or no package to import
+"""
+
+
+def _register_import(csub: argparse._SubParsersAction) -> None:
+    from reconciler.commands import add_cluster_args
+
+    i = csub.add_parser("import", help="write packages of an index image or a CatalogSource into the repository",
+                        description="Write into the repository, as file-based catalogs (one directory per package "
+                                    "under catalogs/CATALOG/), packages of a catalog as a cluster gets it: an index "
+                                    "image named with --image, or a CatalogSource of the cluster (--catalog-source: "
+                                    "spec.image is read here, spec.address through the registry gRPC API, "
+                                    "sourceType configmap from its ConfigMap). From a CatalogSource the packages its "
+                                    "Subscriptions use are imported, and those named with --package. The source and "
+                                    "its digest are recorded in catalogs/CATALOG/import.yaml; importing again "
+                                    "updates every package imported before and says what changed.",
+                        epilog=IMPORT_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    i.add_argument("repo", metavar="REPO", help="the GitOps repository's working tree")
+    what = i.add_mutually_exclusive_group()
+    what.add_argument("--image", metavar="REF", help="an index image (registry/repository:tag or @sha256:...)")
+    what.add_argument("--catalog-source", metavar="NAMESPACE/NAME", help="a CatalogSource of the cluster")
+    i.add_argument("--name", metavar="CATALOG", help="the repository catalog to write (default: the CatalogSource's "
+                                                     "name, else the image repository's last part)")
+    i.add_argument("--package", action="append", default=[], metavar="NAME",
+                   help="a package to import (repeatable), beside those in use and those imported before")
+    i.add_argument("--all", action="store_true", help="every package of the source")
+    i.add_argument("--pull-secret", action="append", default=[], metavar="NAMESPACE/NAME",
+                   help="read the registry credentials of this kubernetes.io/dockerconfigjson Secret of the cluster "
+                        "(repeatable; a CatalogSource's spec.secrets are read without it)")
+    i.add_argument("--mirrors-from-cluster", action="store_true",
+                   help="pull through the mirrors of the cluster's ImageDigestMirrorSets, ImageTagMirrorSets and "
+                        "ImageContentSourcePolicies (beside those of reconciler.yaml)")
+    i.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    add_cluster_args(i)
+    i.set_defaults(run=run_import)
+
+
+def run_import(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.errors import UsageError
+
+    if not args.image and not args.catalog_source:
+        raise UsageError("say what to import: --image REF (an index image) or --catalog-source NAMESPACE/NAME",
+                         hint="`kubectl get catalogsources -A` lists a cluster's CatalogSources")
+    if args.all and args.package:
+        raise UsageError("--all imports every package; --package names some: give one of them")
+    kube = None
+    if args.catalog_source or args.pull_secret or args.mirrors_from_cluster:
+        from reconciler.kube.client import Kube, load_api_client
+        from reconciler.errors import ClusterError
+
+        api = load_api_client(args.kubeconfig, args.context)
+        if api is None:
+            raise ClusterError("no cluster is configured: a CatalogSource, a pull Secret and the cluster's mirrors are "
+                               "read from one", hint="pass --kubeconfig, set $KUBECONFIG, or import an index image "
+                                                     "with --image")
+        kube = Kube(api)
+    return import_catalog(args.repo, kube, out, image=args.image, catalog_source=args.catalog_source, name=args.name,
+                          packages=args.package, every=args.all, pull_secrets=args.pull_secret,
+                          mirrors_from_cluster=args.mirrors_from_cluster, dry_run=args.dry_run)
+
+
+def import_catalog(repo_dir: str, kube, out: TextIO, *, image: str | None = None,  # noqa: ANN001 - a Kube
+                   catalog_source: str | None = None, name: str | None = None, packages: list[str] = (),
+                   every: bool = False, pull_secrets: list[str] = (), mirrors_from_cluster: bool = False,
+                   dry_run: bool = False) -> int:
+    """One `catalog import`, of an image or a CatalogSource (``kube`` given for a CatalogSource, a pull secret or the
+    cluster's mirrors); prints what changed and what it wrote; the command's exit code."""
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    from reconciler.authoring import importer
+    from reconciler.errors import UsageError
+    from reconciler.oci import auth, mirrors
+    from reconciler.repo import read_repository
+
+    repo = Path(repo_dir)
+    settings = read_repository(repo).settings
+    rules = list(settings.mirrors) + (list(mirrors.read_cluster(kube)) if mirrors_from_cluster else [])
+    secrets = []
+    for named in pull_secrets:
+        ns, _, secret = named.partition("/")
+        if not ns or not secret:
+            raise UsageError(f"--pull-secret {named!r} must be NAMESPACE/NAME",
+                             hint="for example --pull-secret openshift-config/pull-secret")
+        what = f"Secret {named} (--pull-secret)"
+        secrets.append((what, auth.secret_config(importer.read_secret(kube, ns, secret, what), what)))
+    view = importer.read_catalog_source(kube, catalog_source) if catalog_source else None
+    if view is not None:
+        secrets += list(view.secrets)
+    catalog = name or (view.name if view else str(image).split("@")[0].rsplit("/", 1)[-1].split(":")[0])
+    previous = importer.previous_import(repo.resolve(), catalog)
+    if previous[0] is not None and view is not None and previous[0].catalog_source not in ("", view.where):
+        from reconciler.errors import InputError
+
+        raise InputError(f"catalogs/{catalog} was imported from CatalogSource {previous[0].catalog_source}, not "
+                         f"{view.where}", path=f"catalogs/{catalog}/{importer.METADATA}",
+                         hint=f"import it under another name: --name {view.name}-{view.namespace}")
+    asked = set(packages) | set(view.in_use if view else ())
+    wanted = None if every else frozenset(asked | set(previous[1]))
+    if wanted is not None and not wanted:
+        where = f"no Subscription uses CatalogSource {view.where}" if view else "an index holds hundreds of packages"
+        raise UsageError(f"no package to import: {where}", hint="name them with --package NAME (repeatable), or "
+                                                                 "import every package with --all")
+    with ExitStack() as stack:
+        stack.enter_context(mirrors.using(rules))
+        stack.enter_context(auth.pull_secrets(secrets))
+        source = importer.read_source_of(kube, view, wanted) if view is not None else \
+            importer.read_image(str(image), wanted)
+    importer.check_wanted(source, asked)
+    imported = importer.plan(repo.resolve(), catalog, source, previous)
+    for line in imported.lines():
+        print(line, file=out)
+    root = repo.resolve()
+    if dry_run:
+        changing = [rel for rel, text in imported.files.items()
+                    if not ((root / rel).is_file() and (root / rel).read_text() == text)]
+        for rel in changing:
+            print(f"would write {rel}", file=out)
+        for rel in imported.deleted:
+            print(f"would remove {rel}", file=out)
+        return EXIT_CHANGES if changing or imported.deleted else EXIT_OK
+    written = importer.write(root, imported)
+    for rel in written:
+        print(f"wrote {rel}", file=out)
+    for rel in imported.deleted:
+        print(f"removed {rel}", file=out)
+    if not written and not imported.deleted:
+        print(f"catalogs/{catalog} is as the source has it: nothing written", file=out)
+    return EXIT_OK
 
 
 def _register_template(csub: argparse._SubParsersAction) -> None:

@@ -53,7 +53,7 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "promote": "copy the bundles a fleet's stage runs healthy into the next stage's lockfiles, as a commit",
     "fleet": "a fleet's status: every cluster's Operators, read through their kubeconfig contexts",
     "cluster": "a local Kubernetes cluster for users without one",
-    "catalog": "validate, list, graph and render file-based catalogs",
+    "catalog": "validate, list, graph and render file-based catalogs; import a cluster's into the repository",
     "bundle": "render, validate or build a bundle",
     "completion": "print the shell code for tab completion",
 }

@@ -28,6 +28,7 @@ EXAMPLES: dict[str, str] = {
   reconciler resolve . --cluster prod-eu      # in a fleet repository: one cluster (without: all of them)""",
     "adopt": """\
   reconciler adopt . --dry-run                # what OLM v0 and v1 run, as the files adopt would write
+  reconciler adopt . --import-catalogs        # import the CatalogSources' catalogs first, then adopt
   reconciler adopt . && git add -A && git commit -m "Adopt what OLM v0 runs"
   reconciler reconcile . --dry-run            # then: each takeover step before it happens
   reconciler adopt . --operator plumbus       # applied without OLM: each object of its bundle against what runs""",
@@ -98,6 +99,10 @@ EXAMPLES: dict[str, str] = {
   reconciler catalog graph plumbus -c catalogs/community --channel stable --since 1.2.0 -f svg > plumbus.svg""",
     "catalog render": """\
   reconciler catalog render bundles/plumbus-v1.1.0 --image quay.io/org/plumbus-bundle:v1.1.0 -o yaml""",
+    "catalog import": """\
+  reconciler catalog import . --catalog-source openshift-marketplace/redhat-operators --pull-secret openshift-config/pull-secret
+  reconciler catalog import . --image registry.example.com/index:v4.20 --name community --package plumbus
+  reconciler catalog import . --catalog-source olm/community --dry-run     # what changed since the last import""",
     "catalog template": """\
   reconciler catalog template semver catalog-template.yaml > catalogs/community/plumbus/catalog.yaml
   cat basic.yaml | reconciler catalog template basic - -o json""",

@@ -9,6 +9,7 @@ of the same digest reads no network at all.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import ipaddress
 import io
@@ -105,17 +106,6 @@ def parse_reference(text: str) -> Reference:
     return Reference(registry, repository, tag, digest)
 
 
-def _auth_files() -> list[str]:
-    """Credential files in the order container tools read them."""
-    files = []
-    if explicit := os.environ.get("REGISTRY_AUTH_FILE"):
-        files.append(explicit)
-    if docker := os.environ.get("DOCKER_CONFIG"):
-        files.append(str(Path(docker) / "config.json"))
-    files.append(str(Path.home() / ".docker" / "config.json"))
-    return [f for f in files if Path(f).is_file()]
-
-
 _CHALLENGES: dict[str, str] = {}
 
 
@@ -132,41 +122,58 @@ def _challenge(ref: Reference) -> str:
         url = f"{'http' if ref.loopback else 'https'}://{ref.host}/v2/"
         try:
             resp = requests.get(url, timeout=30)
-        except requests.exceptions.RequestException as exc:
-            raise RegistryError(f"cannot reach registry {ref.registry}: {exc}", obj=str(ref)) from None
+        except (requests.exceptions.RequestException, ValueError) as exc:
+            raise unreachable(ref, exc) from None
         header = resp.headers.get("Www-Authenticate", "") if resp.status_code == 401 else ""
         _CHALLENGES[ref.host] = header.split(" ", 1)[0].lower()
     return _CHALLENGES[ref.host]
 
 
-def _credentials() -> dict[str, Any]:
-    """Registry credentials by host, from the auth files in priority order (the first file naming a host wins)."""
-    merged: dict[str, Any] = {}
-    for path in _auth_files():
-        try:
-            auths = json.loads(Path(path).read_text()).get("auths") or {}
-        except (OSError, ValueError, AttributeError):
-            raise RegistryError(f"cannot read registry credentials from {path}",
-                                hint="it must be a docker config.json with an 'auths' mapping") from None
-        for key, entry in auths.items():
-            host = key.split("://", 1)[-1].split("/", 1)[0]    # "https://index.docker.io/v1/" -> the host
-            merged.setdefault(host, entry)
-    return merged
+def unreachable(ref: Reference, exc: BaseException) -> RegistryError:
+    """``exc`` (a failed connection) said in our words: which registry, which image, what kind of failure."""
+    import requests
+
+    text = str(exc)
+    host = ref.host.rsplit(":", 1)[0] if not ref.host.endswith("]") else ref.host
+    if isinstance(exc, requests.exceptions.SSLError):
+        return RegistryError(f"TLS error talking to registry {ref.registry}: its certificate is not trusted, or it "
+                             "does not speak TLS", obj=str(ref),
+                             hint="plain HTTP is only used for loopback registries; a private CA goes into the "
+                                  "system's trust store (or REQUESTS_CA_BUNDLE)")
+    if isinstance(exc, requests.exceptions.Timeout):
+        why = "it did not answer in time"
+    elif isinstance(exc, ValueError) and not isinstance(exc, requests.exceptions.RequestException):
+        why = f"{host} is not a host name that can be looked up"
+    elif "NameResolution" in text or "Name or service not known" in text or "getaddrinfo" in text \
+            or "nodename nor servname" in text or "Temporary failure in name resolution" in text:
+        why = f"the name {host} does not resolve"
+    elif "Connection refused" in text or "ConnectionRefused" in text:
+        why = "the connection was refused (nothing listens there)"
+    elif "Network is unreachable" in text or "No route to host" in text:
+        why = "there is no route to it from here"
+    else:
+        why = "the connection failed"
+    return RegistryError(f"cannot reach registry {ref.registry} for {ref}: {why}", obj=str(ref),
+                         hint="check the name and the network; in a disconnected network, pull through a mirror "
+                              "(mirrors: in reconciler.yaml, or --mirrors-from-cluster: docs/catalogs.md)")
 
 
 def _client(ref: Reference) -> Any:
     import oras.provider
 
+    from reconciler.oci import auth
+
     scheme = _challenge(ref)
     client = oras.provider.Registry(hostname=ref.host, insecure=ref.loopback,
                                     auth_backend="basic" if scheme == "basic" else "token")
-    # oras would merge the config files in no defined order; merge them ourselves, first file winning.
-    auths = _credentials()
-    names = [ref.registry, *(_DOCKER_HUB if ref.registry in _DOCKER_HUB else ())]
-    found = next((auths[n] for n in names if n in auths), None)
-    if found is not None and ref.host not in auths:
-        auths[ref.host] = found
-    client.auth._auth_config = {"auths": auths}
+    # oras would merge the config files in no defined order and run no credential helper: we find them ourselves.
+    try:
+        entry = auth.credentials(ref.registry)
+    except auth.CredentialError as exc:
+        raise RegistryError(exc.message, obj=str(ref), hint=exc.hint) from None
+    if entry is not None and not entry.get("auth") and (pair := auth.basic(entry)) is not None:
+        entry = {"auth": base64.b64encode(f"{pair[0]}:{pair[1]}".encode()).decode()}
+    client.auth._auth_config = {"auths": {ref.host: entry} if entry else {}}
     client.auth._load_auth(ref.host)
     if scheme == "basic" and not getattr(client.auth, "_basic_auth", None):
         raise RegistryError(f"registry {ref.registry} requires a login, and no credentials for it were found",
@@ -181,19 +188,34 @@ def _container(ref: Reference, what: str | None = None) -> Any:
 
 
 _LOGIN_HINT = ("log in to the registry (credentials are read from $REGISTRY_AUTH_FILE, "
-               "$DOCKER_CONFIG/config.json or ~/.docker/config.json)")
+               "$DOCKER_CONFIG/config.json or ~/.docker/config.json, and the credential helpers they name); "
+               "`catalog import` also takes a cluster's pull secret: --pull-secret NAMESPACE/NAME")
+
+
+_ATTEMPTS = 3       # a dropped connection or a 5xx answer is asked again, after 0.5 s and 1 s
 
 
 def _request(client: Any, url: str, method: str, ref: Reference, **kw: Any) -> Any:
+    """One request through oras' client, retried here and not by oras: its own retry sleeps about two minutes
+    before it gives up on a registry that refuses connections, where a person wants to hear at once."""
+    import time
+
     import requests
 
-    try:
-        return client.do_request(url, method, **kw)
-    except requests.exceptions.SSLError as exc:
-        raise RegistryError(f"TLS error talking to {ref.registry}: {exc}", obj=str(ref),
-                            hint="plain HTTP is only used for loopback registries") from None
-    except (requests.exceptions.RequestException, ValueError) as exc:
-        raise RegistryError(f"cannot reach registry {ref.registry}: {exc}", obj=str(ref)) from None
+    send = getattr(type(client).do_request, "__wrapped__", None)
+    for attempt in range(_ATTEMPTS):
+        try:
+            resp = send(client, url, method, **kw) if send else client.do_request(url, method, **kw)
+        except (requests.exceptions.RequestException, ValueError) as exc:
+            transient = isinstance(exc, (requests.exceptions.Timeout, requests.exceptions.ChunkedEncodingError)) \
+                or "RemoteDisconnected" in str(exc) or "Connection aborted" in str(exc)
+            if not transient or attempt == _ATTEMPTS - 1:
+                raise unreachable(ref, exc) from None
+        else:
+            if resp.status_code not in (502, 503, 504) or attempt == _ATTEMPTS - 1:
+                return resp
+        time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def _check(resp: Any, ref: Reference, what: str) -> None:
@@ -226,9 +248,49 @@ def resolve(reference: str) -> str:
         if not known:
             raise network.refuse("resolving the tag", reference)
         return known
-    digest = _resolve_tag(ref)
+    digest, where = first_source(ref, "resolving the tag", _resolve_tag)
     _remember_tag(str(ref), digest)
+    _ANSWERED[(str(ref), digest)] = where
     return digest
+
+
+_ANSWERED: dict[tuple[str, str], Reference] = {}   # (tag reference, digest) -> where the tag was resolved
+
+
+def sources(ref: Reference) -> list[Reference]:
+    """Where ``ref`` may be pulled from, in order: its mirrors (``oci.mirrors``), then itself unless a rule forbids
+    it. A digest is looked for where a tag was resolved first."""
+    from reconciler.oci import mirrors
+
+    return [Reference(registry, repository, ref.tag, ref.digest)
+            for registry, repository, _ in mirrors.candidates(ref.registry, ref.repository, ref.digest is not None)]
+
+
+def fetch_sources(reference: str, digest: str) -> list[Reference]:
+    """Where the image ``reference`` names, resolved to ``digest``, is fetched from: where its tag was resolved,
+    then the digest's own mirrors and source."""
+    ref = parse_reference(reference)
+    answered = _ANSWERED.get((str(ref), digest))
+    out = [Reference(answered.registry, answered.repository, None, digest)] if answered else []
+    return out + [s for s in sources(ref.with_digest(digest)) if s not in out]
+
+
+def first_source(ref: Reference, what: str, attempt: Any, places: list[Reference] | None = None) -> Any:
+    """``(attempt(place), place)`` for the first place ``ref`` may come from where ``attempt`` succeeds; when none
+    does, one error listing what each said."""
+    places = places or sources(ref)
+    if len(places) == 1 and places[0] == ref:
+        return attempt(ref), ref
+    failures = []
+    for place in places:
+        try:
+            return attempt(place), place
+        except RegistryError as exc:
+            kind = "the source" if (place.registry, place.repository) == (ref.registry, ref.repository) else "mirror"
+            failures.append(f"{kind} {place}: {exc.message}")
+    raise RegistryError(f"{what} failed everywhere {ref} may come from:\n  " + "\n  ".join(failures), obj=str(ref),
+                        hint="check that a mirror holds the image (mirrors of reconciler.yaml, or the cluster's "
+                             "ImageDigestMirrorSets with --mirrors-from-cluster), or that the source is reachable")
 
 
 _TAGS_KEPT = 1000
@@ -305,7 +367,8 @@ def pull(reference: str, dest: Path | None = None) -> PulledImage:
     if not (entry / "image.json").is_file():
         if network.is_offline():
             raise network.refuse(f"pulling the image {digest}", reference)
-        _fetch_into_cache(ref.with_digest(digest), entry)
+        first_source(ref.with_digest(digest), "pulling the image", lambda place: _fetch_into_cache(place, entry),
+                     fetch_sources(reference, digest))
     meta = json.loads((entry / "image.json").read_text())
     root = entry / "root"
     if dest is not None:
@@ -339,8 +402,7 @@ def _fetch_into_cache(ref: Reference, entry: Path) -> None:
                 _stream_blob(client, ref, layer, blob, budget)
                 blob.seek(0)
                 unpack_layer(blob, root, budget, str(ref))
-        (staging / "image.json").write_text(json.dumps({"digest": ref.digest, "labels": labels,
-                                                        "reference": str(ref)}, sort_keys=True))
+        (staging / "image.json").write_text(json.dumps({"digest": ref.digest, "labels": labels}, sort_keys=True))
         try:
             staging.rename(entry)
         except OSError:
@@ -494,7 +556,8 @@ class _BoundedTarInfo(tarfile.TarInfo):
             tarfile_._extended_chain = chain
 
 
-def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, budget: _Budget, name: str) -> None:
+def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, budget: _Budget, name: str,
+                  max_file: int = MAX_OBJECT_BYTES) -> None:
     path = PurePosixPath(member.name.lstrip("/"))
     parts = [p for p in path.parts if p not in ("", ".")]
     if ".." in parts:
@@ -523,9 +586,9 @@ def _apply_member(tar: tarfile.TarFile, member: tarfile.TarInfo, root: Path, bud
         return
     if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         raise RegistryError(f"layer entry {member.name!r} is a device, fifo or other special file", obj=name)
-    if member.size > MAX_OBJECT_BYTES:
+    if member.size > max_file:
         raise RegistryError(f"layer entry {member.name!r} is {member.size} bytes, over the "
-                            f"{MAX_OBJECT_BYTES}-byte per-file limit", obj=name)
+                            f"{max_file}-byte per-file limit", obj=name)
     target = _inside(root, parts, name)
     if (target.exists() or target.is_symlink()) and not (member.isdir() and target.is_dir()
                                                           and not target.is_symlink()):

@@ -46,7 +46,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.imagepolicy import ImagePolicy
 from reconciler.oci import sigstore, trustroot
 from reconciler.oci.client import (INDEX_TYPES, MANIFEST_TYPES, MAX_OBJECT_BYTES, Reference, RegistryError, _check,
-                                   _client, _container, _request, _small_blob, parse_reference, resolve)
+                                   _client, _container, _request, _small_blob, parse_reference, resolve, sources)
 
 SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
 SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
@@ -189,12 +189,33 @@ def verify_image(reference: str, required: Requirements | tuple[PublicKey, ...],
     digest = digest or resolve(reference)
     if network.is_offline():
         raise network.refuse(f"checking the signature of {digest}", reference)
+    # Through the digest's mirrors, as the image itself: a mirror of a disconnected cluster holds its signatures
+    # beside it, and what they sign is checked against the digest of the source reference all the same.
+    places = [Reference(p.registry, p.repository) for p in sources(ref.with_digest(digest))] or [ref]
+    refused: SignatureError | None = None   # the first place that held signatures that do not verify
+    for place in places:
+        try:
+            return _verify_at(place, ref, reference, digest, required)
+        except SignatureError as exc:
+            refused = refused or exc
+            if place == places[-1]:
+                raise refused from None
+        except RegistryError:
+            if place == places[-1]:
+                if refused is not None:
+                    raise refused from None
+                raise
+    raise AssertionError("unreachable")   # the last place returns or raises
+
+
+def _verify_at(at: Reference, ref: Reference, reference: str, digest: str, required: Requirements) -> ImageVerdict:
+    """``verify_image`` with the signatures read from ``at`` (the image's repository, or a mirror of it)."""
     policy = required.policy
     roots = trustroot.current() if policy.identities or policy.transparency_log or policy.signed_timestamp \
         else trustroot.TrustRoot()
     subject = f"image {reference} ({digest})"
     hint = _hint(ref, digest, required)
-    bundles, looked = _bundles(ref, digest)
+    bundles, looked = _bundles(at, digest)
     reasons: list[str] = []
     others: list[str] = []
     signature: tuple[str, sigstore.Verified] | None = None
@@ -218,14 +239,14 @@ def verify_image(reference: str, required: Requirements | tuple[PublicKey, ...],
                 break
     legacy = None
     if signature is None:
-        legacy = _legacy(ref, digest, required, reasons, others)
+        legacy = _legacy(at, digest, required, reasons, others)
     if signature is None and legacy is None:
         if others:
             raise SignatureError(f"{subject} carries a signature of another image: {', '.join(others)}; a signature "
                                  f"copied from another digest vouches for nothing here", obj=reference, hint=hint)
         if not reasons:
             raise SignatureError(f"{subject} is not signed: there is no signature among its referrers ({looked}) "
-                                 f"and none at {Reference(ref.registry, ref.repository, signature_tag(digest))}",
+                                 f"and none at {Reference(at.registry, at.repository, signature_tag(digest))}",
                                  obj=reference, hint=hint)
         raise SignatureError(f"{subject} is signed, but not by {required}: {'; '.join(reasons)}", obj=reference,
                              hint=hint)

@@ -14,9 +14,9 @@ from reconciler.pipeline.facts import ClusterFacts
 from reconciler.pipeline.offline import Converted, convert, lock
 from reconciler.pipeline.outcome import Outcome, apply, desired_operators, reconcile, same_intent
 from reconciler.pipeline.prepared import Prepared, prepare
-from reconciler.pipeline.resolution import installed_state, kubernetes_version, load_catalogs, resolve
+from reconciler.pipeline.resolution import installed_state, kubernetes_version, load_catalogs, pulling, resolve
 from reconciler.pipeline.source import Source
 
 __all__ = ["ClusterFacts", "Converted", "Outcome", "Prepared", "Source", "apply", "convert", "desired_operators",
-           "installed_state", "kubernetes_version", "load_catalogs", "lock", "prepare", "reconcile", "resolve",
+           "installed_state", "kubernetes_version", "load_catalogs", "lock", "prepare", "pulling", "reconcile", "resolve",
            "same_intent"]

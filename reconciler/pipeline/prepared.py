@@ -20,7 +20,7 @@ from reconciler.bundle.installed import Installed
 from reconciler.model.lock import Lockfile
 from reconciler.pipeline.facts import ClusterFacts
 from reconciler.pipeline.offline import convert, lock
-from reconciler.pipeline.resolution import resolve
+from reconciler.pipeline.resolution import pulling, resolve
 from reconciler.pipeline.source import Source
 from reconciler.report import progress
 from reconciler.repo import RepoSnapshot, read_repository
@@ -80,8 +80,9 @@ def prepare(source: Source | str | Path, kube: Kube | None = None, *, resolver: 
     if source.identity is not None:
         snapshot = dataclasses.replace(snapshot, identity=snapshot.settings.repository or source.identity,
                                        git_dir=source.git_dir or snapshot.git_dir)
-    resolution = resolve(snapshot, cluster, resolver)
-    converted = convert(snapshot, resolution, lock(snapshot, resolution, locked=locked), kube)
+    with pulling(snapshot):   # catalog images and bundle images alike, through the repository's mirrors
+        resolution = resolve(snapshot, cluster, resolver)
+        converted = convert(snapshot, resolution, lock(snapshot, resolution, locked=locked), kube)
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
     sources = [*(s.image for s in resolution.selections), *(e.source for e in converted.lockfile.entries),
                *(ref for op in snapshot.operators if op.bundle is not None for ref in op.bundle.refs)]

@@ -25,7 +25,7 @@ from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResol
 if TYPE_CHECKING:
     from reconciler.pipeline.facts import ClusterFacts
 
-__all__ = ["installed_state", "kubernetes_version", "load_catalogs", "resolve"]
+__all__ = ["installed_state", "kubernetes_version", "load_catalogs", "pulling", "resolve"]
 
 
 def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
@@ -52,10 +52,18 @@ def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -
                 from reconciler.oci.signature import requirements
 
                 required = requirements(snapshot.root, settings[name].verify, f"catalog {name}")
-            out[name] = load_image_catalog(name, images[name], prio, required)
+            with pulling(snapshot):
+                out[name] = load_image_catalog(name, images[name], prio, required, settings[name].packages)
         else:
             out[name] = load_catalog(name, snapshot.catalog_dirs[name], f"catalogs/{name}", priority=prio)
     return out
+
+
+def pulling(snapshot: RepoSnapshot):  # noqa: ANN201 - a context manager
+    """The repository's registry mirrors (``mirrors:`` of reconciler.yaml) in force for the block."""
+    from reconciler.oci.mirrors import using
+
+    return using(snapshot.settings.mirrors)
 
 
 def installed_state(snapshot: RepoSnapshot, cluster: ClusterFacts | None) -> dict[str, LockEntry]:

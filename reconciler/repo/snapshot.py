@@ -70,6 +70,7 @@ class CatalogSettings:
     # (``verifyBundles``): keys kept in the repository, certificate identities, attestations (model/imagepolicy.py)
     verify: ImagePolicy = NO_POLICY
     verify_bundles: ImagePolicy = NO_POLICY
+    packages: tuple[str, ...] = ()   # of a catalog image: only these packages are unpacked and read
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Settings:
     ignore_differences: tuple = ()     # model.fieldrules.IgnoreRule: fields left to their owners, every Operator
     create_only: tuple = ()            # model.fieldrules.ObjectSelector: objects created once, never overwritten
     take_over_managers: tuple[str, ...] = ()   # client-side managers whose fields are taken over, beyond the defaults
+    mirrors: tuple = ()                # oci.mirrors.MirrorRule: where images are pulled from instead (docs/catalogs.md)
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ def read_settings(top: Path) -> Settings:
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
     known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
              "provisionerClassName", "installerNamespace", "instance", "repository", "stages",
-             "ignoreDifferences", "createOnly", "takeOverManagers"}
+             "ignoreDifferences", "createOnly", "takeOverManagers", "mirrors"}
     unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", path=SETTINGS_FILE,
@@ -188,10 +190,11 @@ def read_settings(top: Path) -> Settings:
         if not isinstance(name, str) or not name:
             raise InputError(f"catalogs: the catalog name {name!r} must be a string", path=SETTINGS_FILE)
         cfg = cfg or {}
-        if not isinstance(cfg, dict) or set(cfg) - {"priority", "upgradeGraph", "image", "verify", "verifyBundles"}:
+        if not isinstance(cfg, dict) or set(cfg) - {"priority", "upgradeGraph", "image", "verify", "verifyBundles",
+                                                    "packages"}:
             raise InputError(f"catalogs.{name} must be a mapping such as {{priority: 10}}", path=SETTINGS_FILE,
-                             hint="catalog settings are 'priority', 'upgradeGraph', 'image', 'verify' and "
-                                  "'verifyBundles'")
+                             hint="catalog settings are 'priority', 'upgradeGraph', 'image', 'packages', 'verify' "
+                                  "and 'verifyBundles'")
         image = cfg.get("image")
         if image is not None and (not isinstance(image, str) or not image):
             raise InputError(f"catalogs.{name}.image must be an image reference", path=SETTINGS_FILE)
@@ -208,8 +211,14 @@ def read_settings(top: Path) -> Settings:
             raise InputError(f"catalogs.{name}.verify applies to a catalog image, and the catalog has no 'image'",
                              path=SETTINGS_FILE, hint="a catalog directory is verified with the commit that holds "
                                                       "it (--trusted-keys); verifyBundles still applies to it")
+        packages = cfg.get("packages")
+        if packages is not None and (image is None or not isinstance(packages, list) or not packages
+                                     or not all(isinstance(p, str) and is_dns1123_label(p) for p in packages)):
+            raise InputError(f"catalogs.{name}.packages must list package names of the catalog image", path=SETTINGS_FILE,
+                             hint="for example: {image: registry.example.com/index@sha256:..., packages: [plumbus]}; "
+                                  "a catalog directory holds only what it holds")
         catalogs[name] = CatalogSettings(priority=prio, upgrade_graph=graph, image=image, verify=verify["verify"],
-                                         verify_bundles=verify["verifyBundles"])
+                                         verify_bundles=verify["verifyBundles"], packages=tuple(packages or ()))
     kube_version = doc.get("kubernetesVersion")
     if kube_version is not None:
         try:
@@ -252,7 +261,10 @@ def read_settings(top: Path) -> Settings:
     if not isinstance(take_over, list) or not all(isinstance(m, str) and m for m in take_over):
         raise InputError("takeOverManagers must be a list of field manager names", path=SETTINGS_FILE,
                          hint="managers whose client-side writes the reconciler takes over, e.g. [my-old-tool]")
-    return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore),
+    from reconciler.oci.mirrors import parse_settings
+
+    mirrors = parse_settings(doc.get("mirrors"), SETTINGS_FILE)
+    return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore), mirrors=mirrors,
                     catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
                     provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
                     repository=repository, stages=tuple(stages), ignore_differences=ignore_rules,

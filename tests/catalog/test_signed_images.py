@@ -439,3 +439,25 @@ def test_the_example_repository_shows_how_to_require_signed_images():
         community = read_settings(Path(d)).catalogs["community"]
     assert community.verify.keys == ("keys/catalog.pub",) and community.verify_bundles.keys == ("keys/bundles.pub",)
     assert community.image == "registry.example.com/catalogs/community:latest"
+
+
+def test_a_signature_is_read_through_a_mirror_and_checked_against_the_source_digest(tmp_path, oci_registry, cosign,
+                                                                                    keys):
+    """A disconnected cluster's mirror holds the image and its signature; the source is unreachable."""
+    import socket
+
+    from reconciler.oci.mirrors import MirrorRule, using
+
+    mirrored = push_catalog(tmp_path, oci_registry, "mirrored/catalogs/signed", {CONFIGS_LABEL: "/configs"})
+    digest = oci.resolve(mirrored)
+    cosign.sign(by_digest(mirrored), keys["trusted"][0])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        source = f"127.0.0.1:{s.getsockname()[1]}"   # nothing listens there: the source is gone
+    trusted = load_keys(keys["trusted"][1].parent, (keys["trusted"][1].name,))
+    with using([MirrorRule(source, (f"{oci_registry.host}/mirrored",), "digest-only")]):
+        verdict = verify_image(f"{source}/catalogs/signed@{digest}", trusted)
+        assert (verdict.image, verdict.digest) == (f"{source}/catalogs/signed@{digest}", digest)
+        with pytest.raises(SignatureError, match="is signed, but not by the keys other.pub"):
+            verify_image(f"{source}/catalogs/signed@{digest}",
+                         load_keys(keys["other"][1].parent, (keys["other"][1].name,)))

@@ -124,7 +124,8 @@ def test_reconcile_takes_an_adopted_cluster_extension_over_without_disruption(in
     left = run("reconciler adopt bare", code=1)
     assert (f"not adopted ClusterExtension {EXTENSION}: no catalog of the repository has bundle {BUNDLE_NAME} of "
             f"package {PACKAGE} (the repository has no catalogs)") in left, left
-    assert f"opm render {installed.registry}/olmv1/catalog:1 -o yaml > catalogs/NAME/catalog.yaml" in left, left
+    assert (f"reconciler catalog import . --image {installed.registry}/olmv1/catalog:1 --name NAME --package "
+            f"{PACKAGE}") in left, left
     assert list((tmp_path / "bare").iterdir()) == []
 
     preview = run(block[0])

@@ -46,7 +46,8 @@ def test_an_installed_extension_maps_with_its_bundle_images_and_catalogs():
         ("ClusterExtension ext", "op", "ops", ("",))
     assert (ext.bundle_name, ext.version, ext.images) == ("op.v1.2.0", "1.2.0", {"quay.io/org/op:v1.2.0"})
     assert ext.catalog_images == ("quay.io/org/catalog:v1",)
-    assert "opm render quay.io/org/catalog:v1 -o yaml > catalogs/NAME/catalog.yaml" in ext.catalog_hint("")
+    assert "`reconciler catalog import . --image quay.io/org/catalog:v1 --name NAME --package op`" in \
+        ext.catalog_hint("")
     assert ext.adopted_from == "olm-v1/ext"
 
 
