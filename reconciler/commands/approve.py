@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_aware
 from reconciler.approve.records import add_approval
 from reconciler.model.approvals import ApprovedBundle
 from reconciler.repo import read_records
@@ -53,14 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+@offline_aware
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if not args.offline:
-        return _run(args, out)
-    with offline_run(args.repo):
-        return _run(args, out)
-
-
-def _run(args: argparse.Namespace, out: TextIO) -> int:
     import dataclasses
 
     from reconciler import pipeline

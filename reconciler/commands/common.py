@@ -13,7 +13,8 @@ import argparse
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
-    from typing import ContextManager
+    from collections.abc import Callable
+    from typing import ContextManager, TextIO
 
 EXIT_CODES = """\
 exit codes: (they say whose move it is; see docs/hardening.md)
@@ -103,6 +104,16 @@ def offline_run(repo: str) -> ContextManager[None]:
     locks = [snapshot.lock] + [read_lock(snapshot.root, lock_file_of(name)) for name in sorted(snapshot.clusters)]
     return network.offline({e.source: e.digest for lock in locks if lock for e in lock.entries
                             if e.source and e.digest})
+
+
+def offline_aware(run: Callable[[argparse.Namespace, TextIO], int]) -> Callable[[argparse.Namespace, TextIO], int]:
+    """``run`` as a command's handler that, given --offline, runs with no network (``offline_run``)."""
+    def handler(args: argparse.Namespace, out: TextIO) -> int:
+        if not args.offline:
+            return run(args, out)
+        with offline_run(args.repo):
+            return run(args, out)
+    return handler
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:

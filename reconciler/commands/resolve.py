@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_run
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_aware
 from reconciler.errors import EXIT_OK
 
 EXIT_CODES = """\
@@ -45,14 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+@offline_aware
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if not args.offline:
-        return _run(args, out)
-    with offline_run(args.repo):
-        return _run(args, out)
-
-
-def _run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler import pipeline, yamlio
     from reconciler.lock import repin_moved_tags, write_lock
     from reconciler.approve import stage

@@ -36,14 +36,37 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Outcome:
-    snapshot: RepoSnapshot
-    installs: tuple[Installed, ...]
-    lockfile: Lockfile
+    """What one apply did: the run it applied (``prepared``), whether it wrote the lockfile, and the sync's
+    change set."""
+
+    prepared: Prepared
     lock_written: bool
     sync: SyncResult
-    resolution: Resolution | None = None
-    decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)
-    untrusted: UntrustedRevision | None = None   # a dry run's revision that a real run refuses, and why
+
+    @property
+    def snapshot(self) -> RepoSnapshot:
+        return self.prepared.snapshot
+
+    @property
+    def installs(self) -> tuple[Installed, ...]:
+        return self.prepared.installs
+
+    @property
+    def lockfile(self) -> Lockfile:
+        return self.prepared.lockfile
+
+    @property
+    def resolution(self) -> Resolution:
+        return self.prepared.resolution
+
+    @property
+    def decisions(self) -> Mapping[str, Decision]:
+        return self.prepared.decisions
+
+    @property
+    def untrusted(self) -> UntrustedRevision | None:
+        """A dry run's revision that a real run refuses, and why."""
+        return self.prepared.untrusted
 
     @property
     def pending(self) -> list[Decision]:
@@ -128,8 +151,7 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
     if prepared.untrusted is not None:
         result.notes.insert(0, f"not verified, a real run refuses it: {prepared.untrusted.render()}")
     result.notes.extend(prepared.notes)
-    return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions,
-                   prepared.untrusted)
+    return Outcome(prepared, written, result)
 
 
 def reconcile(source: Source | str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,
