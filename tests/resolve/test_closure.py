@@ -17,7 +17,7 @@ import pytest
 from reconciler import pipeline, yamlio
 from reconciler.model.catalog import ShelfView
 from reconciler.repo import read_repository
-from reconciler.resolve import SatResolver, universe
+from reconciler.resolve import ResolutionRequest, SatResolver, universe
 
 
 def _bundle(pkg: str, *props: dict) -> dict:
@@ -66,7 +66,7 @@ def _resolve(repo: Path) -> tuple[SatResolver, dict]:
     snapshot = read_repository(repo)
     resolver = SatResolver()
     catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
-    resolution = resolver.resolve(pipeline.ResolutionRequest(snapshot.operators, catalogs))
+    resolution = resolver.resolve(ResolutionRequest(snapshot.operators, catalogs))
     return resolver, {"catalogs": catalogs, "bundles": {s.owner: s.bundle_name for s in resolution.selections}}
 
 
