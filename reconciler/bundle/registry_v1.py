@@ -250,10 +250,6 @@ class Conversion:
     certs: dict[str, ServiceCert]
     config: DeploymentConfig = DeploymentConfig()
 
-    @property
-    def owned_crds(self) -> dict[str, ParsedManifest]:
-        return {str((m.obj.get("metadata") or {}).get("name")): m for m in self.content.manifests
-                if _group_kind(m.obj) == CRD_GROUP_KIND}
 
 
 @dataclass(frozen=True)

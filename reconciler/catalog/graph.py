@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 
 from reconciler.errors import CatalogError, InputError, ReconcilerError
-from reconciler.model.catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, Catalog, Channel
+from reconciler.model.catalog import SCHEMA_BUNDLE, Catalog, Channel
 from reconciler.model.semver_range import VersionRange
 
 REPLACES, SKIPS, SKIP_RANGE = "replaces", "skips", "skipRange"
@@ -177,10 +177,6 @@ def _vkey(catalog: Catalog, package: str, name: str) -> tuple:
     except Exception:
         v = None
     return (0, v.major, v.minor, v.patch, str(v)) if v is not None else (1, 0, 0, 0, "")
-
-
-def channel_deprecations(catalog: Catalog, graph: UpgradeGraph) -> dict[str, str]:
-    return {c: m for c in graph.channels if (m := catalog.deprecation(graph.package, SCHEMA_CHANNEL, c))}
 
 
 def _id(name: str, ids: dict[str, str]) -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # semver is imported by the first version read (semver_range)
     from typing import Any, Iterable
     import semver
 
-    from reconciler.model.views import GVK, PackageRequired, RelatedImage
+    from reconciler.model.views import GVK, RelatedImage
 
 from reconciler.model.properties import (  # noqa: F401 - the catalog model's vocabulary, importable from here
     PROP_BUNDLE_MEDIATYPE, PROP_BUNDLE_OBJECT, PROP_CHANNEL, PROP_CONSTRAINT, PROP_CSV_METADATA, PROP_DEPRECATED,
@@ -284,14 +284,6 @@ class Bundle(Record):
     @property
     def provided_gvks(self) -> list[GVK]:
         return self.typed_properties(PROP_GVK)
-
-    @property
-    def required_gvks(self) -> list[GVK]:
-        return self.typed_properties(PROP_GVK_REQUIRED)
-
-    @property
-    def required_packages(self) -> list[PackageRequired]:
-        return self.typed_properties(PROP_PACKAGE_REQUIRED)
 
     @property
     def related(self) -> tuple[RelatedImage, ...]:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Protocol
 
 from reconciler.errors import InputError
 from reconciler.model.catalog import (
-    PROP_CONSTRAINT, PROP_GVK, PROP_GVK_REQUIRED, PROP_LABEL, PROP_LABEL_REQUIRED, PROP_PACKAGE, PROP_PACKAGE_REQUIRED,
+    PROP_CONSTRAINT, PROP_GVK, PROP_GVK_REQUIRED, PROP_LABEL, PROP_LABEL_REQUIRED, PROP_PACKAGE_REQUIRED,
     Bundle,
 )
 from reconciler.model.semver_range import VersionRange, parse_version
@@ -365,10 +365,3 @@ def bundle_dependencies(bundle: Bundle) -> list[Predicate]:
         except InputError as exc:
             raise InputError(f"bundle {bundle.name}: {exc.message}", path=bundle.source, hint=exc.hint) from None
     return deps
-
-
-def package_version(bundle: Bundle) -> str:
-    for v in bundle.properties_of(PROP_PACKAGE):
-        if isinstance(v, dict):
-            return str(v.get("version", ""))
-    return ""

@@ -71,10 +71,6 @@ class CSVMetadata:
     fields: dict[str, Any]
 
     @property
-    def display_name(self) -> str:
-        return str(self.fields.get("displayName") or "")
-
-    @property
     def annotations(self) -> dict[str, Any]:
         return self.fields.get("annotations") or {}
 

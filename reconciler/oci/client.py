@@ -307,8 +307,6 @@ def _tag_index() -> dict[str, str]:
 
 
 def _remember_tag(ref: str, digest: str) -> None:
-    from reconciler import cachedir
-
     index = _tag_index()
     if index.get(ref) == digest:
         return
@@ -447,8 +445,6 @@ def _pick_platform(index: dict[str, Any], ref: Reference) -> str:
 
 
 def _small_blob(client: Any, ref: Reference, desc: dict[str, Any], what: str) -> bytes:
-    import io
-
     out = io.BytesIO()
     budget = _Budget(limit=MAX_OBJECT_BYTES)
     _stream_blob(client, ref, desc, out, budget, what=what)

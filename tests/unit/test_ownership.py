@@ -42,7 +42,6 @@ def test_the_parent_lists_member_kinds_and_other_namespaces_sorted():
     assert notes["applyset.kubernetes.io/contains-group-kinds"] == "ConfigMap,Deployment.apps,Operator.reconciler.dev," \
                                                                    "ServiceAccount"
     assert notes["applyset.kubernetes.io/additional-namespaces"] == "b-ns,ns"
-    assert Instance("default").owns({}) and not Instance("team-a").owns({})
 
 
 def test_provenance_needs_the_inventory_and_our_field_manager():

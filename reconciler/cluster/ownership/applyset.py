@@ -29,7 +29,7 @@ from reconciler.kube.client import Kube
 from reconciler.model.kube import (
     ANNOTATION_GROUP_KINDS, ANNOTATION_NAMESPACES, ANNOTATION_TOOLING, DEFAULT_INSTANCE, FIELD_MANAGER,
     LABEL_APPLYSET_ID, LABEL_INSTANCE, LABEL_MANAGED_BY, MANAGED_BY, Manifest, ObjectRef, applyset_parent,
-    instance_applyset_id, instance_of,
+    instance_applyset_id,
 )
 
 TOOLING = f"reconciler/v{__version__}"
@@ -63,9 +63,6 @@ class Instance:
         """What every status object this instance writes carries."""
         return Stamp(self.name, self.id, self.repository, self.cluster)
 
-    def owns(self, labels: dict[str, str] | None) -> bool:
-        """Whether a status object with these labels is this instance's (unlabelled ones are ``default``'s)."""
-        return instance_of(labels) == self.name
 
 
 def group_kind(ref: ObjectRef) -> str:
