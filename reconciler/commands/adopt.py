@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print(line, file=out)
     counts = result.counts()
     reasons = ", ".join(f"{n} {code}" for code, n in counts["notAdoptedByReason"].items())
-    print(f"Summary: {counts['adopted']} adopted, {counts['notAdopted']} not adopted"
+    print(f"Summary: {counts['adopted']} adopted, {counts['notAdopted']} left with a reason"
           + (f" ({reasons})" if reasons else "") + f", {counts['platform']} OLM's own, {counts['notSelected']} not "
           "asked for", file=out)
     if result.adopted and not args.dry_run:

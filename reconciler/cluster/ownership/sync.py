@@ -173,18 +173,21 @@ class _Run:
             self.recorded = {k: v for k, v in self.recorded.items() if k not in names}
 
     def record_refused(self) -> None:
-        """Each held-back Operator's status says why (Ready=False, TakeoverRefused or ApplyRefused); nothing else
-        of it is written."""
-        if self.dry_run or not self.result.refused:
+        """Each held-back Operator that has a status object says why there (Ready=False, TakeoverRefused or
+        ApplyRefused); nothing else of it is written. One that has none gets none: a status object records which
+        repository and instance an Operator is, and one held back has not been installed by this one yet (the
+        run's output and exit code say why)."""
+        refused = [r for r in self.result.refused if r.operator in self.mine]
+        if self.dry_run or not refused:
             return
         status = self.ensure_status()
         asked = {op.name: op for op in self.request.desired}
-        for r in self.result.refused:
+        for r in refused:
             op = asked.get(r.operator)
             if op is None:
                 continue
-            rec = self.mine.get(r.operator)
-            st = dict(rec.status) if rec else {"inventory": []}
+            rec = self.mine[r.operator]
+            st = dict(rec.status)
             message = f"{r.reason}; {r.hint}"[:1000]
             st["conditions"] = [status_objects.condition("Ready", False, r.condition, message)]
             status.write(r.operator, op.spec, st, rec)
