@@ -45,6 +45,7 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "diff": "review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
     "update": "list the updates each Operator could take; --apply commits each on a branch of its own",
     "adopt": "write what OLM v0 and OLM v1 run into the repository; --operator: compare a declared bundle with what runs",
+    "handback": "write that the next reconcile returns an Operator to OLM v0, after checking OLM can take it back",
     "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
     "status": "show each installed Operator's bundle, health, updates and revision",
     "watch": "reconcile continuously from a working tree or a remote git repository",
@@ -71,6 +72,8 @@ NO_NAMESPACE = {
     "approve": f"{_DECLARED}; name the Operators to approve",
     "adopt": "adopt reads every namespace's OLM v0 installs and every ClusterExtension, and --operator the namespaces its bundle names; each "
              "declaration names the namespace it runs in",
+    "handback": "the Operator's install namespace is declared (spec.install.namespace); --source NAMESPACE/NAME names "
+                "the CatalogSource OLM subscribes from",
     "promote": f"a promotion moves bundles between a fleet's stages, whatever their namespace; {_DECLARED}",
     "fleet": "fleet status shows every cluster's Operators, whatever their namespace; `reconciler status REPO "
              "--cluster NAME -n NS` lists one cluster's Operators installed in NS",

@@ -36,6 +36,7 @@ from reconciler.model.kube import API_GROUP, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
+    from reconciler.cluster.ownership.takeover.handback import HandBack
 
 Judge = Callable[[list[DesiredOperator]], Mapping[str, "OperatorHealth"]]
 
@@ -50,7 +51,8 @@ class Request:
     applying and pruning; its verdicts become each Operator's Ready, Progressing and Degraded conditions.
     ``allow_empty``: a repository that declares nothing may uninstall everything. ``adopted`` Operators take
     over an install of OLM (name -> ``olm-v0/<namespace>/<subscription>`` or OLM v1's ClusterExtension), and
-    ``consenting`` ones the live objects of their bundle, at their first apply (``takeover/``).
+    ``consenting`` ones the live objects of their bundle, at their first apply (``takeover/``); ``handback``
+    Operators are returned to OLM v0 (``takeover/handback.py``), and held meanwhile.
     """
 
     desired: list[DesiredOperator]
@@ -63,6 +65,7 @@ class Request:
     adopted: Mapping[str, str] = field(default_factory=dict)
     consenting: frozenset[str] = frozenset()
     events: EventRecorder | None = None   # announces conditions' transitions: the loop's own, else the sync's
+    handback: Mapping[str, HandBack] = field(default_factory=dict)
 
 
 @dataclass
@@ -105,8 +108,9 @@ class _Run:
         self.failed: set[str] = set()
         self.status: StatusWriter | None = None   # the status objects' writer, once their kind is ensured
         self.takeovers = Takeovers(self.kube, request.adopted, request.consenting - request.held,
-                                   instance=instance.name, revision=request.revision, dry_run=request.dry_run) \
-            if request.adopted or request.consenting - request.held else None
+                                   instance=instance.name, revision=request.revision, dry_run=request.dry_run,
+                                   back=request.handback) \
+            if request.adopted or request.consenting - request.held or request.handback else None
 
     def sync(self) -> SyncResult:
         self.read_records()
@@ -156,7 +160,7 @@ class _Run:
             self.result.notes.append(f"Operator {name} was installed before repositories were recorded: it "
                                      f"{'would be' if self.dry_run else 'is'} recorded as this repository's "
                                      f"({self.instance.repository})")
-        self.held = self.request.held | {p.name for p in self.request.pending} \
+        self.held = self.request.held | set(self.request.handback) | {p.name for p in self.request.pending} \
             | held_renames(self.mine, self.request.pending, names)
         self.recorded = {k: v for k, v in self.mine.items() if k not in self.held}
         self.moves = find_moves(self.desired, self.recorded)
