@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.adopt import olmv0, olmv1
+from reconciler.adopt import olmv0, olmv1, proxy
 from reconciler.adopt.olmv0 import Install, Unmapped, csv_images
 from reconciler.adopt.olmv1 import Extension
 from reconciler.errors import ClusterError, DeclarationError
@@ -72,6 +72,7 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool) -> Adoption:
 
     root = Path(repo).resolve()
     installs, unmapped = survey(kube)
+    installs = proxy.recorded(kube, installs)   # the proxy variables OLM injected, kept in spec.config.env
     result = Adoption(unmapped=list(unmapped))
     snapshot = read_repository(root)
     names = _names(installs)

@@ -160,8 +160,12 @@ def olm_runs(api, case: Case) -> list[str]:
     return wrong
 
 
-def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed: ControlPlane, tmp_path: Path):
-    repo = tmp_path / "platform-repo"
+@pytest.fixture(scope="module")
+def taken_over(installed: ControlPlane, tmp_path_factory) -> dict:
+    """Every case adopted from OLM and taken over by the reconcile, with a custom resource that must survive: the
+    repository, a shell in its directory, and what ran under OLM before."""
+    where = tmp_path_factory.mktemp("handback")
+    repo = where / "platform-repo"
     with installed.admin_client() as api:
         group, version, plural, kind = CR
         custom(api).create_namespaced_custom_object(group, version, CASES[1].namespace, plural, {
@@ -171,8 +175,15 @@ def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed:
     env = {e["name"]: e.get("value") for c in proxied["spec"]["containers"] for e in c.get("env") or []}
     assert env["HTTP_PROXY"] == PROXY["httpProxy"] and env["NO_PROXY"] == PROXY["noProxy"]   # OLM injected them
     make_repo(repo, CASES)
-    run = shell(installed.kubeconfig_path, tmp_path)
+    run = shell(installed.kubeconfig_path, where)
     run("reconciler adopt platform-repo")
+    # the proxy variables OLM injected are written into spec.config.env, as the pods run them
+    injected = [{"name": "HTTP_PROXY", "value": PROXY["httpProxy"]}, {"name": "HTTPS_PROXY", "value": PROXY["httpsProxy"]},
+                {"name": "NO_PROXY", "value": PROXY["noProxy"]}]
+    written = yamlio.load_one((repo / "operators" / "move2kube-operator.yaml").read_text(), "move2kube")
+    assert written["spec"]["config"] == {"env": injected}, written
+    configured = yamlio.load_one((repo / "operators" / "ruptura-operator.yaml").read_text(), "ruptura")
+    assert configured["spec"]["config"] == {**CONFIG, "env": CONFIG["env"] + injected}, configured
     run("git -C platform-repo add -A && git -C platform-repo commit -qm adopt")
     run("reconciler reconcile platform-repo")
     with installed.admin_client() as api:
@@ -180,6 +191,11 @@ def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed:
         assert taken["replicaSets"] == before["replicaSets"] and taken["templates"] == before["templates"]
         assert get(api, CASES[0].namespace, "clusterserviceversions", CASES[0].csv) is None   # taken over
         reconcilers = {c.package: granted_to_operators(api, f"{LABEL_OPERATOR}={c.package}") for c in BACK}
+    return {"repo": repo, "run": run, "before": before, "reconcilers": reconcilers}
+
+
+def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed: ControlPlane, taken_over: dict):
+    repo, run, before, reconcilers = (taken_over[k] for k in ("repo", "run", "before", "reconcilers"))
 
     # cert-manager serves webhooks: refused, with why, and nothing written
     refused = run("reconciler handback platform-repo --operator cert-manager", code=2)
@@ -242,3 +258,59 @@ def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed:
         assert final["crds"] == after["crds"] and final["customResources"] == ["kept"]
         for case in BACK:
             assert olm_runs(api, case) == []
+
+
+CLUSTER_VERSION_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "clusterversions.config.openshift.io"},
+    "spec": {"group": "config.openshift.io", "scope": "Cluster",
+             "names": {"kind": "ClusterVersion", "listKind": "ClusterVersionList", "plural": "clusterversions",
+                       "singular": "clusterversion"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def test_the_operator_s_own_upgradeable_false_is_in_its_status(installed: ControlPlane, taken_over: dict):
+    """cert-manager stays the reconciler's (its webhooks keep it from a handback). Its operator writes the
+    OperatorCondition named like its CSV, as OLM's library does: Upgradeable=False becomes a condition of the
+    Operator's status and a line of `reconciler status`; and the cluster's ClusterVersion names the release the
+    OpenShift gates are judged at."""
+    from reconciler.bundle.openshift import cluster_version
+    from reconciler.kube.client import Kube
+
+    repo, run = taken_over["repo"], taken_over["run"]
+    case = WEBHOOKS
+    with installed.admin_client() as api:
+        objects = custom(api)
+        existing = get(api, case.namespace, "operatorconditions", case.csv, version="v2")
+        if existing is None:
+            existing = objects.create_namespaced_custom_object(GROUP, "v2", case.namespace, "operatorconditions", {
+                "apiVersion": f"{GROUP}/v2", "kind": "OperatorCondition",
+                "metadata": {"name": case.csv, "namespace": case.namespace},
+                "spec": {"deployments": ["cert-manager"], "serviceAccounts": ["cert-manager"]}})
+        generation = existing["metadata"].get("generation", 1)
+        objects.patch_namespaced_custom_object_status(GROUP, "v2", case.namespace, "operatorconditions", case.csv, {
+            "status": {"conditions": [{"type": "Upgradeable", "status": "False", "reason": "MigrationInProgress",
+                                       "message": "the webhook's storage is being migrated",
+                                       "lastTransitionTime": "2025-01-01T00:00:00Z",
+                                       "observedGeneration": generation}]}})
+        kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(CLUSTER_VERSION_CRD)
+    run("reconciler reconcile platform-repo")
+    with installed.admin_client() as api:
+        status = custom(api).get_cluster_custom_object("reconciler.dev", "v1alpha1", "operators", case.package)
+        conditions = {c["type"]: c for c in status["status"]["conditions"]}
+        assert (conditions["Upgradeable"]["status"], conditions["Upgradeable"]["reason"]) == \
+            ("False", "MigrationInProgress"), conditions
+        shown = run("reconciler status platform-repo")
+        assert (f"  {case.package}: Upgradeable=False (MigrationInProgress): OperatorCondition {case.namespace}/"
+                f"{case.csv}: the webhook's storage is being migrated") in shown, shown
+        objects = custom(api)
+        wait_for("the ClusterVersion CRD served", lambda: Kube(api).resource("config.openshift.io/v1",
+                                                                             "ClusterVersion"), installed)
+        objects.create_cluster_custom_object("config.openshift.io", "v1", "clusterversions", {
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
+            "spec": {"channel": "stable-4.16"}})
+        objects.patch_cluster_custom_object_status("config.openshift.io", "v1", "clusterversions", "version",
+                                                   {"status": {"desired": {"version": "4.16.3"}}})
+        assert cluster_version(Kube(api), "4.12") == ("4.16.3", "the cluster's ClusterVersion")

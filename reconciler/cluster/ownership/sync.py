@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
-from reconciler.cluster.status import objects as status_objects
+from reconciler.cluster.status import gates, objects as status_objects
 from reconciler.cluster.status.events import EventRecorder
 from reconciler.cluster.status.objects import StatusWriter
 from reconciler.cluster.apply import (
@@ -294,9 +294,12 @@ class _Run:
             if kept:
                 message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
             final[op.name] = {ObjectRef.of(o) for o in op.objects} | kept
-            self.write_status(op.name, op.spec, status_for(
-                op, revision, final[op.name], (True, "Applied", message), self.result.health.get(op.name),
-                drift.get(op.name)), current.get(op.name))
+            status = status_for(op, revision, final[op.name], (True, "Applied", message),
+                                self.result.health.get(op.name), drift.get(op.name))
+            if op.metadata and (gate := gates.upgradeable(self.kube, str(op.bundle.get("namespace") or ""),
+                                                          str(op.bundle.get("name") or ""))):
+                status["conditions"].append(gate)   # what the operator's own OperatorCondition says
+            self.write_status(op.name, op.spec, status, current.get(op.name))
         assert self.status is not None
         for name in sorted(set(self.recorded) - {op.name for op in self.desired}):
             rec = current.get(name)
