@@ -2,7 +2,7 @@
 
 Real OLM v0 installs corpus bundles (AllNamespaces; OwnNamespace with Manual
 approval and a custom resource that must survive; one with a Subscription
-``spec.config``; cert-manager, whose webhooks keep a handback from being
+``spec.config``; SingleNamespace; cert-manager, whose webhooks keep a handback from being
 disruption-free) on a plane of its own, whose controllers resync every
 ``INTERVAL`` seconds and whose cluster has an OpenShift proxy, so OLM injects
 its variables. The repository adopts them and the reconcile takes them over;
@@ -42,9 +42,10 @@ CASES = [
     Case("move2kube-operator/0.3.15-rc.0", "move2kube-operator.v0.3.15-rc.0", "AllNamespaces"),
     Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace", approval="Manual"),
     Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace-config", config=CONFIG),
+    Case("ack-s3-controller/1.10.0", "ack-s3-controller.v1.10.0", "SingleNamespace"),
     Case("cert-manager/1.10.0", "cert-manager.v1.10.0", "AllNamespaces-webhook"),
 ]
-BACK, WEBHOOKS = CASES[:3], CASES[3]
+BACK, WEBHOOKS = CASES[:4], CASES[4]
 CR = ("odoo-community.org", "v1alpha1", "odoos", "Odoo")
 FIRST_LINE = "reconciler handback platform-repo --operator odoo-operator --dry-run"
 

@@ -126,7 +126,7 @@ def live(**kw) -> hb.Live:
     source = {"metadata": {"name": "corpus", "namespace": "olm"},
               "status": {"connectionState": {"lastObservedState": "READY"}}}
     record = Recorded("demo", (), {}, {"bundle": {"name": CSV}})
-    return hb.Live(**{"record": record, "deployments": {"demo": live_as_olm_wrote_it()}, "groups": [],
+    return hb.Live(**{"operator": "demo", "record": record, "deployments": {"demo": live_as_olm_wrote_it()}, "groups": [],
                       "subscriptions": [], "source": source, "proxy": None, "csvs": [], **kw})
 
 
@@ -152,6 +152,9 @@ def test_what_olm_cannot_take_back_is_refused_with_why(change, reason):
      "it runs demo.v0.0.9, but olm.lock pins demo.v0.1.0"),
     (dict(subscriptions=[{"metadata": {"name": "demo", "namespace": "other"}, "spec": {"name": "demo"}}]),
      "OLM v0 already subscribes to demo (Subscription other/demo)"),
+    (dict(subscriptions=[{"metadata": {"name": "demo", "namespace": "demo-ns",
+                                       "labels": {"reconciler.dev/handback-of": "another"}}, "spec": {"name": "demo"}}]),
+     "OLM v0 already subscribes to demo (Subscription demo-ns/demo)"),
     (dict(groups=[{"metadata": {"name": "a", "namespace": "demo-ns"}}, {"metadata": {"name": "b"}}]),
      "namespace demo-ns has 2 OperatorGroups"),
     (dict(groups=[{"metadata": {"name": "global-operators", "namespace": "demo-ns"},
@@ -249,3 +252,30 @@ def test_a_wrong_handback_annotation_is_refused(annotations, message):
     with pytest.raises(DeclarationError) as err:
         parse_operator(doc, Origin("operators/demo.yaml"))
     assert message in err.value.message
+
+
+def plan(csv: dict | None = None, names=(CSV,), manifest: str | None = None) -> dict:
+    import json
+
+    body = manifest if manifest is not None else json.dumps(csv)
+    return {"metadata": {"name": "install-abc", "namespace": "demo-ns"},
+            "spec": {"clusterServiceVersionNames": list(names), "approved": False},
+            "status": {"plan": [{"resource": {"kind": "ClusterServiceVersion", "name": CSV, "manifest": body}}]}}
+
+
+def test_the_plan_is_approved_only_when_it_installs_the_csv_alone_with_the_running_templates():
+    planned = {"kind": "ClusterServiceVersion", "metadata": {"name": CSV, "annotations": {
+        **CSV_ANNOTATIONS, "operatorframework.io/properties": '{"properties":[]}'}}}
+    assert hb.plan_problems(handback(), live(), plan(planned)) == []
+    assert hb.plan_problems(handback(), live(), plan(planned, names=(CSV, "cert-manager.v1.10.0"))) == [
+        "it installs demo.v0.1.0, cert-manager.v1.10.0, not demo.v0.1.0 alone"]
+    other = {**planned, "metadata": {**planned["metadata"], "annotations": {
+        **planned["metadata"]["annotations"], "operatorframework.io/properties": '{"properties":[{"x":1}]}'}}}
+    assert hb.plan_problems(handback(), live(), plan(other)) == [
+        "Deployment demo: OLM would change the pod annotation operatorframework.io/properties"]
+    # an unpacked bundle's step names a ConfigMap: the bundle's CSV, with the properties the plan carries
+    import json
+
+    ref = json.dumps({"kind": "ConfigMap", "name": "b", "namespace": "olm", "catalogSourceName": "corpus",
+                      "catalogSourceNamespace": "olm", "properties": '{"properties":[]}'})
+    assert hb.plan_problems(handback(), live(), plan(manifest=ref)) == []

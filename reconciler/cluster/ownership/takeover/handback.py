@@ -268,6 +268,7 @@ def claimed(live: Manifest, csv: str) -> bool:
 class Live:
     """What the cluster holds for one handback."""
 
+    operator: str
     record: status_objects.Recorded | None
     deployments: dict[str, Manifest]
     groups: list[Manifest]
@@ -278,7 +279,8 @@ class Live:
 
     @property
     def subscription(self) -> Manifest | None:
-        return next((s for s in self.subscriptions if _labels(s).get(LABEL_HANDBACK)), None)
+        """The Subscription this handback made (labelled for its Operator)."""
+        return next((s for s in self.subscriptions if _labels(s).get(LABEL_HANDBACK) == self.operator), None)
 
     def csv(self, name: str) -> Manifest | None:
         return next((c for c in self.csvs if c["metadata"]["name"] == name), None)
@@ -291,7 +293,7 @@ def read(kube: Kube, hb: HandBack, instance: str) -> Live:
     proxy = None
     if kube.resource("config.openshift.io/v1", "Proxy") is not None:
         proxy = _get(kube, "config.openshift.io/v1", "Proxy", "", "cluster")
-    return Live(record, deployments, _list(kube, GROUP_V, "OperatorGroup", hb.namespace), subs,
+    return Live(hb.operator, record, deployments, _list(kube, GROUP_V, "OperatorGroup", hb.namespace), subs,
                 _get(kube, f"{GROUP}/v1alpha1", "CatalogSource", hb.source_namespace, hb.source), proxy,
                 _list(kube, CSV_V, "ClusterServiceVersion", hb.namespace))
 
@@ -558,11 +560,12 @@ def after(kube: Kube, handbacks: Mapping[str, HandBack], result: ChangeSet, *, i
         # planned, knows it by the names the reconciler gives it: the CSV's name first)
         mine_rbac = [o for o in live_objects.values() if o is not None and o.get("kind") in RBAC_KINDS
                      and not claimed(o, hb.csv) and (not dry_run or o["metadata"]["name"].startswith(hb.csv))]
-        if not hb.targets and mine_rbac:
+        if mine_rbac and hb.targets != (hb.namespace,):
             lifted = lift(kube, hb, dry_run)
             if lifted or dry_run:
-                result.notes.append(hb.step(f"make the cluster-wide copies of the Roles OLM made from the CSV's "
-                                            f"permissions, as olm-operator makes them for an AllNamespaces install "
+                where = "cluster-wide" if not hb.targets else "in the target namespaces"
+                result.notes.append(hb.step(f"make the copies {where} of the Roles OLM made from the CSV's "
+                                            f"permissions, as olm-operator makes them "
                                             f"({', '.join(lifted) or 'once OLM made them'}): it makes none while the "
                                             f"reconciler's own RBAC still grants as much", dry_run))
         if not dry_run and mine_rbac:
@@ -602,31 +605,56 @@ def after(kube: Kube, handbacks: Mapping[str, HandBack], result: ChangeSet, *, i
 
 
 def lift(kube: Kube, hb: HandBack, dry_run: bool) -> list[str]:
-    """For an AllNamespaces install, the ClusterRoles and ClusterRoleBindings olm-operator makes from the Roles and
-    RoleBindings of the CSV's permissions (``ensureSingletonRBAC``: same name and labels, the rules and a view of
-    namespaces), made where missing; their names. olm-operator makes them only while the operator's permissions are
-    not met cluster-wide, which the reconciler's own RBAC meets until it goes."""
+    """The RBAC olm-operator makes from the Roles and RoleBindings of the CSV's permissions for the namespaces the
+    operator watches, made where missing; what was made. For an AllNamespaces install, ClusterRoles and
+    ClusterRoleBindings (``ensureSingletonRBAC``: same name and labels, the rules and a view of namespaces); for
+    other target namespaces, copies in each (``ensureTenantRBAC``: owned by the CSV's copy there, labelled as its,
+    ``olm.copiedFrom``). olm-operator makes them only where the operator's permissions are not met, which the
+    reconciler's own RBAC meets until it goes."""
     owner = f"olm.owner={hb.csv},olm.owner.namespace={hb.namespace},olm.owner.kind=ClusterServiceVersion"
     made = []
-    for kind, cluster_kind in (("Role", "ClusterRole"), ("RoleBinding", "ClusterRoleBinding")):
+    for kind in ("Role", "RoleBinding"):
         for obj in _list(kube, f"{RBAC}/v1", kind, hb.namespace, selector=owner):
-            name = obj["metadata"]["name"]
-            if _get(kube, f"{RBAC}/v1", cluster_kind, "", name) is not None:
-                continue
-            body: dict[str, Any] = {"apiVersion": f"{RBAC}/v1", "kind": cluster_kind,
-                                    "metadata": {"name": name, "labels": dict(_labels(obj))}}
-            if kind == "Role":
-                body["rules"] = [*(obj.get("rules") or []), {"verbs": ["get", "list", "watch"], "apiGroups": [""],
-                                                             "resources": ["namespaces"]}]
-            else:
-                ref = obj.get("roleRef") or {}
-                body["subjects"] = obj.get("subjects") or []
-                body["roleRef"] = {"apiGroup": ref.get("apiGroup") or RBAC, "kind": "ClusterRole",
-                                   "name": ref.get("name")}
-            made.append(f"{cluster_kind} {name}")
-            if not dry_run:
-                _create(kube, f"{RBAC}/v1", cluster_kind, "", body)
+            for body in _copies(kube, hb, obj):
+                made.append(f"{body['kind']} {_where(body)}")
+                if not dry_run:
+                    _create(kube, f"{RBAC}/v1", body["kind"], body["metadata"].get("namespace", ""), body)
     return made
+
+
+def _copies(kube: Kube, hb: HandBack, obj: Manifest) -> list[dict]:
+    """What olm-operator makes of one Role or RoleBinding of the CSV for the namespaces it targets, where missing."""
+    name, kind = obj["metadata"]["name"], obj["kind"]
+    view = {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["namespaces"]}
+    if not hb.targets:
+        cluster_kind = f"Cluster{kind}"
+        if _get(kube, f"{RBAC}/v1", cluster_kind, "", name) is not None:
+            return []
+        body: dict[str, Any] = {"apiVersion": f"{RBAC}/v1", "kind": cluster_kind,
+                                "metadata": {"name": name, "labels": dict(_labels(obj))}}
+        if kind == "Role":
+            body["rules"] = [*(obj.get("rules") or []), view]
+        else:
+            ref = obj.get("roleRef") or {}
+            body["subjects"] = obj.get("subjects") or []
+            body["roleRef"] = {"apiGroup": ref.get("apiGroup") or RBAC, "kind": "ClusterRole", "name": ref.get("name")}
+        return [body]
+    out = []
+    for ns in hb.targets:
+        copy = _get(kube, CSV_V, "ClusterServiceVersion", ns, hb.csv) if ns != hb.namespace else None
+        if copy is None or _get(kube, f"{RBAC}/v1", kind, ns, name) is not None:
+            continue   # the install namespace's own, or no copy of the CSV there yet (OLM makes it), or made
+        labels = {**_labels(obj), "olm.owner": hb.csv, "olm.owner.namespace": ns,
+                  "olm.owner.kind": "ClusterServiceVersion", "olm.copiedFrom": hb.namespace, "olm.managed": "true"}
+        body = {"apiVersion": f"{RBAC}/v1", "kind": kind, "metadata": {
+            "name": name, "namespace": ns, "labels": labels,
+            "ownerReferences": [{"apiVersion": CSV_V, "kind": "ClusterServiceVersion", "name": hb.csv,
+                                 "uid": copy["metadata"]["uid"], "blockOwnerDeletion": False, "controller": False}]}}
+        for key in ("rules", "subjects", "roleRef"):
+            if key in obj:
+                body[key] = obj[key]
+        out.append(body)
+    return out
 
 
 def rbac_gap(kube: Kube, hb: HandBack, mine: list[Manifest]) -> str:
