@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reconciler import yamlio
-from reconciler.errors import ClusterError, DeclarationError, PolicyError, UsageError
+from reconciler.errors import ClusterError, DeclarationError, UsageError
 from reconciler.model.declarations import ANNOTATION_ADOPTED_FROM, ANNOTATION_HANDBACK
 
 if TYPE_CHECKING:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import kubernetes.client
 import pytest
