@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.adopt import olmv0, olmv1
+from reconciler.adopt import olmv0, olmv1, proxy
 from reconciler.adopt.olmv0 import Install, Unmapped, csv_images
 from reconciler.adopt.olmv1 import Extension
 from reconciler.errors import ClusterError, DeclarationError
@@ -120,7 +120,7 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool, select: Selection = Sel
     chosen = [i for i in found.installs if select.wants(i.namespace, i.package)]
     needed = olmv0.needed_by_olm([i for i in chosen if isinstance(i, Install)], found.view)
     needs = {u.what for u in needed}
-    installs = [i for i in chosen if i.where not in needs]
+    installs = proxy.recorded(kube, [i for i in chosen if i.where not in needs])   # OLM's proxy variables kept
     result = Adoption(unmapped=[u for u in found.unmapped if select.wants(u.namespace, u.package)] + needed,
                       platform=list(found.platform),
                       unselected=[i for i in found.installs if not select.wants(i.namespace, i.package)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconciler.bundle import k8s_v1, plain_v0, registry_v1, shapes
+from reconciler.bundle import k8s_v1, openshift, plain_v0, registry_v1, shapes
 from reconciler.bundle.certs import CertificateProvider
 from reconciler.bundle.content import ANNOTATION_PACKAGE, BundleContent, read_content
 from reconciler.bundle.rendered import RenderedBundle
@@ -72,6 +72,7 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         warnings.append(f"{csv.file}: ClusterServiceVersion {csv.name} has no deployments and the bundle "
                         f"{fetched.reference} yields no other object: it installs nothing")
     metadata = registry_v1.status_metadata(csv, objects)
+    metadata.update(openshift.recorded(csv.annotations, fetched.path))   # OpenShift's upgrade gate, when declared
     if inferred is not None:   # what its RBAC needs from other Operators; the synthesized CSV lists none
         listed = {(a["group"], a["plural"]) for a in metadata["apis"]["requires"]}
         metadata["apis"]["requires"] += [a for a in k8s_v1.status_requires(inferred)

@@ -37,7 +37,8 @@ SUGGESTED_NAMESPACE = "operatorframework.io/suggested-namespace"
 ALL, OWN, SINGLE, MULTI = "AllNamespaces", "OwnNamespace", "SingleNamespace", "MultiNamespace"
 
 # Objects a registry+v1 bundle may carry beside the CSV and CRDs, and whether
-# they are namespaced (seed: "optional objects" of the bundle format).
+# they are namespaced (seed: "optional objects" of the bundle format; OLM v0.46's
+# supportedresources.go, which added ConsolePlugin and NetworkPolicy).
 OPTIONAL_KINDS: dict[tuple[str, str], bool] = {
     ("", "Secret"): True,
     ("", "ConfigMap"): True,
@@ -56,6 +57,8 @@ OPTIONAL_KINDS: dict[tuple[str, str], bool] = {
     ("console.openshift.io", "ConsoleQuickStart"): False,
     ("console.openshift.io", "ConsoleCLIDownload"): False,
     ("console.openshift.io", "ConsoleLink"): False,
+    ("console.openshift.io", "ConsolePlugin"): False,
+    ("networking.k8s.io", "NetworkPolicy"): True,
 }
 
 

@@ -48,6 +48,7 @@ COMMANDS = {  # each command's line in `reconciler --help`, in this order
     "diff": "review a change offline: bundles, upgrade edges, objects, RBAC, CRDs, API removals",
     "update": "list the updates each Operator could take; --apply commits each on a branch of its own",
     "adopt": "write what OLM v0 and OLM v1 run into the repository; --operator: compare a declared bundle with what runs",
+    "handback": "write that the next reconcile returns an Operator to OLM v0, after checking OLM can take it back",
     "approve": "approve the permissions an Operator's new bundle waits for (writes approvals/)",
     "status": "show each installed Operator's bundle, health, updates and revision",
     "watch": "reconcile continuously from a working tree or a remote git repository",
@@ -72,6 +73,8 @@ NO_NAMESPACE = {
     "diff": _DECLARED,
     "update": f"{_DECLARED}; --only NAME limits the updates to one Operator",
     "approve": f"{_DECLARED}; name the Operators to approve",
+    "handback": "the Operator's install namespace is declared (spec.install.namespace); --source NAMESPACE/NAME names "
+                "the CatalogSource OLM subscribes from",
     "promote": f"a promotion moves bundles between a fleet's stages, whatever their namespace; {_DECLARED}",
     "fleet": "fleet status shows every cluster's Operators, whatever their namespace; `reconciler status REPO "
              "--cluster NAME -n NS` lists one cluster's Operators installed in NS",

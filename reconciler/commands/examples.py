@@ -32,6 +32,11 @@ EXAMPLES: dict[str, str] = {
   reconciler adopt . && git add -A && git commit -m "Adopt what OLM v0 runs"
   reconciler reconcile . --dry-run            # then: each takeover step before it happens
   reconciler adopt . --operator plumbus       # applied without OLM: each object of its bundle against what runs""",
+    "handback": """\
+  reconciler handback . --operator plumbus --dry-run   # can OLM v0 take it back as it runs? what the reconcile does
+  reconciler handback . --operator plumbus && git commit -qam "Hand plumbus back to OLM v0"
+  reconciler reconcile .                      # OLM installs it over what runs; the reconciler lets go
+  git rm operators/plumbus.yaml && git commit -qm "plumbus is OLM's"   # then nothing is pruned""",
     "approve": """\
   reconciler approve . plumbus                # approve what plumbus waits for, then commit:
   git add approvals/ && git commit -m "Approve plumbus.v1.1.0"

@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "templates kept), then its CSV is deleted orphaning its objects, with OLM's other bookkeeping "
                     "for it; one adopted from an OLM v1 ClusterExtension has the ClusterExtension deleted orphaning "
                     "its objects, the bundle applied over what runs, then its Helm release Secrets deleted and "
-                    "OLM v1's labels removed; a dry run lists each step (docs/migration.md). "
+                    "OLM v1's labels removed; one annotated reconciler.dev/handback (by `reconciler handback`) "
+                    "is held and handed back to OLM v0, the reconciler letting go once OLM's CSV Succeeded over "
+                    "the running Deployments; a dry run lists each step (docs/migration.md). "
                     "Inventories belong to this repository's reconciler instance ('instance:' in "
                     "reconciler.yaml, default 'default'): another instance's Operators are never pruned, "
                     "and a declaration named like one of them is refused (exit 2); so are Operators another "
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         progress.clear()   # the report, or the error, starts on a clean line of the terminal
     if args.output == "text":
         print_outcome(outcome, out, dry_run=args.dry_run, server=kube.server if kube else None,
-                      show_unchanged=args.show_unchanged, colour=_tty(out))
+                      show_unchanged=args.show_unchanged, colour=_tty(out), kube=kube)
         unhealthy = print_health(outcome, out, waited=args.wait)
     else:
         doc = as_document(outcome, dry_run=args.dry_run, server=kube.server if kube else None)
@@ -307,7 +309,8 @@ def run_external_diff(outcome: "Outcome", out: TextIO, program: str) -> None:
 
 
 def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str | None,
-                  show_unchanged: bool = False, colour: bool = False) -> None:
+                  show_unchanged: bool = False, colour: bool = False, kube=None) -> None:  # noqa: ANN001 - a Kube
+    """The run for people; ``kube``, the cluster read for what the report says about it (its OpenShift release)."""
     from reconciler.cluster.apply import Action  # the cluster layer is imported only when it is used
 
     snap = outcome.snapshot
@@ -339,7 +342,9 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
     if resolution is not None and not all(s.apply for s in resolution.selections):
         from reconciler.review.nextminor import next_minor_checks
 
-        for check in next_minor_checks(snap, resolution):
+        from reconciler.bundle.openshift import cluster_version
+
+        for check in next_minor_checks(snap, resolution, cluster_version(kube)[0] if kube is not None else None):
             for line in check.describe():
                 print(line, file=out)
     lock_state = _lock_state(outcome)

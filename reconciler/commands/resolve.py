@@ -96,7 +96,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     decisions, not_evaluated = _approvals(snapshot, resolution, lockfile, kube)
     from reconciler.review.nextminor import next_minor_checks
 
-    checks = next_minor_checks(snapshot, resolution)
+    from reconciler.bundle.openshift import cluster_version
+
+    checks = next_minor_checks(snapshot, resolution, cluster_version(kube)[0] if kube is not None else None)
     if args.graph:
         from reconciler.review.render import resolution_mermaid
 

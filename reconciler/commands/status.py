@@ -29,7 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "HealthTimeout, PendingApproval; the message of each that is not ready follows the table), "
                     "whether an approval is pending, whether updates are available and the revision last "
                     "applied. With REPO, only the Operators of its instance, each compared with the "
-                    "repository's olm.lock: in sync, out of date, not installed or not declared.",
+                    "repository's olm.lock: in sync, out of date, not installed or not declared. Upgrade gates "
+                    "follow the table: a bundle's olm.maxOpenShiftVersion, judged against the OpenShift release of "
+                    "the cluster's ClusterVersion (else openshiftVersion in REPO's reconciler.yaml), and an "
+                    "Upgradeable=False the operator's own OperatorCondition says.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", metavar="REPO", nargs="?",
                    help="a GitOps repository working tree to compare with (then only the Operators of its "
@@ -69,9 +72,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         instance = snapshot.settings.instance   # only the Operators of the repository's own instance
         locked = {e.operator: {"name": e.name, "version": e.version, "digest": e.digest}
                   for e in (snapshot.lock.entries if snapshot.lock else ())}
-    records = status_objects.read_all(Kube(api), instance)
+    kube = Kube(api)
+    records = status_objects.read_all(kube, instance)
     rows = summarize({name: rec.status for name, rec in records.items()}, locked,
                      instances={name: rec.instance for name, rec in records.items()})
+    if any("maxOpenShiftVersion" in r for r in rows):
+        from reconciler.bundle.openshift import blocks, cluster_version
+
+        version, where = cluster_version(kube, snapshot.settings.openshift_version if args.repo is not None else None)
+        for row in rows:
+            if "maxOpenShiftVersion" in row:
+                row["openshift"] = {"version": version, "from": where,
+                                    "blocksNextMinor": blocks(row["maxOpenShiftVersion"], version) if version else ""}
     if args.repo is not None:   # not installed yet: the namespace its declaration names, when it names one
         declared = {op.name: op.install.namespace for op in snapshot.operators if op.install.namespace}
         for row in rows:
@@ -117,6 +129,11 @@ def summarize(recorded: dict[str, dict[str, Any]], locked: dict[str, dict[str, s
             })
             if status.get("rejected"):
                 row["rejected"] = status["rejected"]
+            gate = (status.get("metadata") or {}).get("maxOpenShiftVersion")
+            if gate:
+                row["maxOpenShiftVersion"] = gate
+            if "Upgradeable" in conds:
+                row["upgradeable"] = {k: conds["Upgradeable"].get(k, "") for k in ("status", "reason", "message")}
         if locked is not None:
             row["lock"] = _compare(status, locked.get(name))
         rows.append(row)
@@ -165,6 +182,23 @@ def print_table(rows: list[dict[str, Any]], out: TextIO, *, with_lock: bool, wit
         print("", file=out)
     for r in unready:
         print(f"{r['name']}: {r['reason'] or 'NotReady'}: {r['message']}", file=out)
+    gated = [r for r in rows if r.get("maxOpenShiftVersion") or (r.get("upgradeable") or {}).get("status") == "False"]
+    if gated:
+        print("\nUpgrade gates:", file=out)
+    for r in gated:
+        if r.get("maxOpenShiftVersion"):
+            seen = r.get("openshift") or {}
+            if seen.get("blocksNextMinor"):
+                say = f"blocks the cluster's OpenShift upgrade: {seen['blocksNextMinor']} ({seen['from']})"
+            elif seen.get("version"):
+                say = f"allows the next OpenShift minor after {seen['version']} ({seen['from']})"
+            else:
+                say = ("the cluster's OpenShift version is unknown (no ClusterVersion; set openshiftVersion in "
+                       "reconciler.yaml and pass REPO to check it)")
+            print(f"  {r['name']}: olm.maxOpenShiftVersion {r['maxOpenShiftVersion']}: {say}", file=out)
+        if (r.get("upgradeable") or {}).get("status") == "False":
+            print(f"  {r['name']}: Upgradeable=False ({r['upgradeable']['reason']}): {r['upgradeable']['message']}",
+                  file=out)
     rejections: dict[tuple[str, str], tuple[dict[str, str], list[str]]] = {}
     for r in rows:   # the loop refused a newer revision: one line per refusal, naming the Operators it holds back
         if r.get("rejected"):

@@ -68,13 +68,22 @@ def olm_present() -> bool:
     return TOOL.present()
 
 
-def catalog_operator_args(binaries: OlmBinaries, kubeconfig: Path) -> list[str]:
-    return [str(binaries.catalog_operator), f"--kubeconfig={kubeconfig}", f"--namespace={NAMESPACE}"]
+def catalog_operator_args(binaries: OlmBinaries, kubeconfig: Path, interval: float | None = None) -> list[str]:
+    """``interval``: seconds between catalog-operator's full resyncs (``--interval``; its default, 15 minutes,
+    when None)."""
+    return [str(binaries.catalog_operator), f"--kubeconfig={kubeconfig}", f"--namespace={NAMESPACE}",
+            *_interval(interval)]
 
 
-def olm_operator_args(binaries: OlmBinaries) -> list[str]:
+def olm_operator_args(binaries: OlmBinaries, interval: float | None = None) -> list[str]:
+    """``interval``: seconds between olm-operator's full resyncs (``--interval``, with OLM's 20% jitter; its
+    default, 5 minutes, when None)."""
     # It reads $KUBECONFIG (olm_operator_env); an empty status name: there is no OpenShift ClusterOperator to write.
-    return [str(binaries.olm_operator), f"--namespace={NAMESPACE}", "--writeStatusName="]
+    return [str(binaries.olm_operator), f"--namespace={NAMESPACE}", "--writeStatusName=", *_interval(interval)]
+
+
+def _interval(seconds: float | None) -> list[str]:
+    return [] if seconds is None else [f"--interval={seconds:g}s"]
 
 
 def olm_operator_env(kubeconfig: Path) -> dict[str, str]:

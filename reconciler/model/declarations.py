@@ -115,6 +115,7 @@ class OperatorDecl:
     create_only: tuple = ()                 # spec.createOnly (model.fieldrules.ObjectSelector)
     adopted_from: str = ""   # metadata.annotations[reconciler.dev/adopted-from]: what `reconciler adopt` read
     adopt_existing: bool = False   # metadata.annotations[reconciler.dev/adopt]: take over what runs of the bundle
+    handback: str = ""   # metadata.annotations[reconciler.dev/handback]: olm-v0/<catalogsource ns>/<catalogsource>
 
     @property
     def package(self) -> str | None:
@@ -218,6 +219,7 @@ def parse_operator(doc: dict[str, Any], origin: Origin) -> OperatorDecl:
                                delete_custom_resources=_delete_custom_resources(meta, origin, obj),
                                adopted_from=_adopted_from(meta, origin, obj))
     decl = dataclasses.replace(decl, adopt_existing=_adopt_existing(meta, origin, obj, decl.adopted_from))
+    decl = dataclasses.replace(decl, handback=_handback(meta, origin, obj, decl))
     if decl.catalog is None and decl.bundle is None:
         raise spec.fail("spec must name a catalog package (spec.catalog) or a bundle (spec.bundle)")
     if decl.catalog is not None and decl.bundle is not None:
@@ -276,6 +278,35 @@ def _adopt_existing(meta: dict[str, Any], origin: Origin, obj: str, adopted_from
                                f"set; the OLM takeover of {adopted_from} already takes over every object of the "
                                f"bundle", path=str(origin), obj=obj, hint=f"remove {ANNOTATION_ADOPT}")
     return True
+
+
+ANNOTATION_HANDBACK = "reconciler.dev/handback"
+
+
+def _handback(meta: dict[str, Any], origin: Origin, obj: str, decl: OperatorDecl) -> str:
+    """``olm-v0/<namespace>/<catalogsource>``: the intent, written by `reconciler handback` and reviewed in git,
+    that the next reconcile returns the Operator to OLM v0, subscribed from that CatalogSource
+    (``cluster/ownership/takeover/handback.py``)."""
+    value = (meta.get("annotations") or {}).get(ANNOTATION_HANDBACK)
+    if value is None:
+        return ""
+    parts = value.split("/") if isinstance(value, str) else []
+    if not (len(parts) == 3 and parts[0] == "olm-v0" and is_dns1123_label(parts[1])
+            and is_dns1123_subdomain(parts[2])):
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_HANDBACK} must be olm-v0/<namespace>/"
+                               f"<catalogsource>, the CatalogSource OLM v0 subscribes from, not {value!r}",
+                               path=str(origin), obj=obj,
+                               hint=f"write it with `reconciler handback REPO --operator {meta.get('name')}`")
+    for other, set_ in ((ANNOTATION_ADOPTED_FROM, decl.adopted_from), (ANNOTATION_ADOPT, decl.adopt_existing)):
+        if set_:
+            raise DeclarationError(f"metadata.annotations.{ANNOTATION_HANDBACK} and {other} are both set: one "
+                                   f"hands the Operator back to OLM v0, the other takes it over", path=str(origin),
+                                   obj=obj, hint=f"remove {other} (the takeover is done), or the handback")
+    if decl.bundle is not None or decl.catalog is None:
+        raise DeclarationError(f"metadata.annotations.{ANNOTATION_HANDBACK} needs a catalog package: OLM v0 "
+                               f"installs from a CatalogSource, not a bundle named directly", path=str(origin),
+                               obj=obj, hint=f"remove {ANNOTATION_HANDBACK}")
+    return value
 
 
 ANNOTATION_DELETE_CUSTOM_RESOURCES = "reconciler.dev/delete-custom-resources"

@@ -55,6 +55,7 @@ BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
     ("console.openshift.io", "ConsoleQuickStart"): ("consolequickstarts", False),
     ("console.openshift.io", "ConsoleCLIDownload"): ("consoleclidownloads", False),
     ("console.openshift.io", "ConsoleLink"): ("consolelinks", False),
+    ("console.openshift.io", "ConsolePlugin"): ("consoleplugins", False),
 }
 
 # The resource of a kind: (plural, namespaced), or None when unknown.

@@ -18,6 +18,7 @@ from reconciler.approve import Decision
 from reconciler.bundle.installed import Installed
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.cluster.ownership import Request, SyncResult, sync
+from reconciler.cluster.ownership.takeover.handback import intents as handback_intents
 from reconciler.lock import write_lock
 from reconciler.model.lock import Lockfile
 from reconciler.pipeline.desired import desired_state, pending_state
@@ -95,7 +96,8 @@ def same_intent(before: Prepared, after: Prepared) -> bool:
     Conditions are compared without their transition times. A repository that adopts or takes over what
     another installer runs is never the same: its apply acts on live objects beyond the desired ones.
     """
-    if any(d.adopted_from or d.adopt_existing for snap in (before.snapshot, after.snapshot) for d in snap.operators):
+    if any(d.adopted_from or d.adopt_existing or d.handback for snap in (before.snapshot, after.snapshot)
+           for d in snap.operators):
         return False
     if before.lockfile.render() != after.lockfile.render() or before.held != after.held:
         return False   # the common change, told without building either desired state
@@ -140,13 +142,17 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                             operands=paths)
 
     desired, instance = desired_operators(prepared, dry_run=dry_run)
-    result = sync(kube, Request(desired, dry_run=dry_run, allow_empty=snapshot.settings.allow_empty,
+    # Operators handed back to OLM v0 are held, neither applied nor pruned, while the sync hands them back
+    back = handback_intents(snapshot, installs, lockfile) if any(d.handback for d in snapshot.operators) else {}
+    result = sync(kube, Request([op for op in desired if op.name not in back], dry_run=dry_run,
+                                allow_empty=snapshot.settings.allow_empty,
                                 revision=snapshot.revision, held=prepared.held,
-                                pending=() if dry_run else pending_state(installs, prepared.decisions),
+                                pending=() if dry_run else tuple(p for p in pending_state(installs, prepared.decisions)
+                                                                 if p.name not in back),
                                 judge=judge,
                                 adopted={d.name: d.adopted_from for d in snapshot.operators if d.adopted_from},
                                 consenting=frozenset(d.name for d in snapshot.operators if d.adopt_existing),
-                                events=events),
+                                events=events, handback=back),
                   instance)
     if prepared.untrusted is not None:
         result.notes.insert(0, f"not verified, a real run refuses it: {prepared.untrusted.render()}")

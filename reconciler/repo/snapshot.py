@@ -27,6 +27,8 @@ written twice is an error, as in kubectl.
 
 from __future__ import annotations
 
+import re
+
 import fnmatch
 import os
 from dataclasses import dataclass, field
@@ -80,6 +82,7 @@ class Settings:
     default_install_namespace: str = "operators"
     allow_empty: bool = False
     kubernetes_version: str | None = None
+    openshift_version: str | None = None   # the OpenShift release checked against bundles' olm.maxOpenShiftVersion
     ignore: tuple[str, ...] = ()
     catalogs: dict[str, CatalogSettings] = field(default_factory=dict)
     provisioner_class: str = DEFAULT_CLASS    # the approval policy of Operators that name none
@@ -165,7 +168,7 @@ def read_settings(top: Path) -> Settings:
     doc: Any = docs[0]
     if not isinstance(doc, dict):
         raise InputError("settings must be a mapping", path=SETTINGS_FILE)
-    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion",
+    known = {"defaultInstallNamespace", "allowEmpty", "ignore", "catalogs", "kubernetesVersion", "openshiftVersion",
              "provisionerClassName", "installerNamespace", "instance", "repository", "stages",
              "ignoreDifferences", "createOnly", "takeOverManagers", "mirrors"}
     unknown = sorted(set(doc) - known, key=str)   # keys need not be strings
@@ -225,6 +228,10 @@ def read_settings(top: Path) -> Settings:
             parse_version(str(kube_version))
         except InputError as exc:
             raise InputError(f"kubernetesVersion: {exc.message}", path=SETTINGS_FILE) from None
+    openshift = doc.get("openshiftVersion")
+    if openshift is not None and not (isinstance(openshift, str) and re.fullmatch(r"v?\d+\.\d+(\.\d+)?", openshift)):
+        raise InputError(f"openshiftVersion must be an OpenShift release such as \"4.16\" (a string), not "
+                         f"{openshift!r}", path=SETTINGS_FILE, hint='quote it: openshiftVersion: "4.16"')
     provisioner_class = doc.get("provisionerClassName", DEFAULT_CLASS)
     if not isinstance(provisioner_class, str) or not provisioner_class:
         raise InputError("provisionerClassName must name a ProvisionerClass", path=SETTINGS_FILE,
@@ -266,6 +273,7 @@ def read_settings(top: Path) -> Settings:
     mirrors = parse_settings(doc.get("mirrors"), SETTINGS_FILE)
     return Settings(default_install_namespace=ns, allow_empty=allow_empty, ignore=tuple(ignore), mirrors=mirrors,
                     catalogs=catalogs, kubernetes_version=str(kube_version) if kube_version else None,
+                    openshift_version=openshift,
                     provisioner_class=provisioner_class, installer_namespace=installer_ns, instance=instance,
                     repository=repository, stages=tuple(stages), ignore_differences=ignore_rules,
                     create_only=create_only, take_over_managers=tuple(take_over))

@@ -28,6 +28,8 @@ class NextMinorCheck:
     objects: tuple[ObjectChange, ...] = ()   # what would change, from the installed bundle's objects
     installed_error: str = ""            # the installed bundle could not be rendered to compare with
     lock_file: str = "olm.lock"          # the lockfile that records the installed bundle
+    max_openshift: str = ""              # the bundle's olm.maxOpenShiftVersion ("" when it declares none)
+    openshift: str | None = None         # the OpenShift release it is checked against; None when unknown
 
     def to_dict(self) -> dict:
         from reconciler.review.render import object_document
@@ -35,6 +37,12 @@ class NextMinorCheck:
         doc = {"operator": self.owner, "bundle": self.bundle, "assumedKubernetesVersion": self.assumed,
                "apiRemovals": [f.to_dict() for f in self.findings], "installed": self.installed,
                "objects": [object_document(o) for o in self.objects]}
+        if self.max_openshift:
+            from reconciler.bundle.openshift import blocks
+
+            doc["maxOpenShiftVersion"] = self.max_openshift
+            doc["openshift"] = {"version": self.openshift,
+                                "blocksNextMinor": blocks(self.max_openshift, self.openshift) if self.openshift else ""}
         if self.error:
             doc["error"] = self.error
         if self.installed_error:
@@ -54,6 +62,7 @@ class NextMinorCheck:
         if not self.findings:
             lines.append("    no object uses an API deprecated or removed there")
         lines += [f"    ! {f.describe()}" for f in self.findings]
+        lines += self.openshift_lines()
         against = f"{self.installed}, installed per {self.lock_file}" if self.installed else "nothing installed"
         if self.installed_error:
             return lines + [f"  {self.owner}: objects not compared with {self.installed}: {self.installed_error}"]
@@ -63,8 +72,28 @@ class NextMinorCheck:
         return lines + object_lines(self.objects, "    ")
 
 
-def next_minor_checks(snapshot, resolution) -> list[NextMinorCheck]:  # noqa: ANN001 - RepoSnapshot, Resolution
-    """One check per declaration whose input class looks one Kubernetes minor ahead."""
+    def openshift_lines(self) -> list[str]:
+        """OpenShift's gate: the bundle's olm.maxOpenShiftVersion against the cluster's next OpenShift minor."""
+        if not self.max_openshift:
+            return []
+        from reconciler.bundle.openshift import blocks, next_minor as next_openshift
+
+        if self.openshift is None:
+            return [f"    olm.maxOpenShiftVersion {self.max_openshift}: OpenShift version unknown (set openshiftVersion "
+                    f"in reconciler.yaml, or name an OpenShift cluster) to check it against the next minor"]
+        why = blocks(self.max_openshift, self.openshift)
+        if why:
+            return [f"    ! {why}"]
+        nxt = next_openshift(self.openshift)
+        return [f"    olm.maxOpenShiftVersion {self.max_openshift}: allows OpenShift "
+                f"{'.'.join(map(str, nxt)) if nxt else 'next'}, the minor after {self.openshift}"]
+
+
+def next_minor_checks(snapshot, resolution, openshift: str | None = None) -> list[NextMinorCheck]:  # noqa: ANN001
+    """One check per declaration whose input class looks one Kubernetes minor ahead (``snapshot`` a RepoSnapshot,
+    ``resolution`` its Resolution), its bundle's OpenShift gate checked against ``openshift`` (the cluster's
+    release), else ``openshiftVersion`` of reconciler.yaml."""
+    openshift = openshift or snapshot.settings.openshift_version
     from reconciler.bundle import render
     from reconciler.bundle.certs import SelfSignedProvider
 
@@ -96,5 +125,7 @@ def next_minor_checks(snapshot, resolution) -> list[NextMinorCheck]:  # noqa: AN
         changes = () if before_error else tuple(object_changes(before, bundle.objects))
         out.append(NextMinorCheck(sel.owner, sel.bundle_name, assumed, tuple(found),
                                   installed=entry.name if entry is not None else None, objects=changes,
-                                  installed_error=before_error, lock_file=snapshot.lock_file))
+                                  installed_error=before_error, lock_file=snapshot.lock_file,
+                                  max_openshift=str(bundle.metadata.get("maxOpenShiftVersion") or ""),
+                                  openshift=openshift))
     return out

@@ -21,8 +21,10 @@ import pytest
 
 from bench import convert_parity as cp
 from bench.bundle_corpus import DEFAULT_CORPUS, MODES
-from reconciler.bundle import read_content, registry_v1
+from reconciler.bundle import read_content, registry_v1, render_content
+from reconciler.bundle.certs import CertManagerProvider
 from reconciler.bundle.source import fetch
+from reconciler.model.declarations import InstallSettings
 
 pytestmark = pytest.mark.corpus
 
@@ -85,3 +87,52 @@ def test_a_difference_is_found_and_named():
     assert classes == ["Service .spec.ports[].port"] and details == ["Service ns/s: .spec.ports[0].port"]
     classes, _ = cp.compare([role, binding], peer)
     assert classes == ["object only in peer's: Service"]
+
+
+# A bundle shipping the console's plugin and a NetworkPolicy as manifests of their own, as recent Red Hat operators
+# do, which OLM v0 installs since v0.46: built from a real one that carries its ConsolePlugin inside a ConfigMap.
+CONSOLE_PLUGIN_BUNDLE = DEFAULT_CORPUS / "file-integrity-console-plugin" / "0.4.1"
+
+
+def console_plugin_bundle(root: Path) -> Path:
+    """``CONSOLE_PLUGIN_BUNDLE`` copied under ``root``, its ConsolePlugin taken out of its ConfigMap into a manifest of
+    its own, and a NetworkPolicy letting the console reach the plugin's port."""
+    import shutil
+
+    from reconciler import yamlio
+
+    bundle = root / "file-integrity-console-plugin" / "0.4.1"
+    shutil.copytree(CONSOLE_PLUGIN_BUNDLE, bundle)
+    (config_map,) = yamlio.read_all(bundle / "manifests" / "file-integrity-console-plugin-consoleplugin_core_v1_configmap.yaml")
+    plugin = yamlio.load_one(config_map["data"]["consoleplugin.yaml"], "consoleplugin.yaml")
+    assert plugin["kind"] == "ConsolePlugin"
+    (bundle / "manifests" / "file-integrity-console-plugin_console.openshift.io_v1_consoleplugin.yaml").write_text(
+        yamlio.dump(plugin))
+    port = plugin["spec"]["backend"]["service"]["port"]
+    (bundle / "manifests" / "file-integrity-console-plugin_networking.k8s.io_v1_networkpolicy.yaml").write_text(
+        yamlio.dump({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                     "metadata": {"name": "file-integrity-console-plugin"},
+                     "spec": {"podSelector": {"matchLabels": {"app": "file-integrity-console-plugin"}},
+                              "policyTypes": ["Ingress"],
+                              "ingress": [{"ports": [{"port": port, "protocol": "TCP"}],
+                                           "from": [{"namespaceSelector": {"matchLabels": {
+                                               "kubernetes.io/metadata.name": "openshift-console"}}}]}]}}))
+    return bundle
+
+
+@pytest.mark.skipif(not CONSOLE_PLUGIN_BUNDLE.is_dir(), reason=f"no corpus at {DEFAULT_CORPUS}")
+def test_console_plugin_and_network_policy_as_operator_controller_converts_them(tmp_path: Path):
+    bundle = console_plugin_bundle(tmp_path)
+    content = read_content(fetch("file://file-integrity-console-plugin/0.4.1", tmp_path))
+    namespace, targets = cp.targets_for("file-integrity-console-plugin")
+    rendered = render_content(content, InstallSettings(namespace, targets["OwnNamespace"]), namespace,
+                              CertManagerProvider())
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered.objects}
+    plugin = objects[("ConsolePlugin", "file-integrity-console-plugin")]
+    assert "namespace" not in plugin["metadata"] and plugin["spec"]["backend"]["service"]["port"] == 9443
+    assert objects[("NetworkPolicy", "file-integrity-console-plugin")]["metadata"]["namespace"] == namespace
+    if _OCRENDER is None:
+        pytest.skip("ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
+    result = cp.compare_one(content, bundle, "file-integrity-console-plugin/0.4.1", "OwnNamespace", namespace,
+                            targets["OwnNamespace"], _OCRENDER)
+    assert result.status == "identical", "\n".join(result.details)

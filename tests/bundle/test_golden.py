@@ -145,6 +145,27 @@ def test_custom_resource_named_like_a_core_kind_is_refused(tmp_path, kind):
     assert err.value.path == "manifests/extra-1.yaml"
 
 
+# The console's plugin (cluster-scoped) and a NetworkPolicy (namespaced), which OLM v0 installs since v0.46
+# (pkg/controller/operators/catalog/supportedresources.go): the NetworkPolicy goes to the install namespace.
+CONSOLE_PLUGIN = {"apiVersion": "console.openshift.io/v1", "kind": "ConsolePlugin", "metadata": {"name": "demo-plugin"},
+                  "spec": {"displayName": "Demo", "backend": {"type": "Service", "service": {
+                      "name": "demo-plugin", "namespace": "demo-ns", "port": 9443, "basePath": "/"}}}}
+NETWORK_POLICY = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                  "metadata": {"name": "demo-plugin", "namespace": "elsewhere"},
+                  "spec": {"podSelector": {"matchLabels": {"app": "demo-controller"}}, "policyTypes": ["Ingress"],
+                           "ingress": [{"ports": [{"port": 9443, "protocol": "TCP"}], "from": [{
+                               "namespaceSelector": {"matchLabels": {
+                                   "kubernetes.io/metadata.name": "openshift-console"}}}]}]}}
+
+
+def test_console_plugin_and_network_policy(tmp_path):
+    out = _render(tmp_path, csv_doc(), CONSOLE_PLUGIN, NETWORK_POLICY, targets=("demo-ns",))
+    check_golden("console-plugin-network-policy", out)
+    kinds = {o["kind"]: o for o in out.objects}
+    assert "namespace" not in kinds["ConsolePlugin"]["metadata"]
+    assert kinds["NetworkPolicy"]["metadata"]["namespace"] == "demo-ns"
+
+
 def test_plain_v0(tmp_path):
     root = tmp_path / "bundles" / "plain"
     write_docs(root, "manifests/all.yaml",

@@ -270,8 +270,8 @@ def test_unknown_setting_hint_lists_known(tmp_path):
     write(repo, "reconciler.yaml", "ignored: []\n")
     assert read_error(repo).hint == (
         "known settings: allowEmpty, catalogs, createOnly, defaultInstallNamespace, ignore, ignoreDifferences, "
-        "installerNamespace, instance, kubernetesVersion, mirrors, provisionerClassName, repository, stages, "
-            "takeOverManagers")
+        "installerNamespace, instance, kubernetesVersion, mirrors, openshiftVersion, provisionerClassName, repository, "
+        "stages, takeOverManagers")
 
 
 @pytest.mark.parametrize("value", ["Team_A", "", 7, "x" * 41])

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
-from reconciler.cluster.status import objects as status_objects
+from reconciler.cluster.status import gates, objects as status_objects
 from reconciler.cluster.status.events import EventRecorder
 from reconciler.cluster.status.objects import StatusWriter
 from reconciler.cluster.apply import (
@@ -37,6 +37,7 @@ from reconciler.model.kube import API_GROUP, Manifest, ObjectRef
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
+    from reconciler.cluster.ownership.takeover.handback import HandBack
 
 Judge = Callable[[list[DesiredOperator]], Mapping[str, "OperatorHealth"]]
 
@@ -51,7 +52,8 @@ class Request:
     applying and pruning; its verdicts become each Operator's Ready, Progressing and Degraded conditions.
     ``allow_empty``: a repository that declares nothing may uninstall everything. ``adopted`` Operators take
     over an install of OLM (name -> ``olm-v0/<namespace>/<subscription>`` or OLM v1's ClusterExtension), and
-    ``consenting`` ones the live objects of their bundle, at their first apply (``takeover/``).
+    ``consenting`` ones the live objects of their bundle, at their first apply (``takeover/``); ``handback``
+    Operators are returned to OLM v0 (``takeover/handback.py``), and held meanwhile.
     """
 
     desired: list[DesiredOperator]
@@ -64,6 +66,7 @@ class Request:
     adopted: Mapping[str, str] = field(default_factory=dict)
     consenting: frozenset[str] = frozenset()
     events: EventRecorder | None = None   # announces conditions' transitions: the loop's own, else the sync's
+    handback: Mapping[str, HandBack] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,9 @@ class _Run:
         self.failed: set[str] = set()
         self.status: StatusWriter | None = None   # the status objects' writer, once their kind is ensured
         self.takeovers = Takeovers(self.kube, request.adopted, request.consenting - request.held,
-                                   instance=instance.name, revision=request.revision, dry_run=request.dry_run) \
-            if request.adopted or request.consenting - request.held else None
+                                   instance=instance.name, revision=request.revision, dry_run=request.dry_run,
+                                   back=request.handback) \
+            if request.adopted or request.consenting - request.held or request.handback else None
 
     def sync(self) -> SyncResult:
         self.read_records()
@@ -166,7 +170,8 @@ class _Run:
         """The Operators whose takeover is refused keep what they have, untouched, and the others go on."""
         assert self.takeovers is not None
         for r in self.takeovers.refused:
-            self.result.refused.append(Refused(r.operator, r.reason, r.hint))
+            self.result.refused.append(Refused(r.operator, r.reason, r.hint, "HandbackRefused"
+                                               if r.source.startswith("handback/") else "TakeoverRefused"))
         names = {r.operator for r in self.result.refused}
         if names:
             self.held = self.held | names
@@ -208,7 +213,7 @@ class _Run:
             self.result.notes.append(f"Operator {name} was installed before repositories were recorded: it "
                                      f"{'would be' if self.dry_run else 'is'} recorded as this repository's "
                                      f"({self.instance.repository})")
-        self.held = self.request.held | {p.name for p in self.request.pending} \
+        self.held = self.request.held | set(self.request.handback) | {p.name for p in self.request.pending} \
             | held_renames(self.mine, self.request.pending, names)
         self.recorded = {k: v for k, v in self.mine.items() if k not in self.held}
         self.moves = find_moves(self.desired, self.recorded)
@@ -382,9 +387,12 @@ class _Run:
             if kept:
                 message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
             final[op.name] = {ObjectRef.of(o) for o in op.objects} | kept
-            self.write_status(op.name, op.spec, status_for(
-                op, revision, final[op.name], (True, "Applied", message), self.result.health.get(op.name),
-                drift.get(op.name)), current.get(op.name))
+            status = status_for(op, revision, final[op.name], (True, "Applied", message),
+                                self.result.health.get(op.name), drift.get(op.name))
+            if op.metadata and (gate := gates.upgradeable(self.kube, str(op.bundle.get("namespace") or ""),
+                                                          str(op.bundle.get("name") or ""))):
+                status["conditions"].append(gate)   # what the operator's own OperatorCondition says
+            self.write_status(op.name, op.spec, status, current.get(op.name))
         assert self.status is not None
         for name in sorted(set(self.recorded) - {op.name for op in self.desired}):
             rec = current.get(name)

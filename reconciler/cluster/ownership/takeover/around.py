@@ -1,11 +1,13 @@
 """The takeovers one sync makes around the engine's plan and write.
 
-Two kinds, both ownership policy: OLM installs the repository adopted
+Three kinds, all ownership policy: OLM installs the repository adopted
 (``olmv0.py``: its bookkeeping retired before and after the write;
 ``olmv1.py``: the ClusterExtension deleted before it, orphaning what it
 installed, its release and marks removed after) and live objects an
 Operator's declaration consents to take over (``existing.py``: the consent
-acted on at its first apply, then spent). ``before`` gives the engine what
+acted on at its first apply, then spent); and, the other way, Operators the
+repository hands back to OLM v0 (``handback.py``: held, OLM asked to take
+them back before the write, the reconciler letting go after). ``before`` gives the engine what
 each Operator may apply over and does what must precede the plan; ``after``
 finishes once the sync applied the Operators. Both write through the sync's
 own recording client, so every write they make is in the sync's change set
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from reconciler.cluster.apply import ChangeSet, DesiredOperator
-from reconciler.cluster.ownership.takeover import existing, olmv0, olmv1
+from reconciler.cluster.ownership.takeover import existing, handback, olmv0, olmv1
 from reconciler.kube.client import Kube
 from reconciler.model.kube import Manifest
 
@@ -25,11 +27,13 @@ from reconciler.model.kube import Manifest
 class Takeovers:
     """The takeovers of one sync on ``kube`` (the sync's recording client), as instance ``instance``:
     ``adopted`` Operators (name -> the install adopted, ``olm-v0/<namespace>/<subscription>`` or OLM v1's) and the
-    ``consenting`` ones (``reconciler.dev/adopt`` on the declaration; those held excepted)."""
+    ``consenting`` ones (``reconciler.dev/adopt`` on the declaration; those held excepted); the ones handed
+    ``back`` to OLM v0 (held by the sync)."""
 
     def __init__(self, kube: Kube, adopted: Mapping[str, str], consenting: frozenset[str], *, instance: str,
-                 revision: str | None, dry_run: bool) -> None:
+                 revision: str | None, dry_run: bool, back: Mapping[str, handback.HandBack] | None = None) -> None:
         self.kube, self.adopted, self.consenting = kube, dict(adopted), consenting
+        self.back = dict(back or {})
         self.instance, self.revision, self.dry_run = instance, revision, dry_run
         self.found: list[olmv0.Takeover] = []
         self.refused: list[olmv0.Refusal] = []   # adopted Operators held back this run, each alone
@@ -54,6 +58,10 @@ class Takeovers:
                                                                      self.instance, dry_run=self.dry_run)
         notes += olmv0.before(self.kube, self.found, dry_run=self.dry_run)
         notes += olmv1.before(self.kube, self.found_v1, dry_run=self.dry_run)
+        if self.back:
+            lines, refused = handback.before(self.kube, self.back, instance=self.instance, dry_run=self.dry_run)
+            notes += lines
+            self.refused += refused
         return desired
 
     def after(self, desired: list[DesiredOperator], result: ChangeSet,
@@ -67,3 +75,5 @@ class Takeovers:
             result.notes += olmv1.after(self.kube, self.found_v1, dry_run=self.dry_run)
         result.notes += self.spent + existing.record(self.kube, self.adoptions, revision=self.revision,
                                                      dry_run=self.dry_run)
+        if self.back:
+            handback.after(self.kube, self.back, result, instance=self.instance, dry_run=self.dry_run)
