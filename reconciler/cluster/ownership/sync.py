@@ -173,6 +173,11 @@ class _Run:
             self.result.refused.append(Refused(r.operator, r.reason, r.hint, "HandbackRefused"
                                                if r.source.startswith("handback/") else "TakeoverRefused"))
         names = {r.operator for r in self.result.refused}
+        if names and not self.desired and not self.request.pending:
+            # every Operator asked for is held back: nothing is written at all, and the refusal says why for each
+            raise PolicyError(f"{len(names)} Operator(s) held back, so nothing was written:\n  "
+                              + "\n  ".join(f"Operator {r.operator}: {r.reason}" for r in self.result.refused),
+                              hint="; ".join(dict.fromkeys(r.hint for r in self.result.refused if r.hint)))
         if names:
             self.held = self.held | names
             self.recorded = {k: v for k, v in self.recorded.items() if k not in names}
