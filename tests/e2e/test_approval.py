@@ -14,7 +14,7 @@ from reconciler.cluster.ownership import Request, sync
 from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError
 
-from tests.unit.test_declarations import DESIGN_DOC_V2ALPHA1
+from tests.unit.helpers import DESIGN_DOC_V2ALPHA1
 
 from .support import GitOpsRepo, approve, get, managed, reconcile
 

@@ -11,10 +11,32 @@ import pytest
 
 from reconciler import yamlio
 from tests.example import approved_copy
+from tests.support.paths import EXAMPLE
 
-EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
+EXAMPLE_REPO = EXAMPLE
 
 ALL_MODES = ("OwnNamespace", "SingleNamespace", "AllNamespaces")
+
+
+# The design document's v2alpha1 Operator example (the declaration tests parse it, the approval test
+# installs it).
+DESIGN_DOC_V2ALPHA1 = """\
+apiVersion: operators.coreos.com/v2alpha1
+kind: Operator
+metadata:
+  name: plumbus
+spec:
+  updates:
+    type: CatalogSource
+    catalogSource:
+      package: plumbus
+      channel: stable
+      entrypoint: plumbus.v2.0.0
+      approval: Automatic
+      ref:
+        name: community
+        namespace: my-ns
+"""
 
 
 def copy_example(tmp_path: Path, name: str = "repo") -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -12,6 +11,7 @@ from reconciler.model.approvals import ApprovalRecord, ApprovedBundle, parse_rec
 from reconciler.approve.required import Requirements
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.provisioner import BUILTIN_CLASSES, Identity, ProvisionerClass, parse_provisioner_class
+from tests.support.paths import CORPUS as SHARED_CORPUS
 
 NS = "ops"
 READ_PODS = Rule.make(NS, verbs=["get", "list"], api_groups=[""], resources=["pods"])
@@ -113,7 +113,7 @@ def test_records_render_deterministically_and_parse_strictly() -> None:
                       "spec": {"bundles": [{"name": "x", "digest": "md5:1"}]}}, "approvals/op.yaml")
 
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "operators"
+CORPUS = SHARED_CORPUS / "operators"
 
 
 @pytest.mark.corpus

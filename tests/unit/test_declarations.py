@@ -9,6 +9,7 @@ from reconciler.errors import DeclarationError
 from reconciler.model.declarations import (
     CatalogSelector, Constraint, DirectBundle, InstallSettings, Origin, parse_operator,
 )
+from tests.unit.helpers import DESIGN_DOC_V2ALPHA1
 
 ORIGIN = Origin("operators/plumbus.yaml")
 
@@ -46,24 +47,6 @@ status:
   - kind: UpdateAvailable
     status: True
     lastTransitionTime: 2019-09-16T22:26:29Z
-"""
-
-DESIGN_DOC_V2ALPHA1 = """\
-apiVersion: operators.coreos.com/v2alpha1
-kind: Operator
-metadata:
-  name: plumbus
-spec:
-  updates:
-    type: CatalogSource
-    catalogSource:
-      package: plumbus
-      channel: stable
-      entrypoint: plumbus.v2.0.0
-      approval: Automatic
-      ref:
-        name: community
-        namespace: my-ns
 """
 
 DIRECT_BUNDLE = """\

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.support.paths import RECONCILER
 
-CLUSTER = Path(__file__).resolve().parents[2] / "reconciler" / "cluster"
+CLUSTER = RECONCILER / "cluster"
 MOST_PARAMETERS = 7
 MOST_LINES = 60
 

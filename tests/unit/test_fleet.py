@@ -14,8 +14,9 @@ from reconciler.model.fleet import ClusterDecl, for_cluster, parse_selector
 from reconciler.repo import read_repository
 from reconciler.repo.fleet import cluster_context, select_cluster, stage_holds
 from tests.unit.helpers import write
+from tests.support.paths import FLEET_EXAMPLE
 
-FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet-repo"
+FLEET = FLEET_EXAMPLE
 
 
 @pytest.fixture

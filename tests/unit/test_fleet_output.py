@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-from pathlib import Path
 
 import pygit2
 import yaml
 
 from tests.e2e.support import cli
-from tests.unit.test_promotion import FLEET, commit_all, pin_old
+from tests.support.paths import FLEET_EXAMPLE as FLEET, ROOT
+from tests.support.repo import commit_all
+from tests.unit.fleet.fleets import pin_old
 
 KUBECONFIG = """\
 apiVersion: v1
@@ -112,7 +113,7 @@ def test_the_fleet_diff_previews_a_cluster_that_a_reconcile_would_refuse_to_empt
 def test_docs_output_describes_the_fleet_status_document_field_for_field(tmp_path):
     from reconciler.fleet.status import Cell, ClusterStatus, FleetStatus
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "output.md").read_text()
+    text = (ROOT / "docs" / "output.md").read_text()
     block = text.split("```yaml\napiVersion: reconciler.dev/v1alpha1\nkind: FleetStatus\n", 1)[1].split("```", 1)[0]
     printed = yaml.safe_load("apiVersion: reconciler.dev/v1alpha1\nkind: FleetStatus\n" + block)
     fleet = FleetStatus("github.com/example/fleet", ["plumbus"], [ClusterStatus(

@@ -8,7 +8,6 @@ import hashlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from reconciler.yamlio import codec
 from reconciler.cluster.apply import describe_diff
 from reconciler.errors import InputError
 from reconciler.model.shape import INT, STR, ListOf, MapOf, Obj, check
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("text", ["[" * 50_000 + "]" * 50_000, "- " * 50_000 + "x", "a: " + "{b: " * 50_000])

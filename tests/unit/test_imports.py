@@ -13,8 +13,9 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from tests.support.paths import RECONCILER
 
-ROOT = Path(__file__).resolve().parents[2] / "reconciler"
+ROOT = RECONCILER
 ARCHITECTURE = ROOT.parent / "ARCHITECTURE.md"
 
 

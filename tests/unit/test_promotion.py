@@ -8,7 +8,6 @@ tests/e2e/test_fleet.py); everything else (repository, resolution, lockfiles, gi
 
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,16 +19,14 @@ from reconciler.errors import ResolutionError
 from reconciler.fleet import promote
 from reconciler.fleet.promote import Kind, Outcome
 from reconciler.fleet.resolve import resolve_fleet
-from reconciler.fleet.status import Cell, ClusterStatus, FleetStatus
 from reconciler.repo import read_repository
 from reconciler.repo.fleet import hold_details, operator_stages, select_cluster
 from tests.e2e.support import cli
+from tests.support.paths import FLEET_EXAMPLE as FLEET
+from tests.support.repo import GitRepo, commit_all
+from tests.unit.fleet.fleets import NOW, healthy, pin_old
 
-FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet-repo"
-OLD_DIGEST = "sha256:cfbf439270b6dc572e0b8814167883db2a20672e84f272ccecb1a37e8f6116c4"
-NEW_DIGEST = "sha256:0ba79bff16bea7575f8261b469021ba777160b45afbf81060510cffc702f91d6"
 LATER_STAGES = "  placement:\n    clusterSelector:\n      matchExpressions: [{key: env, operator: In, values: [staging, prod]}]\n"
-NOW = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture
@@ -44,50 +41,9 @@ def place(root: Path, placement: str) -> None:
     decl.write_text(decl.read_text().replace("  placement:\n", placement))
 
 
-def pin_old(root: Path, *clusters: str) -> None:
-    """The lockfiles of ``clusters`` pin plumbus 1.0.0, as before 1.1.0 was in the catalog."""
-    for name in clusters:
-        lock = root / "clusters" / name / "olm.lock"
-        lock.write_text(lock.read_text().replace("1.1.0", "1.0.0").replace(NEW_DIGEST, OLD_DIGEST))
-
-
 def pinned(root: Path, cluster: str) -> list[str]:
     text = (root / "clusters" / cluster / "olm.lock").read_text()
     return [line.split(": ")[1] for line in text.splitlines() if line.startswith("  name: ")]
-
-
-def commit_all(root: Path, message: str = "fleet") -> pygit2.Repository:
-    repo = pygit2.init_repository(str(root), initial_head="main") if not (root / ".git").exists() \
-        else pygit2.Repository(str(root))
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.invalid")
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents)
-    return repo
-
-
-def healthy(root: Path, *, running: dict[str, str], hours: float = 3.0, health: str = "Healthy",
-            unreachable: tuple[str, ...] = ()) -> FleetStatus:
-    """What `fleet status` would read: each cluster in ``running`` runs that plumbus bundle as its lockfile pins,
-    in ``health`` for ``hours``."""
-    snap = read_repository(root)
-    clusters = []
-    for name, decl in sorted(snap.clusters.items()):
-        if name in unreachable:
-            clusters.append(ClusterStatus(name, decl.stage or "", name, reachable=False,
-                                          error="cannot reach the API server"))
-            continue
-        view = select_cluster(snap, name)
-        placed = any(op.name == "plumbus" for op in view.operators)
-        locked = view.lock.for_operator("plumbus").name if view.lock and view.lock.for_operator("plumbus") else ""
-        bundle = running.get(name, "")
-        since = (NOW - dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        cell = Cell("plumbus", placed=placed, installed=bool(bundle), bundle=bundle, version=bundle[9:],
-                    health=health if bundle else "NotInstalled", locked=locked, in_sync=bool(bundle) and
-                    bundle == locked, ready_since=since if health == "Healthy" else "", revision="1c9e0a7d4f2b")
-        clusters.append(ClusterStatus(name, decl.stage or "", name, reachable=True, cells={"plumbus": cell}))
-    return FleetStatus(str(root), ["plumbus"], clusters)
 
 
 # Stages follow placement ---------------------------------------------------------------------------------
@@ -113,7 +69,7 @@ def test_an_operator_placed_only_on_later_stages_moves_from_its_first_stage(flee
     assert held in explain.out, explain.out
     update = cli("update", str(fleet), "--cluster", "prod-eu", capsys=capsys)
     assert "No updates available." in update.out and held in update.out, update.out
-    commit_all(fleet)
+    commit_all(fleet, "fleet")
     diff = cli("diff", str(fleet), "--cluster", "prod-eu", "--base", "HEAD", "--offline", capsys=capsys)
     assert held in diff.out, diff.out
 
@@ -206,7 +162,7 @@ def test_any_cluster_error_names_the_cluster_and_stage_and_writes_nothing(fleet,
 def test_a_forced_promotion_names_what_it_moves_and_the_dry_run_prints_that_commit(fleet, capsys):
     """The example fleet: dev pins plumbus 1.1.0, staging and prod 1.0.0; no cluster can be read."""
     pin_old(fleet, "staging", "prod-eu", "prod-us")
-    repo = commit_all(fleet)
+    repo = GitRepo(fleet, "fleet").git
     args = ("promote", str(fleet), "--to", "staging", "--soak", "0", "--force", "--reason", "hotfix for CVE-1")
     dry = cli(*args, "--dry-run", capsys=capsys)
     assert dry.code == 1, dry.out + dry.err
@@ -231,7 +187,7 @@ def test_a_forced_promotion_names_what_it_moves_and_the_dry_run_prints_that_comm
 
 def test_promote_all_moves_what_is_ready_one_stage_per_run_and_is_idempotent(fleet):
     pin_old(fleet, "staging", "prod-eu", "prod-us")
-    repo = commit_all(fleet)
+    repo = GitRepo(fleet, "fleet").git
     status = healthy(fleet, running={"dev": "plumbus.v1.1.0", "staging": "plumbus.v1.0.0",
                                      "prod-eu": "plumbus.v1.0.0", "prod-us": "plumbus.v1.0.0"})
     first = promote.plan_all(fleet, soak=3600, now=NOW, status=status)
@@ -267,7 +223,7 @@ def test_a_bad_version_is_refused_and_an_unreachable_stage_gives_no_evidence(fle
 
 def test_a_promotion_for_a_pull_request_commits_on_a_new_branch_and_leaves_the_checkout(fleet, capsys):
     pin_old(fleet, "staging", "prod-eu", "prod-us")
-    repo = commit_all(fleet)
+    repo = GitRepo(fleet, "fleet").git
     head = repo.head.target
     lock = (fleet / "clusters/staging/olm.lock").read_text()
     run = cli("promote", str(fleet), "--to", "staging", "--force", "--reason", "r", "--branch", "promote/prod",

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 RUNTIME, TEST = ROOT / "requirements.lock", ROOT / "requirements-test.lock"
 _ENTRY = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) \\$")
 

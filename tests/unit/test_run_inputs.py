@@ -13,8 +13,8 @@ import pytest
 from reconciler import pipeline
 from reconciler.repo import inputs
 from tests.unit.helpers import commit_all, git, write
+from tests.support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CLUSTERS = ("dev", "staging", "prod-eu", "prod-us")
 
 

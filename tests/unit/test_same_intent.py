@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from reconciler import pipeline
+from tests.support.paths import EXAMPLE
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 
 
 def prepared(root: Path) -> pipeline.Prepared:

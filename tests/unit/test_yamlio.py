@@ -7,6 +7,7 @@ import pytest
 from reconciler import yamlio
 from reconciler.yamlio import codec
 from reconciler.errors import InputError
+from tests.support.paths import CORPUS, ROOT
 
 
 def test_timestamps_stay_strings():
@@ -258,11 +259,9 @@ def test_the_event_builder_stops_at_the_depth_limit_with_the_line():
 
 
 def test_the_event_builder_matches_the_constructor_on_real_catalogs():
-    from pathlib import Path
-
     import yaml
 
-    corpus = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "catalogs"
+    corpus = CORPUS / "catalogs"
     files = sorted(corpus.glob("v4.*/*/catalog.yaml"))[:8]
     if not files:
         pytest.skip("the shared corpus is absent")
@@ -287,7 +286,6 @@ def test_json_is_read_without_importing_pyyaml(tmp_path):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     (tmp_path / "foo").mkdir()
     blobs = [{"schema": "olm.package", "name": "foo", "defaultChannel": "stable"},
@@ -298,7 +296,7 @@ def test_json_is_read_without_importing_pyyaml(tmp_path):
     child = ("import sys\nfrom reconciler.catalog import load\nr = load(sys.argv[1], use_cache=False)\n"
              "print(len(r.catalog.bundles), not r.errors, 'yaml' in sys.modules)\n"
              "from reconciler import yamlio\nyamlio.load_all('a: 1', 'x.yaml')\nprint('yaml' in sys.modules)\n")
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": root}, check=True)
     assert proc.stdout.split() == ["1", "True", "False", "True"]
