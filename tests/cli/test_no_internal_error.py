@@ -4,7 +4,7 @@ declarations, through every command that reads a repository.
 Each example is the working tree's change on top of a first commit, empty or the example repository (whose
 catalog the documents' Operators name), so ``diff`` reviews it too. The
 run is offline (no cluster configured, no network): what an example cannot do without one is refused with an
-``error:`` line of its own, never a traceback turned into exit 70. ``tests/unit/test_seed_declarations.py``
+``error:`` line of its own, never a traceback turned into exit 70. ``tests/unit/repo/test_seed_declarations.py``
 says what each declaration example becomes; the hostile cases (``tests/hostile``) check the same for hostile
 repositories, command by command.
 """
