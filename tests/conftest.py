@@ -14,6 +14,9 @@ import pytest
 
 from reconciler.localcluster import ControlPlane, ensure_binaries
 
+# the repository fixtures (tests/support/fixtures.py)
+pytest_plugins = ["tests.support.fixtures"]
+
 _CLUSTER_FIXTURES = {"control_plane", "kube"}
 
 

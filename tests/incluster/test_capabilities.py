@@ -322,8 +322,6 @@ def test_commit_verification_with_keys_from_a_secret(deployed, k8s, gitops, clea
     ServiceAccount, the unsigned one after it refused with nothing applied."""
     import base64
 
-    from tests.signing import commit
-
     pod = get(k8s, "apps/v1", "Deployment", "reconciler", "reconciler-system")["spec"]["template"]["spec"]
     [container] = [c for c in pod["containers"] if c["name"] == "reconciler"]
     path = {e["name"]: e.get("value") for e in container["env"]}["RECONCILER_TRUSTED_KEYS"]
@@ -338,7 +336,7 @@ def test_commit_verification_with_keys_from_a_secret(deployed, k8s, gitops, clea
         (mounted.parent / key).write_bytes(base64.b64decode(value))
     monkeypatch.setenv("RECONCILER_TRUSTED_KEYS", str(mounted))
 
-    signed = commit(gitops.path, "plumbus 1.0.0, signed", verified)
+    signed = gitops.commit("plumbus 1.0.0, signed", signer=verified)
     run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert managed(k8s, "plumbus") == V100

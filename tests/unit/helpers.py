@@ -1,5 +1,5 @@
-"""Builders shared by the unit tests: a writable copy of the example repository,
-and small registry+v1 bundles written to a temporary directory."""
+"""Builders shared by the unit tests: files and documents written to a temporary directory, small registry+v1
+bundles, and the design documents' examples (repositories: ``tests/support/repo.py``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,6 @@ from typing import Any
 import pytest
 
 from reconciler import yamlio
-from tests.example import approved_copy
-from tests.support.paths import EXAMPLE
-
-EXAMPLE_REPO = EXAMPLE
 
 ALL_MODES = ("OwnNamespace", "SingleNamespace", "AllNamespaces")
 
@@ -39,32 +35,12 @@ spec:
 """
 
 
-def copy_example(tmp_path: Path, name: str = "repo") -> Path:
-    """A private copy of examples/gitops-repo that a test may edit, its Operator approved."""
-    return approved_copy(tmp_path / name)
-
-
 def write(root: Path, rel: str, text: str) -> Path:
     """Write dedented ``text`` to ``root/rel``, creating directories."""
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
-
-
-def git(root: Path, *args: str) -> str:
-    """``git`` in ``root`` as a test author, its output stripped."""
-    import subprocess
-
-    return subprocess.run(["git", "-C", str(root), "-c", "user.name=Test", "-c", "user.email=test@example.invalid",
-                           *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def commit_all(root: Path, message: str) -> str:
-    """Commit everything in ``root``'s working tree (an empty commit when nothing changed); the commit's id."""
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--allow-empty", "-m", message)
-    return git(root, "rev-parse", "HEAD")
 
 
 def write_docs(root: Path, rel: str, *docs: Any) -> Path:

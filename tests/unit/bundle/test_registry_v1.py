@@ -13,7 +13,8 @@ from reconciler.bundle.source import directory_digest
 from reconciler.errors import BundleError, UnsupportedBundleError
 from reconciler.model.declarations import InstallSettings
 from reconciler.model.kube import is_dns1123_subdomain
-from tests.unit.helpers import EXAMPLE_REPO, by_kind, crd_doc, csv_doc, deployment, write, write_bundle
+from tests.unit.helpers import by_kind, crd_doc, csv_doc, deployment, write, write_bundle
+from tests.support.paths import EXAMPLE
 
 RBAC = "rbac.authorization.k8s.io"
 CSV_FILE = "manifests/demo.clusterserviceversion.yaml"
@@ -44,7 +45,7 @@ def names(objects, kind, group=RBAC):
 
 
 def test_example_bundle_all_namespaces_by_default():
-    out = render("file://bundles/plumbus/1.1.0", EXAMPLE_REPO, InstallSettings(), "operators")
+    out = render("file://bundles/plumbus/1.1.0", EXAMPLE, InstallSettings(), "operators")
     assert (out.package, out.name, out.version, out.mediatype) == ("plumbus", "plumbus.v1.1.0", "1.1.0",
                                                                    "registry+v1")
     assert out.reference == "file://bundles/plumbus/1.1.0"
@@ -85,7 +86,7 @@ def test_example_bundle_all_namespaces_by_default():
 
 
 def test_example_bundle_install_namespace_overrides_suggestion():
-    out = render("file://bundles/plumbus/1.0.0", EXAMPLE_REPO, InstallSettings(namespace="team-a"), "operators")
+    out = render("file://bundles/plumbus/1.0.0", EXAMPLE, InstallSettings(namespace="team-a"), "operators")
     assert out.namespace == "team-a"
     assert {o["metadata"].get("namespace") for o in out.objects if o["kind"] in ("ServiceAccount", "Deployment")} \
         == {"team-a"}
@@ -136,8 +137,8 @@ def test_bundle_volume_at_the_certificate_path_is_removed_with_its_mount(tmp_pat
 
 
 def test_rendering_does_not_mutate_between_calls():
-    a = render("file://bundles/plumbus/1.1.0", EXAMPLE_REPO, InstallSettings("x", ("x",)), "operators")
-    b = render("file://bundles/plumbus/1.1.0", EXAMPLE_REPO, InstallSettings(), "operators")
+    a = render("file://bundles/plumbus/1.1.0", EXAMPLE, InstallSettings("x", ("x",)), "operators")
+    b = render("file://bundles/plumbus/1.1.0", EXAMPLE, InstallSettings(), "operators")
     assert pod_annotations(a.objects)["olm.targetNamespaces"] == "x"
     assert pod_annotations(b.objects)["olm.targetNamespaces"] == ""
 
@@ -461,8 +462,8 @@ def test_digest_depends_on_file_names(tmp_path):
 
 
 def test_example_digest_matches_committed_lock():
-    out = render("file://bundles/plumbus/1.1.0", EXAMPLE_REPO, InstallSettings(), "operators")
-    assert f"digest: {out.digest}" in (EXAMPLE_REPO / "olm.lock").read_text()
+    out = render("file://bundles/plumbus/1.1.0", EXAMPLE, InstallSettings(), "operators")
+    assert f"digest: {out.digest}" in (EXAMPLE / "olm.lock").read_text()
 
 
 def test_reference_escaping_the_repository_refused(tmp_path):

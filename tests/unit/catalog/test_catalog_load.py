@@ -11,9 +11,10 @@ import semver
 from reconciler.catalog import iter_blobs, load_catalog
 from reconciler.errors import CatalogError, InputError
 from reconciler.model.catalog import ChannelEntry
-from tests.unit.helpers import EXAMPLE_REPO, write, write_docs
+from tests.unit.helpers import write, write_docs
+from tests.support.paths import EXAMPLE
 
-COMMUNITY = EXAMPLE_REPO / "catalogs" / "community"
+COMMUNITY = EXAMPLE / "catalogs" / "community"
 
 
 def package(name="demo", default="stable"):

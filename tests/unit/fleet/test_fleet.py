@@ -15,6 +15,7 @@ from reconciler.repo import read_repository
 from reconciler.repo.fleet import cluster_context, select_cluster, stage_holds
 from tests.unit.helpers import write
 from tests.support.paths import FLEET_EXAMPLE
+from tests.support.repo import commit_all, example_copy
 
 FLEET = FLEET_EXAMPLE
 
@@ -56,9 +57,7 @@ def test_a_fleet_needs_a_known_cluster_and_says_which_exist(fleet, given, messag
 
 
 def test_a_single_repository_refuses_a_cluster(tmp_path):
-    from tests.unit.helpers import copy_example
-
-    root = copy_example(tmp_path)
+    root = example_copy(tmp_path / "repo")
     with pytest.raises(UsageError, match="declares no clusters"):
         select_cluster(read_repository(root), "dev")
     assert select_cluster(read_repository(root), None).lock_file == "olm.lock"
@@ -171,16 +170,10 @@ def test_a_later_stage_is_held_to_what_the_previous_stage_pins(fleet):
 
 
 def test_the_fleet_review_groups_clusters_by_outcome(fleet):
-    import pygit2
-
     from reconciler.fleet.review import compute_fleet, render_fleet
 
     resolve_fleet(fleet)
-    repo = pygit2.init_repository(str(fleet), initial_head="main")
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("t", "t@example.invalid")
-    repo.create_commit("HEAD", sig, sig, "fleet", repo.index.write_tree(), [])
+    commit_all(fleet, "fleet")
     text = (fleet / "operators/plumbus.yaml").read_text().replace("plumbus-us\n", "plumbus-usa\n")
     (fleet / "operators/plumbus.yaml").write_text(text)
     review = compute_fleet(fleet)

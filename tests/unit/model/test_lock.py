@@ -8,7 +8,7 @@ import pytest
 
 from reconciler.errors import InputError, LockfileError
 from reconciler.model.lock import LockEntry, Lockfile
-from tests.unit.helpers import EXAMPLE_REPO
+from tests.support.paths import EXAMPLE
 
 A = LockEntry(operator="alpha", package="alpha", name="alpha.v1.0.0", version="1.0.0", catalog="community",
               channel="stable", source="file://bundles/alpha/1.0.0", digest="sha256:" + "a" * 64)
@@ -50,7 +50,7 @@ def test_render_format():
 
 
 def test_example_lockfile_parses_and_re_renders_identically():
-    text = (EXAMPLE_REPO / "olm.lock").read_text()
+    text = (EXAMPLE / "olm.lock").read_text()
     lock = Lockfile.parse(text)
     entry = lock.for_operator("plumbus")
     assert entry == LockEntry(

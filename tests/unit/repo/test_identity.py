@@ -3,9 +3,6 @@ instance does with Operators another repository recorded."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pygit2
 import pytest
 
 from reconciler.cluster.status import objects as status_objects
@@ -14,6 +11,7 @@ from reconciler.cluster.ownership.inventory import check_repositories
 from reconciler.errors import PolicyError
 from reconciler.repo import read_repository
 from reconciler.repo.identity import detect, from_setting, has_commit, normalize
+from tests.support.repo import commit_all, init
 
 
 @pytest.mark.parametrize("address", [
@@ -33,16 +31,16 @@ def test_different_repositories_and_ports_stay_apart():
 
 def test_a_local_repository_is_its_path_and_a_clone_of_it_names_the_same(tmp_path):
     first = tmp_path / "first"
-    pygit2.init_repository(str(first), initial_head="main")
+    init(first)
     assert detect(first) == f"file://{first}"
     clone = tmp_path / "clone"
-    pygit2.init_repository(str(clone), initial_head="main").remotes.create("origin", str(first))
+    init(clone).remotes.create("origin", str(first))
     assert detect(clone) == detect(first)
     assert detect(tmp_path / "first") != detect(tmp_path)   # not a repository: its path
 
 
 def test_a_subdirectory_is_part_of_the_identity(tmp_path):
-    repo = pygit2.init_repository(str(tmp_path / "r"), initial_head="main")
+    repo = init(tmp_path / "r")
     repo.remotes.create("origin", "git@github.com:org/fleet.git")
     (tmp_path / "r" / "clusters" / "prod").mkdir(parents=True)
     assert detect(tmp_path / "r") == "github.com/org/fleet"
@@ -50,17 +48,15 @@ def test_a_subdirectory_is_part_of_the_identity(tmp_path):
 
 
 def test_the_setting_wins_and_is_normalised(tmp_path):
-    pygit2.init_repository(str(tmp_path), initial_head="main")
+    init(tmp_path)
     (tmp_path / "reconciler.yaml").write_text("repository: git@github.com:org/ops.git\n")
     assert read_repository(tmp_path).identity == "github.com/org/ops"
     assert from_setting("GitHub.com/org/ops.git/") == "github.com/org/ops"
 
 
 def test_has_commit_looks_in_the_repository_history(tmp_path):
-    repo = pygit2.init_repository(str(tmp_path), initial_head="main")
-    sig = pygit2.Signature("t", "t@example.invalid")
-    commit = str(repo.create_commit("HEAD", sig, sig, "one", repo.index.write_tree(), []))
-    git_dir = Path(repo.path)
+    commit = commit_all(tmp_path, "one")
+    git_dir = tmp_path / ".git"
     assert has_commit(git_dir, commit) and has_commit(git_dir, commit + "-dirty")
     assert not has_commit(git_dir, "0" * 40) and not has_commit(git_dir, None) and not has_commit(None, commit)
 

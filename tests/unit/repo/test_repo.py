@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.helpers import EXAMPLE_REPO, copy_example, operator_doc, write, write_docs
+from tests.unit.helpers import operator_doc, write, write_docs
 from reconciler.errors import DeclarationError, InputError, LockfileError
 from reconciler.model.declarations import CatalogSelector, InstallSettings, Origin
 from reconciler.repo import CatalogSettings, Settings, read_repository
+from tests.support.paths import EXAMPLE
+from tests.support.repo import commit_all, example_copy
 
 
 def read_error(root, cls=InputError) -> InputError:
@@ -17,8 +19,8 @@ def read_error(root, cls=InputError) -> InputError:
 
 
 def test_reads_the_example():
-    snap = read_repository(EXAMPLE_REPO)
-    assert snap.root == EXAMPLE_REPO.resolve()
+    snap = read_repository(EXAMPLE)
+    assert snap.root == EXAMPLE.resolve()
     assert snap.settings == Settings(default_install_namespace="operators")
     assert [op.name for op in snap.operators] == ["plumbus"]
     op = snap.operators[0]
@@ -26,15 +28,15 @@ def test_reads_the_example():
     assert op.catalog == CatalogSelector("community", "plumbus", "stable", None)
     assert str(op.version) == ">=1.0.0 <2.0.0"
     assert op.install == InstallSettings(namespace="plumbus-system")
-    assert snap.catalog_dirs == {"community": EXAMPLE_REPO.resolve() / "catalogs" / "community"}
+    assert snap.catalog_dirs == {"community": EXAMPLE.resolve() / "catalogs" / "community"}
     assert snap.lock is not None
     entry = snap.lock.for_operator("plumbus")
     assert entry.name == "plumbus.v1.1.0" and entry.source == "file://bundles/plumbus/1.1.0"
-    assert snap.lock_path == EXAMPLE_REPO.resolve() / "olm.lock"
+    assert snap.lock_path == EXAMPLE.resolve() / "olm.lock"
 
 
 def test_unversioned_copy_has_no_revision(tmp_path):
-    snap = read_repository(copy_example(tmp_path))
+    snap = read_repository(example_copy(tmp_path / "repo"))
     assert snap.revision is None
 
 
@@ -51,7 +53,7 @@ def test_empty_repository(tmp_path):
 
 
 def test_operators_sorted_and_found_anywhere_outside_reserved_dirs(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write_docs(repo, "teams/b/ops.yml", operator_doc("zeta"), operator_doc("alpha"))
     snap = read_repository(repo)
     assert [op.name for op in snap.operators] == ["alpha", "plumbus", "zeta"]
@@ -60,7 +62,7 @@ def test_operators_sorted_and_found_anywhere_outside_reserved_dirs(tmp_path):
 
 
 def test_non_declaration_yaml_errors_with_ignore_hint(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "docs/values.yaml", "replicas: 3\n")
     err = read_error(repo, DeclarationError)
     assert err.path == "docs/values.yaml"
@@ -69,14 +71,14 @@ def test_non_declaration_yaml_errors_with_ignore_hint(tmp_path):
 
 
 def test_non_mapping_document_is_not_a_declaration(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "operators/list.yaml", "- a\n- b\n")
     err = read_error(repo, DeclarationError)
     assert err.path == "operators/list.yaml" and "not a declaration" in err.message
 
 
 def test_ignore_globs_in_settings(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "docs/values.yaml", "replicas: 3\n")
     write(repo, "kustomize/base/kustomization.yaml", "resources: []\n")
     write(repo, "reconciler.yaml", """\
@@ -91,14 +93,14 @@ def test_ignore_globs_in_settings(tmp_path):
 
 
 def test_ignore_does_not_hide_other_files(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "docs/values.yaml", "replicas: 3\n")
     write(repo, "reconciler.yaml", "ignore: ['other/*']\n")
     assert read_error(repo).path == "docs/values.yaml"
 
 
 def test_unknown_kind_errors(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "operators/sub.yaml", """\
         apiVersion: operators.coreos.com/v1alpha1
         kind: Subscription
@@ -111,7 +113,7 @@ def test_unknown_kind_errors(tmp_path):
 
 
 def test_operator_with_unknown_api_version_errors(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     doc = operator_doc("other")
     doc["apiVersion"] = "operators.coreos.com/v3"
     write_docs(repo, "operators/other.yaml", doc)
@@ -120,7 +122,7 @@ def test_operator_with_unknown_api_version_errors(tmp_path):
 
 
 def test_duplicate_operator_names_both_files(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write_docs(repo, "operators/zz-again.yaml", operator_doc("plumbus"))
     err = read_error(repo, DeclarationError)
     assert err.message == "Operator plumbus is declared twice"
@@ -139,7 +141,7 @@ def test_duplicate_in_one_file_names_documents(tmp_path):
 
 @pytest.mark.parametrize("api_version", ["deppy.io/v1", "depster.io/v1"])
 def test_input_and_input_class_are_read(tmp_path, api_version):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "inputs/x.yaml", f"""
         apiVersion: {api_version}
         kind: InputClass
@@ -186,7 +188,7 @@ def test_input_and_input_class_are_read(tmp_path, api_version):
      "  constraints:\n  - {type: olm.name, value: plumbus.v1.0.0}\n", "input class 'nightly' does not exist"),
 ])
 def test_bad_inputs_and_classes(tmp_path, doc, message):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "inputs/x.yaml", doc)
     err = read_error(repo, DeclarationError)
     assert err.path == "inputs/x.yaml"
@@ -194,7 +196,7 @@ def test_bad_inputs_and_classes(tmp_path, doc, message):
 
 
 def test_hidden_files_and_dirs_skipped(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, ".github/workflows/ci.yaml", "on: push\njobs: {}\n")
     write(repo, "operators/.draft.yaml", "not: a declaration\n")
     write(repo, "teams/.hidden/x.yaml", "nope: 1\n")
@@ -203,14 +205,14 @@ def test_hidden_files_and_dirs_skipped(tmp_path):
 
 
 def test_non_yaml_files_skipped(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "README.md", "# repo\n")
     write(repo, "operators/notes.txt", "key: value\n")
     assert [op.name for op in read_repository(repo).operators] == ["plumbus"]
 
 
 def test_catalogs_and_bundles_not_read_as_declarations(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     # the example's catalogs/ and bundles/ hold FBC blobs and bundle manifests
     write(repo, "catalogs/other/pkg.yaml", "schema: olm.package\nname: other\n")
     snap = read_repository(repo)
@@ -220,20 +222,20 @@ def test_catalogs_and_bundles_not_read_as_declarations(tmp_path):
 
 def test_nested_dirs_named_catalogs_are_read(tmp_path):
     # only the top-level catalogs/ and bundles/ are reserved
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "teams/catalogs/x.yaml", "schema: olm.package\nname: other\n")
     assert read_error(repo).path == "teams/catalogs/x.yaml"
 
 
 def test_hidden_catalog_dirs_are_not_catalogs(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     (repo / "catalogs" / ".cache").mkdir()
     (repo / "catalogs" / "README.md").write_text("x")
     assert sorted(read_repository(repo).catalog_dirs) == ["community"]
 
 
 def test_settings_are_read(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "reconciler.yaml", """\
         defaultInstallNamespace: team-ops
         allowEmpty: true
@@ -258,7 +260,7 @@ def test_settings_are_read(tmp_path):
     ("catalogs: {community: {priority: high}}\n", "catalogs.community.priority must be an integer"),
 ])
 def test_bad_settings(tmp_path, text, message):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "reconciler.yaml", text)
     err = read_error(repo)
     assert err.path == "reconciler.yaml"
@@ -266,7 +268,7 @@ def test_bad_settings(tmp_path, text, message):
 
 
 def test_unknown_setting_hint_lists_known(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "reconciler.yaml", "ignored: []\n")
     assert read_error(repo).hint == (
         "known settings: allowEmpty, catalogs, createOnly, defaultInstallNamespace, ignore, ignoreDifferences, "
@@ -276,7 +278,7 @@ def test_unknown_setting_hint_lists_known(tmp_path):
 
 @pytest.mark.parametrize("value", ["Team_A", "", 7, "x" * 41])
 def test_instance_must_be_a_short_name(tmp_path, value):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "reconciler.yaml", f"instance: {value!r}\n" if isinstance(value, str) else f"instance: {value}\n")
     err = read_error(repo)
     assert err.path == "reconciler.yaml" and "instance" in err.message and "instance:" in err.hint
@@ -285,7 +287,7 @@ def test_instance_must_be_a_short_name(tmp_path, value):
 def test_instance_defaults_to_default(tmp_path):
     from reconciler.repo import read_repository
 
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     assert read_repository(repo).settings.instance == "default"
     write(repo, "reconciler.yaml", "instance: team-a\n")
     assert read_repository(repo).settings.instance == "team-a"
@@ -297,7 +299,7 @@ def test_instance_defaults_to_default(tmp_path):
     "catalogs: community\n",
 ])
 def test_malformed_catalog_settings_are_input_errors(tmp_path, text):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "reconciler.yaml", text)
     err = read_error(repo)
     assert err.path == "reconciler.yaml"
@@ -305,14 +307,14 @@ def test_malformed_catalog_settings_are_input_errors(tmp_path, text):
 
 
 def test_invalid_yaml_in_settings(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "reconciler.yaml", "ignore: [\n")
     err = read_error(repo)
     assert err.path == "reconciler.yaml" and "invalid YAML" in err.message
 
 
 def test_invalid_yaml_in_a_declaration_names_the_file(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write(repo, "operators/broken.yaml", "apiVersion: operators.coreos.com/v1\nkind: [Operator\n")
     err = read_error(repo)
     assert err.path == "operators/broken.yaml"
@@ -320,14 +322,14 @@ def test_invalid_yaml_in_a_declaration_names_the_file(tmp_path):
 
 
 def test_declaration_error_carries_repository_relative_path(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     write_docs(repo, "operators/bad.yaml", operator_doc("bad", catalog={"name": "community"}))
     err = read_error(repo, DeclarationError)
     assert err.render().startswith("operators/bad.yaml: Operator bad: spec.catalog.package is required")
 
 
 def test_malformed_lockfile(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     (repo / "olm.lock").write_text("kind: Something\n")
     err = read_error(repo, LockfileError)
     assert err.path == "olm.lock"
@@ -335,25 +337,14 @@ def test_malformed_lockfile(tmp_path):
 
 
 def test_empty_lockfile_is_an_empty_lock(tmp_path):
-    repo = copy_example(tmp_path)
+    repo = example_copy(tmp_path / "repo")
     (repo / "olm.lock").write_text("")
     assert read_repository(repo).lock.entries == ()
 
 
-def _commit_all(workdir):
-    import pygit2
-
-    repo = pygit2.init_repository(str(workdir))
-    repo.index.add_all()
-    repo.index.write()
-    tree = repo.index.write_tree()
-    sig = pygit2.Signature("Test", "test@example.com", 0, 0)
-    return str(repo.create_commit("HEAD", sig, sig, "initial", tree, []))
-
-
 def test_git_revision_and_dirty_state(tmp_path):
-    repo = copy_example(tmp_path)
-    commit = _commit_all(repo)
+    repo = example_copy(tmp_path / "repo")
+    commit = commit_all(repo, "initial")
     assert read_repository(repo).revision == commit
     # rewriting the lockfile does not make the tree dirty
     (repo / "olm.lock").write_text((repo / "olm.lock").read_text() + "\n")
@@ -365,9 +356,9 @@ def test_git_revision_and_dirty_state(tmp_path):
 
 def test_git_revision_of_a_subdirectory_ignores_changes_elsewhere(tmp_path):
     mono = tmp_path / "mono"
-    repo = copy_example(mono, "gitops")
+    repo = example_copy(mono / "gitops")
     write(mono, "app/main.txt", "v1\n")
-    commit = _commit_all(mono)
+    commit = commit_all(mono, "initial")
     write(mono, "app/main.txt", "v2\n")
     assert read_repository(repo).revision == commit
     write(repo, "operators/new.yaml", "")

@@ -12,34 +12,24 @@ import pytest
 
 from reconciler import pipeline
 from reconciler.repo import inputs
-from tests.unit.helpers import commit_all, git, write
+from tests.support.repo import GitRepo
 from tests.support.paths import EXAMPLES
 
 CLUSTERS = ("dev", "staging", "prod-eu", "prod-us")
 
 
-class Repo:
+class Repo(GitRepo):
     """A copy of an example committed to git; ``rules`` holds each cluster's path rule at the first commit."""
 
     def __init__(self, root: Path, clusters: tuple[str | None, ...]) -> None:
-        self.root = root
-        self.git("init", "-q", "-b", "main")
+        super().__init__(root)
         self.first = self.commit("first")
         self.rules = {c: pipeline.prepare(pipeline.Source(root, cluster=c)).inputs for c in clusters}
-
-    def git(self, *args: str) -> str:
-        return git(self.root, *args)
-
-    def commit(self, message: str) -> str:
-        return commit_all(self.root, message)
-
-    def write(self, rel: str, text: str) -> None:
-        write(self.root, rel, text)
 
     def touched(self, message: str = "change") -> dict[str | None, list[str]]:
         """Commit what was written; per cluster, the changed paths its run reads."""
         new = self.commit(message)
-        git_dir = self.root / ".git"
+        git_dir = self.path / ".git"
         changed = inputs.changes(git_dir, self.first, new)
         return {c: rule.touched(changed, lambda path: inputs.blob_text(git_dir, new, path))
                 for c, rule in self.rules.items()}
@@ -73,8 +63,8 @@ spec:
 
 
 def test_a_lockfile_is_read_by_its_cluster_and_parsed_by_the_stage_after_it(fleet):
-    fleet.write("clusters/prod-eu/olm.lock", (fleet.root / "clusters/prod-eu/olm.lock").read_text() + "# moved\n")
-    fleet.write("clusters/dev/olm.lock", (fleet.root / "clusters/dev/olm.lock").read_text() + "# moved\n")
+    fleet.write("clusters/prod-eu/olm.lock", (fleet.path / "clusters/prod-eu/olm.lock").read_text() + "# moved\n")
+    fleet.write("clusters/dev/olm.lock", (fleet.path / "clusters/dev/olm.lock").read_text() + "# moved\n")
     # staging pins plumbus itself, so what dev pins does not hold it: dev's lockfile only has to parse
     assert fleet.rules["staging"].reads("clusters/dev/olm.lock") is None
     assert fleet.touched() == {"dev": ["clusters/dev/olm.lock"], "staging": [],
@@ -89,12 +79,12 @@ def test_a_stage_that_does_not_pin_an_operator_yet_reads_what_the_stage_before_p
     shutil.copytree(EXAMPLES / "fleet-repo", root)
     os.remove(root / "clusters/staging/olm.lock")
     fleet = Repo(root, ("staging", "prod-eu"))
-    fleet.write("clusters/dev/olm.lock", (fleet.root / "clusters/dev/olm.lock").read_text() + "# moved\n")
+    fleet.write("clusters/dev/olm.lock", (fleet.path / "clusters/dev/olm.lock").read_text() + "# moved\n")
     assert fleet.touched() == {"staging": ["clusters/dev/olm.lock"], "prod-eu": []}
 
 
 def test_another_clusters_lockfile_and_files_nobody_reads_change_nothing(fleet):
-    fleet.write("clusters/prod-us/olm.lock", (fleet.root / "clusters/prod-us/olm.lock").read_text() + "# x\n")
+    fleet.write("clusters/prod-us/olm.lock", (fleet.path / "clusters/prod-us/olm.lock").read_text() + "# x\n")
     fleet.write("clusters/prod-us/notes.txt", "not read by anyone\n")
     fleet.write("README.md", "# our fleet\n")
     fleet.write("docs/rollout.md", "how we roll out\n")
@@ -112,7 +102,7 @@ def test_another_clusters_lockfile_and_files_nobody_reads_change_nothing(fleet):
     ("olm.lock", "the root lockfile is read (and refused when malformed)\n"),
 ])
 def test_shared_inputs_are_read_by_every_cluster(fleet, rel, text):
-    path = fleet.root / rel
+    path = fleet.path / rel
     fleet.write(rel, (path.read_text() if path.exists() else "") + text)
     assert fleet.touched() == {c: [rel] for c in CLUSTERS}
 
@@ -123,8 +113,8 @@ def test_a_declaration_placed_only_elsewhere_is_not_read_until_it_is_placed_here
     assert got == {"dev": [], "staging": [], "prod-eu": ["operators/gadget.yaml"],
                    "prod-us": ["operators/gadget.yaml"]}
     # from a first commit that holds it: dev's rule knows the file is placed elsewhere
-    fleet.first = fleet.git("rev-parse", "HEAD")
-    fleet.rules = {"dev": pipeline.prepare(pipeline.Source(fleet.root, cluster="dev")).inputs}
+    fleet.first = fleet.head
+    fleet.rules = {"dev": pipeline.prepare(pipeline.Source(fleet.path, cluster="dev")).inputs}
     assert fleet.rules["dev"].reads("operators/gadget.yaml") is None
     fleet.write("operators/gadget.yaml", PLACED.format(name="gadget", env="prod").replace("gadget-system",
                                                                                           "gadget-ops"))
@@ -138,7 +128,7 @@ def test_a_declaration_placed_only_elsewhere_is_not_read_until_it_is_placed_here
     fleet.write("operators/gadget.yaml", PLACED.format(name="gadget", env="prod")
                 + "---\napiVersion: operators.coreos.com/v1alpha1\nkind: InputClass\nmetadata: {name: x}\n")
     assert fleet.touched()["dev"] == ["operators/gadget.yaml"]       # something else than Operators
-    os.remove(fleet.root / "operators/gadget.yaml")
+    os.remove(fleet.path / "operators/gadget.yaml")
     assert fleet.touched() == {"dev": []}
 
 
@@ -157,8 +147,8 @@ def test_two_new_files_placed_elsewhere_that_declare_the_same_name_are_read(flee
 
 
 def test_a_symbolic_link_anywhere_makes_every_path_count(fleet):
-    (fleet.root / "docs").mkdir()
-    (fleet.root / "docs" / "catalog").symlink_to("../catalogs/community")
+    (fleet.path / "docs").mkdir()
+    (fleet.path / "docs" / "catalog").symlink_to("../catalogs/community")
     got = fleet.touched()
     assert all(got[c] == ["docs/catalog"] for c in CLUSTERS), got
 

@@ -12,7 +12,8 @@ import pytest
 from reconciler.errors import InputError
 from reconciler.repo.verify import Trust, TrustedKeys, UntrustedRevision, verify_revision
 from tests.e2e.support import cli
-from tests.signing import GpgSigner, SshSigner, commit, git, tag, tools_or_skip, trusted_keys
+from tests.signing import GpgSigner, SshSigner, tag, tools_or_skip, trusted_keys
+from tests.support.repo import commit_all, example_copy, git, init
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,7 @@ def signers(tmp_path_factory):
 def repo(tmp_path: Path) -> Path:
     tools_or_skip()
     path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
+    init(path)
     (path / "reconciler.yaml").write_text("instance: default\n")
     return path
 
@@ -49,11 +49,11 @@ def verify(repo: Path, trust: Trust, revision: str | None = None, **kw):
 
 
 def test_commits_signed_by_trusted_ssh_and_openpgp_keys_verify(repo, trust, signers):
-    commit(repo, "by alice", signers["alice"])
+    commit_all(repo, "by alice", signer=signers["alice"])
     (v,) = verify(repo, trust)
     assert v.format == "ssh" and v.signer == "alice@example.invalid" and v.key.startswith("SHA256:")
     (repo / "more").write_text("x")
-    commit(repo, "by bob", signers["bob"])
+    commit_all(repo, "by bob", signer=signers["bob"])
     (v,) = verify(repo, trust)
     assert v.format == "openpgp" and v.signer == "Bob Builder <bob@example.invalid>"
     assert v.key == signers["bob"].fingerprint
@@ -61,7 +61,7 @@ def test_commits_signed_by_trusted_ssh_and_openpgp_keys_verify(repo, trust, sign
 
 
 def test_an_unsigned_commit_is_refused_naming_the_commit_and_committer(repo, trust):
-    head = commit(repo, "unsigned change")
+    head = commit_all(repo, "unsigned change")
     with pytest.raises(UntrustedRevision) as err:
         verify(repo, trust)
     text = err.value.render()
@@ -70,7 +70,7 @@ def test_an_unsigned_commit_is_refused_naming_the_commit_and_committer(repo, tru
 
 
 def test_a_commit_signed_by_an_untrusted_ssh_key_is_refused_naming_the_key(repo, trust, signers):
-    commit(repo, "by mallory", signers["mallory"])
+    commit_all(repo, "by mallory", signer=signers["mallory"])
     with pytest.raises(UntrustedRevision) as err:
         verify(repo, trust)
     key = subprocess.run(["ssh-keygen", "-lf", f"{signers['mallory'].key}.pub"], capture_output=True, text=True,
@@ -80,7 +80,7 @@ def test_a_commit_signed_by_an_untrusted_ssh_key_is_refused_naming_the_key(repo,
 
 
 def test_a_commit_signed_by_an_untrusted_openpgp_key_is_refused_naming_the_key(repo, trust, signers):
-    commit(repo, "by eve", signers["eve"])
+    commit_all(repo, "by eve", signer=signers["eve"])
     with pytest.raises(UntrustedRevision) as err:
         verify(repo, trust)
     assert "not among the trusted keys" in err.value.message
@@ -89,7 +89,7 @@ def test_a_commit_signed_by_an_untrusted_openpgp_key_is_refused_naming_the_key(r
 
 @pytest.mark.parametrize("who", ["alice", "bob"])
 def test_a_signature_moved_onto_other_content_is_a_bad_signature(repo, trust, signers, who):
-    signed = commit(repo, "signed", signers[who])
+    signed = commit_all(repo, "signed", signer=signers[who])
     g = pygit2.Repository(str(repo))
     signature, _ = g[signed].gpg_signature
     sig = pygit2.Signature("Test", "test@example.invalid")
@@ -102,13 +102,13 @@ def test_a_signature_moved_onto_other_content_is_a_bad_signature(repo, trust, si
 
 
 def test_an_unsigned_merge_commit_on_a_signed_branch_is_refused(repo, trust, signers):
-    commit(repo, "base", signers["alice"])
+    commit_all(repo, "base", signer=signers["alice"])
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "feature").write_text("x")
-    commit(repo, "feature", signers["alice"])
+    commit_all(repo, "feature", signer=signers["alice"])
     git(repo, "checkout", "-q", "main")
     (repo / "other").write_text("y")
-    commit(repo, "other", signers["bob"])
+    commit_all(repo, "other", signer=signers["bob"])
     git(repo, "merge", "-q", "--no-ff", "--no-gpg-sign", "-m", "merge feature", "feature")
     with pytest.raises(UntrustedRevision) as err:
         verify(repo, trust)
@@ -116,9 +116,9 @@ def test_an_unsigned_merge_commit_on_a_signed_branch_is_refused(repo, trust, sig
 
 
 def test_moving_the_branch_back_to_an_older_signed_commit_is_refused_unless_declared(repo, trust, signers):
-    older = commit(repo, "v1", signers["alice"])
+    older = commit_all(repo, "v1", signer=signers["alice"])
     (repo / "v2").write_text("x")
-    newer = commit(repo, "v2", signers["alice"])
+    newer = commit_all(repo, "v2", signer=signers["alice"])
     assert verify(repo, trust, newer, applied=[older])            # forward: fine
     with pytest.raises(UntrustedRevision) as err:
         verify(repo, trust, older, applied=[newer])
@@ -130,7 +130,7 @@ def test_moving_the_branch_back_to_an_older_signed_commit_is_refused_unless_decl
 
 
 def test_tag_modes_verify_the_annotated_tag(repo, trust, signers):
-    commit(repo, "release", signers["alice"])
+    commit_all(repo, "release", signer=signers["alice"])
     tag(repo, "v1", signers["bob"])
     (v,) = verify(repo, Trust(trust.keys, "Tag"), tag="v1")
     assert v.subject.startswith("tag v1") and v.signer == "Bob Builder <bob@example.invalid>"
@@ -143,14 +143,14 @@ def test_tag_modes_verify_the_annotated_tag(repo, trust, signers):
     with pytest.raises(UntrustedRevision, match="lightweight"):
         verify(repo, Trust(trust.keys, "Tag"), tag="light")
     (repo / "next").write_text("x")
-    commit(repo, "unsigned on top")
+    commit_all(repo, "unsigned on top")
     git(repo, "tag", "-f", "-s", "v1", "-m", "moved", signer=signers["bob"])
     with pytest.raises(UntrustedRevision, match="is not signed"):
         verify(repo, Trust(trust.keys, "TagAndHEAD"), tag="v1")  # the tag is signed, the commit is not
 
 
 def test_a_working_tree_with_uncommitted_changes_is_refused(repo, trust, signers):
-    head = commit(repo, "signed", signers["alice"])
+    head = commit_all(repo, "signed", signer=signers["alice"])
     with pytest.raises(UntrustedRevision, match="changes not committed"):
         verify(repo, trust, f"{head}-dirty")
 
@@ -170,19 +170,16 @@ def test_the_trusted_keys_file_is_checked(tmp_path):
 
 def test_reconcile_dry_run_reports_the_verdict(tmp_path, trust, signers, capsys,
                                                                       monkeypatch):
-    from tests.e2e.support import example_copy
-
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))   # no ~/.kube/config
-    root = example_copy(tmp_path)
-    git(root, "init", "-q", "-b", "main")
-    commit(root, "example", signers["alice"])
+    root = example_copy(tmp_path / "repo", lock=False)
+    commit_all(root, "example", signer=signers["alice"])
     keys = str(trust.keys.path)
     run = cli("reconcile", str(root), "--dry-run", "--trusted-keys", keys, capsys=capsys)
     assert run.code == 1, run.err
     assert "verified: commit" in run.out and "is signed by alice@example.invalid" in run.out
     (root / "README.md").write_text("unsigned\n")
-    head = commit(root, "unsigned")
+    head = commit_all(root, "unsigned")
     run = cli("reconcile", str(root), "--dry-run", "--trusted-keys", keys, capsys=capsys)
     assert run.code == 2
     assert f"not verified, a real run refuses it: {keys}: commit {head}" in run.out
@@ -191,7 +188,7 @@ def test_reconcile_dry_run_reports_the_verdict(tmp_path, trust, signers, capsys,
 
 
 def test_verifiers_are_required(monkeypatch, repo, trust, signers):
-    commit(repo, "by alice", signers["alice"])
+    commit_all(repo, "by alice", signer=signers["alice"])
     monkeypatch.setenv("PATH", str(repo))   # neither ssh-keygen nor gpg
     if shutil.which("ssh-keygen"):
         pytest.skip("ssh-keygen found outside PATH")
@@ -202,11 +199,8 @@ def test_verifiers_are_required(monkeypatch, repo, trust, signers):
 def test_diff_reports_the_verdict_of_the_commit_under_the_working_tree(tmp_path, trust, signers, capsys):
     import json
 
-    from tests.e2e.support import example_copy
-
-    root = example_copy(tmp_path)
-    git(root, "init", "-q", "-b", "main")
-    head = commit(root, "example", signers["bob"])
+    root = example_copy(tmp_path / "repo", lock=False)
+    head = commit_all(root, "example", signer=signers["bob"])
     (root / "README.md").write_text("edited\n")
     keys = str(trust.keys.path)
     run = cli("diff", str(root), "--offline", "--trusted-keys", keys, capsys=capsys)
@@ -214,7 +208,7 @@ def test_diff_reports_the_verdict_of_the_commit_under_the_working_tree(tmp_path,
     first = run.out.splitlines()[0]
     assert first.startswith(f"signature: verified: commit {head}") and "Bob Builder" in first
     assert "uncommitted changes are not signed" in first
-    commit(root, "unsigned edit")
+    commit_all(root, "unsigned edit")
     run = cli("diff", str(root), "--offline", "--trusted-keys", keys, "-o", "json", capsys=capsys)
     doc = json.loads(run.out)
     assert doc["signature"]["verified"] is False and "is not signed" in doc["signature"]["message"]
@@ -224,7 +218,7 @@ def test_a_remote_followed_at_a_tag_verifies_the_fetched_tag(repo, trust, signer
     """What `watch URL --tag T --verify-mode TagAndHEAD` verifies: the tag object fetched into the bare clone."""
     from reconciler.repo.git import Ref, RemoteRepository
 
-    commit(repo, "release", signers["alice"])
+    commit_all(repo, "release", signer=signers["alice"])
     tag(repo, "v1", signers["bob"])
     tag(repo, "v1-unsigned")
     remote = RemoteRepository(repo.as_uri(), Ref(tag="v1"), tmp_path / "cache")

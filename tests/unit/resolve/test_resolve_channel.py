@@ -11,7 +11,8 @@ from reconciler.errors import DeclarationError, ResolutionError
 from reconciler.model.catalog import Catalog
 from reconciler.model.declarations import Origin, parse_operator
 from reconciler.resolve import ResolutionRequest, SatResolver, Selection
-from tests.unit.helpers import EXAMPLE_REPO, write_docs
+from tests.unit.helpers import write_docs
+from tests.support.paths import EXAMPLE
 
 ORIGIN = Origin("operators/op.yaml")
 
@@ -53,7 +54,7 @@ def resolve_error(decl, catalogs) -> ResolutionError:
 
 @pytest.fixture(scope="module")
 def example() -> dict[str, Catalog]:
-    return {"community": load_catalog("community", EXAMPLE_REPO / "catalogs" / "community",
+    return {"community": load_catalog("community", EXAMPLE / "catalogs" / "community",
                                       "catalogs/community")}
 
 
