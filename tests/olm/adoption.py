@@ -22,6 +22,7 @@ import kubernetes.client
 
 from reconciler.localcluster import ControlPlane
 from tests.olm.support import CORPUS, get, uncaptured, wait_for, write_catalog_of
+from tests.support.repo import commit_all
 
 GROUP = "operators.coreos.com"
 SUFFIX = uuid.uuid4().hex[:6]
@@ -135,16 +136,8 @@ def make_repo(path: Path, cases: list[Case]) -> Path:
         shutil.copytree(CORPUS / "operators" / case.bundle, path / "bundles" / case.bundle)
     write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], path / "catalogs" / "corpus",
                      image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "catalogs")
+    commit_all(path, "catalogs")
     return path
-
-
-def git(path: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=path,
-                          capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 def shell(kubeconfig: Path, cwd: Path):

@@ -20,9 +20,10 @@ import pytest
 from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from tests.olm.adoption import (
-    GROUP, Case, custom, get, git, installed_by_olm, make_repo as make_repo_of, reconciler, wait_for,
+    GROUP, Case, custom, get, installed_by_olm, make_repo as make_repo_of, reconciler, wait_for,
 )
 from tests.olm.support import CORPUS, needs_corpus, needs_olm
+from tests.support.repo import commit_all, git
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -110,8 +111,7 @@ def test_adopt_writes_what_olm_runs(installed: ControlPlane, tmp_path: Path):
             [p["rules"] for p in held.get("clusterPermissions") or []]   # the evidence: what the CSV held
 
     # The repository now resolves to exactly what runs, and the approvals cover it: nothing waits.
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "adopt")
+    commit_all(repo, "adopt")
     resolved = reconciler("resolve", str(repo), "--kubeconfig", kubeconfig)
     assert resolved.returncode == 0, resolved.stdout + resolved.stderr
     assert git(repo, "status", "--porcelain") == ""                       # olm.lock as adopt wrote it
@@ -128,8 +128,7 @@ def test_a_conflicting_declaration_stops_the_adoption_and_nothing_is_written(ins
         "apiVersion: operators.coreos.com/v1\nkind: Operator\nmetadata: {name: move2kube-operator}\n"
         "spec:\n  catalog: {name: corpus, package: move2kube-operator, channel: alpha}\n"
         "  install: {namespace: elsewhere}\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "a declaration of its own")
+    commit_all(repo, "a declaration of its own")
     done = reconciler("adopt", str(repo), "--kubeconfig", str(installed.kubeconfig_path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "mine.yaml" in done.stderr and "already declares package move2kube-operator differently" in done.stderr

@@ -41,6 +41,7 @@ from reconciler.localcluster.plane import ControlPlane, _die_with_parent, _prctl
 from reconciler.localcluster.virtual import VirtualCluster, cpu_of, kubeconfig_with_contexts, rss_of
 from reconciler.loop.server import signature
 from tests.loop.gitserver import GitHttpServer
+from tests.support.repo import commit_all, git, init
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -157,7 +158,7 @@ class LiveFleet:
         """The repository at widget 1.0.0 everywhere (gizmo on the eu clusters), every cluster and its loop."""
         self._write_repository()
         self.server = GitHttpServer(self.repo.parent, username=GIT_USER, password=GIT_TOKEN).start()
-        self._git("remote", "add", "origin", self.url)
+        git(self.repo, "remote", "add", "origin", self.url)
         # The clusters' processes die with the thread that started them: these threads live until close().
         self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="fleet-cluster")
         try:
@@ -279,7 +280,7 @@ class LiveFleet:
                 "gizmo-system}\ndata: {mode: edge}\n")
         self._add_version("1.0.0")
         self._resolve()
-        self._git("init", "-q", "-b", "main")
+        init(self.repo)
         self.commit("widget 1.0.0 on every cluster, gizmo on the eu clusters")
 
     def _add_version(self, version: str, *, unschedulable: bool = False) -> None:
@@ -299,8 +300,7 @@ class LiveFleet:
                 raise AssertionError(f"{' '.join(command)} failed: {done.stdout}{done.stderr}")
 
     def commit(self, message: str) -> str:
-        self._git("add", "-A")
-        self._git("commit", "-q", "-m", message)
+        commit_all(self.repo, message)
         self.committed_at = time.monotonic()
         head = self.head()
         self.notify()
@@ -316,16 +316,11 @@ class LiveFleet:
         return done
 
     def head(self) -> str:
-        return subprocess.run(["git", "-C", str(self.repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return git(self.repo, "rev-parse", "HEAD")
 
     def locked(self, cluster: str) -> str:
         path = self.repo / "clusters" / cluster / "olm.lock"
         return path.read_text() if path.exists() else ""
-
-    def _git(self, *args: str) -> None:
-        subprocess.run(["git", "-C", str(self.repo), "-c", "user.name=Platform Team",
-                        "-c", "user.email=platform@example.invalid", *args], check=True, capture_output=True)
 
     def notify(self) -> None:
         """A signed push hook to every loop, as the forge sends on a push (a loop that misses it polls)."""
