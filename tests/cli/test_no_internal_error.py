@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from reconciler import network
 from reconciler.cli.parser import EXIT_INTERNAL
 from tests.e2e.support import cli
-from tests.example import approved_copy
+from tests.support.repo import commit_all, example_copy
 from tests.seeds import SEEDS, all_blocks
 from tests.unit.helpers import no_cluster  # noqa: F401 (fixture)
 
@@ -47,15 +46,11 @@ def _repository(path: Path, text: str, *, example: bool) -> Path:
     Operator, so that an example naming the community catalog and plumbus resolves and converts against them),
     with the example in the working tree."""
     if example:
-        approved_copy(path)
+        example_copy(path)
         (path / "operators" / "plumbus.yaml").unlink()
     else:
         path.mkdir()
-    git = pygit2.init_repository(str(path), initial_head="main")
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    git.index.add_all()
-    git.index.write()
-    git.create_commit("HEAD", sig, sig, "base", git.index.write_tree(), [])
+    commit_all(path, "base")
     (path / "declarations.yaml").write_text(text)
     return path
 

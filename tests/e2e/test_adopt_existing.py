@@ -26,7 +26,8 @@ from reconciler.kube.client import Kube
 from reconciler.model.kube import ObjectRef
 from tests.docblocks import fenced_block, indented_block, run_walkthrough
 
-from .support import GitOpsRepo, cli, get, managed, reconcile
+from .support import cli, get, managed, reconcile
+from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 
@@ -111,9 +112,7 @@ def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys) -> Iterator[GitOpsRepo]:
     extra: list[dict] = []
     r.extra = extra   # objects a test creates beside the bundle's, deleted afterwards
     yield r
-    for p in (r.path / "operators").glob("*.yaml"):
-        p.unlink()
-    r.write("reconciler.yaml", "allowEmpty: true\n")
+    r.withdraw_all()
     r.commit("remove everything")
     assert reconcile(r, kc, capsys=capsys).code == 0
     for obj in [*extra, *rendered(r, capsys)]:

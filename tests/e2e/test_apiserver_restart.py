@@ -33,7 +33,8 @@ from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.support import GitOpsRepo, get
+from tests.e2e.support import get
+from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 

@@ -8,7 +8,8 @@ import pytest
 
 from reconciler.kube.client import Kube
 
-from .support import GitOpsRepo, cli, get, reconcile
+from .support import cli, get, reconcile
+from tests.support.repo import GitOpsRepo
 from .test_reconcile import repo  # noqa: F401 - fixture: the example, everything uninstalled afterwards
 
 pytestmark = pytest.mark.cluster

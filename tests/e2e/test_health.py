@@ -14,7 +14,8 @@ from reconciler.cli.parser import main
 from reconciler.kube.client import Kube
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 
-from .support import GitOpsRepo, approving_everything, get, reconcile
+from .support import approving_everything, get, reconcile
+from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 

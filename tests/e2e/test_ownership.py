@@ -14,7 +14,8 @@ from reconciler.kube.client import Kube
 from reconciler.model.kube import ANNOTATION_REPOSITORY, LABEL_INSTANCE, LABEL_OPERATOR, LABEL_PART_OF, applyset_id
 from tests.loop.conftest import hand_over
 
-from .support import GitOpsRepo, approve, get, managed, reconcile
+from .support import approve, get, managed, reconcile
+from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 
@@ -35,9 +36,9 @@ def _uninstall(repo: GitOpsRepo, kc: Path, capsys) -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
+def repo(gitops: GitOpsRepo, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
     """The example repository (instance ``default``); afterwards everything it installed is gone."""
-    r = GitOpsRepo(tmp_path / "repo")
+    r = gitops
     yield r
     crd = get(k8s, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "plumbai.how.theydoit.com")
     info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus") if crd is not None else None

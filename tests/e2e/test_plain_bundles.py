@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from .support import GitOpsRepo, get, managed, reconcile
+from .support import get, managed, reconcile
+from tests.support.repo import GitOpsRepo
 from .test_seed_kinds import TRUSTED_CLASS
 
 pytestmark = pytest.mark.cluster

@@ -21,7 +21,8 @@ from reconciler import yamlio
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.hostile.test_hostile import CORPUS as HOSTILE_CORPUS
-from tests.e2e.support import GitOpsRepo, cluster_state, reconcile, settled_state
+from tests.e2e.support import cluster_state, reconcile, settled_state
+from tests.support.repo import GitOpsRepo
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 
 pytestmark = pytest.mark.cluster

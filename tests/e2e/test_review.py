@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import GitOpsRepo, cli
+from tests.e2e.support import cli
+from tests.support.repo import GitOpsRepo
 
 GOLDEN = Path(__file__).parent / "golden" / "diff-upgrade-and-add.md"
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "operators"

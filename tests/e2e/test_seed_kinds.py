@@ -13,7 +13,8 @@ from reconciler.kube.client import Kube
 from tests.bundle.oci_registry import oci_registry  # noqa: F401  (fixture)
 from tests.unit.helpers import write, write_docs
 
-from .support import GitOpsRepo, approve, get, managed, reconcile
+from .support import approve, get, managed, reconcile
+from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 

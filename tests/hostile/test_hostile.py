@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import yamlio
-from tests.example import approved_copy
+from tests.support.repo import example_copy
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -84,7 +84,7 @@ def build(case: dict, name: str, tmp: Path, deep: list[Path] | None = None) -> P
     """The case's repository under ``tmp``; the deepest directory of each ``dirs`` operation is added to ``deep``."""
     deep = [] if deep is None else deep
     repo, outside = tmp / "repo", tmp / "outside"
-    approved_copy(repo)
+    example_copy(repo)
     outside.mkdir()
     if case.get("corpus"):
         source = CORPUS / case["corpus"]

@@ -16,13 +16,13 @@ import sys
 import uuid
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from reconciler import yamlio
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.kube.client import Kube
-from tests.e2e.support import GitOpsRepo, approve, approving_everything, cli, get, managed
+from tests.e2e.support import approve, approving_everything, cli, get, managed
+from tests.support.repo import GitOpsRepo, commit_all
 from tests.e2e.test_reconcile import V100, V110
 from tests.loop.conftest import wait_until
 from tests.loop.test_watch_local import events
@@ -42,11 +42,11 @@ def conditions(k8s: Kube, name: str) -> dict[str, dict]:
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    repo = GitOpsRepo(tmp_path / "gitops")
-    repo.set_version("1.0.0")
-    repo.commit("plumbus 1.0.0")
-    return repo
+def gitops(gitops: GitOpsRepo) -> GitOpsRepo:
+    """The example repository at plumbus 1.0.0."""
+    gitops.set_version("1.0.0")
+    gitops.commit("plumbus 1.0.0")
+    return gitops
 
 
 def test_first_install_and_upgrade(deployed, k8s, gitops, clean, capsys):
@@ -239,22 +239,13 @@ def fleet(tmp_path: Path, deployed: Path, clean, capsys):
     """The example fleet as a git repository; afterwards emptied on cluster dev, as deploy/'s ServiceAccount."""
     root = tmp_path / "fleet"
     shutil.copytree(ROOT / "examples" / "fleet-repo", root)
-    repo = pygit2.init_repository(str(root), initial_head="main")
-    _commit(repo, "a fleet")
+    commit_all(root, "a fleet")
     yield root
     (root / "operators" / "plumbus.yaml").unlink()
     (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "allowEmpty: true\n")
-    _commit(repo, "empty")
+    commit_all(root, "empty")
     run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
     assert run.code == 0, run.out + run.err
-
-
-def _commit(repo: pygit2.Repository, message: str) -> str:
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    return str(repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents))
 
 
 def test_the_fleet_loop(deployed, k8s, fleet, tmp_path):

@@ -144,7 +144,7 @@ def test_relevant_paths():
 def test_a_swapped_symlink_root_is_seen_and_followed(tmp_path: Path):
     """git-sync publishes each checkout by atomically re-pointing a link; the source follows it."""
     from reconciler.repo import read_repository
-    from tests.e2e.support import GitOpsRepo
+    from tests.support.repo import GitOpsRepo
 
     first, second = GitOpsRepo(tmp_path / "wt-1"), GitOpsRepo(tmp_path / "wt-2")
     second.set_version("1.0.0")
