@@ -25,10 +25,10 @@ from tests.olm.conftest import olm_plane  # noqa: F401  (a fixture)
 from tests.olm.support import needs_corpus, needs_olm
 from tests.olm.test_takeover import CASES, olm_bookkeeping, snapshot
 from tests.rollout.harness import DEPLOY, deploy_objects
+from tests.support.repo import commit_all
 
 from .conftest import keep_audit, passed
 from .rbac_usage import deploy_rbac
-from tests.support.repo import commit_all
 
 pytestmark = [pytest.mark.incluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 

@@ -24,9 +24,9 @@ from reconciler.kube.client import Kube
 from tests.e2e.support import approve, approving_everything, cli, get, managed
 from tests.support.repo import GitOpsRepo, commit_all
 from tests.e2e.test_reconcile import V100, V110
-from tests.loop.conftest import wait_until
 from tests.loop.test_watch_local import events
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
+from tests.support.wait import wait_until
 
 from .conftest import CAPABILITIES, passed, proven
 

@@ -21,20 +21,6 @@ def git_server(gitops: GitOpsRepo) -> Iterator[GitHttpServer]:
     server.stop()
 
 
-def wait_until(predicate, what: str, timeout: float = 90.0, every: float = 0.05):
-    """Poll until ``predicate()`` is truthy; fail naming ``what`` after a generous deadline (not a timing test)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
-
-
 @pytest.fixture
 def k8s(control_plane):
     from reconciler.kube.client import Kube

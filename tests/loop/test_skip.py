@@ -20,8 +20,9 @@ from tests.e2e.support import cli, get
 from tests.e2e.test_fleet import GADGET as FLEET_GADGET
 from tests.loop.gitserver import GitHttpServer
 from tests.support.repo import GitRepo
+from tests.support.wait import wait_until
 
-from .conftest import TOKEN, USER, wait_until
+from .conftest import TOKEN, USER
 from .test_watch_local import running
 
 pytestmark = pytest.mark.cluster

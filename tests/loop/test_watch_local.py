@@ -17,8 +17,9 @@ from reconciler.repo import watch
 from reconciler.repo.watch import TreeWatcher, relevant
 from tests.e2e.support import get, managed
 from tests.e2e.test_reconcile import V100, V110
+from tests.support.wait import wait_until
 
-from .conftest import uninstall, wait_until
+from .conftest import uninstall
 
 
 @contextmanager

@@ -10,8 +10,9 @@ from reconciler.repo.verify import Trust, TrustedKeys
 from tests.e2e.support import managed
 from tests.e2e.test_reconcile import V100, V110
 from tests.signing import SshSigner, tools_or_skip, trusted_keys
+from tests.support.wait import wait_until
 
-from .conftest import TOKEN, USER, wait_until
+from .conftest import TOKEN, USER
 from .test_watch_local import applied_at, clean, events, running, status  # noqa: F401  (clean is a fixture)
 
 

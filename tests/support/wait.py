@@ -27,7 +27,7 @@ def _shown(text: str) -> str:
     return text if len(text) <= SHOWN else text[:SHOWN] + f"... ({len(text) - SHOWN} more characters)"
 
 
-def wait_until(probe: Callable[[], T], what: str, *, timeout: float = 60.0, every: float = 0.2,
+def wait_until(probe: Callable[[], T], what: str, *, timeout: float = 90.0, every: float = 0.1,
                ignoring: type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool] = (),
                diagnose: Callable[[], str] | None = None) -> T:
     """Call ``probe`` until it returns something true, and return that.
