@@ -20,10 +20,11 @@ import pytest
 from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from tests.olm.adoption import (
-    GROUP, Case, custom, get, installed_by_olm, make_repo as make_repo_of, reconciler, wait_for,
+    GROUP, Case, custom, get, installed_by_olm, make_repo as make_repo_of, reconciler,
 )
-from tests.olm.support import CORPUS, needs_corpus, needs_olm
+from tests.olm.support import CORPUS, WAIT, needs_corpus, needs_olm, olm_logs
 from tests.support.repo import commit_all, git
+from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -143,9 +144,10 @@ def test_an_unreadable_catalog_source_is_listed_with_its_reason(installed: Contr
         custom(api).patch_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "catalogsources", "corpus",
                                                    {"spec": {"address": "127.0.0.1:1"}})
         try:
-            wait_for("the CatalogSource unreachable", lambda: ((get(api, case.namespace, "catalogsources", "corpus")
-                     or {}).get("status") or {}).get("connectionState", {}).get("lastObservedState")
-                     not in (None, "READY"), installed)
+            wait_until(lambda: ((get(api, case.namespace, "catalogsources", "corpus")
+                                 or {}).get("status") or {}).get("connectionState", {}).get("lastObservedState")
+                       not in (None, "READY"), "the CatalogSource unreachable", timeout=WAIT, every=0.5,
+                       diagnose=olm_logs(installed))
             repo = make_repo(tmp_path / "repo")
             done = reconciler("adopt", str(repo), "--kubeconfig", str(installed.kubeconfig_path))
         finally:
