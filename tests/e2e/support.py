@@ -13,6 +13,7 @@ import pytest
 from reconciler.cli.parser import main
 from reconciler.kube.client import Kube
 from tests.support.repo import GitOpsRepo
+from tests.support.wait import wait_until
 
 
 @dataclass
@@ -151,13 +152,11 @@ def state_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
                   + [f"changed {k}" for k in before.keys() & after.keys() if before[k] != after[k]])
 
 
-def settled_state(kube: Kube, before: dict[str, dict], *, except_operator: str = "", timeout: float = 60.0) -> list[str]:
-    """``state_changes`` from ``before``, read again while namespaces a refused run removed finish terminating."""
-    import time
+def wait_unchanged(kube: Kube, before: dict[str, dict], *, except_operator: str = "", timeout: float = 60.0) -> None:
+    """Wait until the cluster is as ``before`` (``cluster_state``) again, while namespaces a refused run removed
+    finish terminating; the wait fails naming what still differs (``state_changes``)."""
+    def changes() -> list[str]:
+        return state_changes(before, cluster_state(kube, except_operator=except_operator))
 
-    deadline = time.monotonic() + timeout
-    while True:
-        changes = state_changes(before, cluster_state(kube, except_operator=except_operator))
-        if not changes or time.monotonic() > deadline:
-            return changes
-        time.sleep(1.0)
+    wait_until(lambda: not changes(), "the cluster to be as it was before the run", timeout=timeout, every=1.0,
+               diagnose=lambda: "still different:\n" + "\n".join(changes()))

@@ -25,9 +25,10 @@ from reconciler import yamlio
 from reconciler.kube.client import Kube
 from reconciler.model.kube import ObjectRef
 from tests.docblocks import fenced_block, indented_block, run_walkthrough
+from tests.support.repo import GitOpsRepo
 
 from .support import cli, get, managed, reconcile
-from tests.support.repo import GitOpsRepo
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -76,16 +77,12 @@ def replica_sets(k8s: Kube) -> list[str]:
 
 def rolled_out(k8s: Kube) -> list[str]:
     """The ReplicaSets once the deployment controller has acted on the Deployment as it is (bounded wait)."""
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def observed() -> list[str]:
         d = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", NS)
-        if d and (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"] \
-                and replica_sets(k8s):
-            return replica_sets(k8s)
-        time.sleep(0.2)
-    raise AssertionError("the Deployment was not rolled out within 60s")
+        return replica_sets(k8s) if d and (d.get("status") or {}).get("observedGeneration") == \
+            d["metadata"]["generation"] else []
+
+    return wait_until(observed, "the Deployment rolled out", timeout=60, every=0.2)
 
 
 def consent(repo: GitOpsRepo) -> None:

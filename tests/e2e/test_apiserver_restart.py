@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +34,7 @@ from reconciler.model.kube import LABEL_OPERATOR
 from tests.e2e.faultproxy import FaultProxy
 from tests.e2e.support import get
 from tests.support.repo import GitOpsRepo
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -205,28 +205,23 @@ class Lines:
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self.lines: list[str] = []
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
         self._thread.start()
 
     def _read(self, proc: subprocess.Popen) -> None:
         for line in proc.stderr:
-            with self._cond:
+            with self._lock:
                 self.lines.append(line.rstrip("\n"))
-                self._cond.notify_all()
 
     def wait_for(self, *texts: str, start: int = 0, timeout: float = 240.0) -> int:
         """The index of the first line from ``start`` on that contains all of ``texts``."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for i in range(start, len(self.lines)):
-                    if all(t in self.lines[i] for t in texts):
-                        return i
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no line with {texts!r} in time:\n" + "\n".join(self.lines[-40:]))
-                self._cond.wait(left)
+        def found() -> list[int]:
+            with self._lock:
+                return [i for i in range(start, len(self.lines)) if all(t in self.lines[i] for t in texts)][:1]
+
+        return wait_until(found, f"a line with {texts!r}", timeout=timeout,
+                          diagnose=lambda: "\n".join(self.lines[-40:]))[0]
 
 
 def test_watch_survives_an_apiserver_outage_and_converges_after_it(plane, tmp_path):

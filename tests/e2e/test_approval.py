@@ -15,9 +15,9 @@ from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError
 
 from tests.unit.helpers import DESIGN_DOC_V2ALPHA1
+from tests.support.repo import GitOpsRepo
 
 from .support import approve, get, managed, reconcile
-from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 

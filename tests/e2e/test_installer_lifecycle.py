@@ -10,9 +10,9 @@ import pytest
 from reconciler.cluster.ownership import installer
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_INSTANCE
+from tests.support.repo import GitOpsRepo
 
 from .support import approve, get, reconcile
-from tests.support.repo import GitOpsRepo
 from tests.loop.conftest import hand_over
 
 pytestmark = pytest.mark.cluster

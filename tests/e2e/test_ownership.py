@@ -13,9 +13,9 @@ import pytest
 from reconciler.kube.client import Kube
 from reconciler.model.kube import ANNOTATION_REPOSITORY, LABEL_INSTANCE, LABEL_OPERATOR, LABEL_PART_OF, applyset_id
 from tests.loop.conftest import hand_over
+from tests.support.repo import GitOpsRepo
 
 from .support import approve, get, managed, reconcile
-from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 

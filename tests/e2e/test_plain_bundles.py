@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from tests.support.repo import GitOpsRepo
 
 from .support import get, managed, reconcile
-from tests.support.repo import GitOpsRepo
 from .test_seed_kinds import TRUSTED_CLASS
 
 pytestmark = pytest.mark.cluster

@@ -8,9 +8,9 @@ import pytest
 
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
+from tests.support.repo import GitOpsRepo
 
 from .support import approve, get, managed, reconcile
-from tests.support.repo import GitOpsRepo
 
 pytestmark = pytest.mark.cluster
 
