@@ -42,6 +42,7 @@ from reconciler.localcluster.virtual import VirtualCluster, cpu_of, kubeconfig_w
 from reconciler.loop.server import signature
 from tests.loop.gitserver import GitHttpServer
 from tests.support.repo import commit_all, git, init
+from tests.support.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -232,9 +233,9 @@ class LiveFleet:
         that loop, which exits saying it cannot listen, starts again on another port. A port counts as the loop's
         when its process is alive and a loop's health endpoint answers there (no two loops are given one port),
         never merely because something accepts connections on it."""
-        deadline = time.monotonic() + timeout
         waiting = list(self.live.values())
-        while waiting:
+
+        def listening() -> bool:
             for lv in list(waiting):
                 if lv.loop is not None and lv.loop.poll() is None and _serves_health(lv.port):
                     waiting.remove(lv)
@@ -245,10 +246,11 @@ class LiveFleet:
                                              f"its log {lv.log}:\n{log[-2000:]}")
                     lv.port = 0
                     self._start_loop(lv)
-            if waiting and time.monotonic() > deadline:
-                raise AssertionError(f"loops not listening within {timeout:.0f}s: "
-                                     f"{[lv.member.name for lv in waiting]}; logs under {self.workdir / 'loops'}")
-            time.sleep(0.2)
+            return not waiting
+
+        wait_until(listening, "every loop to listen", timeout=timeout, every=0.2,
+                   diagnose=lambda: f"not listening: {[lv.member.name for lv in waiting]}; "
+                                    f"logs under {self.workdir / 'loops'}")
 
     def stop_cluster(self, name: str) -> None:
         """The cluster goes down (API server, controllers, nodes); its loop keeps trying, as a pod that lost its
