@@ -4,26 +4,31 @@ it, what the last good commit did (the loop then skips it after reading, docs/lo
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 from reconciler import pipeline
+from reconciler.cluster.status import objects as status_objects
 from tests.support.paths import EXAMPLE
-
 
 
 def prepared(root: Path) -> pipeline.Prepared:
     return pipeline.prepare(root)
 
 
-def test_a_commit_that_asks_the_same_is_the_same_whatever_else_it_changes(tmp_path):
+def test_a_commit_that_asks_the_same_is_the_same_whatever_else_it_changes(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     shutil.copytree(EXAMPLE, root)
     before = prepared(root)
-    time.sleep(1.1)   # conditions stamped a second later: their transition times are not compared
     (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "# a comment\n")
     (root / "README.md").write_text("notes\n")
-    assert pipeline.same_intent(before, prepared(root))
+    after = prepared(root)
+    # every condition stamped a second after the one before: the two runs' transition times all differ, and
+    # are not compared
+    stamps = (f"2026-01-01T00:00:{second:02d}Z" for second in range(60))
+    read: list[str] = []
+    monkeypatch.setattr(status_objects, "now", lambda: read.append(next(stamps)) or read[-1])
+    assert pipeline.same_intent(before, after)
+    assert len(read) >= 2 and len(set(read)) == len(read)   # conditions were stamped, each at another time
 
 
 def test_what_the_cluster_would_get_or_record_differently_is_not_the_same(tmp_path):
