@@ -13,15 +13,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.support.parts import not_tested
 from tests.support.repo import git
 
 
 def tools_or_skip() -> None:
     for tool in ("git", "gpg", "ssh-keygen"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
+            not_tested("signing", f"{tool} is not installed")
 
 
 class SshSigner:

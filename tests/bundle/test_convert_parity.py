@@ -23,6 +23,7 @@ from bench import convert_parity as cp
 from bench.bundle_corpus import DEFAULT_CORPUS, MODES
 from reconciler.bundle import read_content, registry_v1
 from reconciler.bundle.source import fetch
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.corpus
 
@@ -50,11 +51,11 @@ def _cases() -> list[tuple[str, str]]:
     return cases
 
 
-@pytest.mark.skipif(not _cases(), reason=f"no corpus at {DEFAULT_CORPUS}")
+@pytest.mark.corpus(missing=not _cases(), reason=f"no corpus at {DEFAULT_CORPUS}")
 @pytest.mark.parametrize("name, mode", _cases(), ids=lambda v: v)
 def test_same_objects_as_operator_controller(name: str, mode: str):
     if _OCRENDER is None:
-        pytest.skip("ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
+        not_tested("ocrender", "ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
     content = read_content(fetch(f"file://{name}", DEFAULT_CORPUS))
     namespace, targets = cp.targets_for(name.split("/")[0])
     result = cp.compare_one(content, DEFAULT_CORPUS / name, name, mode, namespace, targets[mode], _OCRENDER)

@@ -55,7 +55,7 @@ def _repository(path: Path, text: str, *, example: bool) -> Path:
     return path
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="../shared/seeds is absent")
+@pytest.mark.seeds(missing=not SEEDS.is_dir(), reason="../shared/seeds is absent")
 @pytest.mark.parametrize("example", [False, True], ids=["alone", "in-the-example"])
 @pytest.mark.parametrize("ident", sorted(BLOCKS))
 def test_a_design_document_example_never_ends_in_an_internal_error(tmp_path, capsys, ident, example):

@@ -29,6 +29,7 @@ from tests.support.repo import GitOpsRepo
 
 from .support import cli, get, managed, reconcile
 from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -44,7 +45,7 @@ def kubectl_path() -> Path:
         from bench.peers.kubectl import kubectl_binary
         return kubectl_binary(lambda _: None)
     except Exception as exc:  # noqa: BLE001 - no Go toolchain or module cache: no kubectl to apply with
-        pytest.skip(f"kubectl is not available: {exc}")
+        not_tested("kubectl", f"kubectl is not available: {exc}")
 
 
 def kubectl(kc: Path, *args: str, stdin: str | None = None) -> str:

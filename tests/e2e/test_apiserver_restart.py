@@ -35,6 +35,7 @@ from tests.e2e.faultproxy import FaultProxy
 from tests.e2e.support import get
 from tests.support.repo import GitOpsRepo
 from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -81,7 +82,7 @@ def declaration(name: str) -> str:
 def make_repo(path: Path) -> GitOpsRepo:
     for source in BUNDLES.values():
         if not (CORPUS / source).is_dir():
-            pytest.skip(f"no corpus bundle {source}")
+            not_tested("corpus", f"no corpus bundle {source}")
     repo = GitOpsRepo(path)
     # Each test makes its own checkout of one repository, and the module's cluster carries installs over.
     repo.write("reconciler.yaml", "repository: example.test/restart\n")

@@ -22,6 +22,7 @@ from reconciler.kube.client import Kube
 from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts
 from tests.e2e.support import cli, get
 from tests.support.repo import commit_all, init
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -227,7 +228,7 @@ class _Cells(html.parser.HTMLParser):
 
 def _check_page_in_a_browser(page: str, doc: dict, path: Path) -> None:
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (`make tools` installs it as root)")
+        not_tested("chromium", "Debian's chromium is not installed (`make tools` installs it as root)")
     assert "http://" not in page and "https://" not in page and "<script" not in page   # self-contained
     path.write_text(page)
     args = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -16,6 +16,7 @@ from tests.support.repo import GitOpsRepo
 
 from .support import approving_everything, get, reconcile
 from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -247,7 +248,7 @@ def test_a_real_operator_reports_every_field_of_the_seed_status(repo, kc, k8s, u
 
     source = bc.DEFAULT_CORPUS / CORPUS_BUNDLE
     if not source.is_dir():
-        pytest.skip(f"no corpus at {bc.DEFAULT_CORPUS}")
+        not_tested("corpus", f"no corpus at {bc.DEFAULT_CORPUS}")
     shutil.copytree(source, repo / "bundles" / "rabbitmq")
     name = f"rabbitmq-{uid}"
     declare(repo, name, "file://bundles/rabbitmq", f"ns-{name}")

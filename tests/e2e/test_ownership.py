@@ -16,6 +16,7 @@ from tests.loop.conftest import hand_over
 from tests.support.repo import GitOpsRepo
 
 from .support import approve, get, managed, reconcile
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -447,7 +448,7 @@ def test_kubectl_recognises_the_instance_as_an_applyset_of_another_tool(repo, kc
         from bench.peers.kubectl import kubectl_binary
         binary = kubectl_binary(lambda _: None)
     except Exception as exc:  # noqa: BLE001 - no Go toolchain or module cache: nothing to compare with
-        pytest.skip(f"kubectl is not available: {exc}")
+        not_tested("kubectl", f"kubectl is not available: {exc}")
     assert reconcile(repo, kc, capsys=capsys).code == 0
     manifest = tmp_path / "cm.yaml"
     manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe, namespace: reconciler-system}\n")

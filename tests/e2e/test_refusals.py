@@ -25,6 +25,7 @@ from tests.e2e.support import cluster_state, reconcile, wait_unchanged
 from tests.support.repo import GitOpsRepo
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -51,7 +52,7 @@ parameters: {approval: Android}
 def healthy(control_plane, tmp_path_factory):
     """The repository with its two healthy Operators installed; they are removed after the module."""
     if not CORPUS.is_dir():
-        pytest.skip(f"no corpus bundle at {CORPUS}")
+        not_tested("corpus", f"no corpus bundle at {CORPUS}")
     from reconciler.cli.parser import main
 
     repo = GitOpsRepo(tmp_path_factory.mktemp("refusals") / "repo")

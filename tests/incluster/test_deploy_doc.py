@@ -16,6 +16,7 @@ from tests.e2e.support import cli, get
 from tests.support.repo import GitOpsRepo
 from tests.image.test_image import ENV, _buildah
 from tests.loop.conftest import uninstall
+from tests.support.parts import not_tested
 
 pytestmark = [pytest.mark.incluster, pytest.mark.timeout(2400)]   # a fresh machine assembles the image's base
 
@@ -36,7 +37,7 @@ def repo(gitops: GitOpsRepo, k8s, capsys) -> GitOpsRepo:
 def test_the_deploy_document_runs_as_printed(control_plane, k8s, deployed, oci_registry, repo, tmp_path):  # noqa: F811
     missing = [t for t in ("buildah", "mmdebstrap") if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (`make image-tools` installs them as root with apt-get)")
+        not_tested("image", f"{' and '.join(missing)} not installed (`make image-tools` installs them as root with apt-get)")
     from bench.peers.kubectl import kubectl_binary
 
     script = "\n".join(["set -euo pipefail", *indented_block("docs/deploy.md", DEPLOY_FIRST),

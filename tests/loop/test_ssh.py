@@ -15,8 +15,8 @@ from reconciler.repo.git import Auth, Ref, RemoteRepository, SourceError
 from tests.support.wait import wait_until
 
 SSHD = "/usr/sbin/sshd"
-pytestmark = pytest.mark.skipif(not (Path(SSHD).is_file() and shutil.which("ssh-keygen")),
-                                reason="needs openssh-server (sshd) and ssh-keygen")
+pytestmark = pytest.mark.sshd(missing=not (Path(SSHD).is_file() and shutil.which("ssh-keygen")),
+                              reason="needs openssh-server (sshd) and ssh-keygen")
 
 
 def _keygen(path: Path) -> None:

@@ -17,8 +17,8 @@ CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 # A registry+v1 bundle with every install mode, no webhook and no dependency: OLM installs it alone.
 BUNDLE = CORPUS / "operators" / "ecr-secret-operator" / "0.6.0"
 OLM_BUILDS = olm_present() or shutil.which("go") is not None
-needs_olm = pytest.mark.skipif(not OLM_BUILDS, reason="OLM v0 is not built and `go` is not on PATH to build it")
-needs_corpus = pytest.mark.skipif(not BUNDLE.is_dir(), reason="../shared/corpus is absent")
+needs_olm = pytest.mark.olm(missing=not OLM_BUILDS, reason="OLM v0 is not built and `go` is not on PATH to build it")
+needs_corpus = pytest.mark.corpus(missing=not BUNDLE.is_dir(), reason="../shared/corpus is absent")
 
 
 GROUP = "operators.coreos.com"

@@ -33,11 +33,11 @@ WAIT = 180.0
 REFUSED_BY_PROXY = re.compile(r"\S+@\S+: reading https?://\S+: (403 Forbidden|410 Gone)")
 
 marks = [
-    pytest.mark.cluster, pytest.mark.olmv1, pytest.mark.corpus,
-    pytest.mark.skipif(not (olmv1_present() or shutil.which("go")),
-                       reason="OLM v1 is not built and `go` is not on PATH to build it"),
-    pytest.mark.skipif(shutil.which("unshare") is None, reason="`unshare` (util-linux) is not on PATH"),
-    pytest.mark.skipif(not BUNDLE.is_dir(), reason="../shared/corpus is absent"),
+    pytest.mark.cluster,
+    pytest.mark.olmv1(missing=not (olmv1_present() or shutil.which("go")),
+                      reason="OLM v1 is not built and `go` is not on PATH to build it"),
+    pytest.mark.olmv1(missing=shutil.which("unshare") is None, reason="`unshare` (util-linux) is not on PATH"),
+    pytest.mark.corpus(missing=not BUNDLE.is_dir(), reason="../shared/corpus is absent"),
 ]
 
 

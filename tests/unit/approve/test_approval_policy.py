@@ -12,6 +12,7 @@ from reconciler.approve.required import Requirements
 from reconciler.errors import DeclarationError, InputError
 from reconciler.model.provisioner import BUILTIN_CLASSES, Identity, ProvisionerClass, parse_provisioner_class
 from tests.support.paths import CORPUS as SHARED_CORPUS
+from tests.support.parts import not_tested
 
 NS = "ops"
 READ_PODS = Rule.make(NS, verbs=["get", "list"], api_groups=[""], resources=["pods"])
@@ -123,7 +124,7 @@ def test_a_real_upgrade_that_adds_permissions_waits_for_exactly_the_added_rules(
     from reconciler.model.declarations import InstallSettings
 
     if not (CORPUS / "ack-cloudtrail-controller" / "1.0.4").is_dir():
-        pytest.skip(f"no corpus at {CORPUS}")
+        not_tested("corpus", f"no corpus at {CORPUS}")
 
     def render(version: str):
         content = read_content(fetch(f"file://ack-cloudtrail-controller/{version}", CORPUS))

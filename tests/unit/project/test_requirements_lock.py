@@ -17,6 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from tests.support.paths import ROOT
+from tests.support.parts import not_tested
 
 RUNTIME, TEST = ROOT / "requirements.lock", ROOT / "requirements-test.lock"
 _ENTRY = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) \\$")
@@ -79,7 +80,7 @@ def test_the_two_locks_pin_the_same_versions_and_the_test_lock_only_adds():
 
 def test_the_suite_runs_in_the_locked_environment():
     if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
-        pytest.skip("not the project's own virtualenv (`make install` makes it)")
+        not_tested("lockedenv", "not the project's own virtualenv (`make install` makes it)")
     wrong = {}
     for name, version in read_lock(TEST).items():
         try:

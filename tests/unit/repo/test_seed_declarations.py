@@ -21,6 +21,7 @@ import pytest
 from reconciler.errors import InputError
 from reconciler.repo import read_repository
 from tests.seeds import SEEDS, all_blocks
+from tests.support.parts import not_tested
 
 COMMUNITY = ("community", "plumbus")
 DIGEST = "sha256:" + "0123456789abcdef" * 4
@@ -157,7 +158,7 @@ def _kind(text: str) -> str:
 BLOCKS = {f"{ident}-{_kind(text)}": text for ident, text in all_blocks().items()}
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="../shared/seeds is absent")
+@pytest.mark.seeds(missing=not SEEDS.is_dir(), reason="../shared/seeds is absent")
 def test_every_example_has_an_outcome():
     kinds = {ident.rsplit("-", 1)[1] for ident in BLOCKS}
     assert {"Operator", "Install", "Input", "InputClass", "ProvisionerClass", "Bundle", "Instance",
@@ -197,14 +198,14 @@ def _read(tmp_path: Path, text: str, outcome: tuple) -> None:
 @pytest.mark.parametrize("ident", sorted(OUTCOMES))
 def test_seed_example(tmp_path: Path, ident: str) -> None:
     if ident not in BLOCKS:
-        pytest.skip("../shared/seeds is absent")
+        not_tested("seeds", "../shared/seeds is absent")
     _read(tmp_path, BLOCKS[ident], OUTCOMES[ident])
 
 
 @pytest.mark.parametrize("ident", sorted(FIXES))
 def test_a_seed_example_written_as_its_refusal_says_works(tmp_path: Path, ident: str) -> None:
     if ident not in BLOCKS:
-        pytest.skip("../shared/seeds is absent")
+        not_tested("seeds", "../shared/seeds is absent")
     changes, outcome = FIXES[ident]
     fixed = BLOCKS[ident]
     for pattern, replacement in changes:
