@@ -12,6 +12,7 @@
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
 # root, so the image test runs on a fresh machine (it skips, saying why, where they cannot be had).
+# Every run ends listing the parts it did not test (each a marker of pyproject.toml), how many tests and why.
 
 PYTHON ?= python3
 VENV := .venv
