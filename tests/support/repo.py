@@ -133,8 +133,8 @@ class GitOpsRepo(GitRepo):
         self.write("operators/plumbus.yaml", "\n".join(lines) + "\n")
 
     def withdraw_all(self) -> None:
-        """Every Operator declaration removed and an empty repository allowed: reconciling it uninstalls what
-        it installed."""
+        """Every Operator declaration removed and the settings replaced by ``allowEmpty: true`` alone:
+        reconciling it uninstalls what it installed (under the default instance)."""
         for declaration in (self.path / "operators").glob("*.yaml"):
             declaration.unlink()
         self.write("reconciler.yaml", "allowEmpty: true\n")
