@@ -35,8 +35,8 @@ def namespace(kube: client.ApiClient) -> str:
     return name
 
 
-def create_configmap(api_client: client.ApiClient, namespace: str, name: str) -> None:
-    client.CoreV1Api(api_client).create_namespaced_config_map(
+def create_configmap(api_client: client.ApiClient, namespace: str, name: str) -> client.V1ConfigMap:
+    return client.CoreV1Api(api_client).create_namespaced_config_map(
         namespace, {"metadata": {"name": name}, "data": {"key": "value"}})
 
 
