@@ -12,6 +12,7 @@
 # a tool (only the corpus tests skip, when ../shared/corpus is absent).
 # It also installs the image builder (buildah, mmdebstrap) with apt-get when run as
 # root, so the image test runs on a fresh machine (it skips, saying why, where they cannot be had).
+# Every run ends listing the parts it did not test (each a marker of pyproject.toml), how many tests and why.
 
 PYTHON ?= python3
 VENV := .venv
@@ -23,7 +24,7 @@ STAMP := $(VENV)/.installed
 # The virtualenv holds exactly the hash-checked versions of requirements-test.lock (and the project,
 # editable, built with the locked setuptools): a new machine on any day installs what CI last passed with.
 # pyproject.toml keeps the ranges users of the package install from; `make lock` refreshes both lock
-# files to the newest versions those ranges allow (tests/unit/test_requirements_lock.py checks they agree).
+# files to the newest versions those ranges allow (tests/unit/project/test_requirements_lock.py checks they agree).
 $(STAMP): pyproject.toml requirements-test.lock
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)

@@ -14,6 +14,10 @@ import pytest
 
 from reconciler.localcluster import ControlPlane, ensure_binaries
 
+# the repository fixtures (tests/support/fixtures.py); the parts a run leaves untested, listed at its end
+# (tests/support/parts.py)
+pytest_plugins = ["tests.support.fixtures", "tests.support.parts"]
+
 _CLUSTER_FIXTURES = {"control_plane", "kube"}
 
 

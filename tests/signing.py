@@ -1,8 +1,9 @@
-"""Signing keys for tests, made with the real tools (gpg, ssh-keygen), and signed commits and tags made by git.
+"""Signing keys for tests, made with the real tools (gpg, ssh-keygen), and signed tags made by git.
 
 Every key lives in the test's temporary directory: a GnuPG home of its own
 for each OpenPGP signer, a key pair for each SSH signer. Commits and tags are
-signed by the git command line, as a user signs them (`commit -S`, `tag -s`).
+signed by the git command line, as a user signs them (`commit -S`, `tag -s`):
+a signed commit is ``tests.support.repo.commit_all(root, message, signer=...)``.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
-GIT_USER = ("-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false",
-            "-c", "tag.gpgsign=false")
+from tests.support.parts import not_tested
+from tests.support.repo import git
 
 
 def tools_or_skip() -> None:
     for tool in ("git", "gpg", "ssh-keygen"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed")
+            not_tested("signing", f"{tool} is not installed")
 
 
 class SshSigner:
@@ -77,21 +76,6 @@ def trusted_keys(path: Path, *signers: SshSigner | GpgSigner) -> Path:
     """A trusted-keys file holding the signers' public keys, both kinds in one file."""
     path.write_text("# trusted signers\n" + "".join(f"{s.public.strip()}\n" for s in signers))
     return path
-
-
-def git(repo: Path, *args: str, signer: SshSigner | GpgSigner | None = None) -> str:
-    extra = signer.git_args() if signer else ()
-    done = subprocess.run(["git", *GIT_USER, *extra, *args], cwd=repo, env=signer.env() if signer else None,
-                          check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
-def commit(repo: Path, message: str, signer: SshSigner | GpgSigner | None = None) -> str:
-    """Commit everything in the working tree (signed by ``signer`` when given); the new commit's id."""
-    git(repo, "add", "-A")
-    git(repo, "commit", "--allow-empty", "-q", "-m", message, *(("-S",) if signer else ("--no-gpg-sign",)),
-        signer=signer)
-    return git(repo, "rev-parse", "HEAD")
 
 
 def tag(repo: Path, name: str, signer: SshSigner | GpgSigner | None = None) -> None:

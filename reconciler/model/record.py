@@ -10,7 +10,7 @@ start-up, and ``dataclasses`` costs a third of it: importing it imports
 A subclass declares its fields as class annotations, in ``__init__``'s order,
 and writes its own ``__init__``, which stores them in ``self.__dict__``
 (``cached_property`` works as on a frozen dataclass). ``UNCOMPARED`` names
-fields left out of equality and hashing. tests/unit/test_record.py checks
+fields left out of equality and hashing. tests/unit/model/test_record.py checks
 that every ``__init__`` takes exactly the declared fields.
 """
 

@@ -15,7 +15,6 @@ import os
 import socket
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.support.wait import wait_until
 
 
 @dataclass(frozen=True)
@@ -80,21 +80,21 @@ def start_registry(binary: Path, workdir: Path, login: tuple[str, str] | None = 
 def _until_serving(proc: subprocess.Popen[bytes], reg: Registry, log: Path, context: ssl.SSLContext | None = None,
                    login: bool = False) -> None:
     """Wait until the registry answers /v2/ (with 401 when it asks for the ``login`` it was given)."""
-    deadline = time.monotonic() + 30
-    while True:
+    def answers() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the registry exited with code {proc.returncode}:\n" + log.read_text()[-3000:])
         try:
             with urllib.request.urlopen(f"{reg.url}/v2/", timeout=2, context=context) as resp:
-                if resp.status == 200:
-                    return
+                return resp.status == 200
         except urllib.error.HTTPError as exc:
-            if exc.code == 401 and login:   # up, and asking for the login it was given
-                return
-        except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("the registry did not start:\n" + log.read_text()[-3000:])
-        time.sleep(0.05)
+            return exc.code == 401 and login   # up, and asking for the login it was given
+
+    try:   # not listening yet: the connection is refused
+        wait_until(answers, f"the registry at {reg.url} to answer /v2/", timeout=30, every=0.05,
+                   ignoring=OSError, diagnose=lambda: "its log:\n" + log.read_text()[-3000:])
+    except BaseException:
+        proc.kill()
+        raise
 
 
 @contextlib.contextmanager

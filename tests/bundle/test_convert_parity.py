@@ -25,6 +25,7 @@ from reconciler.bundle import read_content, registry_v1, render_content
 from reconciler.bundle.certs import CertManagerProvider
 from reconciler.bundle.source import fetch
 from reconciler.model.declarations import InstallSettings
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.corpus
 
@@ -52,11 +53,11 @@ def _cases() -> list[tuple[str, str]]:
     return cases
 
 
-@pytest.mark.skipif(not _cases(), reason=f"no corpus at {DEFAULT_CORPUS}")
+@pytest.mark.corpus(missing=not _cases(), reason=f"no corpus at {DEFAULT_CORPUS}")
 @pytest.mark.parametrize("name, mode", _cases(), ids=lambda v: v)
 def test_same_objects_as_operator_controller(name: str, mode: str):
     if _OCRENDER is None:
-        pytest.skip("ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
+        not_tested("ocrender", "ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
     content = read_content(fetch(f"file://{name}", DEFAULT_CORPUS))
     namespace, targets = cp.targets_for(name.split("/")[0])
     result = cp.compare_one(content, DEFAULT_CORPUS / name, name, mode, namespace, targets[mode], _OCRENDER)
@@ -120,7 +121,7 @@ def console_plugin_bundle(root: Path) -> Path:
     return bundle
 
 
-@pytest.mark.skipif(not CONSOLE_PLUGIN_BUNDLE.is_dir(), reason=f"no corpus at {DEFAULT_CORPUS}")
+@pytest.mark.corpus(missing=not CONSOLE_PLUGIN_BUNDLE.is_dir(), reason="../shared/corpus is absent")
 def test_console_plugin_and_network_policy_as_operator_controller_converts_them(tmp_path: Path):
     bundle = console_plugin_bundle(tmp_path)
     content = read_content(fetch("file://file-integrity-console-plugin/0.4.1", tmp_path))
@@ -132,7 +133,7 @@ def test_console_plugin_and_network_policy_as_operator_controller_converts_them(
     assert "namespace" not in plugin["metadata"] and plugin["spec"]["backend"]["service"]["port"] == 9443
     assert objects[("NetworkPolicy", "file-integrity-console-plugin")]["metadata"]["namespace"] == namespace
     if _OCRENDER is None:
-        pytest.skip("ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
+        not_tested("ocrender", "ocrender is not built (run `make peers` or `python -m bench.convert_parity` once)")
     result = cp.compare_one(content, bundle, "file-integrity-console-plugin/0.4.1", "OwnNamespace", namespace,
                             targets["OwnNamespace"], _OCRENDER)
     assert result.status == "identical", "\n".join(result.details)

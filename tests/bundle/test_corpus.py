@@ -11,6 +11,7 @@ import pytest
 
 from bench import bundle_corpus as bc
 from reconciler.kube.client import Kube
+from tests.support.parts import not_tested
 
 pytestmark = [pytest.mark.corpus, pytest.mark.timeout(1200)]
 
@@ -23,7 +24,7 @@ KNOWN_REFUSALS: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def corpus():
     if not bc.DEFAULT_CORPUS.is_dir():
-        pytest.skip(f"no corpus at {bc.DEFAULT_CORPUS}")
+        not_tested("corpus", f"no corpus at {bc.DEFAULT_CORPUS}")
     return bc.DEFAULT_CORPUS
 
 

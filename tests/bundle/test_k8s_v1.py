@@ -247,8 +247,8 @@ def _seed_olm_yaml() -> str | None:
 @pytest.mark.parametrize("text", [
     "name: gizmo.v1.0.0\nversion: 1.0.0\nminKubeVersion: 1.25.0\n"
     "installModes: [{type: AllNamespaces, supported: true}]\nprovider:\nname: Example Inc\n",
-    pytest.param(_seed_olm_yaml(), id="seed-000", marks=pytest.mark.skipif(
-        _seed_olm_yaml() is None, reason="../shared/seeds is absent"))])
+    pytest.param(_seed_olm_yaml(), id="seed-000", marks=pytest.mark.seeds(
+        missing=_seed_olm_yaml() is None, reason="../shared/seeds is absent"))])
 def test_an_olm_yaml_with_a_key_written_twice_is_refused(tmp_path, text):
     root = _bundle(tmp_path, olm=None)
     (root / "metadata" / "olm.yaml").write_text(text)

@@ -11,13 +11,13 @@ import tarfile
 import threading
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from reconciler.bundle import render
 from reconciler.bundle.source import directory_digest, fetch
 from reconciler.errors import BundleError
 from reconciler.model.declarations import InstallSettings
+from tests.support.repo import GitRepo
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 BUNDLE = EXAMPLE / "bundles" / "plumbus" / "1.0.0"
@@ -28,18 +28,13 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _git_repo(path: Path) -> tuple[pygit2.Repository, str]:
+def _git_repo(path: Path) -> GitRepo:
     shutil.copytree(BUNDLE, path / "bundles" / "plumbus")
-    repo = pygit2.init_repository(str(path), initial_head="main")
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    commit = repo.create_commit("HEAD", sig, sig, "bundle", repo.index.write_tree(), [])
-    return repo, str(commit)
+    return GitRepo(path, "bundle")
 
 
 def test_git_commit_source_renders_like_the_directory(tmp_path):
-    _, commit = _git_repo(tmp_path / "src")
+    commit = _git_repo(tmp_path / "src").head
     ref = f"git+file://{tmp_path / 'src'}@{commit}#bundles/plumbus"
     fetched = fetch(ref, tmp_path)
     assert fetched.digest == directory_digest(BUNDLE, "x")
@@ -51,7 +46,7 @@ def test_git_commit_source_renders_like_the_directory(tmp_path):
 
 
 def test_git_source_errors(tmp_path):
-    _, commit = _git_repo(tmp_path / "src")
+    commit = _git_repo(tmp_path / "src").head
     with pytest.raises(BundleError, match="is not a directory at commit"):
         fetch(f"git+file://{tmp_path / 'src'}@{commit}#bundles/nothing", tmp_path)
     with pytest.raises(BundleError, match="not in the fetched repository"):
@@ -59,12 +54,9 @@ def test_git_source_errors(tmp_path):
 
 
 def test_git_link_out_of_the_tree_is_refused(tmp_path):
-    repo, _ = _git_repo(tmp_path / "src")
+    repo = _git_repo(tmp_path / "src")
     (tmp_path / "src" / "bundles" / "plumbus" / "manifests" / "leak.yaml").symlink_to("/etc/passwd")
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    commit = repo.create_commit("HEAD", sig, sig, "leak", repo.index.write_tree(), [repo.head.target])
+    commit = repo.commit("leak")
     with pytest.raises(BundleError):
         fetch(f"git+file://{tmp_path / 'src'}@{commit}#bundles/plumbus", tmp_path)
 

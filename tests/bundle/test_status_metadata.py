@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bench import bundle_corpus as bc
 from reconciler.bundle import fetch, read_content, render_content
 from reconciler.model.declarations import InstallSettings
+from tests.support.parts import not_tested
 
 BUNDLE = "rabbitmq-messaging-topology-operator/1.19.3"
 
 
 def test_a_real_operator_reports_what_it_provides_and_requires() -> None:
     if not (bc.DEFAULT_CORPUS / BUNDLE).is_dir():
-        pytest.skip(f"no corpus at {bc.DEFAULT_CORPUS}")
+        not_tested("corpus", f"no corpus at {bc.DEFAULT_CORPUS}")
     rendered = render_content(read_content(fetch(f"file://{BUNDLE}", bc.DEFAULT_CORPUS)),
                               InstallSettings(), "operators")
     meta = rendered.metadata

@@ -218,7 +218,7 @@ def test_graph_dot_names_the_channel_of_a_missing_and_a_collapsed_node(tmp_path)
     assert _dot_labels(out)["gap.v1.0.0"] == ["gap.v1.0.0", "not in any channel"]
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+@pytest.mark.graphviz(missing=shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 def test_graph_svg(tmp_path):
     code, out = run("catalog", "graph", "demo", "-c", str(demo_catalog(tmp_path)), "-f", "svg")
     assert code == 0 and "<svg" in out and "demo.v1.2.0" in out
@@ -307,7 +307,7 @@ def test_cache_entry_corrupt_is_a_miss(tmp_path, monkeypatch):
     assert not again.cached and "demo" in again.catalog.packages
 
 
-@pytest.mark.skipif(not (CORPUS / "operators").is_dir(), reason="../shared/corpus is absent")
+@pytest.mark.corpus(missing=not (CORPUS / "operators").is_dir(), reason="../shared/corpus is absent")
 def test_render_registry_v1_bundle_from_corpus():
     bundle_dir = CORPUS / "operators" / "ecr-secret-operator" / "0.6.0"
     code, out = run("catalog", "render", str(bundle_dir), "--image", "quay.io/x/ecr-bundle:v0.6.0")

@@ -17,6 +17,7 @@ import pytest
 from reconciler.catalog import load
 from tests.catalog.helpers import CORPUS, EMPTY_DOCUMENTS, bundle, channel, package
 from tests.unit.helpers import write, write_docs
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.corpus
 
@@ -44,7 +45,7 @@ def opm_valid(directory: Path) -> tuple[bool, str]:
 def opm_or_skip() -> str:
     exe = opm()
     if exe is None:
-        pytest.skip("opm is not built (run `python -m bench.catalog_bench` once) and not on PATH")
+        not_tested("opm", "opm is not built (run `make peers` or `python -m bench.catalog_bench` once) and not on PATH")
     return exe
 
 
@@ -52,7 +53,7 @@ def _id(p: Path) -> str:
     return f"{p.parent.name}/{p.name}"
 
 
-@pytest.mark.skipif(not CATALOGS, reason="../shared/corpus is absent")
+@pytest.mark.corpus(missing=not CATALOGS, reason="../shared/corpus is absent")
 @pytest.mark.parametrize("directory", CATALOGS, ids=_id)
 def test_corpus_catalog_loads_valid(directory: Path):
     loaded = load(directory, use_cache=False)
@@ -60,7 +61,7 @@ def test_corpus_catalog_loads_valid(directory: Path):
     assert len(loaded.catalog.packages) == 1 and loaded.catalog.bundles
 
 
-@pytest.mark.skipif(not CATALOGS, reason="../shared/corpus is absent")
+@pytest.mark.corpus(missing=not CATALOGS, reason="../shared/corpus is absent")
 @pytest.mark.parametrize("directory", CATALOGS, ids=_id)
 def test_corpus_verdict_matches_opm(directory: Path):
     valid, stderr = opm_valid(directory)

@@ -22,7 +22,7 @@ from reconciler.resolve import ResolutionRequest, SatResolver
 from tests.catalog.helpers import CORPUS
 
 CATALOGS = sorted((CORPUS / "catalogs").glob("v4.*/*/catalog.yaml"))
-pytestmark = [pytest.mark.corpus, pytest.mark.skipif(not CATALOGS, reason="../shared/corpus is absent")]
+pytestmark = pytest.mark.corpus(missing=not CATALOGS, reason="../shared/corpus is absent")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from reconciler import oci, yamlio
 from reconciler.catalog.source import CONFIGS_LABEL, load_image_catalog
-from tests.example import approved_copy
+from tests.support.repo import example_copy
 from reconciler.cli.parser import main
 from reconciler.errors import CatalogError
 
@@ -49,7 +49,7 @@ def test_bad_configs_label(tmp_path, oci_registry, label, message):
 
 def test_repository_resolves_from_a_catalog_image(tmp_path, oci_registry, monkeypatch):
     ref = push_catalog(tmp_path, oci_registry, "catalogs/community", {CONFIGS_LABEL: "/configs"})
-    repo = approved_copy(tmp_path / "repo")
+    repo = example_copy(tmp_path / "repo")
     shutil.rmtree(repo / "catalogs")
     (repo / "reconciler.yaml").write_text(yamlio.dump({"catalogs": {"community": {"image": ref}}}))
     out = io.StringIO()
@@ -64,7 +64,7 @@ def test_repository_resolves_from_a_catalog_image(tmp_path, oci_registry, monkey
 
 
 def test_a_catalog_name_cannot_be_both_directory_and_image(tmp_path, capsys):
-    repo = approved_copy(tmp_path / "repo")
+    repo = example_copy(tmp_path / "repo")
     (repo / "reconciler.yaml").write_text(yamlio.dump({"catalogs": {"community": {"image": "127.0.0.1:1/x:y"}}}))
     assert main(["resolve", str(repo), "--offline"], out=io.StringIO()) == 2
     assert "catalog 'community' is both a directory under catalogs/ and an image" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from reconciler.catalog.source import CONFIGS_LABEL, load_image_catalog
 from reconciler.cli.parser import main
 from reconciler.errors import CatalogError
 from tests.bundle.oci_registry import LOGIN, oci_registry_with_login, start_registry  # noqa: F401
-from tests.example import approved_copy
+from tests.support.repo import example_copy
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 CSV = yamlio.read_all(EXAMPLE / "bundles/plumbus/1.1.0/manifests/plumbus.clusterserviceversion.yaml")[0]
@@ -217,7 +217,7 @@ def test_resolve_reconcile_and_import_pull_through_a_mirror(request, tmp_path, m
     finally:
         stop(source_proc)   # from here on only the mirror serves
     try:
-        repo = approved_copy(tmp_path / "repo", lock=False)
+        repo = example_copy(tmp_path / "repo", lock=False)
         shutil.rmtree(repo / "catalogs")
         index = source.ref("catalogs/index", "v1")
         settings = yamlio.read_all(repo / "reconciler.yaml")[0] or {}

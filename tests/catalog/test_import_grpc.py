@@ -14,9 +14,8 @@ from reconciler.errors import CatalogError
 from tests.olm.support import CORPUS, write_catalog_of
 
 BUNDLES = ["ack-s3-controller/1.10.0", "odoo-operator/0.0.2", "move2kube-operator/0.3.15-rc.0"]
-pytestmark = [pytest.mark.corpus,
-              pytest.mark.skipif(not all((CORPUS / "operators" / b).is_dir() for b in BUNDLES),
-                                 reason="../shared/corpus is absent")]
+pytestmark = pytest.mark.corpus(missing=not all((CORPUS / "operators" / b).is_dir() for b in BUNDLES),
+                                reason="../shared/corpus is absent")
 
 
 @pytest.fixture(scope="module")

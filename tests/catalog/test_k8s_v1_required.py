@@ -24,6 +24,7 @@ from reconciler.repo import read_repository
 from tests.bundle.test_k8s_v1 import _bundle
 from tests.catalog.test_corpus import opm   # at import, as there: opm is found before the tests' cache moves
 from tests.unit.helpers import crd_doc, csv_doc, write_bundle, write_docs
+from tests.support.parts import not_tested
 
 DECLARATION = {"apiVersion": "operators.coreos.com/v1", "kind": "Operator", "metadata": {"name": "gizmo"},
                "spec": {"catalog": {"name": "community", "package": "gizmo"}}}
@@ -181,7 +182,7 @@ def test_the_exported_registry_v1_bundle_carries_the_same_requirements_through_o
     assert [p["type"] for p in required] == ["olm.constraint", "olm.gvk.required"]
     exe = opm()
     if exe is None:
-        pytest.skip("opm is not built (run `python -m bench.catalog_bench` once) and not on PATH")
+        not_tested("opm", "opm is not built (run `make peers` or `python -m bench.catalog_bench` once) and not on PATH")
     done = subprocess.run([exe, "render", str(tmp_path / "out"), "-o", "json"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+ONE_CPU = len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True
 
 # Loads the catalog at argv[1] twice, two-process and serial, and prints what a test compares.
 CHILD = """
@@ -118,8 +119,7 @@ def _forked(result: dict) -> bool:
     return bool(result["forks"])
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
-                    reason="a second CPU is needed for the two-process path")
+@pytest.mark.parallel(missing=ONE_CPU, reason="a second CPU is needed for the two-process path")
 def test_a_two_process_load_equals_a_serial_one(catalog):
     result = _run(catalog)
     assert _forked(result) and result["same"]
@@ -134,15 +134,13 @@ def test_a_two_process_load_equals_a_serial_one(catalog):
                                 *(f"pkg{i}/catalog.yaml" for i in (1, 3, 5))]
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
-                    reason="a second CPU is needed for the two-process path")
+@pytest.mark.parallel(missing=ONE_CPU, reason="a second CPU is needed for the two-process path")
 def test_a_child_that_dies_costs_only_time(catalog):
     result = _run(catalog, "--child-dies")
     assert _forked(result) and result["same"]
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
-                    reason="a second CPU is needed for the two-process path")
+@pytest.mark.parallel(missing=ONE_CPU, reason="a second CPU is needed for the two-process path")
 def test_a_failure_in_the_parent_leaves_no_child_behind(catalog):
     result = _run(catalog, "--parent-fails")
     assert _forked(result) and result["children"] == "none"

@@ -22,6 +22,7 @@ from reconciler.errors import BundleError
 from tests.catalog.helpers import CORPUS
 from tests.catalog.test_corpus import opm
 from tests.unit.helpers import write
+from tests.support.parts import not_tested
 
 SAMPLE = 60
 
@@ -30,7 +31,7 @@ def _opm_render_text(directory: Path) -> str:
     """What ``opm render DIR -o json`` prints."""
     exe = opm()
     if exe is None:
-        pytest.skip("opm is not built (run `python -m bench.catalog_bench` once) and not on PATH")
+        not_tested("opm", "opm is not built (run `make peers` or `python -m bench.catalog_bench` once) and not on PATH")
     proc = subprocess.run([exe, "render", str(directory), "-o", "json"], capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.decode()
@@ -58,8 +59,7 @@ def _sample() -> list[Path]:
     return bundles[::step]
 
 
-@pytest.mark.corpus
-@pytest.mark.skipif(not _sample(), reason="../shared/corpus is absent")
+@pytest.mark.corpus(missing=not _sample(), reason="../shared/corpus is absent")
 @pytest.mark.parametrize("directory", _sample(), ids=lambda p: str(p.relative_to(CORPUS / "operators")))
 def test_render_matches_opm_on_corpus_bundles(directory: Path):
     if "eventing-kogito" in str(directory):   # its dependencies.yaml does not parse: opm drops it, we refuse

@@ -22,7 +22,7 @@ from reconciler.oci.signature import (Requirements, SignatureError, fallback_tag
                                       verify_image)
 from tests.catalog.test_image import push_catalog
 from tests.e2e.support import cli
-from tests.example import approved_copy
+from tests.support.repo import example_copy
 from tests.signing import Cosign, PrivateCA
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
@@ -72,7 +72,7 @@ def required(pairs, **cfg) -> Requirements:
 
 
 def repo_with_catalog_image(tmp_path: Path, ref: str, keys) -> Path:
-    repo = approved_copy(tmp_path / "repo")
+    repo = example_copy(tmp_path / "repo")
     shutil.rmtree(repo / "catalogs")
     (repo / "keys").mkdir()
     shutil.copyfile(keys["trusted"][1], repo / "keys" / "catalog.pub")
@@ -268,7 +268,7 @@ def test_attestations_of_a_predicate_type(tmp_path, oci_registry, cosign, keys):
 
 def repo_with_bundle_image(tmp_path: Path, registry, name: str) -> tuple[Path, str]:
     """A copy of the example whose catalog lists plumbus 1.1.0 as a bundle image (built and pushed) at ``name``."""
-    repo = approved_copy(tmp_path / "repo", lock=False)
+    repo = example_copy(tmp_path / "repo", lock=False)
     tag = registry.ref(name, "v1.1.0")
     assert main(["bundle", "build", str(repo / "bundles" / "plumbus" / "1.1.0"), "--tag", tag, "--layout",
                  str(tmp_path / "layout")], out=io.StringIO()) == 0
@@ -334,7 +334,7 @@ def test_adopt_verifies_a_bundle_its_catalog_requires_signed_before_reading_it(t
 
 
 def test_verification_settings_are_checked(tmp_path, monkeypatch, capsys):
-    repo = approved_copy(tmp_path / "repo")
+    repo = example_copy(tmp_path / "repo")
     for cfg, message in [({"verify": {"provider": "cosign", "keys": ["k.pub"]}}, "applies to a catalog image"),
                          ({"verifyBundles": {"provider": "notation", "keys": ["k.pub"]}}, "only cosign is"),
                          ({"verifyBundles": {"keys": []}}, "must list one or more public key files"),
@@ -359,7 +359,7 @@ def test_signing_a_catalog_image_as_the_document_prints_it(tmp_path, oci_registr
                                                   "provenance.json \"$CATALOG_IMAGE\"")
     settings = yamlio.load_one("\n".join(indented_block("docs/security.md", "catalogs:")), "docs/security.md")
     ref = push_catalog(tmp_path, oci_registry, "docs/catalog", {})
-    gitops = approved_copy(tmp_path / "gitops")
+    gitops = example_copy(tmp_path / "gitops")
     shutil.rmtree(gitops / "catalogs")
     community = settings["catalogs"]["community"]
     assert community.pop("verifyBundles")["keys"] == ["keys/bundles.pub"]

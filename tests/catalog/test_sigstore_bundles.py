@@ -18,6 +18,7 @@ import pytest
 from reconciler.model.imagepolicy import Attestation, Identity, ImagePolicy, parse_policy
 from reconciler.oci import sigstore, trustroot
 from reconciler.errors import InputError
+from tests.support.parts import not_tested
 
 RELEASE = Identity(issuer="https://token.actions.githubusercontent.com",
                    subject="https://github.com/sigstore/sigstore-js/.github/workflows/release.yml@refs/heads/main")
@@ -30,7 +31,7 @@ def data() -> Path:
     try:
         return module_source("github.com/sigstore/sigstore-go") / "pkg" / "testing" / "data"
     except (RuntimeError, OSError) as exc:
-        pytest.skip(f"sigstore-go's test data cannot be had from the Go module proxy: {exc}")
+        not_tested("sigstore", f"sigstore-go's test data cannot be had from the Go module proxy: {exc}")
 
 
 @pytest.fixture(scope="module")

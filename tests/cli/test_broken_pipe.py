@@ -16,7 +16,7 @@ import pytest
 
 from reconciler.commands import COMMANDS
 from reconciler.errors import EXIT_BROKEN_PIPE
-from tests.example import approved_copy
+from tests.support.repo import example_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_help_of_every_command(command):
     ("completion", "bash"),
 ])
 def test_output_of_commands(tmp_path, argv):
-    approved_copy(tmp_path / "repo")
+    example_copy(tmp_path / "repo")
     code, err = run_into_closed_pipe(*argv, cwd=tmp_path / "repo")
     assert (code, err) == (EXIT_BROKEN_PIPE, "")
 

@@ -17,7 +17,7 @@ from reconciler.model.fleet import parse_cluster
 from reconciler.repo import read_repository
 from reconciler.repo.fleet import select_cluster
 from tests.docblocks import fenced_block, indented_block, run_walkthrough
-from tests.unit.test_promotion import NOW, healthy
+from tests.unit.fleet.fleets import NOW, healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = "docs/fleet.md"

@@ -38,7 +38,7 @@ def test_completion_scripts(capsys):
     assert exc.value.code == 64
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.bash(missing=shutil.which("bash") is None, reason="bash is not installed")
 def test_bash_completes_commands_flags_and_choices(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -4,7 +4,7 @@ declarations, through every command that reads a repository.
 Each example is the working tree's change on top of a first commit, empty or the example repository (whose
 catalog the documents' Operators name), so ``diff`` reviews it too. The
 run is offline (no cluster configured, no network): what an example cannot do without one is refused with an
-``error:`` line of its own, never a traceback turned into exit 70. ``tests/unit/test_seed_declarations.py``
+``error:`` line of its own, never a traceback turned into exit 70. ``tests/unit/repo/test_seed_declarations.py``
 says what each declaration example becomes; the hostile cases (``tests/hostile``) check the same for hostile
 repositories, command by command.
 """
@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from reconciler import network
 from reconciler.cli.parser import EXIT_INTERNAL
 from tests.e2e.support import cli
-from tests.example import approved_copy
+from tests.support.repo import commit_all, example_copy
 from tests.seeds import SEEDS, all_blocks
 from tests.unit.helpers import no_cluster  # noqa: F401 (fixture)
 
@@ -47,20 +46,16 @@ def _repository(path: Path, text: str, *, example: bool) -> Path:
     Operator, so that an example naming the community catalog and plumbus resolves and converts against them),
     with the example in the working tree."""
     if example:
-        approved_copy(path)
+        example_copy(path)
         (path / "operators" / "plumbus.yaml").unlink()
     else:
         path.mkdir()
-    git = pygit2.init_repository(str(path), initial_head="main")
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    git.index.add_all()
-    git.index.write()
-    git.create_commit("HEAD", sig, sig, "base", git.index.write_tree(), [])
+    commit_all(path, "base")
     (path / "declarations.yaml").write_text(text)
     return path
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="../shared/seeds is absent")
+@pytest.mark.seeds(missing=not SEEDS.is_dir(), reason="../shared/seeds is absent")
 @pytest.mark.parametrize("example", [False, True], ids=["alone", "in-the-example"])
 @pytest.mark.parametrize("ident", sorted(BLOCKS))
 def test_a_design_document_example_never_ends_in_an_internal_error(tmp_path, capsys, ident, example):

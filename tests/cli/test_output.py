@@ -5,23 +5,17 @@ from __future__ import annotations
 import io
 import json
 import logging
-from pathlib import Path
 
 import pytest
 import yaml
 
 from reconciler.report import logs
 from reconciler.cli.parser import build_parser
-from tests.e2e.support import GitOpsRepo, cli, example_copy
+from tests.e2e.support import cli
 
 
 def _cli(*args: str, capsys) -> tuple[int, str, str]:
     return cli(*args, capsys=capsys)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return example_copy(tmp_path)
 
 
 @pytest.fixture
@@ -31,14 +25,14 @@ def no_cluster(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
-def test_reconcile_json_against_the_cluster(control_plane, repo, capsys):
-    code, out, err = _cli("reconcile", str(repo), "--dry-run", "-o", "json",
+def test_reconcile_json_against_the_cluster(control_plane, example_repo, capsys):
+    code, out, err = _cli("reconcile", str(example_repo), "--dry-run", "-o", "json",
                           "--kubeconfig", str(control_plane.kubeconfig_path), capsys=capsys)
     assert code == 1, err
     doc = json.loads(out)
     assert doc["apiVersion"] == "reconciler.dev/v1alpha1" and doc["kind"] == "ReconcileResult"
     assert doc["target"] == {"server": control_plane.server, "dryRun": True, "mode": "server-side-dry-run"}
-    assert doc["lockfile"]["state"] == "stale" and not (repo / "olm.lock").exists()
+    assert doc["lockfile"]["state"] == "stale" and not (example_repo / "olm.lock").exists()
     [op] = doc["operators"]
     assert (op["operator"], op["bundle"], op["namespace"]) == ("plumbus", "plumbus.v1.1.0", "plumbus-system")
     deployment = next(c for c in doc["changes"] if c["kind"] == "Deployment")
@@ -50,8 +44,8 @@ def test_reconcile_json_against_the_cluster(control_plane, repo, capsys):
     assert "Changes (" not in out  # nothing but the document on stdout
 
 
-def test_reconcile_yaml_without_a_cluster(repo, no_cluster, capsys):
-    code, out, err = _cli("reconcile", str(repo), "--dry-run", "-o", "yaml", capsys=capsys)
+def test_reconcile_yaml_without_a_cluster(example_repo, no_cluster, capsys):
+    code, out, err = _cli("reconcile", str(example_repo), "--dry-run", "-o", "yaml", capsys=capsys)
     assert code == 1, err
     doc = yaml.safe_load(out)
     assert doc["kind"] == "ReconcileResult" and doc["target"]["mode"] == "empty-cluster"
@@ -70,14 +64,14 @@ def test_global_flags_go_before_or_after_the_command():
     assert logs.level_for(1, False, default="info") == "debug"
 
 
-def test_verbose_shows_what_quiet_hides(repo, no_cluster, capsys):
+def test_verbose_shows_what_quiet_hides(example_repo, no_cluster, capsys):
     logger = logging.getLogger("reconciler.test")
-    code, _, err = _cli("-v", "resolve", str(repo), "--no-write", capsys=capsys)
+    code, _, err = _cli("-v", "resolve", str(example_repo), "--no-write", capsys=capsys)
     assert code == 0
     assert logging.getLogger().getEffectiveLevel() == logging.INFO
     logger.info("seen when verbose")
     assert "seen when verbose" in capsys.readouterr().err
-    _cli("resolve", str(repo), "--no-write", "-q", capsys=capsys)
+    _cli("resolve", str(example_repo), "--no-write", "-q", capsys=capsys)
     logger.warning("hidden when quiet")
     assert "hidden when quiet" not in capsys.readouterr().err
 
@@ -98,11 +92,10 @@ def test_json_log_lines_carry_the_fields():
         "duration": 1.235}
 
 
-def test_the_loop_logs_each_object_and_the_step(control_plane, tmp_path):
+def test_the_loop_logs_each_object_and_the_step(control_plane, gitops):
     from reconciler.kube.client import Kube
     from reconciler.loop import APPLIED, LocalSource, Loop
 
-    gitops = GitOpsRepo(tmp_path / "gitops")
     buf = io.StringIO()
     logs.setup("info", "json", stream=buf)
     try:

@@ -8,10 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.support import managed
-from tests.example import approved_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,12 +35,7 @@ def _run_on_pty(*args: str, env: dict[str, str] | None = None, shared: bool = Fa
     return proc.wait(timeout=300), out, b"".join(chunks).decode().replace("\r\n", "\n")
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return approved_copy(tmp_path / "repo", lock=False)
-
-
-def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
+def test_stages_and_applied_objects_on_a_terminal(control_plane, example_repo):
     import uuid
 
     from reconciler.kube.client import Kube
@@ -51,18 +43,18 @@ def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
 
     # A namespace of its own: namespaces are never pruned, and later tests expect to create plumbus-system.
     namespace = f"progress-{uuid.uuid4().hex[:8]}"
-    decl = repo / "operators" / "plumbus.yaml"
+    decl = example_repo / "operators" / "plumbus.yaml"
     decl.write_text(decl.read_text().replace("namespace: plumbus-system", f"namespace: {namespace}"))
     # Another namespace is another set of permissions: approve them, as a user would.
-    assert subprocess.run([sys.executable, "-m", "reconciler", "approve", str(repo), "plumbus", "--offline"],
+    assert subprocess.run([sys.executable, "-m", "reconciler", "approve", str(example_repo), "plumbus", "--offline"],
                           capture_output=True).returncode == 0
     kube = Kube(control_plane.admin_client())
     try:
-        code, out, term = _run_on_pty("reconcile", str(repo), "--kubeconfig", str(control_plane.kubeconfig_path))
+        code, out, term = _run_on_pty("reconcile", str(example_repo), "--kubeconfig", str(control_plane.kubeconfig_path))
         assert code == 0, term
         lines = term.splitlines()
         stages = [ln.split("] ", 1)[1] for ln in lines if ln.startswith("[")]
-        assert stages[:4] == [f"reading {repo}", "loading catalogs", "resolving 1 declaration(s)",
+        assert stages[:4] == [f"reading {example_repo}", "loading catalogs", "resolving 1 declaration(s)",
                               "converting plumbus.v1.1.0 for plumbus"]
         assert stages[-1] == "applying"
         applied = [ln.split() for ln in lines if not ln.startswith("[")]
@@ -73,28 +65,28 @@ def test_stages_and_applied_objects_on_a_terminal(control_plane, repo):
     assert managed(kube, "plumbus") == set()
 
 
-def test_nothing_with_quiet_or_off_a_terminal(repo, tmp_path):
+def test_nothing_with_quiet_or_off_a_terminal(example_repo, tmp_path):
     env = {"KUBECONFIG": "", "HOME": str(tmp_path)}
-    code, out, term = _run_on_pty("reconcile", str(repo), "--dry-run", "-q", env=env)
+    code, out, term = _run_on_pty("reconcile", str(example_repo), "--dry-run", "-q", env=env)
     assert code == 1 and "Summary:" in out
     assert term == ""
-    proc = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo), "--dry-run"],
+    proc = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(example_repo), "--dry-run"],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
     assert proc.returncode == 1 and proc.stderr == ""
-    code, _, term = _run_on_pty("reconcile", str(repo), "--dry-run", env=env)
+    code, _, term = _run_on_pty("reconcile", str(example_repo), "--dry-run", env=env)
     assert code == 1 and "loading catalogs" in term  # the same run on a terminal does show it
 
 
-def test_verbose_off_a_terminal_logs_the_stages(repo, tmp_path):
+def test_verbose_off_a_terminal_logs_the_stages(example_repo, tmp_path):
     """A CI log is not a terminal: -v there logs each stage as an info line, where the terminal shows progress."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": "", "HOME": str(tmp_path)}
     for flag in ("-v", "-vv"):
-        proc = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo), "--dry-run", flag],
+        proc = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(example_repo), "--dry-run", flag],
                               capture_output=True, text=True, env=env)
         assert proc.returncode == 1 and "Summary:" in proc.stdout
         logged = [ln.split(" reconciler.progress: ", 1)[1] for ln in proc.stderr.splitlines()
                   if " INFO reconciler.progress: " in ln]
-        assert logged[:3] == [f"reading {repo}", "loading catalogs", "resolving 1 declaration(s)"], proc.stderr
+        assert logged[:3] == [f"reading {example_repo}", "loading catalogs", "resolving 1 declaration(s)"], proc.stderr
         assert "\r" not in proc.stderr and "\033" not in proc.stderr
 
 
@@ -145,7 +137,7 @@ def test_a_status_line_is_erased_before_anything_else_is_written():
     assert term.getvalue().endswith("2ecf09f\n")
 
 
-def test_the_report_starts_on_a_clean_line_after_waiting_for_the_rollout(control_plane, repo):
+def test_the_report_starts_on_a_clean_line_after_waiting_for_the_rollout(control_plane, example_repo):
     import uuid
 
     from reconciler.kube.client import Kube
@@ -154,24 +146,24 @@ def test_the_report_starts_on_a_clean_line_after_waiting_for_the_rollout(control
     from reconciler import yamlio
 
     namespace = f"progress-{uuid.uuid4().hex[:8]}"
-    decl = repo / "operators" / "plumbus.yaml"
+    decl = example_repo / "operators" / "plumbus.yaml"
     decl.write_text(decl.read_text().replace("namespace: plumbus-system", f"namespace: {namespace}"))
     # Pods no node can take: the rollout never ends, so the run waits (showing its status line) until --timeout.
-    csv_file = next((repo / "bundles" / "plumbus" / "1.1.0" / "manifests").glob("*clusterserviceversion*"))
+    csv_file = next((example_repo / "bundles" / "plumbus" / "1.1.0" / "manifests").glob("*clusterserviceversion*"))
     csv = yamlio.read_all(csv_file)[0]
     for deployment in csv["spec"]["install"]["spec"]["deployments"]:
         deployment["spec"]["template"]["spec"]["nodeSelector"] = {"example.invalid/no-such-node": "true"}
     csv_file.write_text(yamlio.dump(csv))
-    assert subprocess.run([sys.executable, "-m", "reconciler", "approve", str(repo), "plumbus", "--offline"],
+    assert subprocess.run([sys.executable, "-m", "reconciler", "approve", str(example_repo), "plumbus", "--offline"],
                           capture_output=True).returncode == 0
     kube = Kube(control_plane.admin_client())
     try:
-        code, _, transcript = _run_on_pty("reconcile", str(repo), "--timeout", "3s", "--kubeconfig",
+        code, _, transcript = _run_on_pty("reconcile", str(example_repo), "--timeout", "3s", "--kubeconfig",
                                           str(control_plane.kubeconfig_path), shared=True)
         assert code == 5, transcript   # not healthy in time: reported after the changes
         assert "waiting for 1 Operator(s)" in transcript, "the run showed no status line: nothing to check"
         shown = screen(transcript)
-        assert f"Repository {repo} at an unversioned tree (not a git repository)" in shown, shown
+        assert f"Repository {example_repo} at an unversioned tree (not a git repository)" in shown, shown
         assert not any("waiting for" in ln for ln in shown), shown   # erased, not continued by the report
     finally:
         uninstall(kube)

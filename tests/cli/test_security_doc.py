@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from tests.docblocks import indented_block
-from tests.example import approved_copy
-from tests.signing import GIT_USER, tools_or_skip
+from tests.signing import tools_or_skip
+from tests.support.repo import commit_all, example_copy
 
 FIRST_LINE = "ssh-keygen -q -t ed25519 -N '' -C alice@example.com -f alice"
 
@@ -18,14 +18,12 @@ def test_turning_on_signed_commits_as_the_document_prints_it(tmp_path):
     tools_or_skip()
     block = indented_block("docs/security.md", FIRST_LINE)
     assert len(block) == 4 and block[-1] == "reconciler reconcile gitops --dry-run --trusted-keys trusted-keys"
-    gitops = approved_copy(tmp_path / "gitops", lock=False)
+    gitops = example_copy(tmp_path / "gitops", lock=False)
     env = {**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path), "GIT_AUTHOR_NAME": "Alice",
            "GIT_AUTHOR_EMAIL": "alice@example.com", "GIT_COMMITTER_NAME": "Alice",
            "GIT_COMMITTER_EMAIL": "alice@example.com",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=gitops, check=True)
-    subprocess.run(["git", *GIT_USER, "add", "-A"], cwd=gitops, check=True)
-    subprocess.run(["git", *GIT_USER, "commit", "-qm", "Unsigned example"], cwd=gitops, check=True)
+    commit_all(gitops, "Unsigned example")
 
     def run(line: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,

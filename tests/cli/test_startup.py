@@ -92,10 +92,10 @@ def test_verbose_applies_to_logs_of_a_module_imported_after_the_set_up(tmp_path)
 def test_a_dry_run_without_a_cluster_loads_no_client_and_a_second_no_cel(tmp_path, monkeypatch):
     """The first dry run judges the guardrails (cel-python); the second finds every verdict remembered and runs
     no CEL at all. Neither imports the Kubernetes client (no cluster is configured) nor pygit2 (no repository)."""
-    from tests.example import approved_copy
+    from tests.support.repo import example_copy
 
     repo = tmp_path / "repo"
-    approved_copy(repo)
+    example_copy(repo)
     monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("KUBECONFIG", "")
     monkeypatch.setenv("HOME", str(tmp_path))

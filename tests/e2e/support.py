@@ -1,4 +1,4 @@
-"""Helpers for end-to-end tests: a real git repository made from the example, and the CLI."""
+"""Helpers for end-to-end tests: the CLI in this process, and what a run left on the cluster."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
 import pytest
 
 from reconciler.cli.parser import main
 from reconciler.kube.client import Kube
-from tests.example import EXAMPLE, approved_copy  # noqa: F401 (EXAMPLE: for the tests that read it)
-
+from tests.support.repo import GitOpsRepo
+from tests.support.wait import wait_until
 
 
 @dataclass
@@ -25,38 +24,6 @@ class Run:
 
     def __iter__(self):  # noqa: ANN204 - code, out, err = cli(...) unpacks it
         return iter((self.code, self.out, self.err))
-
-
-class GitOpsRepo:
-    """A copy of the example repository, committed to a real git repository."""
-
-    def __init__(self, path: Path) -> None:
-        approved_copy(path, lock=False)
-        self.path = path
-        self.git = pygit2.init_repository(str(path), initial_head="main")
-        self.commit("example")
-
-    def write(self, rel: str, text: str) -> None:
-        target = self.path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-
-    def remove(self, rel: str) -> None:
-        (self.path / rel).unlink()
-
-    def commit(self, message: str) -> str:
-        index = self.git.index
-        index.add_all()
-        index.write()
-        tree = index.write_tree()
-        sig = pygit2.Signature("Test", "test@example.invalid")
-        parents = [] if self.git.head_is_unborn else [self.git.head.target]
-        return str(self.git.create_commit("HEAD", sig, sig, message, tree, parents))
-
-    def set_version(self, version: str) -> None:
-        text = (self.path / "operators/plumbus.yaml").read_text()
-        lines = [f'  version: "{version}"' if ln.startswith("  version:") else ln for ln in text.splitlines()]
-        self.write("operators/plumbus.yaml", "\n".join(lines) + "\n")
 
 
 def reconcile(repo: GitOpsRepo | Path, kubeconfig: Path | None, *extra: str,
@@ -89,11 +56,6 @@ def approving_everything(root: Path) -> Path:
           "metadata: {name: approve-everything}\nprovisioner: operators.coreos.com/operators\n"
           "parameters: {approval: AllowAll}\n")
     return root
-
-
-def example_copy(tmp_path: Path) -> Path:
-    """A plain copy of the example repository (not a git repository), without its lockfile, approved."""
-    return approved_copy(tmp_path / "repo", lock=False)
 
 
 def approve(repo: GitOpsRepo, *operators: str, capsys: pytest.CaptureFixture[str]) -> Run:
@@ -190,13 +152,11 @@ def state_changes(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
                   + [f"changed {k}" for k in before.keys() & after.keys() if before[k] != after[k]])
 
 
-def settled_state(kube: Kube, before: dict[str, dict], *, except_operator: str = "", timeout: float = 60.0) -> list[str]:
-    """``state_changes`` from ``before``, read again while namespaces a refused run removed finish terminating."""
-    import time
+def wait_unchanged(kube: Kube, before: dict[str, dict], *, except_operator: str = "", timeout: float = 60.0) -> None:
+    """Wait until the cluster is as ``before`` (``cluster_state``) again, while namespaces a refused run removed
+    finish terminating; the wait fails naming what still differs (``state_changes``)."""
+    def changes() -> list[str]:
+        return state_changes(before, cluster_state(kube, except_operator=except_operator))
 
-    deadline = time.monotonic() + timeout
-    while True:
-        changes = state_changes(before, cluster_state(kube, except_operator=except_operator))
-        if not changes or time.monotonic() > deadline:
-            return changes
-        time.sleep(1.0)
+    wait_until(lambda: not changes(), "the cluster to be as it was before the run", timeout=timeout, every=1.0,
+               diagnose=lambda: "still different:\n" + "\n".join(changes()))

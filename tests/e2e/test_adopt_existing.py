@@ -25,8 +25,11 @@ from reconciler import yamlio
 from reconciler.kube.client import Kube
 from reconciler.model.kube import ObjectRef
 from tests.docblocks import fenced_block, indented_block, run_walkthrough
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, cli, get, managed, reconcile
+from .support import cli, get, managed, reconcile
+from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -42,7 +45,7 @@ def kubectl_path() -> Path:
         from bench.peers.kubectl import kubectl_binary
         return kubectl_binary(lambda _: None)
     except Exception as exc:  # noqa: BLE001 - no Go toolchain or module cache: no kubectl to apply with
-        pytest.skip(f"kubectl is not available: {exc}")
+        not_tested("kubectl", f"kubectl is not available: {exc}")
 
 
 def kubectl(kc: Path, *args: str, stdin: str | None = None) -> str:
@@ -75,16 +78,12 @@ def replica_sets(k8s: Kube) -> list[str]:
 
 def rolled_out(k8s: Kube) -> list[str]:
     """The ReplicaSets once the deployment controller has acted on the Deployment as it is (bounded wait)."""
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def observed() -> list[str]:
         d = get(k8s, "apps/v1", "Deployment", "plumbus-controller-manager", NS)
-        if d and (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"] \
-                and replica_sets(k8s):
-            return replica_sets(k8s)
-        time.sleep(0.2)
-    raise AssertionError("the Deployment was not rolled out within 60s")
+        return replica_sets(k8s) if d and (d.get("status") or {}).get("observedGeneration") == \
+            d["metadata"]["generation"] else []
+
+    return wait_until(observed, "the Deployment rolled out", timeout=60, every=0.2)
 
 
 def consent(repo: GitOpsRepo) -> None:
@@ -111,9 +110,7 @@ def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys) -> Iterator[GitOpsRepo]:
     extra: list[dict] = []
     r.extra = extra   # objects a test creates beside the bundle's, deleted afterwards
     yield r
-    for p in (r.path / "operators").glob("*.yaml"):
-        p.unlink()
-    r.write("reconciler.yaml", "allowEmpty: true\n")
+    r.withdraw_all()
     r.commit("remove everything")
     assert reconcile(r, kc, capsys=capsys).code == 0
     for obj in [*extra, *rendered(r, capsys)]:

@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,10 @@ from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.e2e.faultproxy import FaultProxy
-from tests.e2e.support import GitOpsRepo, get
+from tests.e2e.support import get
+from tests.support.repo import GitOpsRepo
+from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -80,7 +82,7 @@ def declaration(name: str) -> str:
 def make_repo(path: Path) -> GitOpsRepo:
     for source in BUNDLES.values():
         if not (CORPUS / source).is_dir():
-            pytest.skip(f"no corpus bundle {source}")
+            not_tested("corpus", f"no corpus bundle {source}")
     repo = GitOpsRepo(path)
     # Each test makes its own checkout of one repository, and the module's cluster carries installs over.
     repo.write("reconciler.yaml", "repository: example.test/restart\n")
@@ -204,28 +206,23 @@ class Lines:
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self.lines: list[str] = []
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
         self._thread.start()
 
     def _read(self, proc: subprocess.Popen) -> None:
         for line in proc.stderr:
-            with self._cond:
+            with self._lock:
                 self.lines.append(line.rstrip("\n"))
-                self._cond.notify_all()
 
     def wait_for(self, *texts: str, start: int = 0, timeout: float = 240.0) -> int:
         """The index of the first line from ``start`` on that contains all of ``texts``."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for i in range(start, len(self.lines)):
-                    if all(t in self.lines[i] for t in texts):
-                        return i
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no line with {texts!r} in time:\n" + "\n".join(self.lines[-40:]))
-                self._cond.wait(left)
+        def found() -> list[int]:
+            with self._lock:
+                return [i for i in range(start, len(self.lines)) if all(t in self.lines[i] for t in texts)][:1]
+
+        return wait_until(found, f"a line with {texts!r}", timeout=timeout,
+                          diagnose=lambda: "\n".join(self.lines[-40:]))[0]
 
 
 def test_watch_survives_an_apiserver_outage_and_converges_after_it(plane, tmp_path):

@@ -14,9 +14,10 @@ from reconciler.cluster.ownership import Request, sync
 from reconciler.kube.client import Kube
 from reconciler.errors import ClusterError
 
-from tests.unit.test_declarations import DESIGN_DOC_V2ALPHA1
+from tests.unit.helpers import DESIGN_DOC_V2ALPHA1
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, approve, get, managed, reconcile
+from .support import approve, get, managed, reconcile
 
 pytestmark = pytest.mark.cluster
 
@@ -27,17 +28,15 @@ EXTRA_RULE = """            - apiGroups: [""]
 
 
 @pytest.fixture
-def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
+def repo(gitops: GitOpsRepo, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
     """The example repository without its approvals, plus plumbus 1.2.0 (one more rule) and a package fleeb."""
-    r = GitOpsRepo(tmp_path / "repo")
+    r = gitops
     shutil.rmtree(r.path / "approvals")
     _add_fleeb(r)
     _add_plumbus_120(r)
     r.commit("no approvals yet; plumbus 1.2.0; fleeb")
     yield r
-    for p in (r.path / "operators").glob("*.yaml"):
-        p.unlink()
-    r.write("reconciler.yaml", "allowEmpty: true\n")
+    r.withdraw_all()
     run = reconcile(r, kc, capsys=capsys)
     assert run.code == 0, run.err
     assert managed(k8s, "plumbus") == set() and managed(k8s, "fleeb") == set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import time
 
 import kubernetes.client
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from reconciler import yamlio
 from tests.bundle.oci_registry import LOGIN, oci_registry, oci_registry_with_login  # noqa: F401
 from tests.catalog.test_import import push_index
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -38,12 +38,10 @@ def mirror_sets(kube):
     kinds = [("ImageDigestMirrorSet", "imagedigestmirrorsets"), ("ImageTagMirrorSet", "imagetagmirrorsets")]
     for kind, plural in kinds:
         ext.create_custom_resource_definition(_crd(kind, plural))
-    deadline = time.monotonic() + 60
     for _, plural in kinds:
-        while not any(c.type == "Established" and c.status == "True" for c in
-                      (ext.read_custom_resource_definition(f"{plural}.config.openshift.io").status.conditions or [])):
-            assert time.monotonic() < deadline, f"{plural} not established"
-            time.sleep(0.2)
+        wait_until(lambda: any(c.type == "Established" and c.status == "True" for c in (
+            ext.read_custom_resource_definition(f"{plural}.config.openshift.io").status.conditions or [])),
+            f"{plural} established", timeout=60, every=0.2)
     try:
         yield kubernetes.client.CustomObjectsApi(kube)
     finally:

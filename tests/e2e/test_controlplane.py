@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from reconciler.localcluster import (
     ensure_binaries,
 )
 from reconciler.errors import ControlPlaneError
+from tests.support.wait import wait_until
 
 CONFIGMAP_WRITER_RULES = [{"apiGroups": [""], "resources": ["configmaps"],
                            "verbs": ["create", "get"]}]
@@ -35,8 +35,8 @@ def namespace(kube: client.ApiClient) -> str:
     return name
 
 
-def create_configmap(api_client: client.ApiClient, namespace: str, name: str) -> None:
-    client.CoreV1Api(api_client).create_namespaced_config_map(
+def create_configmap(api_client: client.ApiClient, namespace: str, name: str) -> client.V1ConfigMap:
+    return client.CoreV1Api(api_client).create_namespaced_config_map(
         namespace, {"metadata": {"name": name}, "data": {"key": "value"}})
 
 
@@ -52,17 +52,9 @@ def grant_configmap_writer(kube: client.ApiClient, namespace: str, subject: dict
     })
 
 
-def eventually(action: Callable[[], None], timeout: float = 10.0) -> None:
-    """Retry ``action`` while it is forbidden: RBAC changes reach the authoriser asynchronously."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            action()
-            return
-        except ApiException as exc:
-            if exc.status != 403 or time.monotonic() > deadline:
-                raise
-        time.sleep(0.1)
+def forbidden(exc: BaseException) -> bool:
+    """A 403: what a write meets until an RBAC change reaches the authoriser (asynchronously)."""
+    return isinstance(exc, ApiException) and exc.status == 403
 
 
 def assert_forbidden(action: Callable[[], None]) -> None:
@@ -94,7 +86,8 @@ def test_client_certificate_identity_is_bound_by_rbac(
         assert_forbidden(lambda: create_configmap(alice, namespace, "by-alice"))
         grant_configmap_writer(kube, namespace, {"kind": "Group", "name": "team-a",
                                                  "apiGroup": "rbac.authorization.k8s.io"})
-        eventually(lambda: create_configmap(alice, namespace, "by-alice"))
+        wait_until(lambda: create_configmap(alice, namespace, "by-alice"), "alice's grant to reach the authoriser",
+                   ignoring=forbidden)
 
 
 def test_service_account_token_is_bound_by_rbac(
@@ -103,7 +96,8 @@ def test_service_account_token_is_bound_by_rbac(
         assert_forbidden(lambda: create_configmap(deployer, namespace, "by-deployer"))
         grant_configmap_writer(kube, namespace, {"kind": "ServiceAccount", "name": "deployer",
                                                  "namespace": namespace})
-        eventually(lambda: create_configmap(deployer, namespace, "by-deployer"))
+        wait_until(lambda: create_configmap(deployer, namespace, "by-deployer"),
+                   "the deployer's grant to reach the authoriser", ignoring=forbidden)
 
 
 def test_pods_are_admitted_with_the_namespace_default_service_account(
@@ -111,15 +105,9 @@ def test_pods_are_admitted_with_the_namespace_default_service_account(
     """ServiceAccount admission is on: the serviceaccounts controller creates each namespace's "default"."""
     core = client.CoreV1Api(kube)
     body = {"metadata": {"name": "idle"}, "spec": {"containers": [{"name": "main", "image": "registry.invalid/idle:1"}]}}
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            pod = core.create_namespaced_pod(namespace, body)
-            break
-        except ApiException as exc:  # the ServiceAccount may lag the namespace by a moment
-            if exc.status != 403 or "serviceaccount" not in (exc.body or "") or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    # the ServiceAccount may lag the namespace by a moment: until then the pod is refused naming it
+    pod = wait_until(lambda: core.create_namespaced_pod(namespace, body), "the default ServiceAccount to admit a pod",
+                     timeout=30, ignoring=lambda exc: forbidden(exc) and "serviceaccount" in (exc.body or ""))
     assert pod.spec.service_account_name == "default"
 
 
@@ -193,15 +181,15 @@ def test_a_webhook_call_never_leaves_loopback(kube: client.ApiClient, namespace:
             "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                        "resources": ["configmaps"]}]}]})
     try:
-        deadline = time.monotonic() + 10
-        while True:  # the webhook reaches the admission chain asynchronously
+        def refused() -> str:
             try:
                 create_configmap(kube, namespace, f"cm-{uuid.uuid4().hex[:6]}")
             except ApiException as exc:
-                message = exc.body or ""
-                break
-            assert time.monotonic() < deadline, "the webhook was never called"
-            time.sleep(0.2)
+                return f"{exc.status}: {exc.body or ''}"
+            return ""
+
+        # the webhook reaches the admission chain asynchronously
+        message = wait_until(refused, "the webhook to be called", timeout=30, every=0.2)
         assert "failed calling webhook" in message, message
         # Refused on this machine: the address dialled is the Service's loopback cluster IP.
         assert svc.spec.cluster_ip in message and "connection refused" in message, message

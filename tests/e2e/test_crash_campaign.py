@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.kube.client import Kube
-from tests.e2e.support import EXAMPLE, GitOpsRepo, get, managed
+from tests.e2e.support import get, managed
+from tests.support.paths import EXAMPLE
+from tests.support.repo import GitOpsRepo
 from tests.e2e.test_reconcile import V100 as _V100, V110 as _V110
 
 pytestmark = pytest.mark.cluster

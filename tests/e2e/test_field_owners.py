@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from reconciler.kube.client import Kube
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, cli, get, reconcile
+from .support import cli, get, reconcile
 from .test_reconcile import repo  # noqa: F401 - fixture: the example, everything uninstalled afterwards
 
 pytestmark = pytest.mark.cluster

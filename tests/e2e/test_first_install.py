@@ -25,7 +25,8 @@ from reconciler.cluster.ownership import Request, SyncResult, sync
 from reconciler.kube.client import Kube
 from reconciler.errors import BundleError, ClusterError
 from reconciler.model.kube import LABEL_OPERATOR, ObjectRef, ownership_labels
-from tests.e2e.support import cluster_state, settled_state
+from tests.e2e.support import cluster_state, wait_unchanged
+from tests.support.wait import wait_until
 
 
 pytestmark = pytest.mark.cluster
@@ -135,7 +136,7 @@ def test_a_first_install_refused_while_writing_is_removed_whole(recorded_k8s):
     assert "Operator first-c was a first install and was removed again (8 object(s)" in message, message
     # What it wrote before the Deployment, its installer and the namespace made for it are gone; its status
     # object says why, with nothing in its inventory.
-    assert settled_state(kube, before, except_operator="first-c") == []
+    wait_unchanged(kube, before, except_operator="first-c")
     rec = status_objects.read_all(kube)["first-c"]
     assert rec.inventory == ()
     ready = next(c for c in rec.status["conditions"] if c["type"] == "Ready")
@@ -155,7 +156,7 @@ def test_a_first_install_in_a_namespace_that_exists_keeps_the_namespace_when_ref
         before = cluster_state(kube)
         with pytest.raises(BundleError):
             _sync(kube, _operator("first-f", container="Not_A_DNS_Label"))
-        assert settled_state(kube, before) == []
+        wait_unchanged(kube, before)
 
 
 def test_a_refused_first_install_stops_only_its_own_operator_and_leaves_nothing(recorded_k8s):
@@ -233,13 +234,9 @@ def _reconciler_in_place(kube: Kube, refused: str) -> None:
 
 def _wait_quota_counted(kube: Kube, namespace: str) -> None:
     """The quota controller fills in what is used; until then the API server admits nothing it governs."""
-    import time
-
     info = kube.resource("v1", "ResourceQuota")
-    deadline = time.monotonic() + 30
-    while not (kube.get(info, namespace, "few") or {}).get("status", {}).get("used"):
-        assert time.monotonic() < deadline, "the quota was never counted"
-        time.sleep(0.2)
+    wait_until(lambda: (kube.get(info, namespace, "few") or {}).get("status", {}).get("used"), "the quota counted",
+               timeout=30, every=0.2)
 
 
 def test_every_write_of_a_run_is_in_its_change_set(recorded_k8s):

@@ -21,6 +21,8 @@ import pytest
 from reconciler.kube.client import Kube
 from reconciler.localcluster.virtual import VirtualCluster, kubeconfig_with_contexts
 from tests.e2e.support import cli, get
+from tests.support.repo import commit_all, init
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -42,15 +44,6 @@ spec:
   placement:
     clusterSelector: {matchLabels: {env: dev}}
 """
-
-
-def commit(path: Path, message: str) -> str:
-    repo = pygit2.Repository(str(path))
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    return str(repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents))
 
 
 def cordon(kube: Kube, nodes: list[str], unschedulable: bool) -> None:
@@ -87,18 +80,18 @@ def fleet(tmp_path: Path, control_plane, prod, capsys):
     (root / "operators" / "gadget.yaml").write_text(GADGET)
     for lock in root.glob("clusters/*/olm.lock"):
         lock.unlink()
-    pygit2.init_repository(str(root), initial_head="main")
+    init(root)
     kubeconfig = kubeconfig_with_contexts(tmp_path / "fleet.kubeconfig", {
         "dev": (control_plane.server, control_plane.kubeconfig_path),
         "prod-eu": (prod.server, prod.kubeconfig_path)})
     assert cli("resolve", str(root), capsys=capsys).code == 0
     assert cli("approve", str(root), "--all", capsys=capsys).code == 0
-    commit(root, "a fleet of two")
+    commit_all(root, "a fleet of two")
     yield root, kubeconfig
     for name in ("plumbus", "gadget"):
         (root / "operators" / f"{name}.yaml").unlink()
     (root / "reconciler.yaml").write_text("instance: fleet\nstages: [dev, prod]\nallowEmpty: true\n")
-    commit(root, "empty")
+    commit_all(root, "empty")
     for name in ("dev", "prod-eu"):
         if name == "prod-eu" and prod.pid is None:
             continue
@@ -134,7 +127,7 @@ def test_each_cluster_reconciles_its_own_placement_and_promotion_needs_evidence(
     assert "plumbus.v1.1.0" in (root / "clusters/dev/olm.lock").read_text()
     assert "plumbus.v1.1.0" not in (root / "clusters/prod-eu/olm.lock").read_text()
     assert cli("approve", str(root), "--all", capsys=capsys).code == 0
-    commit(root, "plumbus 1.x")
+    commit_all(root, "plumbus 1.x")
     # dev's upgrade cannot roll out while its nodes are cordoned: it is applied, and not healthy
     nodes = dev.resource("v1", "Node")
     names = [n["metadata"]["name"] for n in dev.list(nodes)]
@@ -235,7 +228,7 @@ class _Cells(html.parser.HTMLParser):
 
 def _check_page_in_a_browser(page: str, doc: dict, path: Path) -> None:
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (`make tools` installs it as root)")
+        not_tested("chromium", "Debian's chromium is not installed (`make tools` installs it as root)")
     assert "http://" not in page and "https://" not in page and "<script" not in page   # self-contained
     path.write_text(page)
     args = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -13,8 +12,11 @@ import pytest
 from reconciler.cli.parser import main
 from reconciler.kube.client import Kube
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, approving_everything, get, reconcile
+from .support import approving_everything, get, reconcile
+from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -164,10 +166,7 @@ def test_a_crd_and_its_custom_resource_in_two_operators_install_in_one_run(repo,
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert f"Namespace {ns}  deleted" in run.out
-    deadline = time.monotonic() + 120
-    while get(k8s, "v1", "Namespace", ns) is not None:
-        assert time.monotonic() < deadline, f"namespace {ns} was not deleted within 120s"
-        time.sleep(0.5)
+    wait_until(lambda: get(k8s, "v1", "Namespace", ns) is None, f"namespace {ns} deleted", timeout=120, every=0.5)
 
 
 def test_the_example_repository_installs_and_becomes_healthy(tmp_path, kc, k8s, capsys):
@@ -183,10 +182,8 @@ def test_the_example_repository_installs_and_becomes_healthy(tmp_path, kc, k8s, 
         assert reconcile(repo, kc, capsys=capsys).code == 0
         # Install namespaces are never pruned; remove it so that later tests meet a clean cluster.
         k8s.delete(k8s.resource("v1", "Namespace"), "", "plumbus-system")
-        deadline = time.monotonic() + 120
-        while get(k8s, "v1", "Namespace", "plumbus-system") is not None:
-            assert time.monotonic() < deadline, "namespace plumbus-system was not deleted within 120s"
-            time.sleep(0.5)
+        wait_until(lambda: get(k8s, "v1", "Namespace", "plumbus-system") is None, "namespace plumbus-system deleted",
+                   timeout=120, every=0.5)
 
 
 def test_drift_sets_components_diverge_and_is_corrected(repo, kc, k8s, uid, capsys):
@@ -251,7 +248,7 @@ def test_a_real_operator_reports_every_field_of_the_seed_status(repo, kc, k8s, u
 
     source = bc.DEFAULT_CORPUS / CORPUS_BUNDLE
     if not source.is_dir():
-        pytest.skip(f"no corpus at {bc.DEFAULT_CORPUS}")
+        not_tested("corpus", f"no corpus at {bc.DEFAULT_CORPUS}")
     shutil.copytree(source, repo / "bundles" / "rabbitmq")
     name = f"rabbitmq-{uid}"
     declare(repo, name, "file://bundles/rabbitmq", f"ns-{name}")

@@ -10,8 +10,9 @@ import pytest
 from reconciler.cluster.ownership import installer
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_INSTANCE
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, approve, get, reconcile
+from .support import approve, get, reconcile
 from tests.loop.conftest import hand_over
 
 pytestmark = pytest.mark.cluster
@@ -41,11 +42,11 @@ def _empty(repo: GitOpsRepo, kc: Path, capsys) -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
-    r = GitOpsRepo(tmp_path / "repo")
-    yield r
-    if (r.path / "operators").is_dir() and any((r.path / "operators").glob("*.yaml")):
-        _empty(r, kc, capsys)
+def repo(gitops: GitOpsRepo, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
+    """The example repository; afterwards what it installed is uninstalled and its installers checked gone."""
+    yield gitops
+    if (gitops.path / "operators").is_dir() and any((gitops.path / "operators").glob("*.yaml")):
+        _empty(gitops, kc, capsys)
     for name in ("plumbus", "plumbus-renamed"):
         assert installer_objects(k8s, name) == set()
 

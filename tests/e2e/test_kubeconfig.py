@@ -15,7 +15,7 @@ import yaml
 
 from reconciler.kube.client import Kube, load_api_client
 from reconciler.kube.kubeconfig import load_kubeconfig
-from tests.e2e.support import cli, example_copy
+from tests.e2e.support import cli
 
 pytestmark = pytest.mark.cluster
 
@@ -60,12 +60,7 @@ def _cli(*args: str, capsys) -> tuple[int, str, str]:
     return cli(*args, capsys=capsys)
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return example_copy(tmp_path)
-
-
-def test_context_from_the_second_file_of_kubeconfig(control_plane, tmp_path, monkeypatch, repo, capsys):
+def test_context_from_the_second_file_of_kubeconfig(control_plane, tmp_path, monkeypatch, example_repo, capsys):
     first = _split_admin(control_plane, tmp_path / "a", "elsewhere", current="elsewhere", server=_closed_port())
     second = _split_admin(control_plane, tmp_path / "b", "plane", current="plane")
     monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}:{second}")
@@ -76,12 +71,12 @@ def test_context_from_the_second_file_of_kubeconfig(control_plane, tmp_path, mon
     assert merged.contexts == ["elsewhere", "plane"]
     assert merged.current_context == "elsewhere"  # the first file that sets it wins
 
-    code, out, err = _cli("reconcile", str(repo), "--dry-run", "--context", "plane", capsys=capsys)
+    code, out, err = _cli("reconcile", str(example_repo), "--dry-run", "--context", "plane", capsys=capsys)
     assert code == 1, err  # changes found by a dry run against the real cluster
     assert f"server-side dry-run against {control_plane.server}" in out
 
     # Without --context the first file's current-context is used: its server is closed.
-    code, _, err = _cli("reconcile", str(repo), "--dry-run", capsys=capsys)
+    code, _, err = _cli("reconcile", str(example_repo), "--dry-run", capsys=capsys)
     assert code == 3 and "cannot reach the API server" in err
 
 
@@ -96,11 +91,11 @@ def test_first_file_to_define_a_name_wins(control_plane, tmp_path, monkeypatch):
     assert load_api_client().host != control_plane.server
 
 
-def test_unknown_context_is_named_with_the_files_and_the_choices(control_plane, tmp_path, monkeypatch, repo, capsys):
+def test_unknown_context_is_named_with_the_files_and_the_choices(control_plane, tmp_path, monkeypatch, example_repo, capsys):
     first = _split_admin(control_plane, tmp_path / "a", "alpha", current="alpha")
     second = _split_admin(control_plane, tmp_path / "b", "beta")
     monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
-    code, _, err = _cli("reconcile", str(repo), "--dry-run", "--context", "gamma", capsys=capsys)
+    code, _, err = _cli("reconcile", str(example_repo), "--dry-run", "--context", "gamma", capsys=capsys)
     assert code == 3
     assert "context 'gamma' (given by --context) is not defined" in err
     assert str(first) in err and str(second) in err
@@ -111,15 +106,15 @@ def test_unknown_context_is_named_with_the_files_and_the_choices(control_plane, 
     lonely = tmp_path / "lonely"
     lonely.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "nowhere"}))
     monkeypatch.setenv("KUBECONFIG", f"{lonely}:{second}")
-    code, _, err = _cli("resolve", str(repo), "--no-write", capsys=capsys)
+    code, _, err = _cli("resolve", str(example_repo), "--no-write", capsys=capsys)
     assert code == 3 and "context 'nowhere' (named by current-context) is not defined" in err
 
 
-def test_missing_kubeconfig_files(tmp_path, monkeypatch, repo, capsys):
+def test_missing_kubeconfig_files(tmp_path, monkeypatch, example_repo, capsys):
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'x'}:{tmp_path / 'y'}")
-    code, _, err = _cli("reconcile", str(repo), "--dry-run", capsys=capsys)
+    code, _, err = _cli("reconcile", str(example_repo), "--dry-run", capsys=capsys)
     assert code == 3 and "none of the files in $KUBECONFIG exists" in err
-    code, _, err = _cli("reconcile", str(repo), "--dry-run", "--kubeconfig", str(tmp_path / "z"), capsys=capsys)
+    code, _, err = _cli("reconcile", str(example_repo), "--dry-run", "--kubeconfig", str(tmp_path / "z"), capsys=capsys)
     assert code == 3 and f"kubeconfig {tmp_path / 'z'} does not exist" in err
 
 
@@ -206,11 +201,11 @@ def test_an_exec_plugin_is_left_to_the_official_client(control_plane, tmp_path):
     assert isinstance(load_api_client(str(tmp_path / "exec-config")), ApiClient)
 
 
-def test_a_reconcile_against_a_cluster_imports_no_official_client(control_plane, repo, tmp_path, monkeypatch):
+def test_a_reconcile_against_a_cluster_imports_no_official_client(control_plane, example_repo, tmp_path, monkeypatch):
     from tests.cli.test_startup import _cli_modules
 
     monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
-    code, out, modules = _cli_modules("reconcile", "--dry-run", str(repo), "--kubeconfig",
+    code, out, modules = _cli_modules("reconcile", "--dry-run", str(example_repo), "--kubeconfig",
                                       str(control_plane.kubeconfig_path))
     assert code == 1 and "server-side dry-run" in out, out
     assert "kubernetes" not in modules

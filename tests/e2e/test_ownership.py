@@ -13,8 +13,10 @@ import pytest
 from reconciler.kube.client import Kube
 from reconciler.model.kube import ANNOTATION_REPOSITORY, LABEL_INSTANCE, LABEL_OPERATOR, LABEL_PART_OF, applyset_id
 from tests.loop.conftest import hand_over
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, approve, get, managed, reconcile
+from .support import approve, get, managed, reconcile
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -35,9 +37,9 @@ def _uninstall(repo: GitOpsRepo, kc: Path, capsys) -> None:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
+def repo(gitops: GitOpsRepo, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
     """The example repository (instance ``default``); afterwards everything it installed is gone."""
-    r = GitOpsRepo(tmp_path / "repo")
+    r = gitops
     yield r
     crd = get(k8s, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "plumbai.how.theydoit.com")
     info = k8s.resource("how.theydoit.com/v1alpha1", "Plumbus") if crd is not None else None
@@ -446,7 +448,7 @@ def test_kubectl_recognises_the_instance_as_an_applyset_of_another_tool(repo, kc
         from bench.peers.kubectl import kubectl_binary
         binary = kubectl_binary(lambda _: None)
     except Exception as exc:  # noqa: BLE001 - no Go toolchain or module cache: nothing to compare with
-        pytest.skip(f"kubectl is not available: {exc}")
+        not_tested("kubectl", f"kubectl is not available: {exc}")
     assert reconcile(repo, kc, capsys=capsys).code == 0
     manifest = tmp_path / "cm.yaml"
     manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe, namespace: reconciler-system}\n")

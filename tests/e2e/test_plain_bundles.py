@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, get, managed, reconcile
+from .support import get, managed, reconcile
 from .test_seed_kinds import TRUSTED_CLASS
 
 pytestmark = pytest.mark.cluster

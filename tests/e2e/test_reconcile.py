@@ -8,8 +8,9 @@ import pytest
 
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, approve, get, managed, reconcile
+from .support import approve, get, managed, reconcile
 
 pytestmark = pytest.mark.cluster
 
@@ -24,14 +25,11 @@ V110 = {s.replace("v1.0.0", "v1.1.0").replace("Deployment plumbus-system/plumbus
 
 
 @pytest.fixture
-def repo(tmp_path: Path, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
+def repo(gitops: GitOpsRepo, kc: Path, k8s: Kube, capsys: pytest.CaptureFixture[str]):
     """The example repository; afterwards everything it installed is uninstalled and checked gone."""
-    r = GitOpsRepo(tmp_path / "repo")
-    yield r
-    for p in (r.path / "operators").glob("*.yaml"):
-        p.unlink()
-    r.write("reconciler.yaml", "allowEmpty: true\n")
-    run = reconcile(r, kc, capsys=capsys)
+    yield gitops
+    gitops.withdraw_all()
+    run = reconcile(gitops, kc, capsys=capsys)
     assert run.code in (0, 1), run.err
     assert managed(k8s, "plumbus") == set()
     assert get(k8s, "reconciler.dev/v1alpha1", "Operator", "plumbus") is None

@@ -21,8 +21,11 @@ from reconciler import yamlio
 from reconciler.kube.client import Kube
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.hostile.test_hostile import CORPUS as HOSTILE_CORPUS
-from tests.e2e.support import GitOpsRepo, cluster_state, reconcile, settled_state
+from tests.e2e.support import cluster_state, reconcile, wait_unchanged
+from tests.support.repo import GitOpsRepo
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
+from tests.support.wait import wait_until
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.cluster
 
@@ -49,7 +52,7 @@ parameters: {approval: Android}
 def healthy(control_plane, tmp_path_factory):
     """The repository with its two healthy Operators installed; they are removed after the module."""
     if not CORPUS.is_dir():
-        pytest.skip(f"no corpus bundle at {CORPUS}")
+        not_tested("corpus", f"no corpus bundle at {CORPUS}")
     from reconciler.cli.parser import main
 
     repo = GitOpsRepo(tmp_path_factory.mktemp("refusals") / "repo")
@@ -151,7 +154,7 @@ def test_a_refused_bundle_leaves_the_cluster_as_it_was(healthy, control_plane, c
 
         assert run.code == code, run.out + run.err
         assert says in run.out + run.err, run.out + run.err
-        assert settled_state(kube, before, except_operator="hostile") == []
+        wait_unchanged(kube, before, except_operator="hostile")
     finally:
         shutil.rmtree(repo.path / "bundles" / "hostile")
         (repo.path / "operators" / "hostile.yaml").unlink(missing_ok=True)
@@ -179,11 +182,11 @@ def test_a_webhook_relaxed_by_a_run_that_is_stopped_gets_its_policy_back(healthy
                             "--timeout", "10m", "-q"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while _failure_policies(kube, "latch") != ["Ignore"]:   # written relaxed; the run waits for health
+        def relaxed() -> bool:
             assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
-            assert time.monotonic() < deadline, "the webhook was never written"
-            time.sleep(0.2)
+            return _failure_policies(kube, "latch") == ["Ignore"]
+
+        wait_until(relaxed, "the webhook written relaxed (the run then waits for health)", timeout=120, every=0.2)
         time.sleep(0.5)   # into the wait for health
         os.killpg(run.pid, getattr(signal, how))
         _, err = run.communicate(timeout=60)

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import GitOpsRepo, cli
+from tests.e2e.support import cli
+from tests.support.repo import GitOpsRepo
+from tests.support.parts import not_tested
 
 GOLDEN = Path(__file__).parent / "golden" / "diff-upgrade-and-add.md"
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "operators"
@@ -181,7 +183,7 @@ def test_dry_run_next_flags_an_api_the_next_minor_removes(tmp_path, capsys):
     """A real old bundle's ClusterRole on rbac.authorization.k8s.io/v1beta1 (served until 1.21), shipped as a
     plain bundle, declared dry-run-next on a 1.21 cluster: the check assumes 1.22 and says so."""
     if not NFS_ROLE.is_file():
-        pytest.skip(f"no corpus at {CORPUS}")
+        not_tested("corpus", f"no corpus at {CORPUS}")
     repo = GitOpsRepo(tmp_path / "repo")
     repo.write("reconciler.yaml", 'kubernetesVersion: "1.21.5"\n')
     repo.write("bundles/nfs/manifests/metrics-reader.yaml", NFS_ROLE.read_text())

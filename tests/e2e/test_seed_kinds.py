@@ -12,8 +12,9 @@ from reconciler import oci
 from reconciler.kube.client import Kube
 from tests.bundle.oci_registry import oci_registry  # noqa: F401  (fixture)
 from tests.unit.helpers import write, write_docs
+from tests.support.repo import GitOpsRepo
 
-from .support import GitOpsRepo, approve, get, managed, reconcile
+from .support import approve, get, managed, reconcile
 
 pytestmark = pytest.mark.cluster
 

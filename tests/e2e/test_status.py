@@ -8,9 +8,9 @@ import re
 import uuid
 from pathlib import Path
 
-import pygit2
 import pytest
 
+from tests.support.repo import commit_all
 from tests.unit.helpers import operator_doc, write, write_docs
 
 from .support import cli, reconcile
@@ -19,16 +19,6 @@ pytestmark = pytest.mark.cluster
 
 APPROVE_ALL = ("apiVersion: rukpak.io/v1\nkind: ProvisionerClass\nmetadata: {name: approve-everything}\n"
                "provisioner: operators.coreos.com/operators\nparameters: {approval: AllowAll}\n")
-
-
-def _commit(root: Path) -> str:
-    repo = pygit2.init_repository(str(root), initial_head="main") if not (root / ".git").exists() \
-        else pygit2.Repository(str(root))
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    return str(repo.create_commit("HEAD", sig, sig, "declare", repo.index.write_tree(), parents))
 
 
 def _repository(root: Path, instance: str, operators: dict[str, tuple[str, bool]]) -> str:
@@ -48,7 +38,7 @@ def _repository(root: Path, instance: str, operators: dict[str, tuple[str, bool]
         write_docs(root, f"operators/{name}.yaml", operator_doc(
             name, bundle={"name": name, "spec": {"refs": [f"file://bundles/{name}"]}},
             install={"namespace": namespace}))
-    return _commit(root)
+    return commit_all(root, "declare")
 
 
 def _rows(table: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -75,7 +65,7 @@ def two_instances(tmp_path, kc, capsys):
         for root in (a, b):
             for p in (root / "operators").glob("*.yaml"):
                 p.unlink()
-            _commit(root)
+            commit_all(root, "declare")
             run = reconcile(root, kc, "--no-wait", capsys=capsys)
             assert run.code == 0, run.out + run.err
 
@@ -137,7 +127,7 @@ def test_a_declared_operator_not_installed_yet_is_listed_in_its_namespace(two_in
     write_docs(root, f"operators/{later}.yaml", operator_doc(
         later, bundle={"name": later, "spec": {"refs": [f"file://bundles/{later}"]}},
         install={"namespace": t["spaces"]["a"]}))
-    _commit(root)
+    commit_all(root, "declare")
     assert cli("resolve", str(root), "--kubeconfig", str(kc), capsys=capsys).code == 0   # locked, not applied
     run = cli("status", str(root), "--kubeconfig", str(kc), "-n", t["spaces"]["a"], capsys=capsys)
     assert run.code == 0, run.err

@@ -4,12 +4,12 @@ downgrade or a jump without an upgrade edge, and --apply commits that `reconcile
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pygit2
 import pytest
 
-from tests.e2e.support import GitOpsRepo, cli
+from tests.e2e.support import cli
+from tests.support.repo import GitOpsRepo
 
 GADGET_CATALOG = """\
 ---
@@ -61,10 +61,10 @@ spec:
 
 
 @pytest.fixture
-def repo(tmp_path: Path, capsys) -> GitOpsRepo:
+def repo(gitops: GitOpsRepo, capsys) -> GitOpsRepo:
     """plumbus locked at 1.0.0 though its range allows 1.1.0; gadget locked at 1.0.0 by a range that stops
     short of 1.1.0; gadget 2.0.0 in channel next replaces 1.1.0 only (no edge from 1.0.0)."""
-    r = GitOpsRepo(tmp_path / "repo")
+    r = gitops
     r.write("catalogs/extra/gadget.yaml", GADGET_CATALOG)
     for v in ("1.0.0", "1.1.0", "2.0.0"):
         r.write(f"bundles/gadget/{v}/manifests/config.yaml",

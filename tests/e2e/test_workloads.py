@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
 
 import pytest
 from kubernetes import client
@@ -12,19 +10,9 @@ from kubernetes.client.rest import ApiException
 
 from reconciler.localcluster.plane import NODE_COUNT, NODE_PREFIX
 from reconciler.cluster.health.judge import Status, judge
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.cluster
-
-
-def until(check: Callable[[], object], what: str, timeout: float = 60.0) -> object:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f}s"
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -59,7 +47,7 @@ def test_the_simulated_nodes_are_ready(kube: client.ApiClient) -> None:
 
 def test_a_deployment_rolls_out_to_available(kube: client.ApiClient, namespace: str) -> None:
     client.AppsV1Api(kube).create_namespaced_deployment(namespace, deployment("web"))
-    until(lambda: judge(live_deployment(kube, namespace, "web")).healthy, "the rollout")
+    wait_until(lambda: judge(live_deployment(kube, namespace, "web")).healthy, "the rollout", every=0.2)
     pods = client.CoreV1Api(kube).list_namespaced_pod(namespace, label_selector="app=web").items
     assert len(pods) == 2
     assert {p.status.phase for p in pods} == {"Running"}
@@ -73,13 +61,13 @@ def test_a_deployment_rolls_out_to_available(kube: client.ApiClient, namespace: 
         slices = discovery.list_namespaced_endpoint_slice(
             namespace, label_selector="kubernetes.io/service-name=web").items
         return sum(1 for s in slices for e in s.endpoints or [] if e.conditions.ready)
-    until(lambda: ready_endpoints() == 2, "two ready endpoints")
+    wait_until(lambda: ready_endpoints() == 2, "two ready endpoints", every=0.2)
 
 
 def test_new_namespaces_get_a_default_service_account(kube: client.ApiClient, namespace: str) -> None:
-    until(lambda: any(sa.metadata.name == "default" for sa in
-                      client.CoreV1Api(kube).list_namespaced_service_account(namespace).items),
-          "the default ServiceAccount")
+    wait_until(lambda: any(sa.metadata.name == "default" for sa in
+                           client.CoreV1Api(kube).list_namespaced_service_account(namespace).items),
+               "the default ServiceAccount", every=0.2)
 
 
 def test_an_unschedulable_pod_stays_pending_and_the_deployment_in_progress(
@@ -92,10 +80,10 @@ def test_an_unschedulable_pod_stays_pending_and_the_deployment_in_progress(
         pods = core.list_namespaced_pod(namespace, label_selector="app=stuck").items
         return bool(pods) and any(c.type == "PodScheduled" and c.reason == "Unschedulable"
                                   for c in pods[0].status.conditions or [])
-    until(unschedulable, "the scheduler's verdict")
+    wait_until(unschedulable, "the scheduler's verdict", every=0.2)
     # The deployment controller reports the new ReplicaSet's pod in its own time; judge once it has.
-    until(lambda: (live_deployment(kube, namespace, "stuck").get("status") or {}).get("updatedReplicas") == 1,
-          "the deployment controller's status")
+    wait_until(lambda: (live_deployment(kube, namespace, "stuck").get("status") or {}).get("updatedReplicas") == 1,
+               "the deployment controller's status", every=0.2)
     health = judge(live_deployment(kube, namespace, "stuck"))
     assert health.status == Status.IN_PROGRESS
     assert health.message.startswith("available replicas: 0/1")
@@ -104,7 +92,7 @@ def test_an_unschedulable_pod_stays_pending_and_the_deployment_in_progress(
 def test_namespace_deletion_completes(kube: client.ApiClient, namespace: str) -> None:
     client.AppsV1Api(kube).create_namespaced_deployment(namespace, deployment("web", 1))
     core = client.CoreV1Api(kube)
-    until(lambda: core.list_namespaced_pod(namespace).items, "a pod")
+    wait_until(lambda: core.list_namespaced_pod(namespace).items, "a pod", every=0.2)
     core.delete_namespace(namespace)
 
     def gone() -> bool:
@@ -113,7 +101,7 @@ def test_namespace_deletion_completes(kube: client.ApiClient, namespace: str) ->
         except ApiException as exc:
             return exc.status == 404
         return False
-    until(gone, "the namespace's deletion", timeout=120)
+    wait_until(gone, "the namespace's deletion", timeout=120, every=0.2)
 
 
 def test_garbage_collection_cascades(kube: client.ApiClient, namespace: str) -> None:
@@ -122,5 +110,5 @@ def test_garbage_collection_cascades(kube: client.ApiClient, namespace: str) -> 
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "dependent", "ownerReferences": [{
         "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}]}})
     core.delete_namespaced_config_map("owner", namespace)
-    until(lambda: not [c for c in core.list_namespaced_config_map(namespace).items
-                       if c.metadata.name == "dependent"], "the dependent's deletion")
+    wait_until(lambda: not [c for c in core.list_namespaced_config_map(namespace).items
+                            if c.metadata.name == "dependent"], "the dependent's deletion", every=0.2)

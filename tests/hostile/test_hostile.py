@@ -42,7 +42,8 @@ from pathlib import Path
 import pytest
 
 from reconciler import yamlio
-from tests.example import approved_copy
+from tests.support.repo import example_copy
+from tests.support.parts import not_tested
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -84,12 +85,12 @@ def build(case: dict, name: str, tmp: Path, deep: list[Path] | None = None) -> P
     """The case's repository under ``tmp``; the deepest directory of each ``dirs`` operation is added to ``deep``."""
     deep = [] if deep is None else deep
     repo, outside = tmp / "repo", tmp / "outside"
-    approved_copy(repo)
+    example_copy(repo)
     outside.mkdir()
     if case.get("corpus"):
         source = CORPUS / case["corpus"]
         if not source.is_dir():
-            pytest.skip(f"no corpus bundle {case['corpus']}")
+            not_tested("corpus", f"no corpus bundle {case['corpus']}")
         shutil.copytree(source, repo / "bundles" / "hostile")
         (repo / "operators" / "hostile.yaml").write_text(HOSTILE_DECLARATION)
     subst = {"{outside}": str(outside), "{case}": str(HERE / name), "{repo}": str(repo)}
@@ -252,10 +253,10 @@ def test_hostile_input(name: str, tmp_path: Path, request: pytest.FixtureRequest
     if kube is not None:
         from reconciler.cluster.status import objects as status_objects
         from reconciler.cluster.ownership import Request, sync
-        from tests.e2e.support import managed, settled_state
+        from tests.e2e.support import managed, wait_unchanged
 
         # A refused run leaves the cluster as it was, but for the refused Operator's status object.
-        assert settled_state(kube, before, except_operator="hostile") == []
+        wait_unchanged(kube, before, except_operator="hostile")
 
         left = managed(kube, "hostile")
         recorded = status_objects.read_all(kube).get("hostile")

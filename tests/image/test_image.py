@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.support.parts import not_tested
 
 ROOT = Path(__file__).resolve().parents[2]
 TAG = "localhost/reconciler:test"
@@ -34,10 +35,10 @@ def _buildah(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def image() -> str:
     missing = [t for t in ("buildah", "mmdebstrap") if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (`make image-tools` installs them as root with apt-get)")
+        not_tested("image", f"{' and '.join(missing)} not installed (`make image-tools` installs them as root with apt-get)")
     probe = _buildah("from", "scratch", check=False)
     if probe.returncode != 0:
-        pytest.skip(f"buildah cannot create a container here: {probe.stderr.strip()[:300]}")
+        not_tested("image", f"buildah cannot create a container here: {probe.stderr.strip()[:300]}")
     _buildah("rm", probe.stdout.strip(), check=False)
     build = subprocess.run([str(ROOT / "image" / "build"), TAG], capture_output=True, text=True, env=ENV,
                            timeout=1800, cwd=ROOT)

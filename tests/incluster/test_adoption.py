@@ -25,6 +25,7 @@ from tests.olm.conftest import olm_plane  # noqa: F401  (a fixture)
 from tests.olm.support import needs_corpus, needs_olm
 from tests.olm.test_takeover import CASES, olm_bookkeeping, snapshot
 from tests.rollout.harness import DEPLOY, deploy_objects
+from tests.support.repo import commit_all
 
 from .conftest import keep_audit, passed
 from .rbac_usage import deploy_rbac
@@ -63,8 +64,7 @@ def test_adopting_and_taking_over_olm_v0_installs(installed: ControlPlane, tmp_p
         preview = run("adopt", str(repo), "--dry-run")
         assert all(f"would write operators/{c.package}.yaml" in preview for c in CASES), preview
         run("adopt", str(repo))
-        subprocess.run(["git", "-C", str(repo), "add", "-A"], env=env, check=True)
-        subprocess.run(["git", "-C", str(repo), "commit", "-qm", "Adopt what OLM v0 runs"], env=env, check=True)
+        commit_all(repo, "Adopt what OLM v0 runs")
 
         dry = run("reconcile", str(repo), "--dry-run", code=1)
         for case in CASES:

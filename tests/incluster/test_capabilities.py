@@ -16,19 +16,20 @@ import sys
 import uuid
 from pathlib import Path
 
-import pygit2
 import pytest
 
 from reconciler import yamlio
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.kube.client import Kube
-from tests.e2e.support import GitOpsRepo, approve, approving_everything, cli, get, managed
+from tests.e2e.support import approve, approving_everything, cli, get, managed
+from tests.support.repo import GitOpsRepo, commit_all
 from tests.e2e.test_reconcile import V100, V110
-from tests.loop.conftest import wait_until
 from tests.loop.test_watch_local import events
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
+from tests.support.wait import wait_until
 
 from .conftest import CAPABILITIES, passed, proven
+from tests.support.parts import not_tested
 
 pytestmark = pytest.mark.incluster
 
@@ -42,11 +43,11 @@ def conditions(k8s: Kube, name: str) -> dict[str, dict]:
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    repo = GitOpsRepo(tmp_path / "gitops")
-    repo.set_version("1.0.0")
-    repo.commit("plumbus 1.0.0")
-    return repo
+def gitops(gitops: GitOpsRepo) -> GitOpsRepo:
+    """The example repository at plumbus 1.0.0."""
+    gitops.set_version("1.0.0")
+    gitops.commit("plumbus 1.0.0")
+    return gitops
 
 
 def test_first_install_and_upgrade(deployed, k8s, gitops, clean, capsys):
@@ -239,22 +240,13 @@ def fleet(tmp_path: Path, deployed: Path, clean, capsys):
     """The example fleet as a git repository; afterwards emptied on cluster dev, as deploy/'s ServiceAccount."""
     root = tmp_path / "fleet"
     shutil.copytree(ROOT / "examples" / "fleet-repo", root)
-    repo = pygit2.init_repository(str(root), initial_head="main")
-    _commit(repo, "a fleet")
+    commit_all(root, "a fleet")
     yield root
     (root / "operators" / "plumbus.yaml").unlink()
     (root / "reconciler.yaml").write_text((root / "reconciler.yaml").read_text() + "allowEmpty: true\n")
-    _commit(repo, "empty")
+    commit_all(root, "empty")
     run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
     assert run.code == 0, run.out + run.err
-
-
-def _commit(repo: pygit2.Repository, message: str) -> str:
-    repo.index.add_all()
-    repo.index.write()
-    sig = pygit2.Signature("Test", "test@example.invalid")
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    return str(repo.create_commit("HEAD", sig, sig, message, repo.index.write_tree(), parents))
 
 
 def test_the_fleet_loop(deployed, k8s, fleet, tmp_path):
@@ -322,8 +314,6 @@ def test_commit_verification_with_keys_from_a_secret(deployed, k8s, gitops, clea
     ServiceAccount, the unsigned one after it refused with nothing applied."""
     import base64
 
-    from tests.signing import commit
-
     pod = get(k8s, "apps/v1", "Deployment", "reconciler", "reconciler-system")["spec"]["template"]["spec"]
     [container] = [c for c in pod["containers"] if c["name"] == "reconciler"]
     path = {e["name"]: e.get("value") for e in container["env"]}["RECONCILER_TRUSTED_KEYS"]
@@ -338,7 +328,7 @@ def test_commit_verification_with_keys_from_a_secret(deployed, k8s, gitops, clea
         (mounted.parent / key).write_bytes(base64.b64decode(value))
     monkeypatch.setenv("RECONCILER_TRUSTED_KEYS", str(mounted))
 
-    signed = commit(gitops.path, "plumbus 1.0.0, signed", verified)
+    signed = gitops.commit("plumbus 1.0.0, signed", signer=verified)
     run = cli("reconcile", str(gitops.path), "--kubeconfig", str(deployed), "--no-wait", capsys=capsys)
     assert run.code == 0, run.out + run.err
     assert managed(k8s, "plumbus") == V100
@@ -367,7 +357,7 @@ def test_no_rule_of_deploy_is_unused(control_plane, audit_start, tmp_path):
 
     missing = set(CAPABILITIES) - proven()
     if missing:
-        pytest.skip(f"needs the whole in-cluster suite (not run or failed here: {', '.join(sorted(missing))})")
+        not_tested("incluster", f"needs the whole in-cluster suite (not run or failed here: {', '.join(sorted(missing))})")
     (tmp_path / "olm-plane.log").write_bytes(kept_audit())
     left, redundant, count = unused_across([(deploy_rbac(ROOT / "deploy"), control_plane.audit_log, audit_start),
                                             (deploy_rbac(ROOT / "deploy", "olm-takeover"),

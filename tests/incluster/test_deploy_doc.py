@@ -7,15 +7,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.bundle.oci_registry import oci_registry  # noqa: F401  (a fixture)
 from tests.docblocks import ROOT, indented_block
-from tests.e2e.support import GitOpsRepo, cli, get
+from tests.e2e.support import cli, get
+from tests.support.repo import GitOpsRepo
 from tests.image.test_image import ENV, _buildah
 from tests.loop.conftest import uninstall
+from tests.support.parts import not_tested
 
 pytestmark = [pytest.mark.incluster, pytest.mark.timeout(2400)]   # a fresh machine assembles the image's base
 
@@ -25,19 +26,18 @@ TAG = "localhost/reconciler:0.1.0"
 
 
 @pytest.fixture
-def repo(tmp_path: Path, k8s, capsys) -> GitOpsRepo:
+def repo(gitops: GitOpsRepo, k8s, capsys) -> GitOpsRepo:
     """The README walk-through's end: plumbus approved and committed, with its olm.lock."""
-    repo = GitOpsRepo(tmp_path / "gitops")
-    assert cli("resolve", str(repo.path), capsys=capsys).code == 0
-    repo.commit("olm.lock")
-    yield repo
+    assert cli("resolve", str(gitops.path), capsys=capsys).code == 0
+    gitops.commit("olm.lock")
+    yield gitops
     uninstall(k8s)
 
 
 def test_the_deploy_document_runs_as_printed(control_plane, k8s, deployed, oci_registry, repo, tmp_path):  # noqa: F811
     missing = [t for t in ("buildah", "mmdebstrap") if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (`make image-tools` installs them as root with apt-get)")
+        not_tested("image", f"{' and '.join(missing)} not installed (`make image-tools` installs them as root with apt-get)")
     from bench.peers.kubectl import kubectl_binary
 
     script = "\n".join(["set -euo pipefail", *indented_block("docs/deploy.md", DEPLOY_FIRST),

@@ -1,4 +1,4 @@
-"""Fixtures for the loop's tests: the example repository and a git server on loopback serving it."""
+"""Fixtures for the loop's tests: a git server on loopback serving the example repository (``gitops``)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import GitOpsRepo
 from tests.loop.gitserver import GitHttpServer
+from tests.support.repo import GitOpsRepo
 
 USER, TOKEN = "reconciler", "s3cret-token"
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    return GitOpsRepo(tmp_path / "served" / "gitops")
-
-
-@pytest.fixture
 def git_server(gitops: GitOpsRepo) -> Iterator[GitHttpServer]:
-    """Smart HTTP with Basic auth, serving ``gitops`` at ``<url>/gitops/.git``."""
+    """Smart HTTP with Basic auth, serving the example repository (``gitops``) at ``<url>/gitops/.git``."""
     server = GitHttpServer(gitops.path.parent, username=USER, password=TOKEN).start()
     yield server
     server.stop()
-
-
-def wait_until(predicate, what: str, timeout: float = 90.0, every: float = 0.05):
-    """Poll until ``predicate()`` is truthy; fail naming ``what`` after a generous deadline (not a timing test)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
 
 
 @pytest.fixture

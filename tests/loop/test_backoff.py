@@ -16,8 +16,8 @@ from reconciler.kube.client import Kube
 from reconciler.loop import APPLIED, FAILED, UNCHANGED, LocalSource, Loop
 from reconciler.loop.server import Server
 from tests.e2e.faultproxy import Fault, FaultProxy
+from tests.support.wait import wait_until
 
-from .conftest import wait_until
 from .test_watch_local import clean, running  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster

@@ -12,8 +12,9 @@ from reconciler.cluster.status.objects import STATUS_CRD
 from reconciler.loop import LeaderElector, LocalSource, Loop
 from tests.rollout.harness import DEPLOY
 from tests.rollout.harness import deploy_objects as objects
+from tests.support.wait import wait_until
 
-from .conftest import uninstall, wait_until
+from .conftest import uninstall
 from .test_watch_local import applied_at, clean, events  # noqa: F401  (clean is a fixture)
 
 VARIANTS = ("base", "remote", "sidecar")

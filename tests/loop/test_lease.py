@@ -8,8 +8,9 @@ import uuid
 import pytest
 
 from reconciler.loop import UNCHANGED, LeaderElector, LocalSource, Loop
+from tests.support.wait import wait_until
 
-from .conftest import uninstall, wait_until
+from .conftest import uninstall
 from .test_watch_local import applied_at, clean  # noqa: F401  (clean is a fixture)
 
 # Short enough for the expiry test to be quick, long enough that a loaded machine does not make leadership flap.

@@ -12,6 +12,7 @@ from reconciler.pipeline import Source, prepare
 from reconciler.repo.git import Auth, Ref, RemoteRepository, SourceError, is_remote, materialise, redact_url
 
 from .conftest import TOKEN, USER
+from tests.support.repo import init
 
 AUTH = Auth(username=USER, password=TOKEN)
 
@@ -83,7 +84,7 @@ def _commit_tree(repo: pygit2.Repository, entries: list[tuple[str, bytes, int]])
 
 
 def test_materialise_refuses_links_out_of_the_tree_and_names_that_escape(tmp_path):
-    repo = pygit2.init_repository(str(tmp_path / "bare"), bare=True)
+    repo = init(tmp_path / "bare", bare=True)
     ok = _commit_tree(repo, [("a.yaml", b"x: 1\n", 0o100644), ("link", b"a.yaml", 0o120000)])
     (tmp_path / "ok").mkdir()
     materialise(repo, ok, tmp_path / "ok")
@@ -114,7 +115,7 @@ def _nested(repo: pygit2.Repository, levels: int, name: str) -> str:
 
 def test_materialise_refuses_trees_no_file_system_can_hold(tmp_path):
     """Deep trees, long names and long paths are input errors, not a RecursionError or an OSError."""
-    repo = pygit2.init_repository(str(tmp_path / "bare"), bare=True)
+    repo = init(tmp_path / "bare", bare=True)
     cases = [(_nested(repo, 1200, "d"), "nests directories more than 64 levels deep"),
              (_commit_tree(repo, [("a" * 300, b"x", 0o100644)]), "of 300 bytes; file systems hold at most 255"),
              (_nested(repo, 60, "d" * 100), "has a path too long to write")]

@@ -15,8 +15,9 @@ from reconciler.loop import APPLIED, LeaderElector, Loop, RemoteSource
 from reconciler.loop.relay import EVENT, RECEIVED_BY, REQUEST, HookRelay
 from reconciler.repo.git import Auth, Ref, RemoteRepository
 from reconciler.loop.server import Server, signature
+from tests.support.wait import wait_until
 
-from .conftest import TOKEN, USER, wait_until
+from .conftest import TOKEN, USER
 from .test_lease import lease
 from .test_deploy import objects
 from .test_watch_local import clean, events, running  # noqa: F401  (clean is a fixture)

@@ -19,9 +19,10 @@ from reconciler.repo.git import Auth, Ref, RemoteRepository
 from tests.e2e.support import cli, get
 from tests.e2e.test_fleet import GADGET as FLEET_GADGET
 from tests.loop.gitserver import GitHttpServer
-from tests.unit.helpers import commit_all, git, write
+from tests.support.repo import GitRepo
+from tests.support.wait import wait_until
 
-from .conftest import TOKEN, USER, wait_until
+from .conftest import TOKEN, USER
 from .test_watch_local import running
 
 pytestmark = pytest.mark.cluster
@@ -49,15 +50,15 @@ def _cluster(name: str) -> str:
             f"  labels: {{env: {name}}}\nspec:\n  kubernetesVersion: \"1.36\"\n  stage: {name}\n")
 
 
-class Fleet:
+class Fleet(GitRepo):
     def __init__(self, root: Path, capsys) -> None:  # noqa: ANN001 - pytest's capsys
-        self.root, self.capsys = root, capsys
+        super().__init__(root)
+        self.capsys = capsys
         self.write("reconciler.yaml", SETTINGS)
         self.write("clusters/dev.yaml", _cluster("dev"))
         self.write("clusters/prod.yaml", _cluster("prod"))
         self.write("operators/gadget.yaml", GADGET)
         self.write("bundles/gadget/manifests/config.yaml", self.config("one"))
-        self.git("init", "-q", "-b", "main")
         self.resolve()
 
     @staticmethod
@@ -65,19 +66,10 @@ class Fleet:
         return (f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: gadget-config, namespace: {NAMESPACE}}}\n"
                 f"data: {{mode: {mode}}}\n")
 
-    def write(self, rel: str, text: str) -> None:
-        write(self.root, rel, text)
-
     def resolve(self) -> None:
-        for args in (("resolve", str(self.root)), ("approve", str(self.root), "--all")):
+        for args in (("resolve", str(self.path)), ("approve", str(self.path), "--all")):
             run = cli(*args, capsys=self.capsys)
             assert run.code == 0, run.err + run.out
-
-    def git(self, *args: str) -> str:
-        return git(self.root, *args)
-
-    def commit(self, message: str) -> str:
-        return commit_all(self.root, message)
 
 
 def revision_of(kube: Kube, name: str = "gadget") -> str:
@@ -96,23 +88,23 @@ def served(control_plane, tmp_path, capsys):
     what dev runs is pruned through the pipeline."""
     fleet = Fleet(tmp_path / "served" / "fleet", capsys)
     first = fleet.commit("gadget everywhere")
-    server = GitHttpServer(fleet.root.parent, username=USER, password=TOKEN).start()
+    server = GitHttpServer(fleet.path.parent, username=USER, password=TOKEN).start()
     remote = RemoteRepository(f"{server.url}/fleet/.git", Ref(branch="main"), tmp_path / "cache",
                               Auth(username=USER, password=TOKEN))
     try:
         yield fleet, first, remote
     finally:
         server.stop()
-        (fleet.root / "operators" / "gadget.yaml").unlink()
+        (fleet.path / "operators" / "gadget.yaml").unlink()
         fleet.write("reconciler.yaml", SETTINGS + "allowEmpty: true\n")
-        pipeline.reconcile(pipeline.Source(fleet.root, cluster="dev"), Kube(control_plane.admin_client()),
+        pipeline.reconcile(pipeline.Source(fleet.path, cluster="dev"), Kube(control_plane.admin_client()),
                            dry_run=False)
     assert mode(Kube(control_plane.admin_client())) is None
 
 
 def for_prod_only(fleet: Fleet) -> str:
     """A commit of prod's lockfile, an Operator placed on prod alone and a README: nothing dev reads."""
-    lock = fleet.root / "clusters" / "prod" / "olm.lock"
+    lock = fleet.path / "clusters" / "prod" / "olm.lock"
     lock.write_text(lock.read_text() + "# reviewed by the prod owners\n")
     fleet.write("operators/gizmo.yaml", GIZMO)
     fleet.write("bundles/gizmo/manifests/config.yaml", fleet.config("prod").replace("gadget", "gizmo"))
@@ -159,7 +151,7 @@ def test_a_commit_that_changes_only_what_other_clusters_read_is_skipped(served, 
         read(fleet.commit("a comment in the settings"), "settings")
         fleet.write("catalogs/community/gadget.yaml", "schema: olm.package\nname: gadget\ndefaultChannel: stable\n")
         read(fleet.commit("a catalog"), "catalog")
-        lock = fleet.root / "clusters" / "dev" / "olm.lock"
+        lock = fleet.path / "clusters" / "dev" / "olm.lock"
         lock.write_text(lock.read_text() + "# reviewed by the dev owners\n")
         locked = fleet.commit("a comment in dev's lockfile")
         read(locked, "lockfile")
@@ -170,7 +162,7 @@ def test_a_commit_that_changes_only_what_other_clusters_read_is_skipped(served, 
             "file://bundles/gadget]", "file://bundles/gadget-2]"))
         fleet.resolve()
         own = fleet.commit("gadget 2.0.0")
-        assert "clusters/dev/olm.lock" in fleet.git("diff", "--name-only", f"{locked}..{own}").split()
+        assert "clusters/dev/olm.lock" in fleet.run("diff", "--name-only", f"{locked}..{own}").split()
         wait_until(lambda: mode(kube) == "two" and revision_of(kube) == own, "dev's own change applied")
         assert f"applied {own} " in caplog.text and loop.applied_revision == own
 

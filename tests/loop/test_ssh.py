@@ -6,17 +6,17 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from reconciler.repo.git import Auth, Ref, RemoteRepository, SourceError
+from tests.support.wait import wait_until
 
 SSHD = "/usr/sbin/sshd"
-pytestmark = pytest.mark.skipif(not (Path(SSHD).is_file() and shutil.which("ssh-keygen")),
-                                reason="needs openssh-server (sshd) and ssh-keygen")
+pytestmark = pytest.mark.sshd(missing=not (Path(SSHD).is_file() and shutil.which("ssh-keygen")),
+                              reason="needs openssh-server (sshd) and ssh-keygen")
 
 
 def _keygen(path: Path) -> None:
@@ -47,15 +47,14 @@ PidFile {d / 'sshd.pid'}
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory, needed when root
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "config")], stderr=(d / "log").open("w"))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"sshd did not start: {(d / 'log').read_text()}") from None
-            time.sleep(0.05)
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sshd exited: {(d / 'log').read_text()}")
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+
+    wait_until(listening, f"sshd to listen on 127.0.0.1:{port}", timeout=30, every=0.05, ignoring=OSError,
+               diagnose=lambda: f"its log: {(d / 'log').read_text()}")
     host_key = (d / "host.pub").read_text().split()[:2]
     (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(host_key)}\n")
     _keygen(d / "other")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from reconciler.loop import REJECTED, LocalSource, Loop
 from tests.e2e.support import get, managed
 from tests.e2e.test_reconcile import V100
+from tests.support.wait import wait_until
 
-from .conftest import wait_until
 from .test_watch_local import applied_at, clean, events, running  # noqa: F401 - fixtures
 
 __all__ = ["clean"]

@@ -17,8 +17,9 @@ from reconciler.repo import watch
 from reconciler.repo.watch import TreeWatcher, relevant
 from tests.e2e.support import get, managed
 from tests.e2e.test_reconcile import V100, V110
+from tests.support.wait import wait_until
 
-from .conftest import uninstall, wait_until
+from .conftest import uninstall
 
 
 @contextmanager
@@ -144,7 +145,7 @@ def test_relevant_paths():
 def test_a_swapped_symlink_root_is_seen_and_followed(tmp_path: Path):
     """git-sync publishes each checkout by atomically re-pointing a link; the source follows it."""
     from reconciler.repo import read_repository
-    from tests.e2e.support import GitOpsRepo
+    from tests.support.repo import GitOpsRepo
 
     first, second = GitOpsRepo(tmp_path / "wt-1"), GitOpsRepo(tmp_path / "wt-2")
     second.set_version("1.0.0")

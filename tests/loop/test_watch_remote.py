@@ -18,8 +18,9 @@ from reconciler.repo.git import Auth, Ref, RemoteRepository
 from reconciler.loop.server import signature
 from tests.e2e.support import managed
 from tests.e2e.test_reconcile import V100, V110
+from tests.support.wait import wait_until
 
-from .conftest import TOKEN, USER, wait_until
+from .conftest import TOKEN, USER
 from .test_watch_local import applied_at, clean, running, status  # noqa: F401  (clean is a fixture)
 
 

@@ -9,9 +9,10 @@ from reconciler.repo.git import Auth, Ref, RemoteRepository
 from reconciler.repo.verify import Trust, TrustedKeys
 from tests.e2e.support import managed
 from tests.e2e.test_reconcile import V100, V110
-from tests.signing import SshSigner, commit, tools_or_skip, trusted_keys
+from tests.signing import SshSigner, tools_or_skip, trusted_keys
+from tests.support.wait import wait_until
 
-from .conftest import TOKEN, USER, wait_until
+from .conftest import TOKEN, USER
 from .test_watch_local import applied_at, clean, events, running, status  # noqa: F401  (clean is a fixture)
 
 
@@ -21,7 +22,7 @@ def test_signed_commits_are_applied_an_unsigned_one_and_a_rollback_are_not(gitop
     alice = SshSigner(tmp_path / "keys", "alice@example.invalid")
     trust = Trust(TrustedKeys.load(trusted_keys(tmp_path / "trusted", alice)))
     gitops.set_version("1.0.0")
-    first = commit(gitops.path, "pin 1.0.0", alice)
+    first = gitops.commit("pin 1.0.0", signer=alice)
     remote = RemoteRepository(f"{git_server.url}/gitops/.git", Ref(branch="main"), tmp_path / "cache",
                               Auth(username=USER, password=TOKEN))
     loop = Loop(RemoteSource(remote, poll_interval=0.2, trust=trust), k8s, interval=3600, identity="signed-test")
@@ -30,7 +31,7 @@ def test_signed_commits_are_applied_an_unsigned_one_and_a_rollback_are_not(gitop
         assert managed(k8s, "plumbus") == V100
 
         gitops.set_version(">=1.0.0 <2.0.0")
-        unsigned = commit(gitops.path, "follow 1.x, unsigned")
+        unsigned = gitops.commit("follow 1.x, unsigned")
         wait_until(lambda: loop.last.outcome == REJECTED and loop.last.revision == unsigned, "the unsigned rejected")
         assert f"commit {unsigned}" in loop.last.error and "is not signed" in loop.last.error
         assert status(k8s)["revision"] == first and managed(k8s, "plumbus") == V100   # the cluster is unchanged
@@ -42,7 +43,7 @@ def test_signed_commits_are_applied_an_unsigned_one_and_a_rollback_are_not(gitop
         assert (shown["revision"], shown["reason"], shown["applied"]) == (unsigned, "UntrustedRevision", first)
         assert "is not signed" in shown["message"]
 
-        signed = commit(gitops.path, "follow 1.x, signed", alice)
+        signed = gitops.commit("follow 1.x, signed", signer=alice)
         wait_until(lambda: applied_at(k8s, signed), "the next signed commit applied")
         assert managed(k8s, "plumbus") == V110
         wait_until(lambda: "rejected" not in status(k8s), "the refusal removed once a newer revision applied")
@@ -68,7 +69,7 @@ def test_reconcile_refuses_an_unsigned_commit_and_applies_nothing(gitops, contro
     run = reconcile(gitops, control_plane.kubeconfig_path, "--trusted-keys", keys, capsys=capsys)
     assert run.code == 2 and f"commit {unsigned}" in run.err and "is not signed" in run.err
     assert not managed(k8s, "plumbus") and status(k8s) == {}
-    signed = commit(gitops.path, "pin 1.0.0, signed", alice)
+    signed = gitops.commit("pin 1.0.0, signed", signer=alice)
     run = reconcile(gitops, control_plane.kubeconfig_path, "--trusted-keys", keys, "--no-wait", capsys=capsys)
     assert run.code == 0, run.err
     assert status(k8s)["revision"] == signed and managed(k8s, "plumbus") == V100
@@ -111,7 +112,7 @@ def test_watch_takes_the_trusted_keys_from_the_environment_as_deploy_gives_them(
         assert status(k8s) == {}
         metrics = _http(base + "/metrics")[1]
         assert f'reconciler_rejected_info{{reason="UntrustedRevision",revision="{unsigned}"}} 1.0' in metrics
-        signed = commit(gitops.path, "signed", alice)
+        signed = gitops.commit("signed", signer=alice)
         wait_until(lambda: applied_at(k8s, signed), "the signed commit applied")
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -21,7 +21,9 @@ from pathlib import Path
 import kubernetes.client
 
 from reconciler.localcluster import ControlPlane
-from tests.olm.support import CORPUS, get, uncaptured, wait_for, write_catalog_of
+from tests.olm.support import CORPUS, WAIT, get, olm_logs, uncaptured, write_catalog_of
+from tests.support.repo import commit_all
+from tests.support.wait import wait_until
 
 GROUP = "operators.coreos.com"
 SUFFIX = uuid.uuid4().hex[:6]
@@ -80,7 +82,7 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
             ref = ((get(api, case.namespace, "subscriptions", case.subscription) or {}).get("status") or {}).get(
                 "installPlanRef")
             return ref and ref["name"]
-        plan = wait_for(f"{case.package}'s InstallPlan", waiting, plane)
+        plan = wait_until(waiting, f"{case.package}'s InstallPlan", timeout=WAIT, every=0.5, diagnose=olm_logs(plane))
         custom(api).patch_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "installplans", plan,
                                                    {"spec": {"approved": True}})
 
@@ -89,15 +91,15 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
         sub = get(api, case.namespace, "subscriptions", case.subscription) or {}
         return (csv.get("status") or {}).get("phase") == "Succeeded" and \
             bool((sub.get("status") or {}).get("installedCSV"))
-    wait_for(f"{case.csv} Succeeded", succeeded, plane)
+    wait_until(succeeded, f"{case.csv} Succeeded", timeout=WAIT, every=0.5, diagnose=olm_logs(plane))
     # catalog-operator may execute the plan for a while after the CSV succeeds, writing its objects (and a
     # dependency's Subscription) again, and adopt leaves such an install: what runs is settled once it is Complete
     sub = get(api, case.namespace, "subscriptions", case.subscription) or {}
     plan = ((sub.get("metadata") or {}).get("annotations") or {}).get("olm.generated-by") or \
         ((sub.get("status") or {}).get("installPlanRef") or {}).get("name")
     if plan:
-        wait_for(f"InstallPlan {plan} Complete, as catalog-operator sees it", lambda: plan_complete(plane, plan),
-                 plane, timeout=600)
+        wait_until(lambda: plan_complete(plane, plan), f"InstallPlan {plan} Complete, as catalog-operator sees it",
+                   timeout=600, every=0.5, diagnose=olm_logs(plane))
     if case.config and case.config.get("env"):
         # olm-operator writes a Subscription's spec.config into the Deployments on a later sync than the one
         # that makes the CSV Succeeded: what runs is what OLM made of the overrides only once they are there.
@@ -109,7 +111,8 @@ def settle(api, case: Case, plane: ControlPlane) -> None:
                 and all(any(e.name == want["name"] and e.value == want.get("value") for e in c.env or [])
                         for c in d.spec.template.spec.containers for want in case.config["env"])
                 for d in deployments)
-        wait_for(f"{case.csv}'s Deployments carrying the Subscription's spec.config", overridden, plane)
+        wait_until(overridden, f"{case.csv}'s Deployments carrying the Subscription's spec.config", timeout=WAIT,
+                   every=0.5, diagnose=olm_logs(plane))
     if case.orphan:
         custom(api).delete_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions",
                                                     case.subscription)
@@ -135,16 +138,8 @@ def make_repo(path: Path, cases: list[Case]) -> Path:
         shutil.copytree(CORPUS / "operators" / case.bundle, path / "bundles" / case.bundle)
     write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], path / "catalogs" / "corpus",
                      image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "catalogs")
+    commit_all(path, "catalogs")
     return path
-
-
-def git(path: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=path,
-                          capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 def shell(kubeconfig: Path, cwd: Path):

@@ -6,7 +6,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,24 +17,18 @@ CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 # A registry+v1 bundle with every install mode, no webhook and no dependency: OLM installs it alone.
 BUNDLE = CORPUS / "operators" / "ecr-secret-operator" / "0.6.0"
 OLM_BUILDS = olm_present() or shutil.which("go") is not None
-needs_olm = pytest.mark.skipif(not OLM_BUILDS, reason="OLM v0 is not built and `go` is not on PATH to build it")
-needs_corpus = pytest.mark.skipif(not BUNDLE.is_dir(), reason="../shared/corpus is absent")
+needs_olm = pytest.mark.olm(missing=not OLM_BUILDS, reason="OLM v0 is not built and `go` is not on PATH to build it")
+needs_corpus = pytest.mark.corpus(missing=not BUNDLE.is_dir(), reason="../shared/corpus is absent")
 
 
 GROUP = "operators.coreos.com"
 WAIT = 240.0
 
 
-def wait_for(what: str, probe: Callable[[], object], plane, timeout: float = WAIT) -> object:
-    """Poll ``probe`` until it returns something true; on timeout fail with the end of OLM's logs."""
-    deadline = time.monotonic() + timeout
-    while not (found := probe()):
-        if time.monotonic() > deadline:
-            logs = "\n".join(f"--- {name}.log\n" + (plane.state_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+def olm_logs(plane) -> Callable[[], str]:
+    """The end of OLM's logs on ``plane``: what a wait on OLM (``tests.support.wait``) shows when it runs out."""
+    return lambda: "\n".join(f"--- {name}.log\n" + (plane.state_dir / f"{name}.log").read_text(errors="replace")[-3000:]
                              for name in ("catalog-operator", "olm-operator"))
-            pytest.fail(f"{what}: not after {timeout:.0f}s\n{logs}")
-        time.sleep(0.5)
-    return found
 
 
 def get(api, namespace: str, plural: str, name: str, version: str = "v1alpha1") -> dict | None:

@@ -20,9 +20,11 @@ import pytest
 from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from tests.olm.adoption import (
-    GROUP, Case, custom, get, git, installed_by_olm, make_repo as make_repo_of, reconciler, wait_for,
+    GROUP, Case, custom, get, installed_by_olm, make_repo as make_repo_of, reconciler,
 )
-from tests.olm.support import CORPUS, needs_corpus, needs_olm
+from tests.olm.support import CORPUS, WAIT, needs_corpus, needs_olm, olm_logs
+from tests.support.repo import commit_all, git
+from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -110,8 +112,7 @@ def test_adopt_writes_what_olm_runs(installed: ControlPlane, tmp_path: Path):
             [p["rules"] for p in held.get("clusterPermissions") or []]   # the evidence: what the CSV held
 
     # The repository now resolves to exactly what runs, and the approvals cover it: nothing waits.
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "adopt")
+    commit_all(repo, "adopt")
     resolved = reconciler("resolve", str(repo), "--kubeconfig", kubeconfig)
     assert resolved.returncode == 0, resolved.stdout + resolved.stderr
     assert git(repo, "status", "--porcelain") == ""                       # olm.lock as adopt wrote it
@@ -128,8 +129,7 @@ def test_a_conflicting_declaration_stops_the_adoption_and_nothing_is_written(ins
         "apiVersion: operators.coreos.com/v1\nkind: Operator\nmetadata: {name: move2kube-operator}\n"
         "spec:\n  catalog: {name: corpus, package: move2kube-operator, channel: alpha}\n"
         "  install: {namespace: elsewhere}\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "a declaration of its own")
+    commit_all(repo, "a declaration of its own")
     done = reconciler("adopt", str(repo), "--kubeconfig", str(installed.kubeconfig_path))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "mine.yaml" in done.stderr and "already declares package move2kube-operator differently" in done.stderr
@@ -144,9 +144,10 @@ def test_an_unreadable_catalog_source_is_listed_with_its_reason(installed: Contr
         custom(api).patch_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "catalogsources", "corpus",
                                                    {"spec": {"address": "127.0.0.1:1"}})
         try:
-            wait_for("the CatalogSource unreachable", lambda: ((get(api, case.namespace, "catalogsources", "corpus")
-                     or {}).get("status") or {}).get("connectionState", {}).get("lastObservedState")
-                     not in (None, "READY"), installed)
+            wait_until(lambda: ((get(api, case.namespace, "catalogsources", "corpus")
+                                 or {}).get("status") or {}).get("connectionState", {}).get("lastObservedState")
+                       not in (None, "READY"), "the CatalogSource unreachable", timeout=WAIT, every=0.5,
+                       diagnose=olm_logs(installed))
             repo = make_repo(tmp_path / "repo")
             done = reconciler("adopt", str(repo), "--kubeconfig", str(installed.kubeconfig_path))
         finally:

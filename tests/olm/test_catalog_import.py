@@ -27,8 +27,9 @@ from reconciler import oci, yamlio
 from reconciler.oci import auth
 from reconciler.catalog.source import CONFIGS_LABEL
 from tests.bundle.oci_registry import LOGIN, oci_registry, oci_registry_with_login  # noqa: F401
-from tests.olm.adoption import GROUP, Case, custom, git, settle, shell
+from tests.olm.adoption import GROUP, Case, custom, settle, shell
 from tests.olm.support import CORPUS, needs_corpus, needs_olm, uncaptured, write_catalog_of
+from tests.support.repo import commit_all, git, init
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "migration.md"
@@ -148,23 +149,20 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
         repo.mkdir()
         (repo / "README.md").write_text("platform\n")
         (repo / "reconciler.yaml").write_text(mirrors)
-        git(repo, "init", "-q", "-b", "main")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "start")
+        commit_all(repo, "start")
         run = shell(olm_plane.kubeconfig_path, tmp_path)
         run.env["HOME"] = str(tmp_path / "home")          # no registry login of this machine's user
         run.env.pop("DOCKER_CONFIG", None)
         run.env.pop("REGISTRY_AUTH_FILE", None)
         outputs = [run(line) for line in documented_block()]
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "adopt")
+        commit_all(repo, "adopt")
         again = run(f"reconciler catalog import platform-repo --catalog-source {NS}/team-catalog")
         resolved = run("reconciler resolve platform-repo")
         # Without the catalogs, adopt names the command that imports each; --import-catalogs runs it first.
         for name in ("bare", "at-once"):
             (tmp_path / name).mkdir()
             (tmp_path / name / "reconciler.yaml").write_text(mirrors)
-            git(tmp_path / name, "init", "-q", "-b", "main")
+            init(tmp_path / name)
         bare = run("reconciler adopt bare", 1)
         at_once = run("reconciler adopt at-once --import-catalogs")
 

@@ -28,8 +28,10 @@ from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.localcluster.olmv0 import ensure_olm
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
-from tests.olm.adoption import GROUP, Case, custom, get, git, installed_by_olm, make_repo, shell
-from tests.olm.support import needs_corpus, needs_olm, uncaptured, wait_for
+from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo, shell
+from tests.olm.support import needs_corpus, needs_olm, olm_logs, uncaptured
+from tests.support.repo import git
+from tests.support.wait import wait_until
 from tests.olm.test_takeover import CONFIG, snapshot
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
@@ -70,10 +72,10 @@ def plane(request, tmp_path_factory) -> Iterator[ControlPlane]:
         with plane.admin_client() as api:
             ext = kubernetes.client.ApiextensionsV1Api(api)
             ext.create_custom_resource_definition(PROXY_CRD)
-            wait_for("the Proxy CRD established", lambda: any(
+            wait_until(lambda: any(
                 c.type == "Established" and c.status == "True"
                 for c in ext.read_custom_resource_definition(PROXY_CRD["metadata"]["name"]).status.conditions or []),
-                plane)
+                "the Proxy CRD established", timeout=240, diagnose=olm_logs(plane))
             objects = kubernetes.client.CustomObjectsApi(api)
             objects.create_cluster_custom_object("config.openshift.io", "v1", "proxies", {
                 "apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"},
@@ -233,8 +235,8 @@ def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed:
     again = run(block[5])
     assert "is OLM v0's again" in again, again
 
-    wait_for("a full resync of both OLM controllers", lambda: resynced(installed, since, [c.namespace for c in BACK]),
-             installed, timeout=INTERVAL * 8)
+    wait_until(lambda: resynced(installed, since, [c.namespace for c in BACK]), "a full resync of both OLM controllers",
+               timeout=INTERVAL * 8, diagnose=olm_logs(installed))
     with installed.admin_client() as api:
         after = snapshot(api, CASES)
         assert after["replicaSets"] == before["replicaSets"], (before["replicaSets"], after["replicaSets"])
@@ -306,8 +308,8 @@ def test_the_operator_s_own_upgradeable_false_is_in_its_status(installed: Contro
         assert (f"  {case.package}: Upgradeable=False (MigrationInProgress): OperatorCondition {case.namespace}/"
                 f"{case.csv}: the webhook's storage is being migrated") in shown, shown
         objects = custom(api)
-        wait_for("the ClusterVersion CRD served", lambda: Kube(api).resource("config.openshift.io/v1",
-                                                                             "ClusterVersion"), installed)
+        wait_until(lambda: Kube(api).resource("config.openshift.io/v1", "ClusterVersion"), "the ClusterVersion CRD served",
+                   timeout=240, diagnose=olm_logs(installed))
         objects.create_cluster_custom_object("config.openshift.io", "v1", "clusterversions", {
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
             "spec": {"channel": "stable-4.16"}})

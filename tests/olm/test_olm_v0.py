@@ -21,7 +21,8 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from reconciler.localcluster import ControlPlane
-from tests.olm.support import GROUP, get, needs_corpus, needs_olm, wait_for
+from tests.olm.support import GROUP, WAIT, get, needs_corpus, needs_olm, olm_logs
+from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -87,7 +88,7 @@ def plan_complete(api: kubernetes.client.ApiClient, namespace: str, name: str, p
         plan = get(api, namespace, "installplans", name)
         return plan if plan and (plan.get("status") or {}).get("phase") == "Complete" else None
 
-    return wait_for(f"InstallPlan {name} Complete", complete, plane)
+    return wait_until(complete, f"InstallPlan {name} Complete", timeout=WAIT, every=0.5, diagnose=olm_logs(plane))
 
 
 def catalog_ready(api: kubernetes.client.ApiClient, namespace: str) -> bool:
@@ -105,8 +106,10 @@ def installed(api: kubernetes.client.ApiClient, namespace: str) -> dict | None:
 
 def assert_installed_as_olm_installs(api: kubernetes.client.ApiClient, namespace: str, plane: ControlPlane) -> None:
     """The CSV succeeds and owns a Deployment that rolled out, whose pod template carries OLM's annotations."""
-    csv = wait_for("the CSV's phase Succeeded", lambda: csv_succeeded(api, namespace), plane)
-    dep = wait_for(f"Deployment {DEPLOYMENT} available", lambda: deployment_available(api, namespace), plane)
+    csv = wait_until(lambda: csv_succeeded(api, namespace), "the CSV's phase Succeeded", timeout=WAIT, every=0.5,
+                     diagnose=olm_logs(plane))
+    dep = wait_until(lambda: deployment_available(api, namespace), f"Deployment {DEPLOYMENT} available", timeout=WAIT,
+                     every=0.5, diagnose=olm_logs(plane))
     owners = [(o.kind, o.name) for o in dep.metadata.owner_references or []]
     assert owners == [("ClusterServiceVersion", CSV_NAME)], owners
     labels = dep.metadata.labels
@@ -127,9 +130,11 @@ def assert_installed_as_olm_installs(api: kubernetes.client.ApiClient, namespace
 
 def test_an_automatic_subscription_installs_the_bundle(api, namespace, olm_plane, catalog_address):
     subscribe(api, namespace, catalog_address, "Automatic")
-    wait_for("the CatalogSource READY", lambda: catalog_ready(api, namespace), olm_plane)
+    wait_until(lambda: catalog_ready(api, namespace), "the CatalogSource READY", timeout=WAIT, every=0.5,
+               diagnose=olm_logs(olm_plane))
     assert_installed_as_olm_installs(api, namespace, olm_plane)
-    sub = wait_for("the Subscription's installed CSV", lambda: installed(api, namespace), olm_plane)
+    sub = wait_until(lambda: installed(api, namespace), "the Subscription's installed CSV", timeout=WAIT, every=0.5,
+                     diagnose=olm_logs(olm_plane))
     assert sub["status"]["installedCSV"] == CSV_NAME
     plan = plan_complete(api, namespace, sub["status"]["installPlanRef"]["name"], olm_plane)
     assert plan["spec"]["approval"] == "Automatic" and plan["spec"]["approved"] is True
@@ -146,7 +151,8 @@ def test_a_manual_subscription_waits_for_its_install_plan_to_be_approved(api, na
         plan = ref and get(api, namespace, "installplans", ref["name"])
         return plan if plan and (plan.get("status") or {}).get("phase") == "RequiresApproval" else None
 
-    plan = wait_for("an InstallPlan that requires approval", waiting_plan, olm_plane)
+    plan = wait_until(waiting_plan, "an InstallPlan that requires approval", timeout=WAIT, every=0.5,
+                      diagnose=olm_logs(olm_plane))
     assert plan["spec"]["approved"] is False and plan["spec"]["clusterServiceVersionNames"] == [CSV_NAME]
     time.sleep(5)   # time OLM would need to act if it did not wait
     assert get(api, namespace, "clusterserviceversions", CSV_NAME) is None

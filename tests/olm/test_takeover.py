@@ -30,6 +30,7 @@ from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
 from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo, shell
 from tests.olm.support import needs_corpus, needs_olm
+from tests.support.repo import commit_all
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -185,8 +186,7 @@ def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dic
     """The next ``bundles`` (``NEXT``'s shape) are added to the repository's catalog: `resolve` moves the lock,
     `reconcile` applies them, and OLM, no longer asked, does nothing."""
     resolve_next(repo, env, bundles)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], env=env, check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "the next bundles"], env=env, check=True)
+    commit_all(repo, "the next bundles")
     done = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, f"{done.stdout}{done.stderr}"

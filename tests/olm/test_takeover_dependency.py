@@ -29,9 +29,10 @@ import pytest
 
 from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
-from tests.olm.adoption import Case, get, git, installed_by_olm, make_repo, reconciler
+from tests.olm.adoption import Case, get, installed_by_olm, make_repo, reconciler
 from tests.olm.support import needs_corpus, needs_olm
 from tests.olm.test_takeover import olm_bookkeeping, resolve_next, snapshot, upgrade_through_the_repository
+from tests.support.repo import commit_all
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -85,8 +86,7 @@ def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_ove
     pinned = {(b["operator"], b["name"], b.get("required_by", "")) for b in lock["bundles"]}
     assert pinned == {("alloydb-omni-operator", DEPENDENT.csv, ""),
                       ("cert-manager", DEPENDENCY.csv, "alloydb-omni-operator")}, pinned
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "adopt")
+    commit_all(repo, "adopt")
 
     # A lock moved past what runs before the takeover (here by `resolve`; an upgrade OLM made since the adoption
     # reads the same) holds each Operator back alone, with nothing of it written: OLM would go on reconciling the
@@ -94,8 +94,7 @@ def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_ove
     ahead = tmp_path / "ahead"
     shutil.copytree(repo, ahead)
     resolve_next(ahead, {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, NEXT)   # on a workstation
-    git(ahead, "add", "-A")
-    git(ahead, "commit", "-q", "-m", "the next bundles, before the takeover")
+    commit_all(ahead, "the next bundles, before the takeover")
     for args in (("--dry-run",), ()):
         refused = run("reconcile", str(ahead), *args, code=2, kubeconfig=kubeconfig)
         assert "2 Operator(s) held back, so nothing was written" in refused, refused

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from reconciler.localcluster import ControlPlane
-from tests.olm.adoption import get, git, installed_by_olm, killed, make_repo, reconciler
+from tests.olm.adoption import get, installed_by_olm, killed, make_repo, reconciler
 from tests.olm.support import needs_corpus, needs_olm
 from tests.olm.test_takeover import CASES, CR, olm_bookkeeping, snapshot
+from tests.support.repo import commit_all
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
@@ -47,8 +48,7 @@ def test_a_takeover_killed_anywhere_converges(installed: ControlPlane, tmp_path:
         before = snapshot(api)
     repo = make_repo(tmp_path / "repo", CASES)
     assert reconciler("adopt", str(repo), "--kubeconfig", kubeconfig).returncode == 0
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "adopt")
+    commit_all(repo, "adopt")
 
     argv = ["reconcile", str(repo), "--kubeconfig", kubeconfig]
     first = CASES[0]

@@ -15,6 +15,7 @@ from reconciler.localcluster.olmv1 import Olmv1, ensure_olmv1
 from reconciler.localcluster.pki import create_loopback_tls
 from tests.olm.support import uncaptured
 from tests.olmv1.support import REFUSED_BY_PROXY, Setup
+from tests.support.parts import not_tested
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,8 @@ def olmv1_setup(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         except ControlPlaneError as exc:   # a module proxy that refuses one of its modules (Makefile: olmv1)
             if not REFUSED_BY_PROXY.search(exc.message):
                 raise
-            pytest.skip(f"OLM v1 cannot be built here: the Go module proxy refuses a module it needs: "
-                        f"{REFUSED_BY_PROXY.search(exc.message).group(0)}")
+            not_tested("olmv1", f"OLM v1 cannot be built here: the Go module proxy refuses a module it needs: "
+                                f"{REFUSED_BY_PROXY.search(exc.message).group(0)}")
         registry, crane = registry_binary(log=print), crane_binary(log=print)
     work = tmp_path_factory.mktemp("olmv1")
     tls = create_loopback_tls(work / "tls")

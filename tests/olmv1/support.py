@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import shutil
 import tarfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from reconciler.localcluster.olmv1 import GROUP, Olmv1, olmv1_present
 from tests.olm.support import CORPUS, write_catalog_of
+from tests.support.wait import wait_until
 
 # AllNamespaces, no webhook, no dependency, no custom resource among its manifests (OLM v1 applies a bundle
 # as one release, so a sample custom resource beside its CRD fails the release's dry run).
@@ -33,11 +33,11 @@ WAIT = 180.0
 REFUSED_BY_PROXY = re.compile(r"\S+@\S+: reading https?://\S+: (403 Forbidden|410 Gone)")
 
 marks = [
-    pytest.mark.cluster, pytest.mark.olmv1, pytest.mark.corpus,
-    pytest.mark.skipif(not (olmv1_present() or shutil.which("go")),
-                       reason="OLM v1 is not built and `go` is not on PATH to build it"),
-    pytest.mark.skipif(shutil.which("unshare") is None, reason="`unshare` (util-linux) is not on PATH"),
-    pytest.mark.skipif(not BUNDLE.is_dir(), reason="../shared/corpus is absent"),
+    pytest.mark.cluster,
+    pytest.mark.olmv1(missing=not (olmv1_present() or shutil.which("go")),
+                      reason="OLM v1 is not built and `go` is not on PATH to build it"),
+    pytest.mark.olmv1(missing=shutil.which("unshare") is None, reason="`unshare` (util-linux) is not on PATH"),
+    pytest.mark.corpus(missing=not BUNDLE.is_dir(), reason="../shared/corpus is absent"),
 ]
 
 
@@ -71,20 +71,11 @@ def publish(setup: Setup, bundle: Path, work: Path) -> tuple[str, str]:
     return bundle_ref, catalog_ref
 
 
-def wait_for(what: str, probe: Callable[[], object], setup: Setup, timeout: float = WAIT) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = probe()
-        except ApiException:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            logs = "\n".join(f"--- {name}:\n{setup.olm.log_path(name).read_text(errors='replace')[-3000:]}"
+def olmv1_logs(setup: Setup) -> Callable[[], str]:
+    """The end of catalogd's and operator-controller's logs: what a wait on OLM v1 (``tests.support.wait``) shows
+    when it runs out."""
+    return lambda: "\n".join(f"--- {name}:\n{setup.olm.log_path(name).read_text(errors='replace')[-3000:]}"
                              for name in ("catalogd", "operator-controller"))
-            pytest.fail(f"timed out waiting for {what}\n{logs}")
-        time.sleep(0.5)
 
 
 def serve_catalog(setup: Setup, api, name: str, ref: str) -> dict:
@@ -93,9 +84,10 @@ def serve_catalog(setup: Setup, api, name: str, ref: str) -> dict:
     custom.create_cluster_custom_object(GROUP, "v1", "clustercatalogs", {
         "apiVersion": f"{GROUP}/v1", "kind": "ClusterCatalog", "metadata": {"name": name},
         "spec": {"source": {"type": "Image", "image": {"ref": ref}}}})
-    return wait_for("the ClusterCatalog to serve", lambda: (
+    return wait_until(lambda: (
         c := custom.get_cluster_custom_object(GROUP, "v1", "clustercatalogs", name),
-        condition(c, "Serving").get("status") == "True" and c)[1], setup)
+        condition(c, "Serving").get("status") == "True" and c)[1], "the ClusterCatalog to serve",
+        timeout=WAIT, every=0.5, ignoring=ApiException, diagnose=olmv1_logs(setup))
 
 
 def install_extension(setup: Setup, api, name: str, spec: dict) -> tuple[dict, kubernetes.client.V1Deployment]:
@@ -109,14 +101,16 @@ def install_extension(setup: Setup, api, name: str, spec: dict) -> tuple[dict, k
             raise
     custom.create_cluster_custom_object(GROUP, "v1", "clusterextensions", {
         "apiVersion": f"{GROUP}/v1", "kind": "ClusterExtension", "metadata": {"name": name}, "spec": spec})
-    extension = wait_for("the ClusterExtension to be installed", lambda: (
+    extension = wait_until(lambda: (
         e := custom.get_cluster_custom_object(GROUP, "v1", "clusterextensions", name),
-        condition(e, "Installed").get("status") == "True" and e)[1], setup)
+        condition(e, "Installed").get("status") == "True" and e)[1], "the ClusterExtension to be installed",
+        timeout=WAIT, every=0.5, ignoring=ApiException, diagnose=olmv1_logs(setup))
     apps = kubernetes.client.AppsV1Api(api)
-    deployment = wait_for("the Deployment to roll out on kwok", lambda: (
+    deployment = wait_until(lambda: (
         d := apps.read_namespaced_deployment(DEPLOYMENT, spec["namespace"]),
         (d.status.available_replicas or 0) >= 1 and d.status.observed_generation == d.metadata.generation
-        and d)[1], setup)
+        and d)[1], "the Deployment to roll out on kwok",
+        timeout=WAIT, every=0.5, ignoring=ApiException, diagnose=olmv1_logs(setup))
     return extension, deployment
 
 
@@ -125,4 +119,4 @@ def condition(obj: dict, kind: str) -> dict:
 
 
 __all__ = ["BUNDLE", "CRD", "DEPLOYMENT", "GROUP", "PACKAGE", "BUNDLE_NAME", "Setup", "condition", "install_extension",
-           "marks", "publish", "push_image", "serve_catalog", "wait_for", "REFUSED_BY_PROXY"]
+           "marks", "publish", "push_image", "serve_catalog", "olmv1_logs", "REFUSED_BY_PROXY"]

@@ -41,6 +41,8 @@ from reconciler.localcluster.plane import ControlPlane, _die_with_parent, _prctl
 from reconciler.localcluster.virtual import VirtualCluster, cpu_of, kubeconfig_with_contexts, rss_of
 from reconciler.loop.server import signature
 from tests.loop.gitserver import GitHttpServer
+from tests.support.repo import commit_all, git, init
+from tests.support.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -157,7 +159,7 @@ class LiveFleet:
         """The repository at widget 1.0.0 everywhere (gizmo on the eu clusters), every cluster and its loop."""
         self._write_repository()
         self.server = GitHttpServer(self.repo.parent, username=GIT_USER, password=GIT_TOKEN).start()
-        self._git("remote", "add", "origin", self.url)
+        git(self.repo, "remote", "add", "origin", self.url)
         # The clusters' processes die with the thread that started them: these threads live until close().
         self._pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="fleet-cluster")
         try:
@@ -231,9 +233,9 @@ class LiveFleet:
         that loop, which exits saying it cannot listen, starts again on another port. A port counts as the loop's
         when its process is alive and a loop's health endpoint answers there (no two loops are given one port),
         never merely because something accepts connections on it."""
-        deadline = time.monotonic() + timeout
         waiting = list(self.live.values())
-        while waiting:
+
+        def listening() -> bool:
             for lv in list(waiting):
                 if lv.loop is not None and lv.loop.poll() is None and _serves_health(lv.port):
                     waiting.remove(lv)
@@ -244,10 +246,11 @@ class LiveFleet:
                                              f"its log {lv.log}:\n{log[-2000:]}")
                     lv.port = 0
                     self._start_loop(lv)
-            if waiting and time.monotonic() > deadline:
-                raise AssertionError(f"loops not listening within {timeout:.0f}s: "
-                                     f"{[lv.member.name for lv in waiting]}; logs under {self.workdir / 'loops'}")
-            time.sleep(0.2)
+            return not waiting
+
+        wait_until(listening, "every loop to listen", timeout=timeout, every=0.2,
+                   diagnose=lambda: f"not listening: {[lv.member.name for lv in waiting]}; "
+                                    f"logs under {self.workdir / 'loops'}")
 
     def stop_cluster(self, name: str) -> None:
         """The cluster goes down (API server, controllers, nodes); its loop keeps trying, as a pod that lost its
@@ -279,7 +282,7 @@ class LiveFleet:
                 "gizmo-system}\ndata: {mode: edge}\n")
         self._add_version("1.0.0")
         self._resolve()
-        self._git("init", "-q", "-b", "main")
+        init(self.repo)
         self.commit("widget 1.0.0 on every cluster, gizmo on the eu clusters")
 
     def _add_version(self, version: str, *, unschedulable: bool = False) -> None:
@@ -299,8 +302,7 @@ class LiveFleet:
                 raise AssertionError(f"{' '.join(command)} failed: {done.stdout}{done.stderr}")
 
     def commit(self, message: str) -> str:
-        self._git("add", "-A")
-        self._git("commit", "-q", "-m", message)
+        commit_all(self.repo, message)
         self.committed_at = time.monotonic()
         head = self.head()
         self.notify()
@@ -316,16 +318,11 @@ class LiveFleet:
         return done
 
     def head(self) -> str:
-        return subprocess.run(["git", "-C", str(self.repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return git(self.repo, "rev-parse", "HEAD")
 
     def locked(self, cluster: str) -> str:
         path = self.repo / "clusters" / cluster / "olm.lock"
         return path.read_text() if path.exists() else ""
-
-    def _git(self, *args: str) -> None:
-        subprocess.run(["git", "-C", str(self.repo), "-c", "user.name=Platform Team",
-                        "-c", "user.email=platform@example.invalid", *args], check=True, capture_output=True)
 
     def notify(self) -> None:
         """A signed push hook to every loop, as the forge sends on a push (a loop that misses it polls)."""

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.loop.conftest import wait_until
 from tests.rollout.harness import UNSCHEDULABLE, LiveFleet, Member
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.cluster
 

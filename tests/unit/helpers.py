@@ -1,5 +1,5 @@
-"""Builders shared by the unit tests: a writable copy of the example repository,
-and small registry+v1 bundles written to a temporary directory."""
+"""Builders shared by the unit tests: files and documents written to a temporary directory, small registry+v1
+bundles, and the design documents' examples (repositories: ``tests/support/repo.py``)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,29 @@ from typing import Any
 import pytest
 
 from reconciler import yamlio
-from tests.example import approved_copy
-
-EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gitops-repo"
 
 ALL_MODES = ("OwnNamespace", "SingleNamespace", "AllNamespaces")
 
 
-def copy_example(tmp_path: Path, name: str = "repo") -> Path:
-    """A private copy of examples/gitops-repo that a test may edit, its Operator approved."""
-    return approved_copy(tmp_path / name)
+# The design document's v2alpha1 Operator example (the declaration tests parse it, the approval test
+# installs it).
+DESIGN_DOC_V2ALPHA1 = """\
+apiVersion: operators.coreos.com/v2alpha1
+kind: Operator
+metadata:
+  name: plumbus
+spec:
+  updates:
+    type: CatalogSource
+    catalogSource:
+      package: plumbus
+      channel: stable
+      entrypoint: plumbus.v2.0.0
+      approval: Automatic
+      ref:
+        name: community
+        namespace: my-ns
+"""
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -28,21 +41,6 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
-
-
-def git(root: Path, *args: str) -> str:
-    """``git`` in ``root`` as a test author, its output stripped."""
-    import subprocess
-
-    return subprocess.run(["git", "-C", str(root), "-c", "user.name=Test", "-c", "user.email=test@example.invalid",
-                           *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def commit_all(root: Path, message: str) -> str:
-    """Commit everything in ``root``'s working tree (an empty commit when nothing changed); the commit's id."""
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--allow-empty", "-m", message)
-    return git(root, "rev-parse", "HEAD")
 
 
 def write_docs(root: Path, rel: str, *docs: Any) -> Path:

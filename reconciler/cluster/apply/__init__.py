@@ -38,7 +38,7 @@ client, mode, writers, change set), ``plan``, ``write`` and ``applier``, the
 ``Applier`` whose verbs (namespaces, plan, preview, apply, write, delete,
 record, wait) are what the ownership policy calls. This face is the one door
 into the engine: what a caller needs is named here, and no module outside the
-engine imports one of its submodules (``tests/unit/test_imports.py``).
+engine imports one of its submodules (``tests/unit/project/test_imports.py``).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def merged_rules(rules: list[Rule]) -> list[Rule]:
     without names allows every name, so it only merges with another without names). Merged until no pair
     differs in one list. Fewer rules make the API server's RBAC checks of each request (the authoriser's walk
     and the escalation check of every Role and binding the installer writes) shorter; what is allowed is
-    unchanged (``tests/unit/test_permissions.py``).
+    unchanged (``tests/unit/model/test_permissions.py``).
     """
     current = sorted(set(rules))
     while True:
