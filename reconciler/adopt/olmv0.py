@@ -29,6 +29,7 @@ from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError
 from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
 from reconciler.model.shape import Mismatch
+from reconciler.report.words import counted
 
 GROUP = "operators.coreos.com"
 KINDS = {  # what is read, and the apiVersion it is read in
@@ -398,7 +399,7 @@ def _packages_twice(installs: list[Install]) -> list[Unmapped]:
     for package, members in sorted(by_package.items()):
         if len(members) > 1:
             where = ", ".join(i.namespace for i in members)
-            out += [Unmapped(i.where, f"package {package} is installed in {len(members)} namespaces ({where}); the "
+            out += [Unmapped(i.where, f"package {package} is installed in {counted(len(members), 'namespace')} ({where}); the "
                              "reconciler installs a package once per cluster",
                              "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again")
                     for i in members]

@@ -22,6 +22,7 @@ from reconciler.bundle import shapes
 from reconciler.bundle.source import FetchedBundle
 from reconciler.errors import BundleError, InputError
 from reconciler.model.kube import Manifest
+from reconciler.report.words import counted
 
 ANNOTATION_MEDIATYPE = "operators.operatorframework.io.bundle.mediatype.v1"
 ANNOTATION_PACKAGE = "operators.operatorframework.io.bundle.package.v1"
@@ -161,7 +162,8 @@ def _no_manifests(root: Path, manifests_dir: Path, reference: str) -> BundleErro
             return BundleError(
                 f"the directory holds file-based catalog or catalog template documents, not a bundle "
                 f"({first} has schema {catalog[first]}"
-                f"{f', and {len(catalog) - 1} more file(s) like it' if len(catalog) > 1 else ''})", obj=reference,
+                f"{', and ' + counted(len(catalog) - 1, 'more file') + ' like it' if len(catalog) > 1 else ''})",
+                obj=reference,
                 hint="a bundle is a directory with manifests/ and metadata/annotations.yaml; expand a template "
                      "with `reconciler catalog template basic|semver FILE` and check a catalog with "
                      "`reconciler catalog validate`")

@@ -7,6 +7,7 @@ import sys
 
 from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, CatalogError
+from reconciler.report.words import counted
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -171,16 +172,16 @@ def run_validate(args: argparse.Namespace, out: TextIO) -> int:
         for f in loaded.findings:
             out.write(f.render() + "\n")
         cat = loaded.catalog
-        summary = (f"{len(cat.packages)} packages, {len(cat.channels)} channels, {len(cat.bundles)} bundles: "
-                   + (f"{len(errors)} problems" if errors else "valid"))
+        summary = (f"{counted(len(cat.packages), 'package')}, {counted(len(cat.channels), 'channel')}, "
+                   f"{counted(len(cat.bundles), 'bundle')}: " + (counted(len(errors), "problem") if errors else "valid"))
         warnings = len(loaded.findings) - len(errors)
-        out.write(summary + (f" ({warnings} warnings)" if warnings else "") + "\n")
+        out.write(summary + (f" ({counted(warnings, 'warning')})" if warnings else "") + "\n")
     return EXIT_CHANGES if errors else EXIT_OK
 
 
 def _note_invalid(loaded) -> None:
     if loaded.errors:
-        print(f"warning: the catalog has {len(loaded.errors)} problems; run `reconciler catalog validate`",
+        print(f"warning: the catalog has {counted(len(loaded.errors), 'problem')}; run `reconciler catalog validate`",
               file=sys.stderr)
 
 

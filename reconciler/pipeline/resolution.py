@@ -20,6 +20,7 @@ from reconciler.model.declarations import OperatorDecl
 from reconciler.model.lock import LockEntry
 from reconciler.repo import RepoSnapshot
 from reconciler.repo.fleet import stage_holds
+from reconciler.report.words import counted
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def resolve(snapshot: RepoSnapshot, cluster: ClusterFacts | None = None, resolve
     progress.stage("loading catalogs")
     if catalogs is None:
         catalogs = load_catalogs(snapshot, snapshot.operators)
-    progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
+    progress.stage(f"resolving {counted(len(snapshot.operators), 'declaration')}")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, cluster)
     if holds is None:   # a later stage of a fleet: what was promoted there, or what the stage before runs

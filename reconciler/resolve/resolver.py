@@ -28,6 +28,7 @@ from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import VersionRange, order_key, parse_version
 from reconciler.resolve.sat import UPGRADE_EDGES, Hold, Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
+from reconciler.report.words import counted
 
 __all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
            "Update", "UNSATISFIABLE"]
@@ -180,7 +181,7 @@ def _entrypoint_package(d: OperatorDecl, catalogs: Mapping[str, Catalog]) -> Ope
     packages = sorted(p for p, (_, bundles) in catalog.contents.members.items() if d.entrypoint in bundles)
     if len(packages) != 1:
         raise ResolutionError(f"entrypoint {d.entrypoint!r} is " + (
-            f"a bundle of {len(packages)} packages of catalog {d.catalog.name!r}: {', '.join(packages)}" if packages
+            f"a bundle of {counted(len(packages), 'package')} of catalog {d.catalog.name!r}: {', '.join(packages)}" if packages
             else f"no bundle of catalog {d.catalog.name!r}"), path=where, obj=obj,
             hint="name the package too (spec.updates.catalogSource.package)" if packages else
             "name a bundle the catalog lists (`reconciler catalog list bundles`)")

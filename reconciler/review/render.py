@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from reconciler.report.words import agree, counted
 from reconciler.review.compare import ObjectChange, OperatorChange, Review
 
 SCHEMA_VERSION = 1
@@ -55,7 +56,7 @@ def _approval(op: OperatorChange) -> str:
 
 
 def _rbac_summary(op: OperatorChange) -> str:
-    return f"+{len(op.rbac_gained.rules)} -{len(op.rbac_lost.rules)} rules"
+    return f"rules +{len(op.rbac_gained.rules)} -{len(op.rbac_lost.rules)}"
 
 
 # JSON ------------------------------------------------------------------------------------------------
@@ -129,7 +130,7 @@ def as_text(r: Review, colour: bool = False) -> str:
             out.append(f"  approval: {'approved' if op.approval.approved else 'will wait'}: {op.approval.message}")
     out.append("")
     out += _api_text(r, paint)
-    out.append(f"Summary: {len(r.operators)} Operator(s) change")
+    out.append(f"Summary: {counted(len(r.operators), 'Operator')} {agree(len(r.operators), 'changes', 'change')}")
     return "\n".join(out) + "\n"
 
 
@@ -207,7 +208,7 @@ def as_markdown(r: Review) -> str:
                 out += ["", f"`{o.ref}`:", "", "```diff", *o.diff[2:], "```"]
             created = [o for o in op.objects if o.action == "created"]
             if created:
-                out += ["", f"<details><summary>{len(created)} created object(s)</summary>", ""]
+                out += ["", f"<details><summary>{counted(len(created), 'created object')}</summary>", ""]
                 for o in created:
                     out += [f"`{o.ref}`:", "", "```diff", *o.diff[3:], "```", ""]
                 out.append("</details>")

@@ -27,6 +27,7 @@ from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.cluster.apply.target import Claims, PlanOptions, Target
 from reconciler.errors import BundleError, ClusterError, PolicyError
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef, operators_selector
+from reconciler.report.words import agree, counted
 
 
 _Key = tuple[str, str, str, str]
@@ -224,15 +225,15 @@ class _Planner:
                                    f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or "
                                    f"\"*\")")
         if self.unplaced:
-            raise BundleError(f"{len(self.unplaced)} object(s) of a namespaced kind name no namespace, and neither "
+            raise BundleError(f"{counted(len(self.unplaced), 'object')} of a namespaced kind name no namespace, and neither "
                               f"the built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not "
                               f"placed in the install namespace; nothing was applied:\n  "
                               + "\n  ".join(self.unplaced), hint="set metadata.namespace on each in its bundle")
         if self.errors:
-            raise ClusterError(f"{len(self.errors)} object(s) were refused by the API server; nothing was applied:"
+            raise ClusterError(f"{counted(len(self.errors), 'object')} {agree(len(self.errors), 'was', 'were')} refused by the API server; nothing was applied:"
                                f"\n  " + "\n  ".join(self.errors))
         if self.unverified and self.dry_run:
-            notes.append(f"{self.unverified} object(s) could not be checked by server-side dry-run because their "
+            notes.append(f"{counted(self.unverified, 'object')} could not be checked by server-side dry-run because their "
                          f"namespace or CustomResourceDefinition does not exist yet")
 
 
@@ -275,7 +276,7 @@ def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "no
     """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
     sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
     lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
-    return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
+    return BundleError(f"{counted(len(invalid), 'object')} of the bundle were refused by the API server as invalid; "
                        f"{state}:\n  {lines}", path=sources[0],
                        hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
                             "another version")

@@ -33,6 +33,7 @@ from reconciler.cluster.ownership.record import (
 )
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, ObjectRef
+from reconciler.report.words import counted
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
@@ -288,7 +289,7 @@ class _Run:
             kept = remaining.get(op.name, set())
             message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
             if kept:
-                message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
+                message += f"; {counted(len(kept), 'object')} left from earlier versions were kept (see the change list)"
             final[op.name] = {ObjectRef.of(o) for o in op.objects} | kept
             self.write_status(op.name, op.spec, status_for(
                 op, revision, final[op.name], (True, "Applied", message), self.result.health.get(op.name),
@@ -308,7 +309,7 @@ class _Run:
                 **rec.status, "inventory": inventory_of(left),
                 "conditions": [status_objects.condition(
                     "Ready", False, "Uninstalling",
-                    f"declaration removed; {len(left)} object(s) could not be removed yet")]}, rec)
+                    f"declaration removed; {counted(len(left), 'object')} could not be removed yet")]}, rec)
         return final, current
 
     def ensure_status(self) -> StatusWriter:

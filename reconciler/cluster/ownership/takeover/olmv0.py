@@ -70,6 +70,7 @@ from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import PolicyError
 from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import ObjectRef
+from reconciler.report.words import agree, counted
 
 GROUP = "operators.coreos.com"
 OWNER_LABELS = ("olm.owner", "olm.owner.kind", "olm.owner.namespace", "olm.managed")
@@ -140,7 +141,7 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
         out.append(Takeover(op.name, namespace, subscription, csv_name, str(op.bundle.get("package") or ""), csv,
                             sub is not None, plans, owned, configured))
     if moved:
-        raise PolicyError(f"{len(moved)} adopted install(s) do not run the bundle olm.lock pins for them: OLM v0 "
+        raise PolicyError(f"{counted(len(moved), 'adopted install')} {agree(len(moved), 'does', 'do')} not run the bundle olm.lock pins for them: OLM v0 "
                           "upgraded them since the adoption, or the lock moved before the takeover. A takeover "
                           "applies the pinned bundle over what runs, and OLM would keep the other, so nothing was "
                           "applied:\n  " + "\n  ".join(moved),
@@ -251,7 +252,7 @@ def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator],
                 _delete(kube, f"{GROUP}/v2", "OperatorCondition", t.namespace, t.csv)
         lines.extend(_retire_group(kube, t, dry_run))
         if kept:
-            lines.append(_step(t, f"remove OLM's labels from {len(kept)} object(s) now the reconciler's", dry_run))
+            lines.append(_step(t, f"remove OLM's labels from {counted(len(kept), 'object')} now the reconciler's", dry_run))
             if not dry_run:
                 for obj in sorted(kept, key=lambda o: o["kind"] == "Deployment"):
                     _strip_labels(kube, obj, t)
