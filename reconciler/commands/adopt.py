@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from reconciler.commands.common import COMMANDS, add_cluster_args, add_trust_root_arg, trust_from
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
+from reconciler.report.words import counted
 
 if TYPE_CHECKING:
     from reconciler.kube.client import Kube
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.output != "text":
         from reconciler.errors import UsageError
 
-        raise UsageError("-o json|yaml is the form of --operator's report; adopting OLM installs prints text",
+        raise UsageError(f"-o {args.output} is the form of --operator's report; adopting OLM installs prints text",
                          hint="add --operator NAME, or leave -o out")
     from reconciler.adopt import adopt
 
@@ -153,7 +154,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
             counts += f", {rep.count('ours')} already the Operator's"
         if rep.restarts:
             counts += f" ({rep.restarts} would restart pods)"
-        print(f"  Summary: {counts}; {len(rep.related)} other object(s) left alone", file=out)
+        print(f"  Summary: {counts}; {counted(len(rep.related), 'other object')} left alone", file=out)
         for line in consent_lines(rep):
             print(f"  {line}", file=out)
     return exit_code(reports)

@@ -185,8 +185,12 @@ def trust_from(args: argparse.Namespace):  # noqa: ANN201 - a repo.verify.Trust,
         if getattr(args, "verify_mode", "HEAD") != "HEAD" or getattr(args, "allow_rollback", False):
             from reconciler.errors import UsageError
 
-            raise UsageError("--verify-mode and --allow-rollback need --trusted-keys",
-                             hint="give the file of trusted keys ($RECONCILER_TRUSTED_KEYS)")
+            given = [f for f, on in ((f"--verify-mode {getattr(args, 'verify_mode', '')}",
+                                      getattr(args, "verify_mode", "HEAD") != "HEAD"),
+                                     ("--allow-rollback", getattr(args, "allow_rollback", False))) if on]
+            raise UsageError(f"{' and '.join(given)} {'need' if len(given) > 1 else 'needs'} --trusted-keys: "
+                             "without trusted keys no signature is verified",
+                             hint="give the file of trusted keys (--trusted-keys FILE, or $RECONCILER_TRUSTED_KEYS)")
         return None
     from reconciler.repo.verify import Trust, TrustedKeys
 

@@ -187,7 +187,7 @@ def test_reconcile_dry_run_reports_the_verdict(tmp_path, trust, signers, capsys,
     assert run.code == 2
     assert f"not verified, a real run refuses it: {keys}: commit {head}" in run.out
     run = cli("reconcile", str(root), "--dry-run", "--verify-mode", "Tag", capsys=capsys)
-    assert run.code == 64 and "need --trusted-keys" in run.err
+    assert run.code == 64 and "--verify-mode Tag needs --trusted-keys" in run.err
 
 
 def test_verifiers_are_required(monkeypatch, repo, trust, signers):
