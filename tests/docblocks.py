@@ -60,3 +60,11 @@ def run_walkthrough(block: list[str], home: Path, *, cwd: Path = ROOT,
         else:
             assert code == 0, f"{line}\n{out}{proc.stderr}"
     return steps
+
+
+def assert_printed(printed: list[str], output: str, *, normalise=lambda text: text) -> None:
+    """``output`` is exactly the block ``printed`` that a document shows for it: the whole of it, line for line
+    (``normalise`` replaces what differs from run to run, a commit id or a port, on both sides), so a line the
+    command adds, drops or changes shows here, not only a line the document quotes."""
+    shown, said = normalise("\n".join(printed)).splitlines(), normalise(output.rstrip("\n")).splitlines()
+    assert said == shown, "the document prints:\n" + "\n".join(shown) + "\n\nthe command prints:\n" + "\n".join(said)

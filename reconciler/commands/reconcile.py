@@ -87,8 +87,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.kube.client import Kube, load_api_client
     from reconciler.errors import ClusterError, UsageError
 
-    if args.write_lock and (args.locked or not args.dry_run):
-        raise UsageError("--write-lock only applies to --dry-run, and never with --locked")
+    if args.write_lock and args.locked:
+        raise UsageError("--write-lock and --locked are exclusive: --locked never writes olm.lock",
+                         hint="drop one of them")
+    if args.write_lock and not args.dry_run:
+        raise UsageError("--write-lock goes with --dry-run: a reconcile that applies writes olm.lock anyway",
+                         hint="add --dry-run, or drop --write-lock")
     from reconciler.repo.fleet import cluster_context
 
     api = load_api_client(args.kubeconfig, args.context, preferred=cluster_context(args.repo, args.cluster))
@@ -189,15 +193,18 @@ def print_health(outcome: "Outcome", out: TextIO, *, waited: bool) -> bool:
 
 RESULT_API_VERSION = "reconciler.dev/v1alpha1"
 RESULT_KIND = "ReconcileResult"
+# target.mode and lockfile.state of the document, as docs/output.md lists them
+MODE_APPLY, MODE_DRY_RUN, MODE_EMPTY = "apply", "server-side-dry-run", "empty-cluster"
+LOCK_WRITTEN, LOCK_UNCHANGED, LOCK_STALE = "written", "unchanged", "stale"
 
 
 def _lock_state(outcome: "Outcome") -> str:
     snap = outcome.snapshot
     if outcome.lock_written:
-        return "written"
+        return LOCK_WRITTEN
     if snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():
-        return "unchanged"
-    return "stale"
+        return LOCK_UNCHANGED
+    return LOCK_STALE
 
 
 def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dict[str, Any]:
@@ -229,7 +236,7 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
         "kind": RESULT_KIND,
         "repository": {"path": str(snap.root), "revision": snap.revision or ""},
         "target": {"server": server or "", "dryRun": dry_run,
-                   "mode": ("server-side-dry-run" if server else "empty-cluster") if dry_run else "apply"},
+                   "mode": (MODE_DRY_RUN if server else MODE_EMPTY) if dry_run else MODE_APPLY},
         "lockfile": {"path": str(snap.lock_path), "state": _lock_state(outcome)},
         "operators": operators,
         "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
@@ -244,7 +251,8 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
         "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
                          for d in (resolution.deprecations if resolution else ())],
         "health": [{"operator": name, "healthy": h.healthy, "status": h.status.value,
-                    "unhealthy": [{"object": str(c.ref), "status": c.health.status.value, "message": c.health.message}
+                    "unhealthy": [{"object": str(c.ref), "status": c.health.status.value, "reason": c.health.reason,
+                                   "message": c.health.message}
                                   for c in h.unhealthy]}
                    for name, h in sorted(outcome.sync.health.items())],
     }
@@ -340,7 +348,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
             for line in check.describe():
                 print(line, file=out)
     lock_state = _lock_state(outcome)
-    if lock_state == "stale":
+    if lock_state == LOCK_STALE:
         lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"
     print(f"Lockfile {snap.lock_file}: {lock_state}", file=out)
     print_approvals(outcome, out)

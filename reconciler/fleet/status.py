@@ -27,12 +27,17 @@ from typing import Any
 
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import lock_file_of, read_lock, select_cluster
+from reconciler.report.words import counted
 
 API_VERSION = "reconciler.dev/v1alpha1"
 KIND = "FleetStatus"
 WORKERS = 16          # clusters read at once
 TIMEOUT = (3.0, 10.0)   # connect, read: seconds, per request
 ATTEMPTS = 2
+
+
+# What a cell's health can be (docs/output.md); ``_cell`` decides it from the Operator's status conditions.
+HEALTH = ("Healthy", "Progressing", "Degraded", "PendingApproval", "NotInstalled", "Unknown")
 
 
 @dataclass
@@ -89,11 +94,14 @@ class ClusterStatus:
     error: str = ""                  # why it could not be read, for a person
     seconds: float = 0.0
     cells: dict[str, Cell] = field(default_factory=dict)
-    reach: Reach = Reach.REACHABLE   # why it could not be read, for a script
+    cause: Reach | None = None       # why it could not be read (set with ``error``), for a script
 
-    def __post_init__(self) -> None:
-        if not self.reachable and self.reach is Reach.REACHABLE:
-            self.reach = Reach.ERROR
+    @property
+    def reach(self) -> Reach:
+        """``Reachable`` for a cluster that was read, else the cause recorded (``Error`` when none was)."""
+        if self.reachable:
+            return Reach.REACHABLE
+        return self.cause if self.cause not in (None, Reach.REACHABLE) else Reach.ERROR
 
 
 @dataclass
@@ -142,13 +150,13 @@ def summary_line(fleet: FleetStatus, operator: str) -> str:
             missing += 1
     parts = [f"{n} at {v}" for v, n in sorted(versions.items(), key=lambda kv: (-kv[1], kv[0]))]
     if parts:
-        parts[0] = f"{parts[0].split(' ', 1)[0]}/{len(placed)} clusters {parts[0].split(' ', 1)[1]}"
+        parts[0] = f"{parts[0].split(' ', 1)[0]}/{counted(len(placed), 'cluster')} {parts[0].split(' ', 1)[1]}"
     if missing:
         parts.append(f"{missing} not installed")
     if unreachable:
         parts.append(f"{unreachable} unreachable")
     if not parts:
-        parts.append(f"placed on {len(placed)} clusters")
+        parts.append(f"placed on {counted(len(placed), 'cluster')}")
     return f"{operator}: " + ", ".join(parts)
 
 
@@ -163,7 +171,7 @@ def _cell(name: str, status: dict[str, Any] | None, locked: str, placed: bool) -
     cell.installed = bool(bundle.get("name"))
     cell.bundle, cell.version = bundle.get("name", ""), bundle.get("version", "")
     cell.revision = str(status.get("revision") or "")
-    cell.message = str(ready.get("message") or "")[:300]
+    cell.message = str(ready.get("message") or "")[:1000]   # its cause comes first (``health/causes.py``)
     if pending.get("status") == "True":
         cell.pending = str(((status.get("pending") or {}).get("bundle") or {}).get("name") or "")
     if ready.get("status") == "True":
@@ -206,7 +214,7 @@ def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WO
             recorded = _read_cluster(merged, contexts, cluster.kube_context, snapshot.settings.instance, name)
         except Exception as exc:   # noqa: BLE001 - whatever fails, the cluster is a row that says so
             why = exc if isinstance(exc, Unreadable) else Unreadable(Reach.ERROR, _sentence(exc))
-            out.reach, out.error = why.reach, " ".join(why.text.split())[:300]
+            out.cause, out.error = why.reach, " ".join(why.text.split())[:300]
             out.cells = {op: Cell(op, placed=op in placed, locked=locked.get(op, ""), health="Unknown")
                          for op in operators}
             out.seconds = time.monotonic() - started
@@ -361,7 +369,7 @@ def as_html(fleet: FleetStatus, repo: str) -> str:
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
            f"<title>Fleet status: {e(fleet.repository)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>Fleet status: {e(fleet.repository)}</h1>",
-           f"<p class=\"small\">{len(fleet.clusters)} clusters, {len(fleet.operators)} Operators; written "
+           f"<p class=\"small\">{counted(len(fleet.clusters), 'cluster')}, {counted(len(fleet.operators), 'Operator')}; written "
            f"{e(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))}</p>",
            "<h2>Summary</h2><ul id=\"summary\">"]
     out += [f"<li>{e(line)}</li>" for line in fleet.summary()]
