@@ -72,6 +72,8 @@ CLUSTER_CIDR = "198.18.0.0/16"
 NODE_COUNT = 3
 NODE_PREFIX = "kwok-node-"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# Stages beside kwok's defaults: how a pod annotated reconciler.dev/simulate fails (docs/health.md).
+SIMULATED_FAILURES = Path(__file__).with_name("simulated-failures.yaml")
 
 _ETCD, _APISERVER = "etcd", "kube-apiserver"
 _CONTROLLER_MANAGER, _SCHEDULER, _KWOK = "kube-controller-manager", "kube-scheduler", "kwok"
@@ -441,7 +443,8 @@ class ControlPlane:
         kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / f"{_KWOK}.kubeconfig",
                                            "system:kwok", ["system:masters"])
         stages = subprocess.run([str(self._binaries.kwok_stages)], check=True, capture_output=True).stdout
-        (self.state_dir / _KWOK_CONFIG).write_bytes(stages)
+        # kwok's own stages, then the failures a pod can be annotated to simulate (reconciler.dev/simulate)
+        (self.state_dir / _KWOK_CONFIG).write_bytes(stages.rstrip(b"\n") + b"\n---\n" + SIMULATED_FAILURES.read_bytes())
         return [
             str(self._binaries.kwok),
             f"--kubeconfig={kubeconfig}",
