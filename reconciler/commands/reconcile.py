@@ -317,6 +317,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
 
     snap = outcome.snapshot
     print(f"Repository {snap.root} at {snap.revision or 'an unversioned tree (not a git repository)'}", file=out)
+    if outcome.untrusted is not None:   # docs/security.md: the verdict above the plan, a refusal first of all
+        print(f"REFUSED: a real run refuses this revision: {outcome.untrusted.render()}", file=out)
+    for verdict in outcome.verdicts:
+        print(f"Verified: {verdict}", file=out)
     resolution = outcome.resolution
     selections = resolution.selections if resolution else tuple(i.selection for i in outcome.installs)
     if not selections:
@@ -356,8 +360,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")
     print(f"Changes ({target}):", file=out)
     external = external_diff_program() if dry_run else ""
+    said = set(outcome.signature_notes)   # above
     for note in outcome.sync.notes:
-        print(f"  note: {note}", file=out)
+        if note not in said:
+            print(f"  note: {note}", file=out)
     shown = 0
     for c in outcome.sync.changes:
         if c.action == Action.UNCHANGED and not show_unchanged:

@@ -44,6 +44,14 @@ class Outcome:
     resolution: Resolution | None = None
     decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)
     untrusted: UntrustedRevision | None = None   # a dry run's revision that a real run refuses, and why
+    verdicts: tuple = ()   # the signatures verified (``repo.verify.Verdict``), said above the plan
+
+    @property
+    def signature_notes(self) -> tuple[str, ...]:
+        """What the run says of the revision's signature: the refusal a real run makes, else each signature
+        verified; these lead the notes (``-o json``), and the text says them above the plan."""
+        refused = (f"not verified, a real run refuses it: {self.untrusted.render()}",) if self.untrusted else ()
+        return refused + tuple(f"verified: {v}" for v in self.verdicts)
 
     @property
     def pending(self) -> list[Decision]:
@@ -125,11 +133,11 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                                 consenting=frozenset(d.name for d in snapshot.operators if d.adopt_existing),
                                 events=events),
                   instance)
-    if prepared.untrusted is not None:
-        result.notes.insert(0, f"not verified, a real run refuses it: {prepared.untrusted.render()}")
+    outcome = Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions,
+                      prepared.untrusted, prepared.verdicts)
+    result.notes[:0] = outcome.signature_notes
     result.notes.extend(prepared.notes)
-    return Outcome(snapshot, installs, lockfile, written, result, prepared.resolution, prepared.decisions,
-                   prepared.untrusted)
+    return outcome
 
 
 def reconcile(source: Source | str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,

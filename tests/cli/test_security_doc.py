@@ -12,6 +12,9 @@ from tests.example import approved_copy
 from tests.signing import GIT_USER, tools_or_skip
 
 FIRST_LINE = "ssh-keygen -q -t ed25519 -N '' -C alice@example.com -f alice"
+# what the page says the dry run prints above its plan
+DOC_VERDICT = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text().split(
+    "The dry run says `Verified: ", 1)[1].split("`", 1)[0].replace("\n", " ")
 
 
 def test_turning_on_signed_commits_as_the_document_prints_it(tmp_path):
@@ -40,5 +43,7 @@ def test_turning_on_signed_commits_as_the_document_prints_it(tmp_path):
     assert done.returncode == 0, done.stderr
     after = run(block[-1])
     assert after.returncode == 1, after.stdout + after.stderr    # verified; the plan has changes
-    assert "verified: commit " in after.stdout and "'Signed by Alice'" in after.stdout
+    said = after.stdout.splitlines()[1]   # "above the plan": right under the line naming the revision
+    assert said.startswith("Verified: commit ") and "'Signed by Alice'" in said, after.stdout
+    assert said.split("Verified: ", 1)[1].startswith(DOC_VERDICT.split("…")[0]), (said, DOC_VERDICT)
     assert "is signed by alice@example.com (SSH key SHA256:" in after.stdout
