@@ -109,7 +109,8 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
             if rkey not in done:   # clusters of one shape on both sides have one review
                 empty_before, empty_after = Side(f"base {label}", {}), Side("working tree", {})
                 done[rkey] = review(before.side if before else empty_before, after.side if after else empty_after,
-                                    approvals=approvals_of(after) if after else {}, kube_version=version)
+                                    approvals=approvals_of(after) if after else {}, kube_version=version,
+                                    approvals_before=approvals_of(before) if before else None)
             reviews[name] = done[rkey]
     held = _held_back(cluster_holds, reviews, str(root))
     by_outcome: dict[str, list[str]] = {}
@@ -163,7 +164,10 @@ def summary(rev: Review) -> str:
         before = op.before.version or op.before.name if op.before else "-"
         after = op.after.version or op.after.name if op.after else "-"
         text = {"added": f"{op.operator} {after} added", "removed": f"{op.operator} {before} removed",
-                "changed": f"{op.operator} changed"}.get(op.change, f"{op.operator} {before} -> {after}")
+                "changed": f"{op.operator} changed",
+                "approval": f"{op.operator} {after} " + ("approved" if op.approval and op.approval.approved else
+                                                        "no longer approved")}.get(
+            op.change, f"{op.operator} {before} -> {after}")
         counts = {a: sum(1 for o in op.objects if o.action == a) for a in ("created", "changed", "deleted")}
         if any(counts.values()):
             text += f", objects +{counts['created']} ~{counts['changed']} -{counts['deleted']}"
