@@ -181,7 +181,14 @@ def _no_manifests(root: Path, manifests_dir: Path, reference: str) -> BundleErro
         return BundleError(f"bundle has no {rel}/ directory, but its subdirectory {nested[0]}/ holds {rel}/ and "
                            f"metadata/: the bundle is nested one level down", obj=reference,
                            hint=f"pass the directory {nested[0]}/ as the bundle")
-    return BundleError(f"bundle has no {rel}/ directory", obj=reference)
+    others = sorted(p.name + "/" for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return BundleError(f"bundle has no {rel}/ directory" + (f" (it has {', '.join(others)})" if others else ""),
+                       obj=reference,
+                       hint=f"a bundle keeps its manifests (the CSV, CRDs, ...) in {rel}/"
+                            + (" as metadata/annotations.yaml says (operators.operatorframework.io.bundle."
+                               "manifests.v1)" if rel != "manifests" else "")
+                            + ": move them there, or point the catalog's image (or spec.bundle) at the bundle's "
+                              "own directory")
 
 
 def _catalog_schema(file: Path) -> str:

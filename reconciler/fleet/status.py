@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import enum
 import html
-import socket
-import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -267,8 +265,8 @@ def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, 
 
 def _unreachable(exc: BaseException, server: str, context: str) -> Unreadable:
     """What went wrong reading a cluster, in a sentence that names the server and the cause, never a library's
-    text (the cause is found among the exceptions the error was raised from)."""
-    import urllib3
+    text (the cause is found among the exceptions the error was raised from: ``kube/reach.py``)."""
+    from reconciler.kube import reach
 
     status = getattr(exc, "status", None)
     if status == 401:
@@ -279,37 +277,21 @@ def _unreachable(exc: BaseException, server: str, context: str) -> Unreadable:
                                            f"Operator status objects at {server} (403)")
     if status is not None:
         return Unreadable(Reach.ERROR, f"the API server at {server} answered {_sentence(exc)}")
-    causes = _causes(exc)
-    for cause in causes:
-        if isinstance(cause, (ssl.SSLError, urllib3.exceptions.SSLError)):
-            return Unreadable(Reach.TLS, f"the TLS handshake with {server} failed: its certificate is not the "
-                                         f"one context {context!r} trusts, or it is not a TLS server")
-        if isinstance(cause, (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.ReadTimeoutError,
-                              TimeoutError, socket.timeout)):
-            return Unreadable(Reach.TIMEOUT, f"the API server at {server} did not answer within "
-                                             f"{TIMEOUT[0]:.0f} s (a firewall, or a cluster that is down?)")
-        if isinstance(cause, socket.gaierror) or "Name or service not known" in str(cause) or \
-                "nodename nor servname" in str(cause):
-            return Unreadable(Reach.UNKNOWN_HOST, f"the host name of {server} does not resolve (a typo in the "
-                                                  f"kubeconfig, or a name known only inside another network?)")
-        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
-            return Unreadable(Reach.CONNECTION_REFUSED, f"cannot reach the API server at {server}: nothing "
-                                                        f"accepts connections there (is the cluster running?)")
+    kind = reach.cause(exc)
+    if kind == reach.TLS:
+        return Unreadable(Reach.TLS, f"the TLS handshake with {server} failed: its certificate is not the "
+                                     f"one context {context!r} trusts, or it is not a TLS server")
+    if kind == reach.TIMEOUT:
+        return Unreadable(Reach.TIMEOUT, f"the API server at {server} did not answer within "
+                                         f"{TIMEOUT[0]:.0f} s (a firewall, or a cluster that is down?)")
+    if kind == reach.UNKNOWN_HOST:
+        return Unreadable(Reach.UNKNOWN_HOST, f"the host name of {server} does not resolve (a typo in the "
+                                              f"kubeconfig, or a name known only inside another network?)")
+    if kind == reach.REFUSED:
+        return Unreadable(Reach.CONNECTION_REFUSED, f"cannot reach the API server at {server}: "
+                                                    f"{reach.WORDS[reach.REFUSED]}")
     return Unreadable(Reach.ERROR, f"cannot reach the API server at {server}: the connection failed "
                                    f"(try: kubectl --context {context} version)")
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from or wraps (urllib3 keeps the socket's error as ``reason``)."""
-    out: list[BaseException] = []
-    todo: list[Any] = [exc]
-    while todo and len(out) < 20:
-        e = todo.pop()
-        if not isinstance(e, BaseException) or any(e is o for o in out):
-            continue
-        out.append(e)
-        todo += [e.__cause__, e.__context__, getattr(e, "reason", None), *e.args]
-    return out
 
 
 def _sentence(exc: BaseException) -> str:

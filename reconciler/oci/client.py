@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 
 from reconciler.errors import ReconcilerError
 from reconciler import cachedir
+from reconciler.kube.reach import unreached
 
 MAX_OBJECT_BYTES = 16 * 1024 * 1024      # one file in a layer, or a manifest / config blob
 MAX_IMAGE_BYTES = 512 * 1024 * 1024      # all layers of an image, compressed or not
@@ -133,7 +134,7 @@ def _challenge(ref: Reference) -> str:
         try:
             resp = requests.get(url, timeout=30)
         except requests.exceptions.RequestException as exc:
-            raise RegistryError(f"cannot reach registry {ref.registry}: {exc}", obj=str(ref)) from None
+            raise RegistryError(f"cannot reach registry {ref.registry}: {unreached(exc)}", obj=str(ref)) from None
         header = resp.headers.get("Www-Authenticate", "") if resp.status_code == 401 else ""
         _CHALLENGES[ref.host] = header.split(" ", 1)[0].lower()
     return _CHALLENGES[ref.host]
@@ -190,10 +191,10 @@ def _request(client: Any, url: str, method: str, ref: Reference, **kw: Any) -> A
     try:
         return client.do_request(url, method, **kw)
     except requests.exceptions.SSLError as exc:
-        raise RegistryError(f"TLS error talking to {ref.registry}: {exc}", obj=str(ref),
+        raise RegistryError(f"TLS error talking to {ref.registry}: {unreached(exc)}", obj=str(ref),
                             hint="plain HTTP is only used for loopback registries") from None
     except (requests.exceptions.RequestException, ValueError) as exc:
-        raise RegistryError(f"cannot reach registry {ref.registry}: {exc}", obj=str(ref)) from None
+        raise RegistryError(f"cannot reach registry {ref.registry}: {unreached(exc)}", obj=str(ref)) from None
 
 
 def _check(resp: Any, ref: Reference, what: str) -> None:

@@ -65,6 +65,7 @@ class Selection:
     dependencies: tuple[tuple[str, str], ...] = ()   # (what is needed, bundle that satisfies it)
     satisfies: tuple[tuple[str, str], ...] = ()      # (bundle that needs this one, what it needs)
     declaration: OperatorDecl | None = None
+    listed_in: str = ""               # the catalog file that lists the bundle ("" for spec.bundle)
 
 
 @dataclass(frozen=True)
@@ -384,6 +385,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
             owner=owner, kind=decl.kind if decl else "Dependency",
             origin=str(decl.origin) if decl else f"dependency of {', '.join(roots)}",
             bundle_name=cand.name, image=cand.bundle.image, package=cand.package, version=str(cand.version),
+            listed_in=cand.bundle.source,
             catalog=cand.catalog, channel=channel, install=install, required_by=tuple(roots),
             apply=not (cls.dry_run if cls else any(request.classes[by_name[r].input_class].dry_run
                                                    for r in roots if r in by_name)),
