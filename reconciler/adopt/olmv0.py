@@ -242,11 +242,8 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
     ns, name = _ns(sub), _name(sub)
     what = f"Subscription {ns}/{name}"
     spec = sub.get("spec") or {}
-    state = (sub.get("status") or {}).get("state") or "no state yet"
     if not csv_name:
-        return Unmapped(what, f"nothing is installed for it yet (state: {state})",
-                        "approve or finish its InstallPlan in OLM first, or delete the Subscription and declare the "
-                        "Operator in the repository")
+        return _nothing_installed(view, sub, what)
     csv = view.get("ClusterServiceVersion", ns, csv_name)
     if csv is None:
         return Unmapped(what, f"its installed ClusterServiceVersion {csv_name} does not exist",
@@ -306,6 +303,55 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
                         "again")
     generated_by = str((sub["metadata"].get("annotations") or {}).get(GENERATED_BY) or "")
     return Install(sub, csv, group, source, targets, plans, generated_by, _needing(view, sub, csv_name, generated_by))
+
+
+def _nothing_installed(view: ClusterView, sub: Manifest, what: str) -> Unmapped:
+    """Why a Subscription has installed nothing, naming the object that holds it: its CatalogSource (missing,
+    or not READY), its InstallPlan (waiting for approval, failed, still running), or OLM's resolution."""
+    ns, spec, status = _ns(sub), sub.get("spec") or {}, sub.get("status") or {}
+    src_ns, src = spec.get("sourceNamespace") or ns, spec.get("source") or ""
+    later = "or delete the Subscription and declare the Operator in the repository"
+    source = view.get("CatalogSource", src_ns, src)
+    if source is None:
+        return Unmapped(what, f"nothing is installed for it: its CatalogSource {src_ns}/{src} does not exist, so "
+                        "OLM resolved nothing", f"create CatalogSource {src_ns}/{src} (or fix the Subscription's "
+                        f"spec.source), let OLM install it and adopt again, {later}")
+    conn = ((source.get("status") or {}).get("connectionState") or {}).get("lastObservedState") or "unknown"
+    if conn != "READY":
+        return Unmapped(what, f"nothing is installed for it: its CatalogSource {src_ns}/{src} cannot be read "
+                        f"(connection {conn}), so OLM resolved nothing",
+                        f"make CatalogSource {src_ns}/{src} READY (it serves {describe_source(source)}; `kubectl "
+                        f"get catalogsource -n {src_ns} {src} -o yaml` says why it is not), let OLM install the "
+                        f"Subscription and adopt again, {later}")
+    ref = (status.get("installPlanRef") or status.get("installplan") or {}).get("name") or ""
+    plan = view.get("InstallPlan", ns, ref) if ref else None
+    if plan is not None:
+        phase = (plan.get("status") or {}).get("phase") or "no phase yet"
+        failed = next((c for c in (plan.get("status") or {}).get("conditions") or []
+                       if c.get("type") == "Installed" and c.get("status") == "False"), None)
+        if phase == "RequiresApproval":
+            return Unmapped(what, f"nothing is installed for it yet: its InstallPlan {ns}/{ref} waits for approval "
+                            "(installPlanApproval: Manual)",
+                            f"approve InstallPlan {ns}/{ref} in OLM (`kubectl patch installplan -n {ns} {ref} "
+                            f"--type merge -p '{{\"spec\":{{\"approved\":true}}}}'`) and adopt once it is installed, "
+                            f"{later}")
+        if phase == "Failed":
+            why = " ".join(str((failed or {}).get("message") or "").split())[:300]
+            return Unmapped(what, f"nothing is installed for it: its InstallPlan {ns}/{ref} failed"
+                            + (f": {why}" if why else ""), f"fix what InstallPlan {ns}/{ref} says in OLM (or delete "
+                            f"it so OLM plans again), let OLM install it and adopt again, {later}")
+        return Unmapped(what, f"nothing is installed for it yet: OLM is executing its InstallPlan {ns}/{ref} "
+                        f"(phase {phase})", f"wait until InstallPlan {ns}/{ref} is Complete, then adopt again")
+    unresolved = next((c for c in status.get("conditions") or []
+                       if c.get("type") == "ResolutionFailed" and c.get("status") == "True"), None)
+    if unresolved is not None:
+        why = " ".join(str(unresolved.get("message") or unresolved.get("reason") or "").split())[:300]
+        return Unmapped(what, f"nothing is installed for it: OLM cannot resolve it from CatalogSource "
+                        f"{src_ns}/{src}: {why}", f"fix the Subscription's package, channel or source so that OLM "
+                        f"resolves it, then adopt, {later}")
+    state = status.get("state") or "no state yet"
+    return Unmapped(what, f"nothing is installed for it yet (state: {state}; no InstallPlan yet, CatalogSource "
+                    f"{src_ns}/{src} is READY)", f"wait for OLM to resolve and install it, then adopt again, {later}")
 
 
 def _held(view: ClusterView, inst: Install) -> Install:

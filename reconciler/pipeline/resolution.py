@@ -29,14 +29,15 @@ if TYPE_CHECKING:
 __all__ = ["installed_state", "kubernetes_version", "load_catalogs", "resolve"]
 
 
-def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
-    """Every catalog of the repository, when anything needs resolving.
+def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...], *,
+                  always: bool = False) -> dict[str, Catalog]:
+    """Every catalog of the repository, when anything needs resolving (``always``: in any case).
 
     All of them, not only those declarations name: an Input may ask for an
     API alone, and a dependency may be met from any catalog. A catalog is a
     directory under catalogs/, or an image named in reconciler.yaml.
     """
-    if all(op.bundle is not None for op in operators):
+    if not always and all(op.bundle is not None for op in operators):
         return {}
     settings = snapshot.settings.catalogs
     images = {n: c.image for n, c in settings.items() if c.image}
