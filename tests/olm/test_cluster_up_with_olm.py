@@ -81,7 +81,8 @@ def test_cluster_up_with_olm_adds_olm_to_the_cluster_and_down_stops_it(request, 
     assert not state_dir.exists()
 
 
-REHEARSAL = "rehearsal=$(mktemp -d) && cp -r examples/gitops-repo \"$rehearsal/platform-repo\" && cp examples/olm-v0-install.yaml \"$rehearsal/\""
+REHEARSAL = ". .venv/bin/activate"
+COPY = "rehearsal=$(mktemp -d) && cp -r examples/gitops-repo \"$rehearsal/platform-repo\" && cp examples/olm-v0-install.yaml \"$rehearsal/\""
 ADOPT = "reconciler adopt platform-repo --dry-run"
 
 
@@ -101,7 +102,7 @@ def rehearse(cache: Path, env: dict, tmp_path: Path) -> None:
         OPM_TOOL.ensure(print)
         link.symlink_to(OPM_TOOL.directory)
     block = indented_block("docs/migration.md", REHEARSAL) + indented_block("docs/migration.md", ADOPT)
-    assert len(block) == 16, block
+    assert len(block) == 17 and block[1].startswith(COPY), block
     home = tmp_path / "reader"
     home.mkdir()
     steps = run_walkthrough(block, home, env={
