@@ -13,7 +13,7 @@ import pytest
 
 from reconciler.cli.parser import main
 from reconciler.kube.client import Kube
-from tests.docblocks import ROOT, indented_block
+from tests.docblocks import ROOT, assert_printed, indented_block
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 
 from .support import GitOpsRepo, approving_everything, get, reconcile
@@ -82,6 +82,11 @@ def test_a_broken_deployment_is_not_ready_and_does_not_block_another_operator(re
     assert f"  {bad}: not healthy after 2" in run.out
     assert f"Deployment.apps ns-{bad}/demo-controller: InProgress: pod demo-controller-" in run.out
     assert "cannot be scheduled (Unschedulable): 0/3 nodes are available" in run.out, run.out
+
+    def normalise(text: str) -> str:   # the names made unique here, the pod's hash, the counts and seconds
+        text = re.sub(r"pod \S+-[a-z0-9]+-[a-z0-9]{5} ", "pod POD ", text.replace(f"-{uid}", ""))
+        return re.sub(r"after \d+s", "after Ns", re.sub(r"\(\d+ components?, \d+s\)", "(N components, Ns)", text))
+    assert_printed(indented_block("docs/health.md", "Health:"), run.out, normalise=normalise, section=True)
 
     # The healthy one is Ready, and its Deployment really is available.
     dep = get(k8s, "apps/v1", "Deployment", "demo-controller", f"ns-{good}")
