@@ -53,22 +53,30 @@ binaries: $(STAMP)
 
 # The README's walk-through against the local cluster, on a copy of the example (which ships unapproved): the
 # first install waits for approval (exit 4), `reconciler approve` is committed, and the next reconcile applies it.
-DEMO ?= $(or $(TMPDIR),/tmp)/reconciler-demo
+# Each checkout has its own copy and its own local cluster, named after the checkout's path (a checksum of it), so
+# two checkouts on one machine never share them; a second `make demo` of one checkout reuses its cluster (`cluster
+# up` says so) and replaces its copy, saying so too.
+CHECKOUT_ID := $(shell printf '%s' "$(CURDIR)" | cksum | cut -d' ' -f1)
+DEMO_CLUSTER ?= demo-$(CHECKOUT_ID)
+DEMO ?= $(or $(TMPDIR),/tmp)/reconciler-demo-$(CHECKOUT_ID)
 DEMO_GIT = git -C $(DEMO) -c user.name=demo -c user.email=demo@example.invalid
+DEMO_KUBECONFIG = "$$($(BIN)/reconciler cluster kubeconfig --name $(DEMO_CLUSTER))"
 
 demo: binaries
-	$(BIN)/reconciler cluster up
+	@echo "make demo of $(CURDIR): local cluster $(DEMO_CLUSTER), repository copy $(DEMO)"
+	$(BIN)/reconciler cluster up --name $(DEMO_CLUSTER)
+	@if [ -e $(DEMO) ]; then echo "replacing the copy an earlier make demo of this checkout left in $(DEMO)"; fi
 	rm -rf $(DEMO) && cp -r examples/gitops-repo $(DEMO)
 	git init -q $(DEMO) && $(DEMO_GIT) add -A && $(DEMO_GIT) commit -qm "Install plumbus"
-	$(BIN)/reconciler reconcile $(DEMO) --kubeconfig "$$($(BIN)/reconciler cluster kubeconfig)"; \
+	$(BIN)/reconciler reconcile $(DEMO) --kubeconfig $(DEMO_KUBECONFIG); \
 	  rc=$$?; [ $$rc -eq 4 ] || exit $$rc
 	$(BIN)/reconciler approve $(DEMO) plumbus --offline
 	$(DEMO_GIT) add approvals && $(DEMO_GIT) commit -qm "Approve plumbus"
-	$(BIN)/reconciler reconcile $(DEMO) --kubeconfig "$$($(BIN)/reconciler cluster kubeconfig)"; \
+	$(BIN)/reconciler reconcile $(DEMO) --kubeconfig $(DEMO_KUBECONFIG); \
 	  rc=$$?; [ $$rc -le 1 ] || exit $$rc
 	@echo
-	@echo "The local cluster keeps running: export KUBECONFIG=$$($(BIN)/reconciler cluster kubeconfig)"
-	@echo "Stop it with: $(BIN)/reconciler cluster down"
+	@echo "The local cluster $(DEMO_CLUSTER) (this checkout's) keeps running: export KUBECONFIG=$(DEMO_KUBECONFIG)"
+	@echo "Stop it with: $(BIN)/reconciler cluster down --name $(DEMO_CLUSTER)"
 
 # Built before pytest collects anything: a test module looks for opm when it is imported.
 peers: $(STAMP)

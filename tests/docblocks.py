@@ -60,3 +60,26 @@ def run_walkthrough(block: list[str], home: Path, *, cwd: Path = ROOT,
         else:
             assert code == 0, f"{line}\n{out}{proc.stderr}"
     return steps
+
+
+def assert_printed(printed: list[str], output: str, *, normalise=lambda text: text, section: bool = False) -> None:
+    """``output`` is exactly the block ``printed`` that a document shows for it: the whole of it, line for line
+    (``normalise`` replaces what differs from run to run, a commit id or a port, on both sides), so a line the
+    command adds, drops or changes shows here, not only a line the document quotes. A ``…`` in the document
+    stands for what it elides (a commit id, a key's fingerprint): any text there. ``section``: the block is one
+    paragraph of the output (from its first line to the next blank line), compared whole."""
+    shown, said = normalise("\n".join(printed)).splitlines(), normalise(output.rstrip("\n")).splitlines()
+    if section:
+        start = next((i for i, line in enumerate(said) if _matches(shown[0], line)), None)
+        assert start is not None, f"the output has no line {shown[0]!r}:\n{output}"
+        end = next((i for i in range(start, len(said)) if not said[i].strip()), len(said))
+        said = said[start:end]
+    same = len(said) == len(shown) and all(_matches(doc, out) for doc, out in zip(shown, said))
+    assert same, "the document prints:\n" + "\n".join(shown) + "\n\nthe command prints:\n" + "\n".join(said)
+
+
+def _matches(documented: str, printed: str) -> bool:
+    """Whether a printed line is the documented one, a ``…`` of the document matching any text."""
+    if "…" not in documented:
+        return documented == printed
+    return re.fullmatch(".+?".join(re.escape(part) for part in documented.split("…")), printed) is not None

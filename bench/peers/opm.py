@@ -1,13 +1,8 @@
-"""``opm`` from operator-registry, pinned by ``opm/go.mod`` and built by ``reconciler.localcluster.gobuild``.
+"""``opm`` from operator-registry, as ``cluster up --serve-catalog`` builds it (``reconciler.localcluster.catalogs``:
+the pin in ``reconciler/localcluster/opm/``, cgo and opm's own build tags), for the peers that compare with it.
 
-The catalog benchmarks and the verdict-comparison tests run ``opm validate``
-and ``opm render`` on the same content as ``reconciler catalog``. opm links
-mattn/go-sqlite3 for its (deprecated) SQLite index support, which needs cgo,
-so it is built with ``cgo=True`` (a C compiler must be installed), and with the
-build tags opm's own Makefile uses: ``json1`` (SQLite JSON functions) and
-``containers_image_openpgp`` (signature checks in pure Go; without it cgo pulls
-in the system's gpgme library). ``GoTool`` has no field for tags, so the flag
-rides in front of the package list, where ``go build`` still reads flags.
+The catalog benchmarks and the verdict-comparison tests run ``opm validate`` and ``opm render`` on the same
+content as ``reconciler catalog``; ``serve`` runs ``opm serve`` for a test's own catalog.
 """
 
 from __future__ import annotations
@@ -21,15 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.peers import stop
-from reconciler.localcluster.gobuild import GoTool, pinned, tail
+from reconciler.localcluster.catalogs import OPM_DIR as MODULE_DIR, OPM_MODULE as MODULE, OPM_TOOL as TOOL
+from reconciler.localcluster.catalogs import OPM_VERSION as VERSION
+from reconciler.localcluster.gobuild import tail
 
-MODULE_DIR = Path(__file__).with_name("opm")
-MODULE = "github.com/operator-framework/operator-registry"
-VERSION = pinned(MODULE_DIR, MODULE)
-
-TOOL = GoTool(label="opm", version=VERSION, module_dir=MODULE_DIR,
-              packages=("-tags=json1,containers_image_openpgp", f"{MODULE}/cmd/opm"), outputs=("opm",),
-              cgo=True)
+__all__ = ["MODULE", "MODULE_DIR", "TOOL", "VERSION", "opm_binary", "serve"]
 
 
 def opm_binary(log: Callable[[str], object] = print) -> Path:

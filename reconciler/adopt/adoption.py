@@ -130,9 +130,11 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool, select: Selection = Sel
     for inst in installs:
         doc = declaration(inst, names[id(inst)], inst.catalog)
         plans.append((inst, names[id(inst)], doc))
+    # read (and checked) whatever is adopted: an invalid catalog is the repository's error, said as one (exit 2),
+    # even when no install could be adopted for another reason
+    catalogs = _catalogs(snapshot, [d for _, _, d in plans])
     if not plans:
         return result
-    catalogs = _catalogs(snapshot, [d for _, _, d in plans])
     with tempfile.TemporaryDirectory(prefix="reconciler-adopt-") as scratch:
         work = Path(scratch) / "repo"
         shutil.copytree(root, work, symlinks=True, ignore=shutil.ignore_patterns(".git"))
@@ -302,7 +304,7 @@ def _catalogs(snapshot: Any, docs: list[dict]) -> dict:
     from reconciler.model.declarations import Origin, parse_operator
 
     decls = tuple(parse_operator(doc, Origin(f"{DECLARATIONS_DIR}/{doc['metadata']['name']}.yaml")) for doc in docs)
-    return pipeline.load_catalogs(snapshot, decls)
+    return pipeline.load_catalogs(snapshot, decls, always=True)
 
 
 def find_bundle(catalogs: dict, inst: Adoptable, doc: dict) -> tuple[Any, str, Unmapped | None]:

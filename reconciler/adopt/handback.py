@@ -76,8 +76,7 @@ def handback(repo: str | Path, kube: Kube, names: list[str], *, source: str | No
             continue
         report.already = bool(decl.handback)
         report.value = decl.handback or f"olm-v0/{source or find_source(kube, decl.catalog.name, inst.bundle.namespace)}"
-        if not re.fullmatch(r"olm-v0/[a-z0-9-]+/[a-z0-9.-]+", report.value):
-            raise UsageError(f"--source {source!r} must be NAMESPACE/NAME of a CatalogSource")
+        # (--source is checked by the command, the annotation when the declaration is read)
         hb = hand.intent(report.value, inst, prepared.lockfile, snapshot.root, snapshot.settings.installer_namespace)
         live = hand.read(kube, hb, snapshot.settings.instance)
         if live.record is None:
@@ -86,11 +85,13 @@ def handback(repo: str | Path, kube: Kube, names: list[str], *, source: str | No
         else:
             report.refused += hand.refusals(hb, live)
         if not report.refused:
-            report.steps = hand.before(kube, {name: hb}, instance=snapshot.settings.instance, dry_run=True)
-            planned = ChangeSet()
-            hand.after(kube, {name: hb}, planned, instance=snapshot.settings.instance, dry_run=True)
-            report.steps += planned.notes
-            report.changes = planned.changes
+            steps, refusals = hand.before(kube, {name: hb}, instance=snapshot.settings.instance, dry_run=True)
+            report.refused += [r.reason for r in refusals]
+            if not report.refused:
+                planned = ChangeSet()
+                hand.after(kube, {name: hb}, planned, instance=snapshot.settings.instance, dry_run=True)
+                report.steps = steps + planned.notes
+                report.changes = planned.changes
         reports.append(report)
     if not dry_run:
         for report in reports:
@@ -113,7 +114,7 @@ def find_source(kube: Kube, catalog: str, namespace: str) -> str:
     for found in ([s for s in named if s[0] == namespace], named, sources):
         if len(found) == 1:
             return "/".join(found[0])
-    raise UsageError(f"which CatalogSource should OLM v0 subscribe from? "
+    raise UsageError("which CatalogSource should OLM v0 subscribe from? "
                      + (f"{len(named)} are named {catalog} like the repository's catalog" if named else
                         f"none is named {catalog} like the repository's catalog, and the cluster has {len(sources)}"),
                      hint="name it with --source NAMESPACE/NAME; the cluster's CatalogSources: "

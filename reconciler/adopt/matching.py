@@ -41,8 +41,10 @@ from reconciler.errors import DeclarationError
 from reconciler.model.kube import (
     ANNOTATION_ADOPT, LABEL_MANAGED_BY, LABEL_OPERATOR, MANAGED_BY, Manifest, ObjectRef, ownership_labels,
 )
+from reconciler.report.words import counted
 
 MATCHES, DIFFERS = "matches", "differs"
+VERDICTS = (MATCHES, DIFFERS, MISSING, REFUSED, OURS)   # of each object of a report (docs/output.md)
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 OWNERSHIP_LABELS = frozenset(ownership_labels("-", "-"))
 WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet")})
@@ -315,14 +317,14 @@ def consent_lines(rep: Report) -> list[str]:
     """How to consent, or what the consent already did."""
     if rep.adopted is not None:
         count = len(rep.adopted.get("objects") or [])
-        return [f"Operator {rep.operator} took over {count} existing object(s) at "
+        return [f"Operator {rep.operator} took over {counted(count, 'existing object')} at "
                 f"{rep.adopted.get('revision') or 'an unversioned tree'}; they are in its inventory, and "
                 f"{ANNOTATION_ADOPT} on its declaration has no further effect"]
     if rep.entries and rep.count(OURS) == len(rep.entries):
         return [f"Operator {rep.operator} is installed: every object of its bundle is its own already, so there is "
                 f"nothing to take over (`reconciler reconcile REPO --dry-run` shows what would change)"]
     if rep.count(REFUSED):
-        return [f"{rep.count(REFUSED)} object(s) cannot be taken over (above, each with what to do): a reconcile "
+        return [f"{counted(rep.count(REFUSED), 'object')} cannot be taken over (above, each with what to do): a reconcile "
                 f"that consents ({ANNOTATION_ADOPT}: \"true\" on {rep.declaration}) refuses, with nothing "
                 f"applied, until each can"]
     if rep.consent:

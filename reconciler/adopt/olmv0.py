@@ -41,6 +41,7 @@ from reconciler.errors import ClusterError
 from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
 from reconciler.model.managers import LET_GO, managed_by
 from reconciler.model.shape import Mismatch
+from reconciler.report.words import counted
 
 GROUP = "operators.coreos.com"
 KINDS = {  # what is read, and the apiVersion it is read in
@@ -297,11 +298,8 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
     ns, name = _ns(sub), _name(sub)
     what = f"Subscription {ns}/{name}"
     spec = sub.get("spec") or {}
-    state = (sub.get("status") or {}).get("state") or "no state yet"
     if not csv_name:
-        return Unmapped("NothingInstalled", what, f"nothing is installed for it yet (state: {state})",
-                        "approve or finish its InstallPlan in OLM first, or delete the Subscription and declare the "
-                        "Operator in the repository")
+        return _nothing_installed(view, sub, what)
     csv = view.get("ClusterServiceVersion", ns, csv_name)
     if csv is None:
         return Unmapped("CSVMissing", what, f"its installed ClusterServiceVersion {csv_name} does not exist",
@@ -373,6 +371,55 @@ def _install(view: ClusterView, sub: Manifest, csv_name: str) -> Install | Unmap
                         "again")
     generated_by = str((sub["metadata"].get("annotations") or {}).get(GENERATED_BY) or "")
     return Install(sub, csv, group, source, targets, plans, generated_by, _needing(view, sub, csv_name, generated_by))
+
+
+def _nothing_installed(view: ClusterView, sub: Manifest, what: str) -> Unmapped:
+    """Why a Subscription has installed nothing, naming the object that holds it: its CatalogSource (missing,
+    or not READY), its InstallPlan (waiting for approval, failed, still running), or OLM's resolution."""
+    ns, spec, status = _ns(sub), sub.get("spec") or {}, sub.get("status") or {}
+    src_ns, src = spec.get("sourceNamespace") or ns, spec.get("source") or ""
+    later = "or delete the Subscription and declare the Operator in the repository"
+    source = view.get("CatalogSource", src_ns, src)
+    if source is None:
+        return Unmapped("NothingInstalled", what, f"nothing is installed for it: its CatalogSource {src_ns}/{src} does not exist, so "
+                        "OLM resolved nothing", f"create CatalogSource {src_ns}/{src} (or fix the Subscription's "
+                        f"spec.source), let OLM install it and adopt again, {later}")
+    conn = ((source.get("status") or {}).get("connectionState") or {}).get("lastObservedState") or "unknown"
+    if conn != "READY":
+        return Unmapped("NothingInstalled", what, f"nothing is installed for it: its CatalogSource {src_ns}/{src} cannot be read "
+                        f"(connection {conn}), so OLM resolved nothing",
+                        f"make CatalogSource {src_ns}/{src} READY (it serves {describe_source(source)}; `kubectl "
+                        f"get catalogsource -n {src_ns} {src} -o yaml` says why it is not), let OLM install the "
+                        f"Subscription and adopt again, {later}")
+    ref = (status.get("installPlanRef") or status.get("installplan") or {}).get("name") or ""
+    plan = view.get("InstallPlan", ns, ref) if ref else None
+    if plan is not None:
+        phase = (plan.get("status") or {}).get("phase") or "no phase yet"
+        failed = next((c for c in (plan.get("status") or {}).get("conditions") or []
+                       if c.get("type") == "Installed" and c.get("status") == "False"), None)
+        if phase == "RequiresApproval":
+            return Unmapped("NothingInstalled", what, f"nothing is installed for it yet: its InstallPlan {ns}/{ref} waits for approval "
+                            "(installPlanApproval: Manual)",
+                            f"approve InstallPlan {ns}/{ref} in OLM (`kubectl patch installplan -n {ns} {ref} "
+                            f"--type merge -p '{{\"spec\":{{\"approved\":true}}}}'`) and adopt once it is installed, "
+                            f"{later}")
+        if phase == "Failed":
+            why = " ".join(str((failed or {}).get("message") or "").split())[:300]
+            return Unmapped("NothingInstalled", what, f"nothing is installed for it: its InstallPlan {ns}/{ref} failed"
+                            + (f": {why}" if why else ""), f"fix what InstallPlan {ns}/{ref} says in OLM (or delete "
+                            f"it so OLM plans again), let OLM install it and adopt again, {later}")
+        return Unmapped("NothingInstalled", what, f"nothing is installed for it yet: OLM is executing its InstallPlan {ns}/{ref} "
+                        f"(phase {phase})", f"wait until InstallPlan {ns}/{ref} is Complete, then adopt again")
+    unresolved = next((c for c in status.get("conditions") or []
+                       if c.get("type") == "ResolutionFailed" and c.get("status") == "True"), None)
+    if unresolved is not None:
+        why = " ".join(str(unresolved.get("message") or unresolved.get("reason") or "").split())[:300]
+        return Unmapped("NothingInstalled", what, f"nothing is installed for it: OLM cannot resolve it from CatalogSource "
+                        f"{src_ns}/{src}: {why}", f"fix the Subscription's package, channel or source so that OLM "
+                        f"resolves it, then adopt, {later}")
+    state = status.get("state") or "no state yet"
+    return Unmapped("NothingInstalled", what, f"nothing is installed for it yet (state: {state}; no InstallPlan yet, CatalogSource "
+                    f"{src_ns}/{src} is READY)", f"wait for OLM to resolve and install it, then adopt again, {later}")
 
 
 def _held(view: ClusterView, inst: Install) -> Install:
@@ -448,8 +495,9 @@ def _packages_twice(installs: list[Install]) -> list[Unmapped]:
     for package, members in sorted(by_package.items()):
         if len(members) > 1:
             where = ", ".join(i.namespace for i in members)
-            out += [Unmapped("PackageTwice", i.where, f"package {package} is installed in {len(members)} namespaces "
-                             f"({where}); the reconciler installs a package once per cluster",
+            out += [Unmapped("PackageTwice", i.where, f"package {package} is installed in "
+                             f"{counted(len(members), 'namespace')} ({where}); the reconciler installs a package "
+                             "once per cluster",
                              "keep one of them in OLM (delete the other Subscriptions and CSVs) and adopt again",
                              namespace=i.namespace, package=package) for i in members]
     return out

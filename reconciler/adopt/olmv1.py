@@ -195,20 +195,20 @@ def _extension(view: ClusterView, ext: Manifest) -> Extension | Unmapped:
     spec = ext.get("spec") or {}
     source = spec.get("source") or {}
     if ext["metadata"].get("deletionTimestamp"):
-        return Unmapped("BeingDeleted", what,
-                        "it is being deleted", "let OLM v1 finish (or recreate it), then adopt again")
+        return Unmapped("BeingDeleted", what, "the ClusterExtension is being deleted", "let OLM v1 finish (or recreate it), then adopt "
+                        "again")
     if source.get("sourceType") != "Catalog":
         return Unmapped("NotACatalog", what, f"its source is {source.get('sourceType')!r}, not a catalog",
                         "declare the Operator yourself from the bundle it installs")
     installed, progressing = _condition(ext, "Installed"), _condition(ext, "Progressing")
     if installed.get("status") != "True" or not installed_bundle(ext):
-        return Unmapped("NothingInstalled", what, "nothing is installed for it (Installed: "
+        return Unmapped("NothingInstalled", what, "nothing is installed for it (the ClusterExtension's condition Installed: "
                         f"{installed.get('reason') or 'no condition yet'}"
                         + (f": {installed['message']}" if installed.get("message") else "") + ")",
                         "let OLM v1 finish the install (or fix what stops it), then adopt again")
     if progressing.get("status") == "True" and progressing.get("reason") != "Succeeded":
-        return Unmapped("Progressing", what,
-                        f"operator-controller is still working on it (Progressing: {progressing.get('reason')}"
+        return Unmapped("Progressing", what, f"operator-controller is still working on the ClusterExtension (Progressing: "
+                        f"{progressing.get('reason')}"
                         + (f": {progressing['message']}" if progressing.get("message") else "")
                         + "): what runs may be about to change", "wait until it has settled, then adopt again")
     if (ext.get("status") or {}).get("activeRevisions"):

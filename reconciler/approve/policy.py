@@ -23,6 +23,7 @@ from reconciler.model.provisioner import Identity, ProvisionerClass
 from reconciler.model.permissions import CLUSTER, Atom, PermissionSet, compact
 from reconciler.model.approvals import ApprovalRecord, APPROVALS_DIR
 from reconciler.approve.required import Requirements
+from reconciler.report.words import counted
 
 # Asks the cluster whether ``identity`` may do ``atom``: SubjectAccessReview.
 AccessCheck = Callable[[Identity, Atom], bool]
@@ -105,7 +106,7 @@ def decide(operator: str, bundle: str, digest: str, required: Requirements, cls:
                                                      f"{bundle} and grant every rule it carries")
     denied = tuple(_describe_atom(a) for a in denied_atoms[:20])
     return result(False, "ApproverLacksPermission",
-                  f"{identity.describe()} may not do {len(denied_atoms)} thing(s) {bundle} needs",
+                  f"{identity.describe()} may not do {counted(len(denied_atoms), 'thing')} {bundle} needs",
                   compact(denied_atoms), denied)
 
 

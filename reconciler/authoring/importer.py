@@ -33,7 +33,8 @@ from typing import Any
 
 from reconciler import yamlio
 from reconciler.catalog.configmap_source import BundleFiles
-from reconciler.errors import CatalogError, ClusterError, InputError, UsageError
+from reconciler.errors import CatalogError, ClusterError, InputError
+from reconciler.report.words import counted
 
 METADATA = "import.yaml"
 INDEXIGNORE = ".indexignore"
@@ -139,11 +140,7 @@ class CatalogSourceView:
 def read_catalog_source(kube: Any, namespace_name: str) -> CatalogSourceView:
     from reconciler.oci import auth
 
-    namespace, _, name = namespace_name.partition("/")
-    if not namespace or not name:
-        raise UsageError(f"--catalog-source {namespace_name!r} must be NAMESPACE/NAME",
-                         hint="for example --catalog-source openshift-marketplace/redhat-operators "
-                              "(`kubectl get catalogsources -A` lists them)")
+    namespace, _, name = namespace_name.partition("/")   # checked by the command that was given it
     info = kube.resource(f"{GROUP}/v1alpha1", "CatalogSource")
     if info is None:
         raise ClusterError("the cluster does not serve CatalogSource (operators.coreos.com/v1alpha1): it runs no "
@@ -237,7 +234,7 @@ class Imported:
         out = [f"catalogs/{self.catalog} from {self.origin.describe()}{was}"]
         for c in self.changes:
             if c.verb == "added":
-                out.append(f"  + package {c.package}: {c.bundles} bundle(s)")
+                out.append(f"  + package {c.package}: {counted(c.bundles, 'bundle')}")
             elif c.verb == "removed":
                 out.append(f"  - package {c.package}: the source no longer has it")
             elif c.verb == "changed":
@@ -247,7 +244,7 @@ class Imported:
         count = {v: sum(1 for c in self.changes if c.verb == v) for v in ("added", "changed", "removed", "unchanged")}
         bundles = {k: sum(len(getattr(c, k)) for c in self.changes) for k in ("added", "removed", "changed")}
         bundles["added"] += sum(c.bundles for c in self.changes if c.verb == "added")
-        out.append(f"Summary: {count['added']} package(s) added, {count['changed']} changed, {count['removed']} "
+        out.append(f"Summary: {counted(count['added'], 'package')} added, {count['changed']} changed, {count['removed']} "
                    f"removed, {count['unchanged']} unchanged; bundles: {bundles['added']} added, "
                    f"{bundles['removed']} removed, {bundles['changed']} changed")
         return out

@@ -34,6 +34,7 @@ import semver
 from reconciler.authoring.render import APIKinds, render_bundle_dir
 from reconciler.errors import CatalogError
 from reconciler.model.semver_range import parse_version
+from reconciler.report.words import agree
 
 BundleRenderer = Callable[[str], dict[str, Any]]
 SEMVER_TYPES = ("Candidate", "Fast", "Stable")   # increasing stability
@@ -91,7 +92,7 @@ def _check_fields(doc: dict[str, Any], known: tuple[str, ...], where: str, sourc
     lowered = {k.lower() for k in known}
     unknown = sorted(str(k) for k in doc if not isinstance(k, str) or k.lower() not in lowered)
     if unknown:
-        raise CatalogError(f"{where}: unknown field(s) {', '.join(unknown)}", path=source,
+        raise CatalogError(f"{where}: unknown {agree(len(unknown), 'field', 'fields')} {', '.join(unknown)}", path=source,
                            hint=f"known fields: {', '.join(known)}")
 
 

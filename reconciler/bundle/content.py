@@ -22,6 +22,7 @@ from reconciler.bundle import shapes
 from reconciler.bundle.source import FetchedBundle
 from reconciler.errors import BundleError, InputError
 from reconciler.model.kube import Manifest
+from reconciler.report.words import counted
 
 ANNOTATION_MEDIATYPE = "operators.operatorframework.io.bundle.mediatype.v1"
 ANNOTATION_PACKAGE = "operators.operatorframework.io.bundle.package.v1"
@@ -161,7 +162,8 @@ def _no_manifests(root: Path, manifests_dir: Path, reference: str) -> BundleErro
             return BundleError(
                 f"the directory holds file-based catalog or catalog template documents, not a bundle "
                 f"({first} has schema {catalog[first]}"
-                f"{f', and {len(catalog) - 1} more file(s) like it' if len(catalog) > 1 else ''})", obj=reference,
+                f"{', and ' + counted(len(catalog) - 1, 'more file') + ' like it' if len(catalog) > 1 else ''})",
+                obj=reference,
                 hint="a bundle is a directory with manifests/ and metadata/annotations.yaml; expand a template "
                      "with `reconciler catalog template basic|semver FILE` and check a catalog with "
                      "`reconciler catalog validate`")
@@ -179,7 +181,14 @@ def _no_manifests(root: Path, manifests_dir: Path, reference: str) -> BundleErro
         return BundleError(f"bundle has no {rel}/ directory, but its subdirectory {nested[0]}/ holds {rel}/ and "
                            f"metadata/: the bundle is nested one level down", obj=reference,
                            hint=f"pass the directory {nested[0]}/ as the bundle")
-    return BundleError(f"bundle has no {rel}/ directory", obj=reference)
+    others = sorted(p.name + "/" for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return BundleError(f"bundle has no {rel}/ directory" + (f" (it has {', '.join(others)})" if others else ""),
+                       obj=reference,
+                       hint=f"a bundle keeps its manifests (the CSV, CRDs, ...) in {rel}/"
+                            + (" as metadata/annotations.yaml says (operators.operatorframework.io.bundle."
+                               "manifests.v1)" if rel != "manifests" else "")
+                            + ": move them there, or point the catalog's image (or spec.bundle) at the bundle's "
+                              "own directory")
 
 
 def _catalog_schema(file: Path) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from reconciler.bundle import source as bundle_source
 from reconciler.bundle.formats import RenderedBundle, render
 from reconciler.report import progress
 from reconciler.kube.client import Kube
@@ -55,8 +56,11 @@ def _convert(snapshot: RepoSnapshot, resolution: Resolution, lock: Lockfile, kub
         progress.stage(f"converting {sel.bundle_name} for {sel.owner}")
         entry = planned[sel.owner]
         digest = verify_bundle_image(snapshot, sel, entry.digest) or entry.digest
-        bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
-                        certificates, digest=digest or None)
+        try:
+            bundle = render(sel.image, snapshot.root, sel.install, snapshot.settings.default_install_namespace,
+                            certificates, digest=digest or None)
+        except BundleError as exc:
+            raise bundle_source.located(exc, sel) from None
         if sel.package and bundle.package and bundle.package != sel.package:
             raise ResolutionError(f"bundle {sel.bundle_name} is listed in package {sel.package!r} but its "
                                   f"annotations say package {bundle.package!r}", path=sel.origin,

@@ -30,6 +30,7 @@ from reconciler.bundle.shapes import OLM_YAML as OLM_YAML_SHAPE
 from reconciler.model.shape import check
 from reconciler.model.kube import Manifest, split_api_version
 from reconciler.model.properties import PROP_CONSTRAINT, PROP_GVK_REQUIRED
+from reconciler.report.words import agree
 
 MEDIATYPE = "k8s+v1"
 OLM_YAML = "metadata/olm.yaml"
@@ -71,7 +72,7 @@ def read_olm_yaml(content: BundleContent) -> dict[str, Any]:
         raise BundleError("olm.yaml must be a mapping", path=OLM_YAML, obj=content.name)
     missing = [f for f in REQUIRED_FIELDS if not doc.get(f)]
     if missing:
-        raise BundleError(f"olm.yaml lacks the required field(s) {', '.join(missing)}", path=OLM_YAML,
+        raise BundleError(f"olm.yaml lacks the required {agree(len(missing), 'field', 'fields')} {', '.join(missing)}", path=OLM_YAML,
                           obj=content.name)
     modes = doc["installModes"]
     if not isinstance(modes, list) or not all(isinstance(m, dict) and m.get("type") for m in modes):

@@ -32,6 +32,7 @@ from typing import Any
 
 from reconciler.errors import UnsupportedBundleError
 from reconciler.model.kube import Manifest
+from reconciler.report.words import counted
 
 Key = Callable[[dict[str, Any]], Any]
 
@@ -76,7 +77,7 @@ class _Normaliser:
             return
         for k, where in self._groups(items, key).items():
             raise UnsupportedBundleError(
-                f"{self.what}: {_at(path, field)} has {len(where)} entries for {meaning} {_show(k)} "
+                f"{self.what}: {_at(path, field)} has {counted(len(where), 'entry')} for {meaning} {_show(k)} "
                 f"({', '.join(f'{field}[{i}]' for i in where)}); the API server refuses the object, so no "
                 f"installer can apply it", path=self.file, obj=self.bundle,
                 hint="remove the duplicate entries from the bundle")
@@ -102,7 +103,7 @@ class _Normaliser:
                         merged.setdefault(f, v)
                 out[first] = merged
             drop.update(where[1:])
-            self.notes.append(f"{self.file}: {self.what}: {_at(path, field)} has {len(where)} entries for "
+            self.notes.append(f"{self.file}: {self.what}: {_at(path, field)} has {counted(len(where), 'entry')} for "
                               f"{_show(k)} ({', '.join(f'{field}[{i}]' for i in where)}); server-side apply "
                               f"refuses duplicates, so one is kept: {why}")
         holder[field] = [e for i, e in enumerate(out) if i not in drop]

@@ -40,6 +40,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from reconciler.errors import BundleError, InputError
 
@@ -227,6 +228,20 @@ def _fetch_image(reference: str, digest: str | None = None) -> FetchedBundle:
                     f"`reconciler resolve` re-pins the reference to what it names now")
         raise BundleError(exc.message, obj=exc.obj or reference, hint=hint) from None
     return FetchedBundle(reference, image.root, image.digest)
+
+
+def located(exc: BundleError, selection: Any) -> BundleError:
+    """``exc`` saying where the failing reference comes from, when it does not say already: the catalog file
+    that lists the bundle (or the declaration that names it), and which bundle for which Operator.
+    ``selection`` is the resolver's Selection of the bundle."""
+    if exc.path:
+        return exc
+    which = f"bundle {selection.bundle_name}" + (f" of catalog {selection.catalog}" if selection.catalog else "") \
+        + f" (for {selection.kind} {selection.owner})"
+    exc.path = selection.listed_in or selection.origin
+    exc.obj = f"{which}: {exc.obj}" if exc.obj and exc.obj not in which else which
+    exc.args = (exc.render(),)
+    return exc
 
 
 def _fetch_directory(reference: str, repo_root: Path) -> FetchedBundle:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from reconciler.errors import CatalogError, printable, printable_lines
 from reconciler.model.record import Record
+from reconciler.report.words import counted
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class CatalogInvalid(CatalogError):
         if len(getattr(self, "findings", ())) <= 1:
             return super().render()
         head = f"catalog {self.catalog!r} is invalid" if self.catalog else "the catalog is invalid"
-        lines = [f"{head}: {len(self.findings)} problems"]
+        lines = [f"{head}: {counted(len(self.findings), 'problem')}"]
         for f in self.findings:
             lines.extend("  " + ln for ln in f.render().splitlines())
         return "\n".join(lines)

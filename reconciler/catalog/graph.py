@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from reconciler.errors import CatalogError, InputError, ReconcilerError
 from reconciler.model.catalog import SCHEMA_BUNDLE, Catalog, Channel
 from reconciler.model.semver_range import VersionRange
+from reconciler.report.words import counted
 
 REPLACES, SKIPS, SKIP_RANGE = "replaces", "skips", "skipRange"
 
@@ -149,8 +150,8 @@ def collapse_fans(graph: UpgradeGraph, threshold: int = 4) -> UpgradeGraph:
             continue
         sources = tuple(sorted((e.source for e in fan), key=lambda n: (order.get(n, len(order)), n)))
         first, last = versions.get(sources[0]) or sources[0], versions.get(sources[-1]) or sources[-1]
-        name = f"{len(sources)} bundles skipped by {target}" + (f" in {', '.join(channels)}" if channels else "")
-        note = f"{len(sources)} bundles, {first} … {last}, skipRange {fan[0].range!r}"
+        name = f"{counted(len(sources), 'bundle')} skipped by {target}" + (f" in {', '.join(channels)}" if channels else "")
+        note = f"{counted(len(sources), 'bundle')}, {first} … {last}, skipRange {fan[0].range!r}"
         extra.append(Node(name, "", channels, (), False, True, sources, note))
         dropped.update((e.source, e.target, e.kind) for e in fan)
         added.append(Edge(name, target, SKIP_RANGE, channels, fan[0].range))

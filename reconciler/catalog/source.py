@@ -18,6 +18,7 @@ from typing import Any
 
 from reconciler.errors import CatalogError
 from reconciler.model.catalog import Catalog
+from reconciler.report.words import counted
 
 CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
 BUNDLE_LABEL = "operators.operatorframework.io.bundle.mediatype.v1"
@@ -54,7 +55,7 @@ def load_image_catalog(name: str, reference: str, priority: int = 0, required: A
             raise CatalogError(f"catalogs.{name}.packages: the image has no package {', '.join(missing)}",
                                obj=f"{reference}@{tree.image.digest}",
                                hint="; ".join(f"{p}: did you mean {', '.join(n)}?" if n else
-                                              f"{p}: not near any of its {len(have)} packages"
+                                              f"{p}: not near any of its {counted(len(have), 'package')}"
                                               for p, n in near.items()))
         return only(catalog, packages)
     image = oci.pull(reference_read)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from reconciler.commands.common import COMMANDS, add_cluster_args, add_trust_root_arg, trust_from
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
+from reconciler.report.words import counted
 
 if TYPE_CHECKING:
     from reconciler.kube.client import Kube
@@ -94,16 +95,27 @@ def _cluster(args: argparse.Namespace) -> Kube:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from reconciler.errors import UsageError
+
+    chosen = [flag for flag, given in (("-n/--namespace", args.namespaces), ("--package", args.packages),
+                                       ("--freeze", args.freeze), ("--import-catalogs", args.import_catalogs)) if given]
+    if args.operator and chosen:
+        raise UsageError(f"{' '.join(chosen)} with --operator: -n/--namespace, --package and --freeze choose OLM "
+                         "installs to adopt, and --operator compares one declared Operator with what already runs",
+                         hint="run one of them: `reconciler adopt REPO --dry-run` for OLM's installs, or "
+                              "`reconciler adopt REPO --operator NAME` for objects applied some other way")
+    if args.freeze and args.dry_run:
+        raise UsageError("--freeze changes the adopted Subscriptions, and --dry-run changes nothing: choose one",
+                         hint="review with --dry-run first, then adopt with --freeze")
+    if args.import_catalogs and args.dry_run:
+        raise UsageError("--import-catalogs writes the catalogs before adopting, and --dry-run writes nothing",
+                         hint="preview an import with `reconciler catalog import REPO --catalog-source NS/NAME "
+                              "--dry-run`")
     trust_from(args)   # the trust root of signed catalog and bundle images, when given
     if args.operator:
         return run_report(args, out)
     from reconciler.adopt import Selection, adopt
 
-    if args.freeze and args.dry_run:
-        from reconciler.errors import UsageError
-
-        raise UsageError("--freeze changes the adopted Subscriptions, and --dry-run changes nothing: choose one",
-                         hint="review with --dry-run first, then adopt with --freeze")
     kube = _cluster(args)
     if args.import_catalogs:
         import_catalogs(args, kube, out)
@@ -172,12 +184,8 @@ def import_catalogs(args: argparse.Namespace, kube: Kube, out: TextIO) -> None:
     """`catalog import` of each CatalogSource a Subscription names; one that cannot be imported is said, and its
     installs are then listed by the adoption with their reason."""
     from reconciler.commands.catalog import import_catalog
-    from reconciler.errors import ReconcilerError, UsageError
+    from reconciler.errors import ReconcilerError
 
-    if args.dry_run:
-        raise UsageError("--import-catalogs writes the catalogs before adopting, and --dry-run writes nothing",
-                         hint="preview an import with `reconciler catalog import REPO --catalog-source NS/NAME "
-                              "--dry-run`")
     info = kube.resource("operators.coreos.com/v1alpha1", "Subscription")
     sources = sorted({((s.get("spec") or {}).get("sourceNamespace") or s["metadata"].get("namespace"),
                        (s.get("spec") or {}).get("source")) for s in (kube.list(info) if info else [])
@@ -234,7 +242,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
             counts += f", {rep.count('ours')} already the Operator's"
         if rep.restarts:
             counts += f" ({rep.restarts} would restart pods)"
-        print(f"  Summary: {counts}; {len(rep.related)} other object(s) left alone", file=out)
+        print(f"  Summary: {counts}; {counted(len(rep.related), 'other object')} left alone", file=out)
         for line in consent_lines(rep):
             print(f"  {line}", file=out)
     return exit_code(reports)

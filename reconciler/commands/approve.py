@@ -15,6 +15,7 @@ from reconciler.approve.records import add_approval
 from reconciler.model.approvals import ApprovedBundle
 from reconciler.repo import read_records
 from reconciler.errors import EXIT_OK
+from reconciler.report.words import agree
 
 if TYPE_CHECKING:
     from reconciler.approve import Decision
@@ -64,8 +65,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.repo import read_repository
     from reconciler.repo.fleet import cluster_context
 
-    if bool(args.operators) == args.all:
-        raise UsageError("name the Operators to approve, or pass --all (not both)")
+    if args.operators and args.all:
+        raise UsageError(f"{' '.join(args.operators)} and --all are exclusive: --all approves every Operator that "
+                         "waits", hint="drop --all to approve only those named, or drop the names")
+    if not args.operators and not args.all:
+        raise UsageError("name the Operators to approve, or pass --all")
     clusters = read_repository(args.repo).clusters if args.cluster is None else {args.cluster: None}
     fleet = bool(clusters)
     if fleet and args.cluster is None:   # every cluster the Operators are placed on, offline
@@ -144,7 +148,7 @@ def _entries(args: argparse.Namespace, name: str, decisions: list, out: TextIO) 
         for line in describe_pending(d):
             print(line, file=out)
     return [(ApprovedBundle(bundle, digest, perms, tuple(sorted(waived))),
-             f" for cluster(s) {', '.join(where)}" if where else "")
+             f" for {agree(len(where), 'cluster', 'clusters')} {', '.join(where)}" if where else "")
             for (bundle, digest), (perms, waived, where) in sorted(merged.items())]
 
 

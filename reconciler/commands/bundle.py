@@ -13,6 +13,7 @@ from typing import TextIO
 
 from reconciler.commands.common import COMMANDS
 from reconciler.errors import EXIT_ERROR, EXIT_OK, BundleError, ReconcilerError
+from reconciler.report.words import counted
 
 BUNDLE_EXIT_CODES = """\
 exit codes:
@@ -157,7 +158,7 @@ def run_validate(args: argparse.Namespace, out: TextIO) -> int:
             "warnings": list(rendered.warnings)}, indent=2) + "\n")
         return EXIT_OK
     what = f"{rendered.name} {rendered.version}".strip()
-    print(f"valid {rendered.mediatype} bundle {what} ({rendered.digest}): {len(rendered.objects)} objects for "
+    print(f"valid {rendered.mediatype} bundle {what} ({rendered.digest}): {counted(len(rendered.objects), 'object')} for "
           f"namespace {rendered.namespace}", file=out)
     return EXIT_OK
 

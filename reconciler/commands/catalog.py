@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reconciler.commands.common import COMMANDS
+from reconciler.commands.common import COMMANDS, namespaced_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, CatalogError
+from reconciler.report.words import counted
 
 TYPE_CHECKING = False  # typing is imported by type checkers only: see ARCHITECTURE.md
 if TYPE_CHECKING:
@@ -145,6 +146,11 @@ def run_import(args: argparse.Namespace, out: TextIO) -> int:
                          hint="`kubectl get catalogsources -A` lists a cluster's CatalogSources")
     if args.all and args.package:
         raise UsageError("--all imports every package; --package names some: give one of them")
+    if args.catalog_source:
+        namespaced_arg("--catalog-source", args.catalog_source, "openshift-marketplace/redhat-operators",
+                       "`kubectl get catalogsources -A` lists them")
+    for named in args.pull_secret or ():
+        namespaced_arg("--pull-secret", named, "openshift-config/pull-secret")
     kube = None
     if args.catalog_source or args.pull_secret or args.mirrors_from_cluster:
         from reconciler.kube.client import Kube, load_api_client
@@ -180,10 +186,7 @@ def import_catalog(repo_dir: str, kube, out: TextIO, *, image: str | None = None
     rules = list(settings.mirrors) + (list(mirrors.read_cluster(kube)) if mirrors_from_cluster else [])
     secrets = []
     for named in pull_secrets:
-        ns, _, secret = named.partition("/")
-        if not ns or not secret:
-            raise UsageError(f"--pull-secret {named!r} must be NAMESPACE/NAME",
-                             hint="for example --pull-secret openshift-config/pull-secret")
+        ns, _, secret = named.partition("/")   # checked by run_import
         what = f"Secret {named} (--pull-secret)"
         secrets.append((what, auth.secret_config(importer.read_secret(kube, ns, secret, what), what)))
     view = importer.read_catalog_source(kube, catalog_source) if catalog_source else None
@@ -311,16 +314,16 @@ def run_validate(args: argparse.Namespace, out: TextIO) -> int:
         for f in loaded.findings:
             out.write(f.render() + "\n")
         cat = loaded.catalog
-        summary = (f"{len(cat.packages)} packages, {len(cat.channels)} channels, {len(cat.bundles)} bundles: "
-                   + (f"{len(errors)} problems" if errors else "valid"))
+        summary = (f"{counted(len(cat.packages), 'package')}, {counted(len(cat.channels), 'channel')}, "
+                   f"{counted(len(cat.bundles), 'bundle')}: " + (counted(len(errors), "problem") if errors else "valid"))
         warnings = len(loaded.findings) - len(errors)
-        out.write(summary + (f" ({warnings} warnings)" if warnings else "") + "\n")
+        out.write(summary + (f" ({counted(warnings, 'warning')})" if warnings else "") + "\n")
     return EXIT_CHANGES if errors else EXIT_OK
 
 
 def _note_invalid(loaded) -> None:
     if loaded.errors:
-        print(f"warning: the catalog has {len(loaded.errors)} problems; run `reconciler catalog validate`",
+        print(f"warning: the catalog has {counted(len(loaded.errors), 'problem')}; run `reconciler catalog validate`",
               file=sys.stderr)
 
 

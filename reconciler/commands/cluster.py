@@ -13,7 +13,8 @@ from reconciler.errors import EXIT_OK
 CLUSTER_EXIT = """\
 exit codes:
   0   done
-  2   the control plane could not be built, started or stopped (the message names its log)
+  2   the control plane could not be built, started or stopped (the message names its log), or a catalog
+      to serve is invalid (the message names its file)
   64  a usage error
 """
 
@@ -41,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             a.add_argument("--with-olm", action="store_true",
                            help="run OLM v0 (olm-operator and catalog-operator, built once from pinned sources) "
                                 "on the cluster too, or add it to the running one")
+            a.add_argument("--serve-catalog", action="append", default=[], type=Path, metavar="DIR",
+                           help="serve the repository catalog DIR (REPO/catalogs/NAME) to OLM as CatalogSource "
+                                "NAME in namespace olm: rendered with its bundles' objects inline (no image OLM "
+                                "would unpack) and served by opm on loopback (built once); repeatable, and given "
+                                "again it serves the catalog's current content")
     cl.set_defaults(run=run)
 
 
@@ -49,7 +55,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     state_dir = args.state_dir or (localcluster.named_state_dir(args.name) if args.name else None)
     if args.action == "up":
-        localcluster.cluster_up(state_dir, log=lambda m: print(m, file=out), with_olm=args.with_olm)
+        localcluster.cluster_up(state_dir, log=lambda m: print(m, file=out), with_olm=args.with_olm,
+                                serve=args.serve_catalog)
         print(f"export KUBECONFIG={localcluster.cluster_kubeconfig(state_dir)}", file=out)
         return EXIT_OK
     if args.action == "down":

@@ -88,6 +88,18 @@ NO_NAMESPACE = {
 }
 
 
+def namespaced_arg(flag: str, value: str, example: str, hint: str = "") -> tuple[str, str]:
+    """The namespace and name a ``flag`` taking ``NAMESPACE/NAME`` was given, checked before anything is read."""
+    from reconciler.errors import UsageError
+    from reconciler.model.kube import namespaced_name
+
+    names = namespaced_name(value)
+    if names is None:
+        raise UsageError(f"{flag} {value!r} must be NAMESPACE/NAME, each a Kubernetes name",
+                         hint=f"for example {flag} {example}" + (f" ({hint})" if hint else ""))
+    return names
+
+
 def add_offline_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offline", action="store_true",
                    help="use no network at all: no cluster (what is installed comes from olm.lock), no registry, "
@@ -199,8 +211,12 @@ def trust_from(args: argparse.Namespace):  # noqa: ANN201 - a repo.verify.Trust,
         if getattr(args, "verify_mode", "HEAD") != "HEAD" or getattr(args, "allow_rollback", False):
             from reconciler.errors import UsageError
 
-            raise UsageError("--verify-mode and --allow-rollback need --trusted-keys",
-                             hint="give the file of trusted keys ($RECONCILER_TRUSTED_KEYS)")
+            given = [f for f, on in ((f"--verify-mode {getattr(args, 'verify_mode', '')}",
+                                      getattr(args, "verify_mode", "HEAD") != "HEAD"),
+                                     ("--allow-rollback", getattr(args, "allow_rollback", False))) if on]
+            raise UsageError(f"{' and '.join(given)} {'need' if len(given) > 1 else 'needs'} --trusted-keys: "
+                             "without trusted keys no signature is verified",
+                             hint="give the file of trusted keys (--trusted-keys FILE, or $RECONCILER_TRUSTED_KEYS)")
         return None
     from reconciler.repo.verify import Trust, TrustedKeys
 

@@ -168,6 +168,7 @@ def compute(root: Path, base: str | None = None, kubeconfig: str | None = None, 
     assert after is not None
     empty = Side(f"base {label}", {})
     rev = review(before.side if before else empty, after.side, approvals=approvals_of(after),
+                 approvals_before=approvals_of(before) if before else None,
                  kube_version=pipeline.kubernetes_version(
                      after.snapshot, pipeline.ClusterFacts(kube) if kube is not None else None))
     if unreachable:

@@ -83,6 +83,7 @@ EXAMPLES: dict[str, str] = {
   reconciler cluster up
   reconciler cluster up --name mine          # a private cluster, which another `cluster down` leaves alone
   reconciler cluster up --with-olm           # OLM v0 runs on it too (namespace olm)
+  reconciler cluster up --with-olm --serve-catalog platform-repo/catalogs/community   # and serves OLM that catalog
   export KUBECONFIG=$(reconciler cluster kubeconfig)""",
     "cluster down": """\
   reconciler cluster down""",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from reconciler.commands.common import COMMANDS, add_cluster_args, add_trust_root_arg, trust_from
+from reconciler.commands.common import COMMANDS, add_cluster_args, add_trust_root_arg, namespaced_arg, trust_from
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 
 EXIT_CODES = """\
@@ -52,6 +52,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.errors import ClusterError
     from reconciler.kube.client import Kube, load_api_client
 
+    if args.source:
+        namespaced_arg("--source", args.source, "openshift-marketplace/community-operators",
+                       "a CatalogSource; `kubectl get catalogsources -A` lists them")
     trust_from(args)
     api = load_api_client(args.kubeconfig, args.context)
     if api is None:

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from reconciler.commands.common import COMMANDS, complete_stages
 from reconciler.errors import EXIT_OK
+from reconciler.report.words import counted
 
 EXIT_NOT_READY = 6
 
@@ -76,10 +77,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.force and not args.reason.strip():
         raise UsageError("--force needs --reason: the commit records why the evidence was overridden")
-    if bool(args.to) == bool(args.all):
+    if args.to and args.all:
+        raise UsageError(f"--to {args.to} and --all are exclusive: --to promotes to one stage, all or nothing; "
+                         "--all promotes to every stage what is ready", hint="give one of them")
+    if not args.to and not args.all:
         raise UsageError("say where to promote: --to STAGE, or --all for every stage")
     if args.all and (args.force or args.operator):
-        raise UsageError("--force and --operator go with --to STAGE: --all moves only what is ready")
+        given = " and ".join(flag for flag, on in (("--force", args.force), ("--operator", args.operator)) if on)
+        raise UsageError(f"{given} {'go' if ' and ' in given else 'goes'} with --to STAGE: --all moves only what "
+                         "is ready", hint="name the stage with --to instead of --all")
     if args.branch and args.no_commit:
         raise UsageError("--branch commits on a new branch; --no-commit writes without committing: choose one")
     if args.all:
@@ -125,7 +131,7 @@ def _text(out: TextIO, promotions: list, commit: str | None, args: argparse.Name
             out.write(f"Refused: stage {p.source} does not show that these bundles work (above); fix that, wait "
                       f"out the soak time, or pass --force --reason TEXT.\n")
         elif p.outcome is not Outcome.PROMOTED and p.refused and not p.forced:
-            out.write(f"{p.target}: nothing ready to promote ({len(p.refused)} finding(s) above).\n")
+            out.write(f"{p.target}: nothing ready to promote ({counted(len(p.refused), 'finding')} above).\n")
     if args.dry_run:
         out.write("Dry run: nothing was written.\n")
     elif commit:

@@ -89,8 +89,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from reconciler.kube.client import Kube, load_api_client
     from reconciler.errors import ClusterError, UsageError
 
-    if args.write_lock and (args.locked or not args.dry_run):
-        raise UsageError("--write-lock only applies to --dry-run, and never with --locked")
+    if args.write_lock and args.locked:
+        raise UsageError("--write-lock and --locked are exclusive: --locked never writes olm.lock",
+                         hint="drop one of them")
+    if args.write_lock and not args.dry_run:
+        raise UsageError("--write-lock goes with --dry-run: a reconcile that applies writes olm.lock anyway",
+                         hint="add --dry-run, or drop --write-lock")
     from reconciler.repo.fleet import cluster_context
 
     api = load_api_client(args.kubeconfig, args.context, preferred=cluster_context(args.repo, args.cluster))
@@ -193,15 +197,18 @@ def print_health(outcome: "Outcome", out: TextIO, *, waited: bool) -> bool:
 
 RESULT_API_VERSION = "reconciler.dev/v1alpha1"
 RESULT_KIND = "ReconcileResult"
+# target.mode and lockfile.state of the document, as docs/output.md lists them
+MODE_APPLY, MODE_DRY_RUN, MODE_EMPTY = "apply", "server-side-dry-run", "empty-cluster"
+LOCK_WRITTEN, LOCK_UNCHANGED, LOCK_STALE = "written", "unchanged", "stale"
 
 
 def _lock_state(outcome: "Outcome") -> str:
     snap = outcome.snapshot
     if outcome.lock_written:
-        return "written"
+        return LOCK_WRITTEN
     if snap.lock_path.is_file() and snap.lock_path.read_text(encoding="utf-8") == outcome.lockfile.render():
-        return "unchanged"
-    return "stale"
+        return LOCK_UNCHANGED
+    return LOCK_STALE
 
 
 def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dict[str, Any]:
@@ -233,7 +240,7 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
         "kind": RESULT_KIND,
         "repository": {"path": str(snap.root), "revision": snap.revision or ""},
         "target": {"server": server or "", "dryRun": dry_run,
-                   "mode": ("server-side-dry-run" if server else "empty-cluster") if dry_run else "apply"},
+                   "mode": (MODE_DRY_RUN if server else MODE_EMPTY) if dry_run else MODE_APPLY},
         "lockfile": {"path": str(snap.lock_path), "state": _lock_state(outcome)},
         "operators": operators,
         "updates": [{"operator": u.operator, "catalog": u.catalog, "package": u.package, "channel": u.channel,
@@ -249,7 +256,8 @@ def as_document(outcome: "Outcome", *, dry_run: bool, server: str | None) -> dic
         "deprecations": [{"operator": d.operator, "scope": d.scope, "name": d.name, "message": d.message}
                          for d in (resolution.deprecations if resolution else ())],
         "health": [{"operator": name, "healthy": h.healthy, "status": h.status.value,
-                    "unhealthy": [{"object": str(c.ref), "status": c.health.status.value, "message": c.health.message}
+                    "unhealthy": [{"object": str(c.ref), "status": c.health.status.value, "reason": c.health.reason,
+                                   "message": c.health.message}
                                   for c in h.unhealthy]}
                    for name, h in sorted(outcome.sync.health.items())],
     }
@@ -315,6 +323,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
 
     snap = outcome.snapshot
     print(f"Repository {snap.root} at {snap.revision or 'an unversioned tree (not a git repository)'}", file=out)
+    if outcome.untrusted is not None:   # docs/security.md: the verdict above the plan, a refusal first of all
+        print(f"REFUSED: a real run refuses this revision: {outcome.untrusted.render()}", file=out)
+    for verdict in outcome.verdicts:
+        print(f"Verified: {verdict}", file=out)
     resolution = outcome.resolution
     selections = resolution.selections if resolution else tuple(i.selection for i in outcome.installs)
     if not selections:
@@ -348,7 +360,7 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
             for line in check.describe():
                 print(line, file=out)
     lock_state = _lock_state(outcome)
-    if lock_state == "stale":
+    if lock_state == LOCK_STALE:
         lock_state = "would change; not written (a dry run writes nothing: add --write-lock to write it)"
     print(f"Lockfile {snap.lock_file}: {lock_state}", file=out)
     print_approvals(outcome, out)
@@ -356,8 +368,10 @@ def print_outcome(outcome: "Outcome", out: TextIO, *, dry_run: bool, server: str
         "dry-run against an empty cluster" if dry_run else f"applied to {server}")
     print(f"Changes ({target}):", file=out)
     external = external_diff_program() if dry_run else ""
+    said = set(outcome.signature_notes)   # above
     for note in outcome.sync.notes:
-        print(f"  note: {note}", file=out)
+        if note not in said:
+            print(f"  note: {note}", file=out)
     shown = 0
     for c in outcome.sync.changes:
         if c.action == Action.UNCHANGED and not show_unchanged:

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from reconciler.commands.common import COMMANDS, add_cluster_args, add_fleet_arg, add_offline_arg, offline_aware
 from reconciler.errors import EXIT_OK
+from reconciler.report.words import counted
 
 EXIT_CODES = """\
 exit codes:
@@ -148,7 +149,8 @@ def _resolve_fleet(args: argparse.Namespace, snapshot: Any, out: TextIO) -> int:
     from reconciler.fleet.resolve import resolve_fleet
 
     if args.explain or args.graph:
-        raise UsageError("--explain and --graph explain one cluster: add --cluster NAME",
+        given = " and ".join(f for f, on in (("--explain", args.explain), ("--graph", args.graph)) if on)
+        raise UsageError(f"{given} {'explain' if ' and ' in given else 'explains'} one cluster: add --cluster NAME",
                          hint=f"clusters: {', '.join(sorted(snapshot.clusters))}")
     result = resolve_fleet(args.repo, write=not args.no_write, snapshot=snapshot)
     rows = []
@@ -163,7 +165,7 @@ def _resolve_fleet(args: argparse.Namespace, snapshot: Any, out: TextIO) -> int:
             print(f"{r['cluster']:<{width}}  {r['stage'] or '-':<10}  {', '.join(r['bundles']) or '(none)'}",
                   file=out)
         state = "not written (--no-write)" if args.no_write else f"{len(result.written)} written"
-        print(f"{len(rows)} clusters resolved in {result.shapes} resolution(s); lockfiles: {state}", file=out)
+        print(f"{counted(len(rows), 'cluster')} resolved in {counted(result.shapes, 'resolution')}; lockfiles: {state}", file=out)
     else:
         doc = {"clusters": rows, "resolutions": result.shapes}
         out.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else yamlio.dump(doc))

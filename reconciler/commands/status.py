@@ -95,12 +95,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print_table(rows, out, with_lock=locked is not None, with_instance=instance is None,
                     namespace=args.namespace)
     elif args.output == "json":
-        out.write(json.dumps({"operators": rows}, indent=2) + "\n")
+        out.write(json.dumps(document(rows), indent=2) + "\n")
     else:
         from reconciler import yamlio
 
-        out.write(yamlio.dump({"operators": rows}))
+        out.write(yamlio.dump(document(rows)))
     return EXIT_OK
+
+
+def document(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``status -o json|yaml``: the rows as a versioned document (docs/output.md; fields are only added)."""
+    return {"apiVersion": "reconciler.dev/v1alpha1", "kind": "OperatorStatusList", "operators": rows}
 
 
 def summarize(recorded: dict[str, dict[str, Any]], locked: dict[str, dict[str, str]] | None, *,

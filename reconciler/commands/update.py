@@ -65,7 +65,8 @@ def find(root: Path, *, allow: str, include_outside: bool, only: tuple[str, ...]
     unknown = sorted(set(only) - {d.name for d in snapshot.operators})
     if unknown:
         raise UsageError(f"--only {unknown[0]}: no such Operator in {root}",
-                         hint="give the metadata.name of an Operator declaration")
+                         hint="give the metadata.name of an Operator declaration: "
+                              + (", ".join(sorted(d.name for d in snapshot.operators)) or "it declares none"))
     catalogs = pipeline.load_catalogs(snapshot, snapshot.operators)
     resolution = pipeline.resolve(snapshot, None)
     installed = {e.operator: e for e in snapshot.lock.entries} if snapshot.lock else {}

@@ -192,7 +192,11 @@ def plan(root: str | Path, target: str, *, soak: float = DEFAULT_SOAK, kubeconfi
     snapshot = snapshot or read_repository(root)
     stages = snapshot.settings.stages
     if target not in stages:
-        raise UsageError(f"--to {target}: not a stage of reconciler.yaml ({', '.join(stages) or 'none declared'})",
+        if stages:
+            raise UsageError(f"--to {target}: not a stage of reconciler.yaml (its stages: {', '.join(stages)})",
+                             hint=f"promote to one of {', '.join(stages[1:]) or stages[0]}, or add {target} to "
+                                  f"stages in reconciler.yaml")
+        raise UsageError(f"--to {target}: reconciler.yaml declares no stages",
                          hint="declare the stages in order, e.g. stages: [dev, staging, prod]")
     targets = sorted(n for n, c in snapshot.clusters.items() if c.stage == target)
     if not targets:
@@ -272,7 +276,7 @@ def _evidence(op: str, source: str, clusters: list[ClusterStatus], soak: float, 
         since = parse_time(cell.ready_since) if cell.health == "Healthy" else None
         healthy_for = (now - since).total_seconds() if since else 0.0
         ev.lines.append(f"{c.name}: {cell.bundle} {cell.health.lower()}"
-                        + (f" for {duration(healthy_for)}" if since else f": {cell.message}"[:200])
+                        + (f" for {duration(healthy_for)}" if since else f": {cell.message}"[:600])
                         + (f", revision {cell.revision[:12]}" if cell.revision else ""))
         if cell.health != "Healthy":
             kind = Kind.UNHEALTHY if cell.health == "Degraded" else Kind.PROGRESSING
@@ -354,7 +358,9 @@ def write(root: str | Path, promotions: list[Promotion], *, commit: bool = True,
         return None
     text = message(promotions)
     if branch:
-        repo = git.open_work_tree(root, "the promotion cannot be committed on a branch")
+        repo = git.open_work_tree(root, "the promotion cannot be committed on a branch",
+                                  hint="drop --branch and pass --no-commit to only write the files, or `git init` "
+                                       "the repository first")
         return git.commit_on_new_branch(repo, root, files, text, branch)
     repo = git.open_work_tree(root, "the promotion cannot be committed") if commit else None
     written = []

@@ -19,6 +19,7 @@ from typing import Any
 
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import hold_details, select_cluster
+from reconciler.report.words import agree, counted
 from reconciler.review import Review, Side, review
 
 MARKDOWN_LIMIT = 60_000   # GitHub refuses a comment over 65,536 characters
@@ -69,7 +70,7 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
     repo, rel = open_git(root)
     commit, label = base_commit(repo, rel, base)
     reviews: dict[str, Review] = {}
-    held: dict[str, list[str]] = {}
+    cluster_holds: dict[str, list] = {}
     refusals: list[str] = []
     with checkout(repo, commit, rel) as base_root:
         from reconciler import pipeline
@@ -95,8 +96,7 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
             if after_view is not None and base_view is not None:
                 refusals += _refused(name, base_view, after_view)
             holds = hold_details(after_view) if after_view is not None else []
-            for hold in holds:
-                held.setdefault(hold.describe(str(root)), []).append(name)
+            cluster_holds[name] = holds
             installed = before.lockfile if before else None
             akey = ("after", _key(after_view, installed, holds))
             if akey not in sides:
@@ -109,8 +109,10 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
             if rkey not in done:   # clusters of one shape on both sides have one review
                 empty_before, empty_after = Side(f"base {label}", {}), Side("working tree", {})
                 done[rkey] = review(before.side if before else empty_before, after.side if after else empty_after,
-                                    approvals=approvals_of(after) if after else {}, kube_version=version)
+                                    approvals=approvals_of(after) if after else {}, kube_version=version,
+                                    approvals_before=approvals_of(before) if before else None)
             reviews[name] = done[rkey]
+    held = _held_back(cluster_holds, reviews, str(root))
     by_outcome: dict[str, list[str]] = {}
     first: dict[str, Review] = {}
     signatures: dict[int, str] = {}
@@ -122,6 +124,19 @@ def compute_fleet(root: Path, base: str | None = None, *, snapshot: RepoSnapshot
                     key=lambda g: (not g.changed, -len(g.clusters), g.clusters))
     return FleetReview(f"base {label}", "working tree", tuple(groups),
                        tuple((line, tuple(sorted(c))) for line, c in sorted(held.items())), tuple(refusals))
+
+
+def _held_back(holds: dict[str, list], reviews: dict[str, Review], repo: str) -> dict[str, list[str]]:
+    """What the stages hold back that this change does not move: each hold's sentence -> the clusters it holds
+    so. A hold on an Operator that the cluster's review changes is the move the change makes (a promotion writes
+    the pin it then holds to), not something held back."""
+    out: dict[str, list[str]] = {}
+    for name, found in holds.items():
+        moved = {op.operator for op in reviews[name].operators} if name in reviews else set()
+        for hold in found:
+            if hold.operator not in moved:
+                out.setdefault(hold.describe(repo), []).append(name)
+    return out
 
 
 def _refused(name: str, before: RepoSnapshot, after: RepoSnapshot) -> list[str]:
@@ -149,12 +164,15 @@ def summary(rev: Review) -> str:
         before = op.before.version or op.before.name if op.before else "-"
         after = op.after.version or op.after.name if op.after else "-"
         text = {"added": f"{op.operator} {after} added", "removed": f"{op.operator} {before} removed",
-                "changed": f"{op.operator} changed"}.get(op.change, f"{op.operator} {before} -> {after}")
+                "changed": f"{op.operator} changed",
+                "approval": f"{op.operator} {after} " + ("approved" if op.approval and op.approval.approved else
+                                                        "no longer approved")}.get(
+            op.change, f"{op.operator} {before} -> {after}")
         counts = {a: sum(1 for o in op.objects if o.action == a) for a in ("created", "changed", "deleted")}
         if any(counts.values()):
             text += f", objects +{counts['created']} ~{counts['changed']} -{counts['deleted']}"
         if op.rbac_gained or op.rbac_lost:
-            text += f", RBAC +{len(op.rbac_gained.rules)} -{len(op.rbac_lost.rules)} rule(s)"
+            text += f", RBAC rules +{len(op.rbac_gained.rules)} -{len(op.rbac_lost.rules)}"
         if op.approval is not None and not op.approval.approved:
             text += ", waits for approval"
         if any("UNSAFE" in c for c in op.crds):
@@ -182,7 +200,7 @@ def render_fleet(fleet: FleetReview, output: str, colour: bool = False) -> str:
         return json.dumps(doc, indent=2) + "\n"
     if output == "markdown":
         return _markdown(fleet)
-    out = [f"Diff {fleet.before} -> {fleet.after} across {fleet.clusters} cluster(s)"]
+    out = [f"Diff {fleet.before} -> {fleet.after} across {counted(fleet.clusters, 'cluster')}"]
     reads: dict[str, list[str]] = {}   # groups whose outcome reads the same (e.g. only a namespace differs): one line
     for g in fleet.groups:
         reads.setdefault(summary(g.review), []).extend(g.clusters)
@@ -209,8 +227,9 @@ def _markdown(fleet: FleetReview) -> str:
     budget = MARKDOWN_LIMIT - 400
     changed = [g for g in fleet.groups if g.changed]
     unchanged = [c for g in fleet.groups if not g.changed for c in g.clusters]
-    text = (f"## Operator changes across {fleet.clusters} clusters: {fleet.before} → {fleet.after}\n\n"
-            f"{sum(len(g.clusters) for g in changed)} cluster(s) change, in {len(changed)} group(s) of identical "
+    text = (f"## Operator changes across {counted(fleet.clusters, 'cluster')}: {fleet.before} → {fleet.after}\n\n"
+            f"{counted(sum(len(g.clusters) for g in changed), 'cluster')} "
+            f"{agree(sum(len(g.clusters) for g in changed), 'changes', 'change')}, in {counted(len(changed), 'group')} of identical "
             f"outcome; {len(unchanged)} unchanged.\n\n")
     if fleet.refusals:   # first: what would stop a cluster matters more than any detail
         text += "**A reconcile would refuse:**\n\n" + "".join(f"- {fmt._cell(r)}\n" for r in fleet.refusals[:20])
@@ -227,7 +246,7 @@ def _markdown(fleet: FleetReview) -> str:
         text += f"| {fmt._cell(names(tuple(unchanged)))} | unchanged |\n"
     rest = [c for g in changed[listed:] for c in g.clusters]
     if rest:
-        line = f"\n{len(changed) - listed} more group(s), {len(rest)} cluster(s): "
+        line = f"\n{counted(len(changed) - listed, 'more group')}, {counted(len(rest), 'cluster')}: "
         room = budget - len(text) - len(line) - 200
         shown = []
         for c in rest:
@@ -246,6 +265,6 @@ def _markdown(fleet: FleetReview) -> str:
         text += detail
         details += 1
     if details < len(changed):
-        text += (f"\n{len(changed) - details} more group(s) of changed clusters are not detailed here (the comment "
+        text += (f"\n{counted(len(changed) - details, 'more group')} of changed clusters are not detailed here (the comment "
                  f"would be too long); `reconciler diff --cluster NAME` shows one cluster.\n")
     return text

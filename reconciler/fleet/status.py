@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import enum
 import html
-import socket
-import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,12 +25,17 @@ from typing import Any
 
 from reconciler.repo import RepoSnapshot, read_repository
 from reconciler.repo.fleet import lock_file_of, read_lock, select_cluster
+from reconciler.report.words import counted
 
 API_VERSION = "reconciler.dev/v1alpha1"
 KIND = "FleetStatus"
 WORKERS = 16          # clusters read at once
 TIMEOUT = (3.0, 10.0)   # connect, read: seconds, per request
 ATTEMPTS = 2
+
+
+# What a cell's health can be (docs/output.md); ``_cell`` decides it from the Operator's status conditions.
+HEALTH = ("Healthy", "Progressing", "Degraded", "PendingApproval", "NotInstalled", "Unknown")
 
 
 @dataclass
@@ -89,11 +92,14 @@ class ClusterStatus:
     error: str = ""                  # why it could not be read, for a person
     seconds: float = 0.0
     cells: dict[str, Cell] = field(default_factory=dict)
-    reach: Reach = Reach.REACHABLE   # why it could not be read, for a script
+    cause: Reach | None = None       # why it could not be read (set with ``error``), for a script
 
-    def __post_init__(self) -> None:
-        if not self.reachable and self.reach is Reach.REACHABLE:
-            self.reach = Reach.ERROR
+    @property
+    def reach(self) -> Reach:
+        """``Reachable`` for a cluster that was read, else the cause recorded (``Error`` when none was)."""
+        if self.reachable:
+            return Reach.REACHABLE
+        return self.cause if self.cause not in (None, Reach.REACHABLE) else Reach.ERROR
 
 
 @dataclass
@@ -142,13 +148,13 @@ def summary_line(fleet: FleetStatus, operator: str) -> str:
             missing += 1
     parts = [f"{n} at {v}" for v, n in sorted(versions.items(), key=lambda kv: (-kv[1], kv[0]))]
     if parts:
-        parts[0] = f"{parts[0].split(' ', 1)[0]}/{len(placed)} clusters {parts[0].split(' ', 1)[1]}"
+        parts[0] = f"{parts[0].split(' ', 1)[0]}/{counted(len(placed), 'cluster')} {parts[0].split(' ', 1)[1]}"
     if missing:
         parts.append(f"{missing} not installed")
     if unreachable:
         parts.append(f"{unreachable} unreachable")
     if not parts:
-        parts.append(f"placed on {len(placed)} clusters")
+        parts.append(f"placed on {counted(len(placed), 'cluster')}")
     return f"{operator}: " + ", ".join(parts)
 
 
@@ -163,7 +169,7 @@ def _cell(name: str, status: dict[str, Any] | None, locked: str, placed: bool) -
     cell.installed = bool(bundle.get("name"))
     cell.bundle, cell.version = bundle.get("name", ""), bundle.get("version", "")
     cell.revision = str(status.get("revision") or "")
-    cell.message = str(ready.get("message") or "")[:300]
+    cell.message = str(ready.get("message") or "")[:1000]   # its cause comes first (``health/causes.py``)
     if pending.get("status") == "True":
         cell.pending = str(((status.get("pending") or {}).get("bundle") or {}).get("name") or "")
     if ready.get("status") == "True":
@@ -206,7 +212,7 @@ def gather(root: str | Path, kubeconfig: str | None = None, *, workers: int = WO
             recorded = _read_cluster(merged, contexts, cluster.kube_context, snapshot.settings.instance, name)
         except Exception as exc:   # noqa: BLE001 - whatever fails, the cluster is a row that says so
             why = exc if isinstance(exc, Unreadable) else Unreadable(Reach.ERROR, _sentence(exc))
-            out.reach, out.error = why.reach, " ".join(why.text.split())[:300]
+            out.cause, out.error = why.reach, " ".join(why.text.split())[:300]
             out.cells = {op: Cell(op, placed=op in placed, locked=locked.get(op, ""), health="Unknown")
                          for op in operators}
             out.seconds = time.monotonic() - started
@@ -259,8 +265,8 @@ def _read_cluster(merged: Any, contexts: set[str], context: str, instance: str, 
 
 def _unreachable(exc: BaseException, server: str, context: str) -> Unreadable:
     """What went wrong reading a cluster, in a sentence that names the server and the cause, never a library's
-    text (the cause is found among the exceptions the error was raised from)."""
-    import urllib3
+    text (the cause is found among the exceptions the error was raised from: ``kube/reach.py``)."""
+    from reconciler.kube import reach
 
     status = getattr(exc, "status", None)
     if status == 401:
@@ -271,37 +277,21 @@ def _unreachable(exc: BaseException, server: str, context: str) -> Unreadable:
                                            f"Operator status objects at {server} (403)")
     if status is not None:
         return Unreadable(Reach.ERROR, f"the API server at {server} answered {_sentence(exc)}")
-    causes = _causes(exc)
-    for cause in causes:
-        if isinstance(cause, (ssl.SSLError, urllib3.exceptions.SSLError)):
-            return Unreadable(Reach.TLS, f"the TLS handshake with {server} failed: its certificate is not the "
-                                         f"one context {context!r} trusts, or it is not a TLS server")
-        if isinstance(cause, (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.ReadTimeoutError,
-                              TimeoutError, socket.timeout)):
-            return Unreadable(Reach.TIMEOUT, f"the API server at {server} did not answer within "
-                                             f"{TIMEOUT[0]:.0f} s (a firewall, or a cluster that is down?)")
-        if isinstance(cause, socket.gaierror) or "Name or service not known" in str(cause) or \
-                "nodename nor servname" in str(cause):
-            return Unreadable(Reach.UNKNOWN_HOST, f"the host name of {server} does not resolve (a typo in the "
-                                                  f"kubeconfig, or a name known only inside another network?)")
-        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
-            return Unreadable(Reach.CONNECTION_REFUSED, f"cannot reach the API server at {server}: nothing "
-                                                        f"accepts connections there (is the cluster running?)")
+    said = {   # the cause of a failed connection, as the fleet's reach and in words
+        reach.TLS: (Reach.TLS, f"the TLS handshake with {server} failed: its certificate is not the one context "
+                               f"{context!r} trusts, or it is not a TLS server"),
+        reach.TIMEOUT: (Reach.TIMEOUT, f"the API server at {server} did not answer within {TIMEOUT[0]:.0f} s (a "
+                                       f"firewall, or a cluster that is down?)"),
+        reach.UNKNOWN_HOST: (Reach.UNKNOWN_HOST, f"the host name of {server} does not resolve (a typo in the "
+                                                 f"kubeconfig, or a name known only inside another network?)"),
+        reach.REFUSED: (Reach.CONNECTION_REFUSED, f"cannot reach the API server at {server}: "
+                                                  f"{reach.WORDS[reach.REFUSED]}"),
+    }
+    kind = reach.cause(exc)
+    if kind in said:
+        return Unreadable(*said[kind])
     return Unreadable(Reach.ERROR, f"cannot reach the API server at {server}: the connection failed "
                                    f"(try: kubectl --context {context} version)")
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from or wraps (urllib3 keeps the socket's error as ``reason``)."""
-    out: list[BaseException] = []
-    todo: list[Any] = [exc]
-    while todo and len(out) < 20:
-        e = todo.pop()
-        if not isinstance(e, BaseException) or any(e is o for o in out):
-            continue
-        out.append(e)
-        todo += [e.__cause__, e.__context__, getattr(e, "reason", None), *e.args]
-    return out
 
 
 def _sentence(exc: BaseException) -> str:
@@ -361,7 +351,7 @@ def as_html(fleet: FleetStatus, repo: str) -> str:
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
            f"<title>Fleet status: {e(fleet.repository)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>Fleet status: {e(fleet.repository)}</h1>",
-           f"<p class=\"small\">{len(fleet.clusters)} clusters, {len(fleet.operators)} Operators; written "
+           f"<p class=\"small\">{counted(len(fleet.clusters), 'cluster')}, {counted(len(fleet.operators), 'Operator')}; written "
            f"{e(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))}</p>",
            "<h2>Summary</h2><ul id=\"summary\">"]
     out += [f"<li>{e(line)}</li>" for line in fleet.summary()]

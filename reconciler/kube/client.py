@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
 from reconciler.errors import ClusterError
+from reconciler.kube.reach import unreached
 from reconciler.model.kube import Manifest, ObjectRef
 
 if TYPE_CHECKING:  # the client library is imported when a cluster is first configured, not with this module
@@ -87,6 +88,35 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
     path = ", ".join(merged.files) if merged is not None else None
     if context is None and preferred is not None and merged is not None and preferred in merged.contexts:
         context = preferred
+    client = _client(merged, context, path)
+    if client is not None:   # what a failure to reach it names: the kubeconfig and the context it came from
+        client.origin = Origin(merged.files, context or merged.current_context) if merged is not None else \
+            Origin((), "", in_cluster=True)
+    return client
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a client's cluster comes from: the kubeconfig files and the context (or the pod's account)."""
+
+    files: tuple[str, ...]
+    context: str
+    in_cluster: bool = False
+
+    def hint(self) -> str:
+        """What to check when the API server does not answer, naming the file and the context."""
+        if self.in_cluster:
+            return ("the pod's service account names the cluster's API server (KUBERNETES_SERVICE_HOST); check "
+                    "that it is up and that network policies let the pod reach it")
+        files = ", ".join(self.files)
+        flag = f"--kubeconfig {self.files[0]} " if len(self.files) == 1 else ""
+        return (f"check that the cluster of context {self.context!r} in {files} is running and reachable "
+                f"(`kubectl {flag}--context {self.context} version`), or pick another with --context; "
+                f"`reconciler cluster up` starts a local one")
+
+
+def _client(merged: Any, context: str | None, path: str | None) -> Transport | k8s_client.ApiClient | None:
+    """The client of ``load_api_client`` (``merged`` None: the pod's service account)."""
     if merged is not None and (light := _light_client(merged, context)) is not None:
         return light
     from kubernetes import client as k8s_client
@@ -152,6 +182,7 @@ class Kube:
         from reconciler.kube.rest import transport
 
         self.transport = transport(api, WORKERS)
+        self.origin: Origin | None = getattr(api, "origin", None)   # the kubeconfig and context it came from
         self.attempts = attempts
         self.timeout = timeout
         self._groups: dict[str, dict[str, ResourceInfo]] = {}
@@ -215,8 +246,10 @@ class Kube:
                                                  urllib3.exceptions.ConnectTimeoutError))
                 if last or not (never_sent or repeat):
                     tried = f" (tried {attempt} times)" if attempt > 1 else ""
-                    raise ClusterError(f"cannot reach the API server at {self.server}{tried}: {exc}",
-                                       obj=obj, hint="check the kubeconfig and that the cluster is running"
+                    origin = self.origin
+                    raise ClusterError(f"cannot reach the API server at {self.server}{tried}: {unreached(exc)}",
+                                       obj=obj, hint=(origin.hint() if origin is not None else
+                                                      "check the kubeconfig and that the cluster is running")
                                        if never_sent else "the request may or may not have been applied; "
                                        "run again to converge") from None
                 delay = policy.delay(attempt, None)

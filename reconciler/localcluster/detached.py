@@ -13,7 +13,7 @@ with the rest.
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,28 +39,50 @@ def named_state_dir(name: str) -> Path:
 
 
 def cluster_up(state_dir: Path | str | None = None,
-               log: Callable[[str], object] = print, *, with_olm: bool = False) -> ControlPlane:
+               log: Callable[[str], object] = print, *, with_olm: bool = False,
+               serve: Iterable[Path] = ()) -> ControlPlane:
     """Start the detached control plane, or return the one already running and healthy.
 
     ``with_olm``: OLM v0 runs on it as well (built first when missing), added to a running one that has none.
+    ``serve``: repository catalog directories served to OLM (``ControlPlane.serve_catalog``), each checked
+    before anything starts; opm is built first when missing.
     """
+    from .catalogs import ensure_opm, render_for_olm
+
+    serve = [Path(d) for d in serve]
+    for directory in serve:   # a catalog OLM cannot be given is refused before anything starts
+        render_for_olm(directory)
+    opm = ensure_opm(log) if serve else None
     state_dir = Path(state_dir) if state_dir else default_state_dir()
     with _locked(state_dir):
         existing = _recorded(state_dir, log)
         if existing is not None:
             if existing.healthy():
-                log(f"the local cluster ({existing.version}) is already running "
-                    f"at {existing.server}" + (f" with OLM {existing.olm_version}" if existing.olm_version else ""))
+                log(f"the local cluster ({existing.version}) is already running at {existing.server}"
+                    + (f" with OLM {existing.olm_version}" if existing.olm_version else "")
+                    + f": reusing it (its state: {state_dir})")
                 if with_olm and not existing.olm_version:
                     existing.start_olm(ensure_olm(log))
+                _serve(existing, serve, opm)
                 return existing
             log("cleaning up a local cluster that is no longer running")
             existing.stop()
         plane = ControlPlane(state_dir, ensure_binaries(log), detached=True, log=log,
                              olm=ensure_olm(log) if with_olm else None)
         plane.start()
+        try:
+            _serve(plane, serve, opm)
+        except BaseException:
+            plane.stop()
+            raise
         log(f"kubeconfig: {plane.kubeconfig_path}")
         return plane
+
+
+def _serve(plane: ControlPlane, directories: list[Path], opm: Path | None) -> None:
+    for directory in directories:
+        assert opm is not None
+        plane.serve_catalog(directory, opm)
 
 
 def cluster_down(state_dir: Path | str | None = None,

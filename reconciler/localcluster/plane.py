@@ -72,6 +72,8 @@ CLUSTER_CIDR = "198.18.0.0/16"
 NODE_COUNT = 3
 NODE_PREFIX = "kwok-node-"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# Stages beside kwok's defaults: how a pod annotated reconciler.dev/simulate fails (docs/health.md).
+SIMULATED_FAILURES = Path(__file__).with_name("simulated-failures.yaml")
 
 _ETCD, _APISERVER = "etcd", "kube-apiserver"
 _CONTROLLER_MANAGER, _SCHEDULER, _KWOK = "kube-controller-manager", "kube-scheduler", "kwok"
@@ -79,6 +81,7 @@ _PROCESSES = (_ETCD, _APISERVER, _CONTROLLER_MANAGER, _SCHEDULER, _KWOK)   # in 
 _CATALOG_OPERATOR, _OLM_OPERATOR = "catalog-operator", "olm-operator"
 _OLM_PROCESSES = (_CATALOG_OPERATOR, _OLM_OPERATOR)                          # started after the others, on request
 _STATE_FILE = "state.json"
+_CATALOG_PREFIX = "opm-serve-"   # not "catalog-": catalog-operator is one of OLM's processes
 _ADMIN_KUBECONFIG = "admin.kubeconfig"
 _KWOK_CONFIG = "kwok.yaml"
 # The API server's audit log records every request of deploy/'s ServiceAccount (and nobody else's): what the
@@ -87,7 +90,9 @@ DEPLOYED_USER = "system:serviceaccount:reconciler-system:reconciler"
 _AUDIT_POLICY, _AUDIT_LOG = "audit-policy.yaml", "audit.log"
 # Everything start() creates in the state directory; reset() removes exactly these,
 # the state file first so that an interrupted reset leaves no record pointing at nothing.
-_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", *(f"{name}.log" for name in _PROCESSES + _OLM_PROCESSES),
+_CATALOGS = "catalogs"   # the catalogs served to OLM (``serve_catalog``): opm-serve-NAME processes, their files
+_OWNED = (_STATE_FILE, "pki", "etcd-data", "kubeconfigs", _CATALOGS,
+          *(f"{name}.log" for name in _PROCESSES + _OLM_PROCESSES),
           _ADMIN_KUBECONFIG, _KWOK_CONFIG, _AUDIT_POLICY, _AUDIT_LOG)
 _PORT_ATTEMPTS = 3
 _OLM_TIMEOUT = 120.0   # for OLM's CRDs and its first act, beyond the rest of the plane's start-up
@@ -126,6 +131,7 @@ class ControlPlane:
         self._procs: dict[str, subprocess.Popen] = {}
         self.pids: dict[str, int] = {}
         self.ports: dict[str, int] = {}
+        self.served: dict[str, dict[str, str]] = {}   # catalog name -> its opm, address, source directory
 
     @classmethod
     def attach(cls, state_dir: Path | str, log: Callable[[str], object] = lambda _: None) -> ControlPlane:
@@ -148,6 +154,7 @@ class ControlPlane:
         plane = cls(state_dir, binaries, detached=True, log=log,
                     olm=OlmBinaries(**{k: Path(v) if k != "version" else v for k, v in olm.items()}) if olm else None)
         plane.pids, plane.ports = state["pids"], state["ports"]
+        plane.served = state.get("catalogs") or {}
         return plane
 
     # -- addresses -------------------------------------------------------------------------
@@ -251,6 +258,61 @@ class ControlPlane:
             self._wait(_OLM_OPERATOR, lambda: olmv0.olm_operator_acted(api), deadline)
         self._log(f"OLM {self._olm.version} is running (namespace {olmv0.NAMESPACE})")
 
+    def serve_catalog(self, catalog_dir: Path, opm: Path, timeout: float = 60.0) -> dict[str, str]:
+        """Serve the repository catalog in ``catalog_dir`` to OLM: rendered for it (``catalogs.py``), by ``opm
+        serve`` on loopback as a process of the plane, registered as the CatalogSource named after the catalog
+        in OLM's namespace. Serving a catalog of that name again replaces it. Returns what it serves."""
+        from reconciler.localcluster import catalogs
+        from reconciler.model.kube import is_dns1123_label
+
+        if self._olm is None:
+            raise ControlPlaneError("--serve-catalog serves a catalog to OLM, and the local cluster runs no OLM",
+                                    hint="add --with-olm")
+        name = catalog_dir.resolve().name
+        if not is_dns1123_label(name):
+            raise ControlPlaneError(f"catalog {name!r} cannot name a CatalogSource (lowercase letters, digits "
+                                    f"and '-')", path=str(catalog_dir), hint="rename the catalog's directory")
+        process = f"{_CATALOG_PREFIX}{name}"
+        files = self.state_dir / _CATALOGS / name
+        bundles = catalogs.write_for_olm(catalog_dir, files / "catalog", self._log)
+        if process in self.pids:   # the catalog's content may have changed: served anew
+            self._terminate(process, 10.0)
+            del self.pids[process]
+            self._procs.pop(process, None)
+        (files / "tmp").mkdir(parents=True, exist_ok=True)
+        log = self.state_dir / f"{process}.log"
+        for attempt in itertools.count(1):
+            (port,) = _free_ports(1)
+            address = f"127.0.0.1:{port}"
+            self.served[name] = {"opm": str(opm), "address": address, "source": str(catalog_dir.resolve())}
+            # opm listens on the port of every interface (it has no host flag); its profiling port is off, and
+            # its cache and termination log stay in the state directory.
+            self._launch(process, [str(opm), "serve", str(files / "catalog"), "-p", str(port), "--pprof-addr=",
+                                   "-t", str(files / "termination.log")], {"TMPDIR": str(files / "tmp")})
+            try:
+                self._wait(process, lambda: b"serving registry" in log.read_bytes(), time.monotonic() + timeout)
+                break
+            except _PortTaken:
+                self._procs.pop(process, None)
+                del self.pids[process]
+                if attempt == _PORT_ATTEMPTS:
+                    raise ControlPlaneError(f"could not find a free port for catalog {name}") from None
+        with self.admin_client() as api:
+            source = catalogs.catalog_source(name, olmv0.NAMESPACE, address, str(catalog_dir))
+            objects = kubernetes.client.CustomObjectsApi(api)
+            try:
+                objects.create_namespaced_custom_object(olmv0.CRD_GROUP, "v1alpha1", olmv0.NAMESPACE,
+                                                        "catalogsources", source, _preload_content=False)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                objects.patch_namespaced_custom_object(olmv0.CRD_GROUP, "v1alpha1", olmv0.NAMESPACE,
+                                                       "catalogsources", name, source, _preload_content=False)
+        self._log(f"serving catalog {name} ({catalog_dir}, {bundles} bundle{'' if bundles == 1 else 's'} with "
+                  f"their objects inline) to OLM as CatalogSource {olmv0.NAMESPACE}/{name} at {address}")
+        self._write_state()
+        return self.served[name]
+
     def stop(self, grace: float = 10.0) -> None:
         """Terminate both processes (SIGTERM, SIGKILL after ``grace`` seconds) and wait for them."""
         self._terminate_all(grace)
@@ -270,6 +332,8 @@ class ControlPlane:
 
     def reset(self) -> None:
         """Remove everything start() writes to the state directory, and nothing else."""
+        for log in self.state_dir.glob(f"{_CATALOG_PREFIX}*.log") if self.state_dir.is_dir() else ():
+            log.unlink(missing_ok=True)
         for name in _OWNED:
             path = self.state_dir / name
             if path.is_dir():
@@ -443,7 +507,8 @@ class ControlPlane:
         kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / f"{_KWOK}.kubeconfig",
                                            "system:kwok", ["system:masters"])
         stages = subprocess.run([str(self._binaries.kwok_stages)], check=True, capture_output=True).stdout
-        (self.state_dir / _KWOK_CONFIG).write_bytes(stages)
+        # kwok's own stages, then the failures a pod can be annotated to simulate (reconciler.dev/simulate)
+        (self.state_dir / _KWOK_CONFIG).write_bytes(stages.rstrip(b"\n") + b"\n---\n" + SIMULATED_FAILURES.read_bytes())
         return [
             str(self._binaries.kwok),
             f"--kubeconfig={kubeconfig}",
@@ -506,7 +571,8 @@ class ControlPlane:
 
     def _terminate_all(self, grace: float = 10.0) -> None:
         # In reverse start order: stopping a process's server under it only floods its log with errors.
-        for name in reversed(_PROCESSES + _OLM_PROCESSES):
+        for name in [n for n in self.pids if n.startswith(_CATALOG_PREFIX)] + list(reversed(_PROCESSES +
+                                                                                            _OLM_PROCESSES)):
             if name in self.pids:
                 self._terminate(name, grace)
         self._procs.clear()
@@ -547,7 +613,10 @@ class ControlPlane:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (FileNotFoundError, ProcessLookupError):
             return False
-        binary = getattr(self._olm if name in _OLM_PROCESSES else self._binaries, name.replace("-", "_"), None)
+        if name.startswith(_CATALOG_PREFIX):
+            binary = (self.served.get(name[len(_CATALOG_PREFIX):]) or {}).get("opm")
+        else:
+            binary = getattr(self._olm if name in _OLM_PROCESSES else self._binaries, name.replace("-", "_"), None)
         if binary is None:
             return False
         # A zombie has an empty command line, which rightly counts as not running.
@@ -602,7 +671,8 @@ class ControlPlane:
     def _write_state(self) -> None:
         state = {"version": self.version, "pids": self.pids, "ports": self.ports,
                  "binaries": {k: str(v) for k, v in asdict(self._binaries).items()},
-                 "olm": {k: str(v) for k, v in asdict(self._olm).items()} if self._olm else None}
+                 "olm": {k: str(v) for k, v in asdict(self._olm).items()} if self._olm else None,
+                 "catalogs": self.served}
         tmp = self.state_dir / f".{_STATE_FILE}.tmp"
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.state_dir / _STATE_FILE)

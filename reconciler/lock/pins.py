@@ -14,7 +14,7 @@ from typing import Mapping
 
 from reconciler import yamlio
 from reconciler.bundle import source as bundle_source
-from reconciler.errors import LockfileError, ReconcilerError
+from reconciler.errors import BundleError, LockfileError, ReconcilerError
 from reconciler.model.catalog import Catalog
 from reconciler.model.lock import LockEntry, Lockfile
 from reconciler.repo import RepoSnapshot
@@ -122,7 +122,10 @@ def plan_lock(snapshot: RepoSnapshot, resolution: Resolution) -> Lockfile:
         elif "@sha256:" in sel.image:
             digest = "sha256:" + sel.image.rsplit("@sha256:", 1)[1]
         elif sel.image.startswith(bundle_source.FILE_SCHEME):
-            digest = bundle_source.fetch(sel.image, snapshot.root).digest
+            try:
+                digest = bundle_source.fetch(sel.image, snapshot.root).digest
+            except BundleError as exc:
+                raise bundle_source.located(exc, sel) from None
         entries.append(LockEntry(operator=sel.owner, package=sel.package, name=sel.bundle_name,
                                  version=sel.version, catalog=sel.catalog, channel=sel.channel, source=sel.image,
                                  digest=digest, required_by=",".join(sel.required_by)))

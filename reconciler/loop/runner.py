@@ -39,6 +39,7 @@ from reconciler.loop.lease import LeaderElector
 from reconciler.loop.metrics import Metrics
 from reconciler.loop.sources import LocalSource, RemoteSource, Source, Target
 from reconciler.repo import inputs as repo_inputs
+from reconciler.report.words import agree, counted
 
 __all__ = ["LeaderElector", "LocalSource", "Loop", "Metrics", "RemoteSource", "StepResult"]
 
@@ -317,8 +318,9 @@ class Loop:
                                 tag=self.source.tag).verify(pipeline.ClusterFacts(self.kube) if self.kube else None)
             except Exception:  # noqa: BLE001 - the step reads it, and rejects it as it would any other
                 return False
-        log.info("skipped %s: its %d changed path(s) are none that %s reads; %s stays applied",
-                 target.key, len(changed), self._whom(), self.applied_revision,
+        log.info("skipped %s: its %s %s none that %s reads; %s stays applied",
+                 target.key, counted(len(changed), "changed path"), agree(len(changed), "is", "are"), self._whom(),
+                 self.applied_revision,
                  extra={"revision": target.key, "outcome": SKIPPED})
         return True
 

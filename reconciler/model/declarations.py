@@ -325,7 +325,7 @@ def _delete_custom_resources(meta: dict[str, Any], origin: Origin, obj: str) -> 
     if not isinstance(value, str) or not value.isdigit() or len(value) > 9:
         raise DeclarationError(f"metadata.annotations.{ANNOTATION_DELETE_CUSTOM_RESOURCES} must be the number of "
                                f"custom resources you agree to delete, not {value!r}", path=str(origin), obj=obj,
-                               hint="write the count a reconcile reported (\"kept: 3 custom resource(s) of it still "
+                               hint="write the count a reconcile reported (\"kept: 3 custom resources of it still "
                                     "exist\"), e.g. \"3\"; a CRD found with more keeps them until the count is raised")
     return int(value)
 

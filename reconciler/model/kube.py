@@ -113,6 +113,13 @@ def is_dns1123_subdomain(name: str) -> bool:
     return len(name) <= 253 and bool(_DNS1123_SUBDOMAIN.match(name))
 
 
+def namespaced_name(value: str) -> tuple[str, str] | None:
+    """``NAMESPACE/NAME`` as its two names, or None unless the namespace is a DNS-1123 label and the name a
+    DNS-1123 subdomain."""
+    namespace, slash, name = value.partition("/")
+    return (namespace, name) if slash and is_dns1123_label(namespace) and is_dns1123_subdomain(name) else None
+
+
 def bounded_name(*parts: str, limit: int = 63) -> str:
     """Join parts with '-' into a DNS-1123 name; when too long, truncate and add a hash.
 

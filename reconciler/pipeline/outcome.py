@@ -70,6 +70,18 @@ class Outcome:
         return self.prepared.untrusted
 
     @property
+    def verdicts(self) -> tuple:
+        """The signatures verified (``repo.verify.Verdict``), said above the plan."""
+        return self.prepared.verdicts
+
+    @property
+    def signature_notes(self) -> tuple[str, ...]:
+        """What the run says of the revision's signature: the refusal a real run makes, else each signature
+        verified; these lead the notes (``-o json``), and the text says them above the plan."""
+        refused = (f"not verified, a real run refuses it: {self.untrusted.render()}",) if self.untrusted else ()
+        return refused + tuple(f"verified: {v}" for v in self.verdicts)
+
+    @property
     def pending(self) -> list[Decision]:
         return [d for d in self.decisions.values() if not d.approved]
 
@@ -154,10 +166,10 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
                                 consenting=frozenset(d.name for d in snapshot.operators if d.adopt_existing),
                                 events=events, handback=back),
                   instance)
-    if prepared.untrusted is not None:
-        result.notes.insert(0, f"not verified, a real run refuses it: {prepared.untrusted.render()}")
+    outcome = Outcome(prepared, written, result)
+    result.notes[:0] = outcome.signature_notes
     result.notes.extend(prepared.notes)
-    return Outcome(prepared, written, result)
+    return outcome
 
 
 def reconcile(source: Source | str | Path, kube: Kube | None, *, dry_run: bool, resolver: Resolver | None = None,

@@ -86,7 +86,7 @@ def prepare(source: Source | str | Path, kube: Kube | None = None, *, resolver: 
     held = frozenset(s.owner for s in resolution.selections if not s.apply)
     sources = [*(s.image for s in resolution.selections), *(e.source for e in converted.lockfile.entries),
                *(ref for op in snapshot.operators if op.bundle is not None for ref in op.bundle.refs)]
-    notes = (*(f"verified: {v}" for v in verdicts), *approval_notes(snapshot, counted=preview))
+    notes = approval_notes(snapshot, counted=preview)   # the verdicts are said apart (``Outcome.signature_notes``)
     return Prepared(snapshot, converted.installs, converted.lockfile, resolution, held,
                     approvals(snapshot, converted.installs, kube, uncommitted=preview), notes, verdicts,
                     inputs_of(full, snapshot, sources), untrusted)

@@ -20,6 +20,7 @@ from reconciler.model.declarations import OperatorDecl
 from reconciler.model.lock import LockEntry
 from reconciler.repo import RepoSnapshot
 from reconciler.repo.fleet import stage_holds
+from reconciler.report.words import counted
 from reconciler.resolve import Resolution, ResolutionRequest, Resolver, SatResolver
 
 if TYPE_CHECKING:
@@ -28,14 +29,15 @@ if TYPE_CHECKING:
 __all__ = ["installed_state", "kubernetes_version", "load_catalogs", "pulling", "resolve"]
 
 
-def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...]) -> dict[str, Catalog]:
-    """Every catalog of the repository, when anything needs resolving.
+def load_catalogs(snapshot: RepoSnapshot, operators: tuple[OperatorDecl, ...], *,
+                  always: bool = False) -> dict[str, Catalog]:
+    """Every catalog of the repository, when anything needs resolving (``always``: in any case).
 
     All of them, not only those declarations name: an Input may ask for an
     API alone, and a dependency may be met from any catalog. A catalog is a
     directory under catalogs/, or an image named in reconciler.yaml.
     """
-    if all(op.bundle is not None for op in operators):
+    if not always and all(op.bundle is not None for op in operators):
         return {}
     settings = snapshot.settings.catalogs
     images = {n: c.image for n, c in settings.items() if c.image}
@@ -92,7 +94,7 @@ def resolve(snapshot: RepoSnapshot, cluster: ClusterFacts | None = None, resolve
     progress.stage("loading catalogs")
     if catalogs is None:
         catalogs = load_catalogs(snapshot, snapshot.operators)
-    progress.stage(f"resolving {len(snapshot.operators)} declaration(s)")
+    progress.stage(f"resolving {counted(len(snapshot.operators), 'declaration')}")
     semver = frozenset(n for n, c in snapshot.settings.catalogs.items() if c.upgrade_graph == "semver")
     installed = installed_state(snapshot, cluster)
     if holds is None:   # a later stage of a fleet: what was promoted there, or what the stage before runs

@@ -17,12 +17,13 @@ from reconciler.errors import InputError, UsageError
 FALLBACK_SIGNATURE = ("reconciler", "reconciler@localhost")
 
 
-def open_work_tree(root: str | Path, why: str) -> pygit2.Repository:
-    """The git repository whose working tree holds ``root``; ``why`` says what needed it."""
+def open_work_tree(root: str | Path, why: str, hint: str = "pass --no-commit to only write the files"
+                   ) -> pygit2.Repository:
+    """The git repository whose working tree holds ``root``; ``why`` says what needed it, ``hint`` what else the
+    command can do."""
     found = pygit2.discover_repository(str(root))
     if not found:
-        raise UsageError(f"the repository is not in a git work tree, so {why}", path=str(root),
-                         hint="pass --no-commit to only write the files")
+        raise UsageError(f"the repository is not in a git work tree, so {why}", path=str(root), hint=hint)
     return pygit2.Repository(found)
 
 
@@ -55,7 +56,9 @@ def commit_on_new_branch(repo: pygit2.Repository, root: str | Path, files: dict[
     """
     ref = f"refs/heads/{branch}"
     if not pygit2.reference_is_valid_name(ref):
-        raise UsageError(f"--branch {branch!r} is not a valid branch name")
+        raise UsageError(f"--branch {branch!r} is not a valid branch name",
+                         hint="a branch name has no spaces, '..', '~', '^', ':' or '\\' and does not end in '/' or "
+                              "'.lock' (git check-ref-format)")
     if ref in repo.references:
         raise InputError(f"branch {branch} already exists", path=str(root),
                          hint="pass --branch with another name, or delete the branch")

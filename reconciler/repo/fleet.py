@@ -25,6 +25,7 @@ from pathlib import Path
 from reconciler import yamlio
 from reconciler.model.lock import LOCK_FILENAME, Lockfile
 from reconciler.repo.snapshot import CLUSTERS_DIR, RepoSnapshot
+from reconciler.report.words import counted
 
 
 def cluster_context(root: str | os.PathLike[str], name: str | None) -> str | None:
@@ -46,7 +47,7 @@ def cluster_context(root: str | os.PathLike[str], name: str | None) -> str | Non
         return None
     if name is None or name not in files:
         problem = "say which with --cluster NAME" if name is None else f"--cluster {name}: no such cluster"
-        raise UsageError(f"this repository drives {len(files)} clusters: {problem}",
+        raise UsageError(f"this repository drives {counted(len(files), 'cluster')}: {problem}",
                          hint=f"clusters: {', '.join(sorted(files))}")
     rel = f"{CLUSTERS_DIR}/{files[name].name}"
     docs = yamlio.read_all(files[name], rel, strict=True)
@@ -105,7 +106,7 @@ def select_cluster(snapshot: RepoSnapshot, name: str | None) -> RepoSnapshot:
         return snapshot
     names = ", ".join(sorted(snapshot.clusters))
     if name is None:
-        raise UsageError(f"this repository drives {len(snapshot.clusters)} clusters: say which with --cluster "
+        raise UsageError(f"this repository drives {counted(len(snapshot.clusters), 'cluster')}: say which with --cluster "
                          f"NAME", hint=f"clusters: {names}")
     cluster = snapshot.clusters.get(name)
     if cluster is None:

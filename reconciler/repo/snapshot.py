@@ -50,6 +50,7 @@ from reconciler.model.provisioner import (
     API_VERSIONS as PROVISIONER_API_VERSIONS, BUILTIN_CLASSES, DEFAULT_CLASS, ProvisionerClass,
     parse_provisioner_class,
 )
+from reconciler.report.words import counted
 
 SETTINGS_FILE = "reconciler.yaml"
 CATALOGS_DIR = "catalogs"
@@ -296,7 +297,7 @@ def _read_clusters(top: Path, settings: Settings) -> dict[str, Any]:
                              hint=f"{CLUSTERS_DIR}/ holds <name>.yaml files declaring one Cluster each")
         docs = yamlio.read_all(path, rel, strict=True)
         if len(docs) != 1 or not isinstance(docs[0], dict):
-            raise DeclarationError(f"expected exactly one Cluster, found {len(docs)} document(s)", path=rel)
+            raise DeclarationError(f"expected exactly one Cluster, found {counted(len(docs), 'document')}", path=rel)
         doc = docs[0]
         if doc.get("apiVersion") != CLUSTER_API_VERSION or doc.get("kind") != CLUSTER_KIND:
             raise DeclarationError(f"expected apiVersion {CLUSTER_API_VERSION} and kind {CLUSTER_KIND}, found "
@@ -313,7 +314,9 @@ def _read_clusters(top: Path, settings: Settings) -> dict[str, Any]:
             raise DeclarationError(f"stage {cluster.stage!r} is not one of reconciler.yaml's stages "
                                    f"({', '.join(settings.stages) or 'none declared'})", path=rel,
                                    obj=f"Cluster {cluster.name}",
-                                   hint="declare the stages in order, e.g. stages: [dev, staging, prod]")
+                                   hint=f"give spec.stage one of {', '.join(settings.stages)}, or add "
+                                        f"{cluster.stage} to stages in reconciler.yaml" if settings.stages else
+                                   "declare the stages in order, e.g. stages: [dev, staging, prod]")
         clusters[cluster.name] = cluster
     return clusters
 

@@ -8,9 +8,10 @@ one."""
 from __future__ import annotations
 
 from reconciler.resolve.resolver import (
-    Deprecation, Resolution, ResolutionRequest, Resolver, SatResolver, Selection, UNSATISFIABLE, UPGRADE_EDGES,
-    Unsatisfiable, Update
+    Deprecation, Resolution, ResolutionRequest, Resolver, SatResolver, Selection, UNSATISFIABLE, Unsatisfiable,
+    Update
 )
+from reconciler.resolve.sat import UPGRADE_EDGES
 
 __all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "UNSATISFIABLE",
            "UPGRADE_EDGES", "Unsatisfiable", "Update"]

@@ -26,8 +26,9 @@ from reconciler.model.declarations import (
 )
 from reconciler.model.lock import LockEntry
 from reconciler.model.semver_range import VersionRange, order_key, parse_version
-from reconciler.resolve.sat import UPGRADE_EDGES, Hold, Problem, Requirement
+from reconciler.resolve.sat import Hold, Problem, Requirement
 from reconciler.resolve.universe import Candidate, Universe, heirs, own_order, successors
+from reconciler.report.words import counted
 
 __all__ = ["Deprecation", "Resolution", "ResolutionRequest", "Resolver", "SatResolver", "Selection", "Unsatisfiable",
            "Update", "UNSATISFIABLE"]
@@ -64,6 +65,7 @@ class Selection:
     dependencies: tuple[tuple[str, str], ...] = ()   # (what is needed, bundle that satisfies it)
     satisfies: tuple[tuple[str, str], ...] = ()      # (bundle that needs this one, what it needs)
     declaration: OperatorDecl | None = None
+    listed_in: str = ""               # the catalog file that lists the bundle ("" for spec.bundle)
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def _entrypoint_package(d: OperatorDecl, catalogs: Mapping[str, Catalog]) -> Ope
     packages = sorted(p for p, (_, bundles) in catalog.contents.members.items() if d.entrypoint in bundles)
     if len(packages) != 1:
         raise ResolutionError(f"entrypoint {d.entrypoint!r} is " + (
-            f"a bundle of {len(packages)} packages of catalog {d.catalog.name!r}: {', '.join(packages)}" if packages
+            f"a bundle of {counted(len(packages), 'package')} of catalog {d.catalog.name!r}: {', '.join(packages)}" if packages
             else f"no bundle of catalog {d.catalog.name!r}"), path=where, obj=obj,
             hint="name the package too (spec.updates.catalogSource.package)" if packages else
             "name a bundle the catalog lists (`reconciler catalog list bundles`)")
@@ -383,6 +385,7 @@ def _solve(universe: Universe, request: ResolutionRequest, decls: list[OperatorD
             owner=owner, kind=decl.kind if decl else "Dependency",
             origin=str(decl.origin) if decl else f"dependency of {', '.join(roots)}",
             bundle_name=cand.name, image=cand.bundle.image, package=cand.package, version=str(cand.version),
+            listed_in=cand.bundle.source,
             catalog=cand.catalog, channel=channel, install=install, required_by=tuple(roots),
             apply=not (cls.dry_run if cls else any(request.classes[by_name[r].input_class].dry_run
                                                    for r in roots if r in by_name)),

@@ -90,7 +90,7 @@ class ObjectChange:
 class OperatorChange:
     operator: str
     kind: str
-    change: str                   # added, removed, upgraded, downgraded, changed
+    change: str                   # added, removed, upgraded, downgraded, changed, approval (only it changes)
     before: BundleInfo | None
     after: BundleInfo | None
     edge: str                     # how the upgrade is reached
@@ -102,6 +102,7 @@ class OperatorChange:
     crds: tuple[str, ...] = ()
     deprecations: tuple[str, ...] = ()
     approval: Approval | None = None
+    approval_before: Approval | None = None   # the base's decision, when the change is the approval's
 
 
 @dataclass(frozen=True)
@@ -121,11 +122,17 @@ class Review:
 
 
 def review(before: Side, after: Side, *, approvals: Mapping[str, Approval] | None = None,
-           kube_version: str | None = None) -> Review:
+           kube_version: str | None = None, approvals_before: Mapping[str, Approval] | None = None) -> Review:
+    """The change from ``before`` to ``after``. ``approvals`` are the working tree's decisions; given the
+    base's (``approvals_before``), an Operator whose bundle is the same but whose decision is not (a commit that
+    approves it, or one that withdraws an approval) is a change too: the approval is what a reviewer reads."""
     changes = []
     for name in sorted(set(before.owners) | set(after.owners)):
         change = operator_change(before.owners.get(name), after.owners.get(name), after,
                                  (approvals or {}).get(name))
+        if change is None and approvals_before is not None:
+            change = approval_change(before.owners.get(name), after.owners.get(name),
+                                     approvals_before.get(name), (approvals or {}).get(name))
         if change is not None:
             changes.append(change)
     apis: list[ApiFinding] = []
@@ -186,6 +193,15 @@ def operator_change(old: Owner | None, new: Owner | None, after: Side,
         dependencies_added=tuple(sorted(deps_new - deps_old)), dependencies_dropped=tuple(sorted(deps_old - deps_new)),
         objects=tuple(objects), rbac_gained=gained, rbac_lost=lost, crds=tuple(crds),
         deprecations=tuple(deprecations), approval=approval if new is not None else None)
+
+
+def approval_change(old: Owner | None, new: Owner | None, before: Approval | None,
+                    after: Approval | None) -> OperatorChange | None:
+    """The change of an Operator whose bundle stays: its approval decided otherwise (None when it is not)."""
+    if old is None or new is None or after is None or before is None or before.approved == after.approved:
+        return None
+    return OperatorChange(operator=new.name, kind=new.kind, change="approval", before=old.bundle, after=new.bundle,
+                          edge="", approval=after, approval_before=before)
 
 
 def _newer(a: str, b: str) -> bool:

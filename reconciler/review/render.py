@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from reconciler.review.compare import ObjectChange, OperatorChange, Review
+from reconciler.report.words import agree, counted
+from reconciler.review.compare import Approval, ObjectChange, OperatorChange, Review
 
 SCHEMA_VERSION = 1
 
@@ -48,14 +49,15 @@ def _bundle(b: Any) -> str:
     return b.name if b is not None else "-"
 
 
-def _approval(op: OperatorChange) -> str:
-    if op.approval is None:
+def _approval(op: OperatorChange, *, before: bool = False) -> str:
+    approval = op.approval_before if before else op.approval
+    if approval is None:
         return "-"
-    return "approved" if op.approval.approved else f"waits ({op.approval.reason})"
+    return "approved" if approval.approved else f"waits ({approval.reason})"
 
 
 def _rbac_summary(op: OperatorChange) -> str:
-    return f"+{len(op.rbac_gained.rules)} -{len(op.rbac_lost.rules)} rules"
+    return f"rules +{len(op.rbac_gained.rules)} -{len(op.rbac_lost.rules)}"
 
 
 # JSON ------------------------------------------------------------------------------------------------
@@ -86,10 +88,15 @@ def _operator_doc(op: OperatorChange) -> dict[str, Any]:
         "rbac": {"gained": op.rbac_gained.to_list(), "lost": op.rbac_lost.to_list()},
         "crds": list(op.crds),
         "deprecations": list(op.deprecations),
-        "approval": None if op.approval is None else {
-            "approved": op.approval.approved, "reason": op.approval.reason, "message": op.approval.message,
-            "pending": op.approval.pending.to_list()},
+        "approval": _approval_doc(op.approval),
+        "approvalBefore": _approval_doc(op.approval_before),
     }
+
+
+def _approval_doc(approval: Approval | None) -> dict[str, Any] | None:
+    return None if approval is None else {
+        "approved": approval.approved, "reason": approval.reason, "message": approval.message,
+        "pending": approval.pending.to_list()}
 
 
 # Text ------------------------------------------------------------------------------------------------
@@ -106,8 +113,12 @@ def as_text(r: Review, colour: bool = False) -> str:
         out.append("No Operator changes.")
     for op in r.operators:
         out.append("")
-        out.append(f"{op.operator} ({op.kind}): {op.change} {_bundle(op.before)} -> {_bundle(op.after)}"
-                   + (f"  [{op.edge}]" if op.edge else ""))
+        if op.change == "approval":
+            out.append(f"{op.operator} ({op.kind}): {_bundle(op.after)}: approval {_approval(op, before=True)} -> "
+                       f"{_approval(op)}")
+        else:
+            out.append(f"{op.operator} ({op.kind}): {op.change} {_bundle(op.before)} -> {_bundle(op.after)}"
+                       + (f"  [{op.edge}]" if op.edge else ""))
         for need, b in op.dependencies_added:
             out.append(paint(f"  + dependency {b} (for {need})", "+"))
         for need, b in op.dependencies_dropped:
@@ -129,7 +140,7 @@ def as_text(r: Review, colour: bool = False) -> str:
             out.append(f"  approval: {'approved' if op.approval.approved else 'will wait'}: {op.approval.message}")
     out.append("")
     out += _api_text(r, paint)
-    out.append(f"Summary: {len(r.operators)} Operator(s) change")
+    out.append(f"Summary: {counted(len(r.operators), 'Operator')} {agree(len(r.operators), 'changes', 'change')}")
     return "\n".join(out) + "\n"
 
 
@@ -207,7 +218,7 @@ def as_markdown(r: Review) -> str:
                 out += ["", f"`{o.ref}`:", "", "```diff", *o.diff[2:], "```"]
             created = [o for o in op.objects if o.action == "created"]
             if created:
-                out += ["", f"<details><summary>{len(created)} created object(s)</summary>", ""]
+                out += ["", f"<details><summary>{counted(len(created), 'created object')}</summary>", ""]
                 for o in created:
                     out += [f"`{o.ref}`:", "", "```diff", *o.diff[3:], "```", ""]
                 out.append("</details>")

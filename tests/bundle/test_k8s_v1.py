@@ -113,7 +113,7 @@ def test_wildcard_rule_not_bound_to_the_operator_is_allowed(tmp_path):
 @pytest.mark.parametrize("olm, message", [
     (None, "a k8s+v1 bundle needs metadata/olm.yaml"),
     ({k: v for k, v in OLM_YAML.items() if k not in ("version", "minKubeVersion")},
-     "olm.yaml lacks the required field(s) version, minKubeVersion"),
+     "olm.yaml lacks the required fields version, minKubeVersion"),
     ({**OLM_YAML, "installModes": "all"}, "olm.yaml installModes must be a list of {type, supported}"),
 ])
 def test_olm_yaml_required(tmp_path, olm, message):

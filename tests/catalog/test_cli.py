@@ -42,7 +42,7 @@ def demo_catalog(root):
 def test_validate_valid(tmp_path):
     code, out = run("catalog", "validate", str(demo_catalog(tmp_path)))
     assert code == 0
-    assert out == "1 packages, 2 channels, 3 bundles: valid\n"
+    assert out == "1 package, 2 channels, 3 bundles: valid\n"
 
 
 def test_validate_reports_every_problem_and_exits_1(tmp_path):
@@ -59,7 +59,7 @@ def test_validate_reports_every_problem_and_exits_1(tmp_path):
         f"{tmp_path}/a.yaml: olm.channel stable: channel 'stable' has 2 heads: demo.v1.0.0, x [channel-head]",
         f'{tmp_path}/a.yaml: olm.bundle demo.v1.0.0: olm.package property: version "1.0" is not a strict semantic '
         f"version [bundle-package-property]",
-        "1 packages, 1 channels, 1 bundles: 4 problems"]
+        "1 package, 1 channel, 1 bundle: 4 problems"]
 
 
 def test_validate_json(tmp_path):

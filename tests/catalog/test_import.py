@@ -77,7 +77,7 @@ def test_import_named_packages_then_again_after_the_index_changed(tmp_path, oci_
     assert code == 0, out
     digest = oci.resolve(ref)
     assert f"catalogs/community from {ref} ({digest})" in out
-    assert "+ package alpha-operator: 2 bundle(s)" in out and "+ package gamma: 1 bundle(s)" in out
+    assert "+ package alpha-operator: 2 bundles" in out and "+ package gamma: 1 bundle" in out
     assert sorted(p.name for p in (repo / "catalogs/community").iterdir()) == [
         ".indexignore", "alpha-operator", "gamma", "import.yaml"]
     code, out = cli("catalog", "validate", str(repo / "catalogs/community"))

@@ -54,7 +54,7 @@ def test_stages_and_applied_objects_on_a_terminal(control_plane, example_repo):
         assert code == 0, term
         lines = term.splitlines()
         stages = [ln.split("] ", 1)[1] for ln in lines if ln.startswith("[")]
-        assert stages[:4] == [f"reading {example_repo}", "loading catalogs", "resolving 1 declaration(s)",
+        assert stages[:4] == [f"reading {example_repo}", "loading catalogs", "resolving 1 declaration",
                               "converting plumbus.v1.1.0 for plumbus"]
         assert stages[-1] == "applying"
         applied = [ln.split() for ln in lines if not ln.startswith("[")]
@@ -86,7 +86,7 @@ def test_verbose_off_a_terminal_logs_the_stages(example_repo, tmp_path):
         assert proc.returncode == 1 and "Summary:" in proc.stdout
         logged = [ln.split(" reconciler.progress: ", 1)[1] for ln in proc.stderr.splitlines()
                   if " INFO reconciler.progress: " in ln]
-        assert logged[:3] == [f"reading {example_repo}", "loading catalogs", "resolving 1 declaration(s)"], proc.stderr
+        assert logged[:3] == [f"reading {example_repo}", "loading catalogs", "resolving 1 declaration"], proc.stderr
         assert "\r" not in proc.stderr and "\033" not in proc.stderr
 
 
@@ -124,8 +124,8 @@ def test_a_status_line_is_erased_before_anything_else_is_written():
 
     term = io.StringIO()
     progress = TerminalProgress(term)
-    progress.status("waiting for 1 Operator(s): plumbus: Deployment plumbus-system/plumbus: updated replicas 0/1")
-    progress.status("waiting for 1 Operator(s): plumbus: ready")
+    progress.status("waiting for 1 Operator: plumbus: Deployment plumbus-system/plumbus: updated replicas 0/1")
+    progress.status("waiting for 1 Operator: plumbus: ready")
     progress.stage("judging health")
     progress.status("waiting again")
     progress.clear()
@@ -161,7 +161,7 @@ def test_the_report_starts_on_a_clean_line_after_waiting_for_the_rollout(control
         code, _, transcript = _run_on_pty("reconcile", str(example_repo), "--timeout", "3s", "--kubeconfig",
                                           str(control_plane.kubeconfig_path), shared=True)
         assert code == 5, transcript   # not healthy in time: reported after the changes
-        assert "waiting for 1 Operator(s)" in transcript, "the run showed no status line: nothing to check"
+        assert "waiting for 1 Operator" in transcript, "the run showed no status line: nothing to check"
         shown = screen(transcript)
         assert f"Repository {example_repo} at an unversioned tree (not a git repository)" in shown, shown
         assert not any("waiting for" in ln for ln in shown), shown   # erased, not continued by the report

@@ -46,7 +46,7 @@ def test_catalog_validate_imports_only_what_it_uses(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "catalog.yaml").write_text(ONE_PACKAGE)
     code, out, modules = _cli_modules("catalog", "validate", "--no-cache", str(tmp_path / "one"))
-    assert (code, out) == (0, "1 packages, 1 channels, 1 bundles: valid\n")
+    assert (code, out) == (0, "1 package, 1 channel, 1 bundle: valid\n")
     assert "yaml" in modules and "reconciler" in modules  # the check sees what the run loaded
     assert not {"logging", "semver", "json", "threading", "reconciler.model.views", *HEAVY} & modules, sorted(modules)
     # a third of a short command's start-up, before these were kept off its path (see ARCHITECTURE.md)

@@ -160,14 +160,14 @@ def test_the_report_the_consent_and_the_takeover_of_what_kubectl_applied(repo, k
     assert f"ConfigMap {NS}/plumbus-settings: in the install namespace {NS}" in out
     assert ("ClusterRole.rbac.authorization.k8s.io plumbus-metrics-reader: labelled app.kubernetes.io/name=plumbus"
             in out)
-    assert "Summary: 4 matches, 1 differs, 1 missing, 1 refused; 2 other object(s) left alone" in out
+    assert "Summary: 4 matches, 1 differs, 1 missing, 1 refused; 2 other objects left alone" in out
     assert "POD TEMPLATE DIFFERS" not in out
     assert versions(k8s, objs + repo.extra) == before   # nothing written
 
     consent(repo)
     refused = reconcile(repo, kc, "--no-wait", capsys=capsys)
     assert refused.code == 2, refused.out + refused.err
-    assert "operators/plumbus.yaml: 1 object(s) that reconciler.dev/adopt: \"true\" on the declaration would take " \
+    assert "operators/plumbus.yaml: 1 object that reconciler.dev/adopt: \"true\" on the declaration would take " \
            "over cannot be adopted; nothing was applied" in refused.err
     assert f"{owned_by_olm['metadata']['name']} [plumbus]: is OLM v0's" in refused.err
     assert versions(k8s, objs + repo.extra) == before
@@ -195,7 +195,7 @@ def test_the_report_the_consent_and_the_takeover_of_what_kubectl_applied(repo, k
 
     run = reconcile(repo, kc, "--no-wait", capsys=capsys)
     assert run.code == 0, run.out + run.err
-    assert ("Operator plumbus took over 6 existing object(s) of its bundle (reconciler.dev/adopt: \"true\" on its "
+    assert ("Operator plumbus took over 6 existing objects of its bundle (reconciler.dev/adopt: \"true\" on its "
             "declaration), and created 1; they are in its inventory now") in run.out
     assert rolled_out(k8s) == sets                        # the pod template matched: no new ReplicaSet
     assert live(k8s, deployment)["spec"]["template"] == template
@@ -301,7 +301,7 @@ def test_the_walkthrough_of_docs_migration_as_printed(repo, kc, k8s, capsys, tmp
     second = indented_block("docs/migration.md", CONSENT_LINE)
     assert len(second) == 4, second
     steps = run_walkthrough(second, home, cwd=tmp_path, env=env)
-    assert "took over 7 existing object(s)" in steps[2][1], steps[2][1]
+    assert "took over 7 existing objects" in steps[2][1], steps[2][1]
     assert rolled_out(k8s) == sets
     assert inventory(k8s) == {str(ObjectRef.of(o)) for o in rendered(repo, capsys)}
 

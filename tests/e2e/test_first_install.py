@@ -133,7 +133,7 @@ def test_a_first_install_refused_while_writing_is_removed_whole(recorded_k8s):
         _sync(kube, broken)
     message = caught.value.message
     assert "refused by the API server as invalid" in message and "Deployment.apps first-c-system/controller" in message
-    assert "Operator first-c was a first install and was removed again (8 object(s)" in message, message
+    assert "Operator first-c was a first install and was removed again (8 objects" in message, message
     # What it wrote before the Deployment, its installer and the namespace made for it are gone; its status
     # object says why, with nothing in its inventory.
     wait_unchanged(kube, before, except_operator="first-c")

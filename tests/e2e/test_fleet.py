@@ -13,6 +13,7 @@ import html.parser
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pygit2
@@ -135,9 +136,26 @@ def test_each_cluster_reconciles_its_own_placement_and_promotion_needs_evidence(
     try:
         run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(kc), "--no-wait", capsys=capsys)
         assert run.code == 0, run.err + run.out
+        pods = dev.resource("v1", "Pod")
+        deadline = time.monotonic() + 60
+        while not any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+                      for p in dev.list(pods, namespace="plumbus-system")
+                      for c in (p.get("status") or {}).get("conditions") or []):
+            assert time.monotonic() < deadline, "the scheduler never reported the new pod"
+            time.sleep(0.5)
+        # the next reconcile (as the cluster's loop makes) judges the rollout again: its cause is the pod
+        run = cli("reconcile", str(root), "--cluster", "dev", "--kubeconfig", str(kc), "--no-wait", capsys=capsys)
+        assert run.code == 0, run.err + run.out
+        cause = "cannot be scheduled (Unschedulable): 0/3 nodes are available: 3 node(s) were unschedulable"
         refused = cli("promote", str(root), "--to", "prod", "--soak", "0", "--kubeconfig", str(kc), capsys=capsys)
         assert refused.code == 2, refused.out
         assert "dev: plumbus plumbus.v1.1.0 is not healthy (Progressing" in refused.out, refused.out
+        assert cause in refused.out, refused.out   # the evidence names the cause, not only the symptom
+        seen = json.loads(cli("fleet", "status", str(root), "--kubeconfig", str(kc), "-o", "json",
+                              capsys=capsys).out)
+        cell = next(op for c in seen["clusters"] if c["name"] == "dev" for op in c["operators"]
+                    if op["operator"] == "plumbus")
+        assert cell["health"] == "Progressing" and cause in cell["message"], cell
         waiting = cli("promote", str(root), "--all", "--soak", "0", "--kubeconfig", str(kc), "-o", "json",
                       capsys=capsys)   # the scheduled form: still rolling out is not ready yet, not refused
         assert waiting.code == 6, waiting.out
@@ -182,6 +200,9 @@ def test_fleet_status_reads_every_cluster_and_reports_an_unreachable_one(fleet, 
     assert status.code == 0, status.err
     doc = json.loads(status.out)
     assert (doc["apiVersion"], doc["kind"]) == ("reconciler.dev/v1alpha1", "FleetStatus")
+    # what docs/output.md tells scripts to test: a cluster that was read is Reachable
+    assert {c["name"]: (c["reachable"], c["reason"]) for c in doc["clusters"]} == {
+        "dev": (True, "Reachable"), "prod-eu": (True, "Reachable")}
     cells = {(c["name"], op["operator"]): op for c in doc["clusters"] for op in c["operators"]}
     assert cells[("dev", "plumbus")]["bundle"] == "plumbus.v1.0.0" and cells[("dev", "plumbus")]["inSync"]
     assert cells[("dev", "gadget")]["installed"] and not cells[("prod-eu", "gadget")]["placed"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import time
 import uuid
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 
 from reconciler.cli.parser import main
 from reconciler.kube.client import Kube
+from tests.docblocks import ROOT, assert_printed, indented_block
 from tests.unit.helpers import crd_doc, csv_doc, deployment, operator_doc, write_bundle, write_docs
 from tests.support.repo import GitOpsRepo
 
@@ -80,7 +83,13 @@ def test_a_broken_deployment_is_not_ready_and_does_not_block_another_operator(re
     assert run.code == 5, run.out + run.err
     assert f"  {good}: healthy" in run.out
     assert f"  {bad}: not healthy after 2" in run.out
-    assert f"Deployment.apps ns-{bad}/demo-controller: InProgress: available replicas: 0/1" in run.out
+    assert f"Deployment.apps ns-{bad}/demo-controller: InProgress: pod demo-controller-" in run.out
+    assert "cannot be scheduled (Unschedulable): 0/3 nodes are available" in run.out, run.out
+
+    def normalise(text: str) -> str:   # the names made unique here, the pod's hash, the counts and seconds
+        text = re.sub(r"pod \S+-[a-z0-9]+-[a-z0-9]{5} ", "pod POD ", text.replace(f"-{uid}", ""))
+        return re.sub(r"after \d+s", "after Ns", re.sub(r"\(\d+ components?, \d+s\)", "(N components, Ns)", text))
+    assert_printed(indented_block("docs/health.md", "Health:"), run.out, normalise=normalise, section=True)
 
     # The healthy one is Ready, and its Deployment really is available.
     dep = get(k8s, "apps/v1", "Deployment", "demo-controller", f"ns-{good}")
@@ -100,7 +109,10 @@ def test_a_broken_deployment_is_not_ready_and_does_not_block_another_operator(re
     # The broken one says which component, why, and for how long.
     broken = conditions(k8s, bad)
     assert (broken["Ready"]["status"], broken["Ready"]["reason"]) == ("False", "HealthTimeout")
-    assert broken["Ready"]["message"].startswith(f"Deployment.apps ns-{bad}/demo-controller: available replicas: 0/1")
+    assert broken["Ready"]["message"].startswith(f"Deployment.apps ns-{bad}/demo-controller: pod demo-controller-")
+    assert "cannot be scheduled (Unschedulable): 0/3 nodes are available: 3 node(s) didn't match Pod's node " \
+           "affinity/selector" in broken["Ready"]["message"], broken["Ready"]["message"]
+    assert "; available replicas: 0/1" in broken["Ready"]["message"]
     assert "not healthy after" in broken["Ready"]["message"]
     assert broken["Degraded"]["status"] == "True"
     ref = next(r for r in get(k8s, OPERATOR, "Operator", bad)["status"]["components"]["refs"]
@@ -270,3 +282,75 @@ def test_a_real_operator_reports_every_field_of_the_seed_status(repo, kc, k8s, u
     assert conds["Ready"]["status"] == "True"
     assert all(c["lastTransitionTime"] and c["observedGeneration"] for c in conds.values())
     assert {o["kind"] for o in status["components"]["operands"]} >= {"Queue", "Exchange", "User"}
+
+
+def test_a_release_whose_new_pod_fits_no_node_names_the_pod_and_the_schedulers_message(repo, kc, k8s, uid, capsys):
+    """The old pod still serves, so the Deployment only says an old replica waits to go: the cause is the new
+    pod, which no node fits. It is what reconcile, the status and `reconciler status` say."""
+    name = f"release-{uid}"
+    declare(repo, name, registry_bundle(repo, name), f"ns-{name}")
+    assert reconcile(repo, kc, "--timeout", "60s", capsys=capsys).code == 0
+    dep = deployment("demo-controller", "demo-sa")
+    dep["spec"]["template"]["spec"]["nodeSelector"] = {"reconciler.test/no-such-node": "x"}
+    newer = write_bundle(repo, f"bundles/{name}-2", csv_doc(f"{name}.v0.2.0", version="0.2.0", deployments=[dep]),
+                         package=name)
+    declare(repo, name, newer, f"ns-{name}")
+    run = reconcile(repo, kc, "--timeout", "10s", "-o", "json", capsys=capsys)
+    assert run.code == 5, run.out + run.err
+    (health,) = [h for h in json.loads(run.out)["health"] if h["operator"] == name]
+    (stuck,) = health["unhealthy"]
+    assert stuck["object"] == f"Deployment.apps ns-{name}/demo-controller" and stuck["reason"] == "Unschedulable"
+    assert stuck["message"].startswith("pod demo-controller-"), stuck
+    assert "cannot be scheduled (Unschedulable): 0/3 nodes are available: 3 node(s) didn't match Pod's node " \
+           "affinity/selector" in stuck["message"], stuck
+    assert stuck["message"].endswith("; pending termination: 1 old replica"), stuck
+    # docs/health.md prints this line as `reconcile` does (names and the pod's hash aside)
+    line = f"{stuck['object']}: {stuck['status']}: {stuck['message']}"
+    (shown,) = indented_block("docs/health.md", next(
+        text.strip() for text in (ROOT / "docs/health.md").read_text().splitlines()
+        if text.startswith("    Deployment.apps plumbus-system/plumbus-controller-manager: InProgress: pod")))
+
+    def normalise(text: str) -> str:
+        return re.sub(r"pod \S+-[a-z0-9]+-[a-z0-9]{5} ", "pod POD ", text.replace(f"ns-{name}/demo-controller", "NAME")
+                      .replace("plumbus-system/plumbus-controller-manager", "NAME"))
+    assert normalise(line) == normalise(shown), line
+    ready = conditions(k8s, name)["Ready"]
+    assert ready["reason"] == "HealthTimeout" and "cannot be scheduled (Unschedulable)" in ready["message"], ready
+    ref = next(r for r in get(k8s, OPERATOR, "Operator", name)["status"]["components"]["refs"]
+               if r["kind"] == "Deployment")
+    assert ref["health"]["reason"] == "Unschedulable", ref
+    out = io.StringIO()
+    assert main(["status", "--kubeconfig", str(kc)], out=out) == 0
+    assert f"{name}: HealthTimeout: Deployment.apps ns-{name}/demo-controller: pod demo-controller-" in out.getvalue()
+
+
+SIMULATED = {"CrashLoopBackOff": "container manager is CrashLoopBackOff: back-off 5m0s restarting failed container="
+                                 "manager pod=", "ImagePullBackOff": "container manager is ImagePullBackOff: Back-off "
+                                 "pulling image \"registry.example.com/demo:v0.1.0\"",
+             "ErrImagePull": "container manager is ErrImagePull: failed to pull and unpack image "
+                             "\"registry.example.com/demo:v0.1.0\"",
+             "ReadinessProbeFailed": "container manager runs but its readiness probe does not pass: Readiness probe "
+                                     "failed: HTTP probe failed with statuscode: 503"}
+
+
+def test_each_cause_a_kubelet_reports_is_the_reason_of_the_component(repo, kc, uid, capsys):
+    """kwok makes each pod fail as a kubelet reports it (reconciler.dev/simulate on the pod template): the
+    reason of each Deployment is what stops its pods, with what the kubelet said."""
+    name = f"causes-{uid}"
+    deployments = []
+    for reason in SIMULATED:
+        dep = deployment(f"sim-{reason.lower()}", "demo-sa")
+        template = dep["spec"]["template"]
+        template["metadata"]["annotations"] = {"reconciler.dev/simulate": reason}
+        template["spec"]["containers"][0]["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": 8081}}
+        deployments.append(dep)
+    declare(repo, name, write_bundle(repo, f"bundles/{name}", csv_doc(f"{name}.v0.1.0", deployments=deployments),
+                                     package=name), f"ns-{name}")
+    run = reconcile(repo, kc, "--timeout", "10s", "-o", "json", capsys=capsys)
+    assert run.code == 5, run.out + run.err
+    (health,) = [h for h in json.loads(run.out)["health"] if h["operator"] == name]
+    found = {c["object"].rsplit("/", 1)[1]: c for c in health["unhealthy"]}
+    for reason, said in SIMULATED.items():
+        component = found[f"sim-{reason.lower()}"]
+        assert component["reason"] == reason, component
+        assert said in component["message"], component

@@ -395,7 +395,7 @@ def test_crds_with_custom_resources_are_kept_with_an_exact_count_unless_opted_in
     repo.write("reconciler.yaml", "allowEmpty: true\n")
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
-    assert "plumbai.how.theydoit.com  skipped  [plumbus]: kept: 3 custom resource(s) of it still exist" in run.out
+    assert "plumbai.how.theydoit.com  skipped  [plumbus]: kept: 3 custom resources of it still exist" in run.out
     assert "reconciler.dev/delete-custom-resources" in run.out
     assert get(k8s, "how.theydoit.com/v1alpha1", "Plumbus", "two", "default") is not None
 
@@ -414,13 +414,13 @@ def test_crds_with_custom_resources_are_kept_with_an_exact_count_unless_opted_in
     opt_in("2")   # fewer than exist: a later, larger count needs a new opt-in
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
-    assert "kept: 3 custom resource(s) of it still exist, more than the 2 the opt-in on the declaration allows" \
+    assert "kept: 3 custom resources of it still exist, more than the 2 the opt-in on the declaration allows" \
         in run.out and 'delete-custom-resources: "3"' in run.out
     assert get(k8s, "how.theydoit.com/v1alpha1", "Plumbus", "two", "default") is not None
     opt_in("3")
     run = reconcile(repo, kc, capsys=capsys)
     assert run.code == 0, run.err
-    assert "plumbai.how.theydoit.com  deleted  [plumbus]: with its 3 custom resource(s)" in run.out
+    assert "plumbai.how.theydoit.com  deleted  [plumbus]: with its 3 custom resources" in run.out
     assert run.out.index("plumbai.how.theydoit.com  deleted") < \
         run.out.index("plumbus-system/plumbus-controller-manager  deleted")   # while the operator could finalize
     assert get(k8s, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "plumbai.how.theydoit.com") is None

@@ -82,7 +82,7 @@ def test_a_namespaced_kind_only_the_cluster_knows_needs_a_namespace(tmp_path, kc
         repo = _repo(tmp_path, "apiVersion: plain.example.com/v1\nkind: Gadget\nmetadata: {name: g}\n")
         run = reconcile(repo, kc, capsys=capsys)
         assert run.code == 2, run.out + run.err
-        assert "of a namespaced kind name no namespace" in run.err and "Gadget.plain.example.com g (Operator settings)" in run.err
+        assert "1 object of a namespaced kind names no namespace" in run.err and "Gadget.plain.example.com g (Operator settings)" in run.err
         assert "set metadata.namespace on each in its bundle" in run.err
         assert managed(k8s, "settings") == set()
     finally:

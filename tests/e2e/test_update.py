@@ -208,8 +208,12 @@ def test_a_pinned_version_stays_a_pin(repo, capsys):
 
 
 def test_updates_beyond_the_range_are_counted(repo, capsys):
+    from tests.docblocks import assert_printed, indented_block
+
     run = cli("update", str(repo.path), capsys=capsys)
     assert run.code == 0
+    assert_printed(indented_block("docs/review.md", "OPERATOR  INSTALLED       UPDATE          LEVEL  SCOPE   EDGE"
+                                  "                                      DECLARATION CHANGES"), run.out)   # the page's
     assert run.out.splitlines()[-1] == "1 update; 1 more beyond your range: --include-out-of-range"
     assert json.loads(cli("update", str(repo.path), "-o", "json", capsys=capsys).out)["beyondRange"] == 1
     only = cli("update", str(repo.path), "--only", "gadget", capsys=capsys).out

@@ -168,7 +168,7 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
 
     imports = outputs[:3]
     assert f"catalogs/community-operators from CatalogSource {NS}/community-operators: {index} (sha256:" in imports[0]
-    assert "+ package move2kube-operator: 1 bundle(s)" in imports[0]
+    assert "+ package move2kube-operator: 1 bundle" in imports[0]
     assert f"catalogs/team-catalog from CatalogSource {NS}/team-catalog: {a2}" in imports[1]
     assert f"catalogs/legacy-catalog from CatalogSource {NS}/legacy-catalog: ConfigMap {NS}/legacy-catalog" \
         in imports[2]
@@ -186,7 +186,7 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
     record = yamlio.load_one((repo / "catalogs/community-operators/import.yaml").read_text(), "import.yaml")
     assert record["source"]["image"] == index and record["source"]["digest"].startswith("sha256:")
 
-    assert "Summary: 0 package(s) added, 0 changed, 0 removed, 1 unchanged" in again
+    assert "Summary: 0 packages added, 0 changed, 0 removed, 1 unchanged" in again
     assert "catalogs/team-catalog is as the source has it: nothing written" in again
     assert resolved is not None and git(repo, "status", "--porcelain") == ""   # the adopted lock is what resolve writes
     for name, case in SOURCES.items():

@@ -97,7 +97,7 @@ def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_ove
     commit_all(ahead, "the next bundles, before the takeover")
     for args in (("--dry-run",), ()):
         refused = run("reconcile", str(ahead), *args, code=2, kubeconfig=kubeconfig)
-        assert "2 Operator(s) held back, so nothing was written" in refused, refused
+        assert "2 Operators held back, so nothing was written" in refused, refused
         assert "Operator alloydb-omni-operator: " in refused, refused
         assert (f"Operator cert-manager: Subscription {DEPENDENCY.namespace}/{DEPENDENCY.subscription} installed "
                 "cert-manager.v1.12.2, the lock pins cert-manager.v1.13.1") in refused, refused

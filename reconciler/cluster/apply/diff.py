@@ -11,6 +11,7 @@ from typing import Any
 
 from reconciler.cluster.apply.digest import ANNOTATION_DIGEST
 from reconciler.model.kube import Manifest, ObjectRef
+from reconciler.report.words import counted
 
 
 _VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
@@ -63,7 +64,7 @@ def describe_diff(live: Manifest, proposed: Manifest, *, limit: int = DIFF_LINES
     found.sort()
     lines = [text for _, _, text in found[:limit]]
     if len(found) > limit:
-        lines.append(f"... and {len(found) - limit} more changed path(s)")
+        lines.append(f"... and {counted(len(found) - limit, 'more changed path')}")
     return tuple(lines)
 
 

@@ -27,6 +27,7 @@ from reconciler.kube.client import ApiError, Kube, ResourceInfo
 from reconciler.cluster.apply.target import Claims, PlanOptions, Target
 from reconciler.errors import BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import FIELD_MANAGER, Manifest, ObjectRef, operators_selector
+from reconciler.report.words import agree, counted
 
 
 _Key = tuple[str, str, str, str]
@@ -233,7 +234,7 @@ class _Planner:
                          f"{', '.join(sorted(unchecked & self.rebinding))} that only the newly approved "
                          f"permissions allow (a real run binds the installer to them first)")
         if self.unverified and self.dry_run:
-            notes.append(f"{self.unverified} object(s) could not be checked by server-side dry-run because their "
+            notes.append(f"{counted(self.unverified, 'object')} could not be checked by server-side dry-run because their "
                          f"namespace or CustomResourceDefinition does not exist yet")
         problems = {o for o, _ in [*((op.name, m) for op, m in invalid), *unsafe, *self.unplaced, *self.conflicts,
                                    *self.errors]}
@@ -249,7 +250,8 @@ class _Planner:
                                          [m for o, m in self.errors if o == name])
         stray = [m for o, m in self.errors if o not in self.by_name]   # not an Operator's object: refuses all
         if stray:
-            raise ClusterError(f"{len(stray)} object(s) were refused by the API server; nothing was applied:"
+            raise ClusterError(f"{counted(len(stray), 'object')} {agree(len(stray), 'was', 'were')} refused by the API "
+                               f"server; nothing was applied:"
                                f"\n  " + "\n  ".join(stray))
         return refused
 
@@ -268,16 +270,18 @@ class _Planner:
                                     f"Operator declaration with {crdsafety.ANNOTATION_ALLOW}: <CRD name>[,...] (or "
                                     f"\"*\")")
         if unplaced:
-            return BundleError(f"{len(unplaced)} object(s) of a namespaced kind name no namespace, and neither the "
-                               f"built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not "
+            names = agree(len(unplaced), "names", "name")
+            return BundleError(f"{counted(len(unplaced), 'object')} of a namespaced kind {names} no namespace, and "
+                               f"neither the built-in kinds nor the bundle's CRDs say the kind is namespaced, so it was not "
                                f"placed in the install namespace; {state}:\n  " + "\n  ".join(unplaced),
                                hint="set metadata.namespace on each in its bundle")
         if len(conflicts) == 1:
             return conflicts[0]
         if conflicts:
-            return PolicyError(f"{len(conflicts)} object(s) exist and may not be taken over; {state}:\n  "
+            return PolicyError(f"{counted(len(conflicts), 'object')} exist and may not be taken over; {state}:\n  "
                                + "\n  ".join(c.render() for c in conflicts))
-        return ClusterError(f"{len(errors)} object(s) were refused by the API server; {state}:\n  "
+        return ClusterError(f"{counted(len(errors), 'object')} {agree(len(errors), 'was', 'were')} refused by the API server; "
+                            f"{state}:\n  "
                             + "\n  ".join(errors))
 
 
@@ -320,7 +324,7 @@ def invalid_objects(invalid: list[tuple[DesiredOperator, str]], state: str = "no
     """Objects the API server refused as invalid: an error in the bundle (exit 2), naming it and each object."""
     sources = sorted({str(op.bundle.get("source") or op.name) for op, _ in invalid})
     lines = "\n  ".join(f"{line} [bundle {op.bundle.get('source') or op.name} of {op.name}]" for op, line in invalid)
-    return BundleError(f"{len(invalid)} object(s) of the bundle were refused by the API server as invalid; "
+    return BundleError(f"{counted(len(invalid), 'object')} of the bundle were refused by the API server as invalid; "
                        f"{state}:\n  {lines}", path=sources[0],
                        hint="the bundle's manifests do not pass the cluster's validation; fix the bundle or choose "
                             "another version")

@@ -18,6 +18,7 @@ from reconciler.cluster.apply.plan import Planned, as_installer, invalid_objects
 from reconciler.kube.client import ApiError, Kube
 from reconciler.errors import ClusterError, ReconcilerError
 from reconciler.model.kube import FIELD_MANAGER
+from reconciler.report.words import agree, counted
 
 
 def execute_all(kube: Kube, planned: list[Planned]) -> tuple[list[Change], list[tuple[Planned, ApiError]]]:
@@ -77,18 +78,18 @@ def refused_on_write(refused: list[tuple[Planned, ApiError]], planned: list[Plan
     kept = [name for name in owners if name not in rolled_back]
     parts = []
     if kept:
-        written = ", ".join(f"{counts[name]} object(s) of Operator {name}" for name in kept)
+        written = ", ".join(f"{counted(counts[name], 'object')} of Operator {name}" for name in kept)
         parts.append(f"written before, and recorded in the inventory: {written}; the next reconcile applies the "
                      f"rest and removes what is no longer wanted")
     for name in sorted(rolled_back):
-        parts.append(f"Operator {name} was a first install and was removed again ({rolled_back[name]} object(s) "
+        parts.append(f"Operator {name} was a first install and was removed again ({counted(rolled_back[name], 'object')} "
                      f"written before the refusal deleted, its installer and new namespace too)")
     others = sorted(set(by_name) - set(owners))
     state = "; ".join(parts) + (f" (the other Operators were applied: {', '.join(others)})" if others else "")
     if len(invalid) == len(refused):
         return invalid_objects(invalid, state)
     lines = "\n  ".join(f"{p.ref}: {exc.message}{as_installer(p, p.writer, exc)}" for p, exc in refused)
-    return ClusterError(f"{len(refused)} object(s) were refused by the API server; {state}:\n  {lines}")
+    return ClusterError(f"{counted(len(refused), 'object')} {agree(len(refused), 'was', 'were')} refused by the API server; {state}:\n  {lines}")
 
 
 def _execute(kube: Kube, p: Planned) -> Change:

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from reconciler.model.kube import Manifest, split_api_version
+from reconciler.report.words import counted
 
 
 class Status(str, Enum):
@@ -54,6 +55,18 @@ def _failed(reason: str, message: str) -> Health:
 
 
 NOT_FOUND = Health(Status.NOT_FOUND, "resource does not exist", "NotFound")
+
+# The reasons these rules give (docs/health.md lists them); where a rule passes on the object's own condition
+# reason (Stalled, Reconciling, Ready=False, a failed Job, a failed or unschedulable Pod), that reason instead.
+REASONS = frozenset({
+    "Current", "NotFound", "Terminating", "LatestGenerationNotObserved", "Stalled", "Reconciling", "NotReady",
+    "ProgressDeadlineExceeded", "UpdatedReplicas", "OldReplicasPending", "AvailableReplicas", "ReadyReplicas",
+    "NotAvailable", "ReplicaFailure", "FullyLabeledReplicas", "Replicas", "PartitionRollout", "RollingUpdate",
+    "NoDesiredNumber", "CurrentNumberScheduled", "UpdatedNumberScheduled", "NumberAvailable", "NumberReady",
+    "NamesNotAccepted", "NotEstablished", "JobFailed", "JobInProgress", "PodFailed", "Unschedulable", "PodNotReady",
+    "NotBound", "ClaimLost", "NoLoadBalancerIngress", "NoReadyEndpoints",
+    "CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerError", "InvalidImageName",
+})
 
 
 def conditions(obj: Manifest) -> dict[str, dict[str, Any]]:
@@ -133,7 +146,7 @@ def _deployment(obj: Manifest) -> Health:
     if updated < want:
         return _progress("UpdatedReplicas", f"updated replicas: {updated}/{want}")
     if total > updated:
-        return _progress("OldReplicasPending", f"pending termination: {total - updated} old replica(s)")
+        return _progress("OldReplicasPending", f"pending termination: {counted(total - updated, 'old replica')}")
     if available < want:
         why = f"; {_explain(conds['Available'])}" if "Available" in conds else ""
         return _progress("AvailableReplicas", f"available replicas: {available}/{want}{why}")
@@ -141,7 +154,7 @@ def _deployment(obj: Manifest) -> Health:
         return _progress("ReadyReplicas", f"ready replicas: {ready}/{want}")
     if "Available" in conds and not _is(conds, "Available"):
         return _progress("NotAvailable", _explain(conds["Available"]))
-    return _current(f"Deployment is available: {available}/{want} replica(s)")
+    return _current(f"Deployment is available: {available}/{counted(want, 'replica')}")
 
 
 def _replica_set(obj: Manifest) -> Health:
@@ -149,11 +162,12 @@ def _replica_set(obj: Manifest) -> Health:
     if _is(conds, "ReplicaFailure"):
         return _failed("ReplicaFailure", _explain(conds["ReplicaFailure"]))
     want = _replicas(obj)
-    for field, label in (("fullyLabeledReplicas", "labelled"), ("availableReplicas", "available"),
-                         ("readyReplicas", "ready")):
+    for field, label, reason in (("fullyLabeledReplicas", "labelled", "FullyLabeledReplicas"),
+                                 ("availableReplicas", "available", "AvailableReplicas"),
+                                 ("readyReplicas", "ready", "ReadyReplicas")):
         if status.get(field, 0) < want:
-            return _progress(f"{field[0].upper()}{field[1:]}", f"{label} replicas: {status.get(field, 0)}/{want}")
-    return _current(f"ReplicaSet is available: {want} replica(s)")
+            return _progress(reason, f"{label} replicas: {status.get(field, 0)}/{want}")
+    return _current(f"ReplicaSet is available: {counted(want, 'replica')}")
 
 
 def _stateful_set(obj: Manifest) -> Health:
@@ -171,11 +185,11 @@ def _stateful_set(obj: Manifest) -> Health:
         updated = status.get("updatedReplicas", 0)
         if updated < want - partition:
             return _progress("PartitionRollout", f"updated replicas: {updated}/{want - partition} (partitioned)")
-        return _current(f"StatefulSet partitioned rollout complete: {updated} replica(s) updated")
+        return _current(f"StatefulSet partitioned rollout complete: {counted(updated, 'replica')} updated")
     if status.get("updateRevision") and status.get("currentRevision") != status.get("updateRevision"):
-        return _progress("RollingUpdate", f"rolling update in progress: {current}/{want} replica(s) at "
+        return _progress("RollingUpdate", f"rolling update in progress: {current}/{counted(want, 'replica')} at "
                                           f"revision {status['updateRevision']}")
-    return _current(f"StatefulSet is ready: {ready}/{want} replica(s)")
+    return _current(f"StatefulSet is ready: {ready}/{counted(want, 'replica')}")
 
 
 def _daemon_set(obj: Manifest) -> Health:
@@ -183,11 +197,13 @@ def _daemon_set(obj: Manifest) -> Health:
     if "desiredNumberScheduled" not in status:
         return _progress("NoDesiredNumber", "the DaemonSet controller has not reported yet")
     want = status["desiredNumberScheduled"]
-    for field, label in (("currentNumberScheduled", "scheduled"), ("updatedNumberScheduled", "updated"),
-                         ("numberAvailable", "available"), ("numberReady", "ready")):
+    for field, label, reason in (("currentNumberScheduled", "scheduled", "CurrentNumberScheduled"),
+                                 ("updatedNumberScheduled", "updated", "UpdatedNumberScheduled"),
+                                 ("numberAvailable", "available", "NumberAvailable"),
+                                 ("numberReady", "ready", "NumberReady")):
         if status.get(field, 0) < want:
-            return _progress(f"{field[0].upper()}{field[1:]}", f"{label} pods: {status.get(field, 0)}/{want}")
-    return _current(f"DaemonSet is rolled out: {want} pod(s)")
+            return _progress(reason, f"{label} pods: {status.get(field, 0)}/{want}")
+    return _current(f"DaemonSet is rolled out: {counted(want, 'pod')}")
 
 
 def _crd(obj: Manifest) -> Health:
@@ -215,7 +231,7 @@ def _job(obj: Manifest) -> Health:
     if _is(conds, "Failed"):
         return _failed(conds["Failed"].get("reason") or "JobFailed", _explain(conds["Failed"]))
     if _is(conds, "Complete"):
-        return _current(f"Job completed: {status.get('succeeded', 0)} pod(s) succeeded")
+        return _current(f"Job completed: {counted(status.get('succeeded', 0), 'pod')} succeeded")
     if _is(conds, "Suspended"):
         return _current("Job is suspended")
     return _progress("JobInProgress", f"Job in progress: {status.get('active', 0)} active, "
@@ -271,7 +287,7 @@ def _service(obj: Manifest, endpoint_slices: Iterable[Manifest] | None) -> Healt
     ready = sum(1 for es in endpoint_slices for ep in es.get("endpoints") or []
                 if (ep.get("conditions") or {}).get("ready", True) is not False)
     if ready:
-        return _current(f"Service has {ready} ready endpoint(s)")
+        return _current(f"Service has {counted(ready, 'ready endpoint')}")
     return _progress("NoReadyEndpoints", "Service has no ready endpoints: no pod selected by it is ready")
 
 

@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.cluster.health import causes
 from reconciler.cluster.health.judge import NOT_FOUND, Health, Status, conditions, judge, operand, webhook_services, worst
 from reconciler.kube.client import ApiError, Kube
 from reconciler.model.kube import Manifest, ObjectRef, operators_selector
+from reconciler.report.words import counted
 
 POLL_INTERVAL = 1.0
 DEFAULT_TIMEOUT = 300.0
@@ -34,6 +36,7 @@ class Component:
     uid: str = ""
     resource_version: str = ""
     conditions: tuple[dict[str, Any], ...] = ()
+    selector: str = ""   # a workload's pods, as a label selector: where the cause of a stuck rollout is read
 
     def to_status(self) -> dict[str, Any]:
         """The entry in ``status.components.refs``; abnormal components carry the conditions that explain them."""
@@ -82,7 +85,8 @@ class OperatorHealth:
     def message(self) -> str:
         """What is wrong, first the components that failed, naming each and its reason."""
         if self.healthy:
-            return f"all {len(self.components)} component(s) are healthy"
+            n = len(self.components)
+            return f"{'its one component is' if n == 1 else 'all ' + counted(n, 'component') + ' are'} healthy"
         bad = sorted(self.unhealthy, key=lambda c: (c.health.status != Status.FAILED, str(c.ref)))
         text = "; ".join(f"{c.ref}: {c.health.message}" for c in bad[:3])
         if len(bad) > 3:
@@ -150,8 +154,49 @@ def _component(kube: Kube, ref: ObjectRef, needs_endpoints: bool, live: Manifest
         return Component(ref, NOT_FOUND)
     slices = _endpoint_slices(kube, ref) if needs_endpoints else None
     meta = live.get("metadata") or {}
+    selector = causes.label_selector((live.get("spec") or {}).get("selector")) if (ref.group, ref.kind) in WORKLOADS \
+        else ""
     return Component(ref, judge(live, slices), str(meta.get("uid", "")), str(meta.get("resourceVersion", "")),
-                     tuple(conditions(live).values()))
+                     tuple(conditions(live).values()), selector)
+
+
+WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet")})
+
+
+def explain(kube: Kube, health: OperatorHealth) -> OperatorHealth:
+    """``health`` with each workload that is not healthy judged by the cause its pods show (``causes.py``): the
+    reason becomes the cause's (``Unschedulable``, ``CrashLoopBackOff``, ...) and the message starts with it.
+
+    One LIST of pods per such workload (by its selector), and one of Events for a pod whose readiness probe
+    fails; called once, when waiting ends, so a rollout that merely takes its time costs nothing.
+    """
+    if health.healthy:
+        return health
+    components, changed = [], False
+    for c in health.components:
+        cause = _cause(kube, c.ref.namespace, c.selector) if c.selector and not c.health.healthy else None
+        if cause is None:
+            components.append(c)
+            continue
+        changed = True
+        components.append(dataclasses.replace(
+            c, health=Health(c.health.status, f"{cause.message}; {c.health.message}", cause.reason)))
+    return dataclasses.replace(health, components=tuple(components)) if changed else health
+
+
+def _cause(kube: Kube, namespace: str, selector: str) -> causes.Cause | None:
+    try:
+        pods = kube.resource("v1", "Pod")
+        cause = causes.worst(kube.list(pods, label_selector=selector, namespace=namespace)) if pods else None
+        if cause is not None and cause.probe_container:
+            events = kube.resource("v1", "Event")
+            if events is not None:
+                listing = kube.request("GET", events.path(namespace), query=[
+                    ("fieldSelector", f"involvedObject.kind=Pod,involvedObject.name={cause.pod}")])
+                cause = cause.with_event((listing or {}).get("items") or [])
+    except ApiError:
+        return None   # the pods cannot be read (forbidden): the symptom is all there is to say
+    return cause
 
 
 def _endpoint_slices(kube: Kube, service: ObjectRef) -> list[Manifest]:
@@ -232,13 +277,15 @@ def wait_healthy(kube: Kube, operators: Mapping[str, Iterable[Manifest]], *, tim
             if timeout > 0:
                 for name in pending:
                     results[name] = dataclasses.replace(results[name], timed_out=True)
+            for name in results:   # what is still not healthy: its cause, read once
+                results[name] = explain(kube, results[name])
             wanted = {name: paths for name, paths in (operands or {}).items() if paths and name in results}
-            for name, counted in count_operands(kube, {n: objects[n] for n in wanted}, wanted).items():
-                results[name] = dataclasses.replace(results[name], operands=counted)
+            for name, tally in count_operands(kube, {n: objects[n] for n in wanted}, wanted).items():
+                results[name] = dataclasses.replace(results[name], operands=tally)
             return {name: results[name] for name in sorted(results)}
         if progress is not None:
             waiting = results[pending[0]]
-            progress(f"waiting for {len(pending)} Operator(s) ({time.monotonic() - started:.0f}s/{timeout:.0f}s): "
+            progress(f"waiting for {counted(len(pending), 'Operator')} ({time.monotonic() - started:.0f}s/{timeout:.0f}s): "
                      f"{pending[0]}: {waiting.message}")
         time.sleep(min(interval, max(deadline - time.monotonic(), 0.0)))
 

@@ -21,6 +21,7 @@ from reconciler.model.kube import (
     ANNOTATION_PRUNE, FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_OPERATOR, LABEL_PART_OF, MANAGED_BY, Manifest,
     ObjectRef,
 )
+from reconciler.report.words import agree, counted
 
 
 def prune(applier: Applier, desired: list[DesiredOperator],
@@ -83,12 +84,12 @@ def _prune_one(applier: Applier, operator: str, ref: ObjectRef, delete_crs: int 
         count = kube.custom_resource_count(live)
         if count and count > delete_crs:
             more = f", more than the {delete_crs} the opt-in on the declaration allows" if delete_crs else ""
-            return Action.SKIPPED, (f"kept: {count} custom resource(s) of it still exist{more}; delete them and "
+            return Action.SKIPPED, (f"kept: {counted(count, 'custom resource')} of it still {agree(count, 'exists', 'exist')}{more}; delete them and "
                                     f"the next reconcile removes the CRD, or opt in to deleting them with the "
                                     f"annotation {ANNOTATION_DELETE_CUSTOM_RESOURCES}: \"{count}\" on the "
                                     f"declaration")
         if count:
-            detail = f"with its {count} custom resource(s) ({ANNOTATION_DELETE_CUSTOM_RESOURCES})"
+            detail = f"with its {counted(count, 'custom resource')} ({ANNOTATION_DELETE_CUSTOM_RESOURCES})"
     applier.delete(info, ref)
     if (ref.group, ref.kind) == CRD and not dry_run:
         # The API server finalizes a CRD asynchronously; a reinstall must not meet it half-deleted.

@@ -20,6 +20,7 @@ from reconciler.cluster.apply import (
 from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError, ReconcilerError
 from reconciler.model.kube import API_GROUP, FIELD_MANAGER, LABEL_OPERATOR, ObjectRef
+from reconciler.report.words import agree, counted
 
 if TYPE_CHECKING:
     from reconciler.cluster.status.objects import StatusWriter
@@ -85,7 +86,8 @@ def status_for(op: DesiredOperator, revision: str | None, inventory: set[ObjectR
         names = ", ".join(str(r) for r in drifted[:5]) + (f" and {len(drifted) - 5} more" if len(drifted) > 5 else "")
         conditions.append(status_objects.condition(
             "ComponentsDiverge", True, "DriftCorrected",
-            f"{len(drifted)} component(s) differed from what was applied and were re-applied: {names}"))
+            f"{counted(len(drifted), 'component')} differed from what was applied and "
+            f"{agree(len(drifted), 'was', 'were')} re-applied: {names}"))
     elif drifted is not None:
         conditions.append(status_objects.condition("ComponentsDiverge", False, "NoDrift",
                                                    "every component matched what was applied"))

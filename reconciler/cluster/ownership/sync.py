@@ -34,6 +34,7 @@ from reconciler.cluster.ownership.record import (
 )
 from reconciler.errors import EXIT_ERROR, BundleError, ClusterError, PolicyError, ReconcilerError
 from reconciler.model.kube import API_GROUP, Manifest, ObjectRef
+from reconciler.report.words import counted
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
@@ -175,7 +176,7 @@ class _Run:
         names = {r.operator for r in self.result.refused}
         if names and not self.desired and not self.request.pending:
             # every Operator asked for is held back: nothing is written at all, and the refusal says why for each
-            raise PolicyError(f"{len(names)} Operator(s) held back, so nothing was written:\n  "
+            raise PolicyError(f"{counted(len(names), 'Operator')} held back, so nothing was written:\n  "
                               + "\n  ".join(f"Operator {r.operator}: {r.reason}" for r in self.result.refused),
                               hint="; ".join(dict.fromkeys(r.hint for r in self.result.refused if r.hint)))
         if names:
@@ -390,7 +391,7 @@ class _Run:
             kept = remaining.get(op.name, set())
             message = f"{op.bundle.get('name')} applied at {revision or 'an unversioned tree'}"
             if kept:
-                message += f"; {len(kept)} object(s) left from earlier versions were kept (see the change list)"
+                message += f"; {counted(len(kept), 'object')} left from earlier versions were kept (see the change list)"
             final[op.name] = {ObjectRef.of(o) for o in op.objects} | kept
             status = status_for(op, revision, final[op.name], (True, "Applied", message),
                                 self.result.health.get(op.name), drift.get(op.name))
@@ -413,7 +414,7 @@ class _Run:
                 **rec.status, "inventory": inventory_of(left),
                 "conditions": [status_objects.condition(
                     "Ready", False, "Uninstalling",
-                    f"declaration removed; {len(left)} object(s) could not be removed yet")]}, rec)
+                    f"declaration removed; {counted(len(left), 'object')} could not be removed yet")]}, rec)
         return final, current
 
     def ensure_status(self) -> StatusWriter:

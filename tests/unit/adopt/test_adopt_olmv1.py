@@ -52,12 +52,12 @@ def test_an_installed_extension_maps_with_its_bundle_images_and_catalogs():
 
 
 @pytest.mark.parametrize("ext, reason", [
-    (extension(installed=False), "nothing is installed for it (Installed: Failed)"),
-    (extension(progressing="Retrying"), "operator-controller is still working on it (Progressing: Retrying)"),
+    (extension(installed=False), "nothing is installed for it (the ClusterExtension's condition Installed: Failed)"),
+    (extension(progressing="Retrying"), "operator-controller is still working on the ClusterExtension (Progressing: Retrying)"),
     (extension(catalog={"channels": ["a", "b"]}), "it follows several channels (a, b); a declaration follows one"),
     (extension(config={"configType": "Inline", "inline": {"watchNamespace": "x", "other": 1}}),
      "its spec.config sets more than the namespace to watch (other)"),
-    (extension(deletionTimestamp="2026-01-01T00:00:00Z"), "it is being deleted"),
+    (extension(deletionTimestamp="2026-01-01T00:00:00Z"), "the ClusterExtension is being deleted"),
     (dict(extension(), status={**extension()["status"], "activeRevisions": [{"name": "ext-1"}]}),
      "operator-controller installed it as ClusterObjectSet revisions"),
 ])

@@ -62,7 +62,7 @@ def test_each_package_gets_a_directory_and_the_catalog_loads_clean(tmp_path):
     record = yamlio.load_one((tmp_path / "catalogs/community/import.yaml").read_text(), "import.yaml")
     assert record["source"] == {"image": "registry.example.com/index:v1", "digest": "sha256:" + "1" * 64}
     assert list(record["packages"]["foo"]["bundles"]) == ["foo.v1.0.0"]
-    assert imported.lines()[-1] == ("Summary: 2 package(s) added, 0 changed, 0 removed, 0 unchanged; bundles: 2 "
+    assert imported.lines()[-1] == ("Summary: 2 packages added, 0 changed, 0 removed, 0 unchanged; bundles: 2 "
                                     "added, 0 removed, 0 changed")
 
 
@@ -75,11 +75,11 @@ def test_a_later_import_says_what_changed(tmp_path):
         f"catalogs/community from registry.example.com/index:v1 (sha256:{'2' * 64}), was sha256:{'1' * 64}",
         "  ~ package foo: + foo.v1.2.0, - foo.v1.0.0, ~ foo.v1.1.0",
         "  - package bar: the source no longer has it",
-        "Summary: 0 package(s) added, 1 changed, 1 removed, 0 unchanged; bundles: 1 added, 2 removed, 1 changed"]
+        "Summary: 0 packages added, 1 changed, 1 removed, 0 unchanged; bundles: 1 added, 2 removed, 1 changed"]
     assert not (tmp_path / "catalogs/community/bar").exists()
     assert sorted(load(tmp_path / "catalogs/community").catalog.bundles) == [("foo", "foo.v1.1.0"), ("foo", "foo.v1.2.0")]
     third = run(tmp_path, source({"foo": changed}, digest="sha256:" + "2" * 64))
-    assert third.lines()[-1].startswith("Summary: 0 package(s) added, 0 changed, 0 removed, 1 unchanged")
+    assert third.lines()[-1].startswith("Summary: 0 packages added, 0 changed, 0 removed, 1 unchanged")
 
 
 def test_a_large_package_is_split_below_the_loaders_limit(tmp_path, monkeypatch):

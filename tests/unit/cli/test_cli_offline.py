@@ -78,7 +78,7 @@ def test_dry_run_writes_the_lockfile_only_when_asked(example_repo):
 
 def test_write_lock_needs_dry_run(example_repo, capsys):
     assert run("reconcile", "--write-lock", str(example_repo))[0] == 64
-    assert "--write-lock only applies to --dry-run" in capsys.readouterr().err
+    assert "--write-lock goes with --dry-run" in capsys.readouterr().err
 
 
 def test_second_dry_run_still_reports_changes(example_repo):

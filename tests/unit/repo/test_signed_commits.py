@@ -178,14 +178,18 @@ def test_reconcile_dry_run_reports_the_verdict(tmp_path, trust, signers, capsys,
     keys = str(trust.keys.path)
     run = cli("reconcile", str(root), "--dry-run", "--trusted-keys", keys, capsys=capsys)
     assert run.code == 1, run.err
-    assert "verified: commit" in run.out and "is signed by alice@example.invalid" in run.out
+    lines = run.out.splitlines()   # the verdict above the plan (docs/security.md), not among the Changes' notes
+    assert lines[0].startswith("Repository ") and lines[1].startswith("Verified: commit "), run.out
+    assert "is signed by alice@example.invalid" in lines[1] and "note: verified" not in run.out
     (root / "README.md").write_text("unsigned\n")
     head = commit_all(root, "unsigned")
     run = cli("reconcile", str(root), "--dry-run", "--trusted-keys", keys, capsys=capsys)
     assert run.code == 2
-    assert f"not verified, a real run refuses it: {keys}: commit {head}" in run.out
+    lines = run.out.splitlines()   # a refusal's reason first of all, above the plan
+    assert lines[1].startswith(f"REFUSED: a real run refuses this revision: {keys}: commit {head}"), run.out
+    assert lines[2].startswith("  hint: sign it with a key in") and "note: not verified" not in run.out
     run = cli("reconcile", str(root), "--dry-run", "--verify-mode", "Tag", capsys=capsys)
-    assert run.code == 64 and "need --trusted-keys" in run.err
+    assert run.code == 64 and "--verify-mode Tag needs --trusted-keys" in run.err
 
 
 def test_verifiers_are_required(monkeypatch, repo, trust, signers):

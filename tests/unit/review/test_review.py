@@ -308,3 +308,39 @@ def test_a_pinned_version_stays_a_pin(declared, target, expected):
     from reconciler.review.updates import new_version_text
 
     assert new_version_text(declared, target, pinned=VersionRange.parse(declared).is_exact) == expected
+
+
+def test_a_commit_that_only_approves_shows_the_approval_as_the_change(tmp_path, capsys, monkeypatch):
+    """docs/review.md: the approval is what a reviewer of such a commit must see, not "No Operator changes"."""
+    import json
+    import re
+    import shutil
+    import subprocess
+
+    from tests.docblocks import ROOT
+    from tests.e2e.support import cli
+
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "gitops-repo", repo)
+    git = ["git", "-C", str(repo), "-c", "user.name=R", "-c", "user.email=r@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "unapproved"], check=True)
+    assert cli("approve", str(repo), "plumbus", "--offline", capsys=capsys).code == 0
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "approve plumbus"], check=True)
+    run = cli("diff", str(repo), "--offline", capsys=capsys)
+    assert run.code == 1, run.out + run.err
+    said = (ROOT / "docs" / "review.md").read_text().split("(`change: approval`), from the base's decision to the "
+                                                            "working tree's: `", 1)[1].split("`", 1)[0]
+    assert said in run.out.splitlines(), run.out
+    assert "No Operator changes" not in run.out
+    (op,) = json.loads(cli("diff", str(repo), "--offline", "-o", "json", capsys=capsys).out)["operators"]
+    assert (op["change"], op["approvalBefore"]["approved"], op["approval"]["approved"]) == ("approval", False, True)
+    assert re.search(r"\| plumbus \| approval \| .* \| approved \|", cli("diff", str(repo), "--offline", "-o",
+                                                                          "markdown", capsys=capsys).out)
+    again = cli("diff", str(repo), "--offline", "--base", "HEAD", capsys=capsys)   # nothing since: no change
+    assert again.code == 0 and "No Operator changes." in again.out, again.out

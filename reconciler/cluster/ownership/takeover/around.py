@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from reconciler.cluster.apply import ChangeSet, DesiredOperator
-from reconciler.cluster.ownership.takeover import existing, handback, olmv0, olmv1
+from reconciler.cluster.ownership.takeover import catalogsources, existing, handback, olmv0, olmv1
 from reconciler.kube.client import Kube
 from reconciler.model.kube import Manifest
 
@@ -40,6 +40,7 @@ class Takeovers:
         self.found_v1: list[olmv1.Takeover] = []
         self.adoptions: list[existing.Adoption] = []
         self.spent: list[str] = []   # the consents acted on before
+        self.sources: set[tuple[str, str]] = set()   # the CatalogSources the adopted Subscriptions named
 
     def before(self, desired: list[DesiredOperator], notes: list[str]) -> list[DesiredOperator]:
         """``desired`` with each Operator allowed to apply over what it takes over, and without those whose takeover
@@ -56,6 +57,7 @@ class Takeovers:
         if self.consenting:
             desired, self.adoptions, self.spent = existing.consented(self.kube, desired, self.consenting,
                                                                      self.instance, dry_run=self.dry_run)
+        self.sources = catalogsources.sources(self.kube, self.found)   # before the Subscriptions go
         notes += olmv0.before(self.kube, self.found, dry_run=self.dry_run)
         notes += olmv1.before(self.kube, self.found_v1, dry_run=self.dry_run)
         if self.back:
@@ -71,6 +73,7 @@ class Takeovers:
         writer (what OLM's reaction to a deleted CSV undid)."""
         if self.found:
             result.notes += olmv0.after(self.kube, self.found, desired, dry_run=self.dry_run, write=write)
+            result.notes += catalogsources.unused(self.kube, self.sources, self.found, dry_run=self.dry_run)
         if self.found_v1:
             result.notes += olmv1.after(self.kube, self.found_v1, dry_run=self.dry_run)
         result.notes += self.spent + existing.record(self.kube, self.adoptions, revision=self.revision,

@@ -38,6 +38,7 @@ from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
 from reconciler.model.kube import ANNOTATION_ADOPT, Manifest, ObjectRef
 from reconciler.model.managers import LET_GO, managed_by
+from reconciler.report.words import counted
 
 MISSING, OURS, ADOPTABLE, REFUSED = "missing", "ours", "adoptable", "refused"
 CONSENT = f'{ANNOTATION_ADOPT}: "true"'
@@ -181,7 +182,7 @@ def consented(kube: Kube, desired: list[DesiredOperator], consenting: frozenset[
     if refused:
         lines = "\n  ".join(f"{f.ref} [{op.name}]: {f.why}; {f.hint}" for op, f in refused)
         first = refused[0][0]
-        raise PolicyError(f"{len(refused)} object(s) that {CONSENT} on the declaration would take over cannot be "
+        raise PolicyError(f"{counted(len(refused), 'object')} that {CONSENT} on the declaration would take over cannot be "
                           f"adopted; nothing was applied:\n  {lines}",
                           path=str((first.spec.get("source") or {}).get("path") or "") or None,
                           hint=f"see every object of the bundle against the cluster: `reconciler adopt REPO "
@@ -193,7 +194,7 @@ def spent(operator: str, adopted: Mapping) -> str:
     """The note of a consent acted on before: it has no further effect."""
     count = len(adopted.get("objects") or [])
     return (f"{ANNOTATION_ADOPT} on Operator {operator}'s declaration has no further effect: its first apply took "
-            f"over {count} existing object(s) at {adopted.get('revision') or 'an unversioned tree'}, in its "
+            f"over {counted(count, 'existing object')} at {adopted.get('revision') or 'an unversioned tree'}, in its "
             f"inventory since; remove the annotation")
 
 
@@ -203,7 +204,7 @@ def record(kube: Kube, adoptions: list[Adoption], *, revision: str | None, dry_r
     notes = []
     info = status_objects.resource(kube) if adoptions and not dry_run else None
     for a in adoptions:
-        what = f"{len(a.taken)} existing object(s) of its bundle ({CONSENT} on its declaration)"
+        what = f"{counted(len(a.taken), 'existing object')} of its bundle ({CONSENT} on its declaration)"
         if a.before:
             what += f", {a.before} more its own already (an earlier run was interrupted)"
         if dry_run:

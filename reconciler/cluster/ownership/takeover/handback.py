@@ -56,6 +56,7 @@ from reconciler.model.kube import (
     ANNOTATION_PRUNE, LABEL_MANAGED_BY, LABEL_OPERATOR, LABEL_PART_OF, MANAGED_BY, Manifest, ObjectRef,
 )
 from reconciler.model.permissions import CLUSTER, PermissionSet, Rule
+from reconciler.report.words import counted
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -442,7 +443,7 @@ def _ask_olm(kube: Kube, hb: HandBack, live: Live, dry_run: bool) -> list[str]:
     if not dry_run:
         unmarked = [r for r in unmarked if _mark(kube, r)]
     if unmarked:
-        lines.append(hb.step(f"annotate the {len(unmarked)} object(s) of its inventory {ANNOTATION_PRUNE}=disabled "
+        lines.append(hb.step(f"annotate the {counted(len(unmarked), 'object')} of its inventory {ANNOTATION_PRUNE}=disabled "
                              f"(removing the declaration before the handback is done then prunes nothing)", dry_run))
     lines += _subscribe(kube, hb, live, dry_run)
     if dry_run:
@@ -598,7 +599,7 @@ def after(kube: Kube, handbacks: Mapping[str, HandBack], result: ChangeSet, *, i
                 ref.kind == "CustomResourceDefinition" else "left in place, OLM does not claim it"
             result.changes.append(Change(hb.operator, ref, Action.CONFIGURED,
                                          detail=f"handed back to OLM v0: the reconciler's labels removed ({whose})"))
-        result.notes.append(hb.step(f"delete its installer and its status object: removing its declaration "
+        result.notes.append(hb.step("delete its installer and its status object: removing its declaration "
                                     "from the repository then prunes nothing", dry_run))
         if not dry_run:
             installer.remove(kube, hb.installer_namespace, hb.operator)

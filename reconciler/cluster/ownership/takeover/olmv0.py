@@ -90,6 +90,7 @@ from reconciler.kube.concurrent import concurrently
 from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import Manifest, ObjectRef
 from reconciler.model.managers import LET_GO, managed_by
+from reconciler.report.words import counted
 
 GROUP = "operators.coreos.com"
 OWNER_LABELS = ("olm.owner", "olm.owner.kind", "olm.owner.namespace", "olm.managed")
@@ -309,14 +310,14 @@ class After:
         for obj in t.owned:
             (kept if ObjectRef.of(obj).key in mine or obj["kind"] == "Deployment" else extra).append(obj)
         if extra:
-            self.step(t, f"mark {len(extra)} object(s) OLM made for {t.csv} that the bundle does not render, to "
+            self.step(t, f"mark {counted(len(extra), 'object')} OLM made for {t.csv} that the bundle does not render, to "
                          f"retire them once the CSV is gone")
         if not dry_run:
             for obj in extra:
                 _patch(kube, obj, {"metadata": {"labels": {RETIRE: t.csv}}})
         owner_labelled = [o for o in kept if o["kind"] != "Deployment" and _owner_labels(o)]
         if owner_labelled:
-            self.step(t, f"remove OLM's owner labels from {len(owner_labelled)} object(s) now the reconciler's, "
+            self.step(t, f"remove OLM's owner labels from {counted(len(owner_labelled), 'object')} now the reconciler's, "
                          f"before the CSV goes (OLM's csv-cleanup finalizer and CSV deletion handler delete what "
                          f"carries them)")
             if not dry_run:
@@ -440,7 +441,7 @@ class After:
             if live is not None and package_label in ((live.get("metadata") or {}).get("labels") or {}):
                 labelled[key] = live
         if labelled:
-            self.step(t, f"remove OLM's labels from {len(labelled)} object(s) now the reconciler's")
+            self.step(t, f"remove OLM's labels from {counted(len(labelled), 'object')} now the reconciler's")
             if not self.dry_run:
                 for obj in sorted(labelled.values(), key=lambda o: o["kind"] == "Deployment"):
                     _strip_labels(self.kube, obj, t)

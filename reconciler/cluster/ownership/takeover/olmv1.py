@@ -60,6 +60,7 @@ from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
 from reconciler.model.kube import LABEL_MANAGED_BY, ObjectRef
+from reconciler.report.words import counted
 
 GROUP = "olm.operatorframework.io"
 API_VERSION = f"{GROUP}/v1"
@@ -146,7 +147,7 @@ def before(kube: Kube, takeovers: list[Takeover], *, dry_run: bool) -> list[str]
                 _delete(kube, API_VERSION, "ClusterExtension", "", t.extension, orphan=True)
         if t.live is not None or t.labelled:
             lines.append(_step(t, f"apply the bundle over what OLM v1 made for ClusterExtension {t.extension} "
-                              f"(pod templates kept as they run): {len(t.labelled)} object(s)", dry_run))
+                              f"(pod templates kept as they run): {counted(len(t.labelled), 'object')}", dry_run))
     return lines
 
 
@@ -179,7 +180,7 @@ def after(kube: Kube, takeovers: list[Takeover], *, dry_run: bool) -> list[str]:
             if not dry_run:
                 _delete(kube, obj["apiVersion"], kind, _ns(obj), obj["metadata"]["name"])
         if t.labelled:
-            lines.append(_step(t, f"remove OLM v1's labels from {len(t.labelled)} object(s) now the reconciler's",
+            lines.append(_step(t, f"remove OLM v1's labels from {counted(len(t.labelled), 'object')} now the reconciler's",
                               dry_run))
             if not dry_run:
                 for obj in sorted(t.labelled, key=lambda o: o["kind"] == "Deployment"):

@@ -154,7 +154,7 @@ def test_describe_diff_is_bounded():
     lines = describe_diff(live, proposed, limit=10)
     assert len(lines) == 11
     assert lines[0] == "data.k000: a -> b"
-    assert lines[-1] == "... and 490 more changed path(s)"
+    assert lines[-1] == "... and 490 more changed paths"
 
 
 def test_describe_diff_reports_a_type_change():

@@ -29,7 +29,7 @@ def test_missing_object_is_not_found() -> None:
 def test_rolled_out_deployment_is_current() -> None:
     h = judge(deployment(want=2, replicas=2, updatedReplicas=2, readyReplicas=2, availableReplicas=2,
                          conditions=AVAILABLE))
-    assert h == Health(Status.CURRENT, "Deployment is available: 2/2 replica(s)", "Current")
+    assert h == Health(Status.CURRENT, "Deployment is available: 2/2 replicas", "Current")
 
 
 def test_default_replicas_is_one() -> None:
@@ -65,7 +65,7 @@ def test_deployment_past_its_progress_deadline_failed() -> None:
 @pytest.mark.parametrize(("status", "expected"), [
     ({"replicas": 2, "updatedReplicas": 1, "readyReplicas": 2, "availableReplicas": 2}, "updated replicas: 1/2"),
     ({"replicas": 3, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2},
-     "pending termination: 1 old replica(s)"),
+     "pending termination: 1 old replica"),
     ({"replicas": 2, "updatedReplicas": 2, "readyReplicas": 1, "availableReplicas": 2}, "ready replicas: 1/2"),
 ])
 def test_deployment_rollout_steps(status: dict, expected: str) -> None:
@@ -169,7 +169,7 @@ def test_webhook_service_needs_a_ready_endpoint() -> None:
     assert judge(service(), endpoint_slices=[]).status == Status.IN_PROGRESS
     assert judge(service(), endpoint_slices=[slice_(False)]).status == Status.IN_PROGRESS
     h = judge(service(), endpoint_slices=[slice_(False), slice_(True, True)])
-    assert h.healthy and "2 ready endpoint(s)" in h.message
+    assert h.healthy and "2 ready endpoints" in h.message
 
 
 def test_pod_states() -> None:

@@ -75,8 +75,8 @@ def test_the_report_says_how_to_consent_or_what_stands_in_the_way():
     assert exit_code([_report("matches", "missing")]) == 1 and exit_code([_report("differs")]) == 1
     assert exit_code([_report("matches"), _report("refused", "differs")]) == 2
     assert 'reconciler.dev/adopt: "true"' in "\n".join(consent_lines(_report("matches", "differs")))
-    assert "1 object(s) cannot be taken over" in consent_lines(_report("refused", "matches"))[0]
+    assert "1 object cannot be taken over" in consent_lines(_report("refused", "matches"))[0]
     assert "operators/plumbus.yaml consents" in consent_lines(_report("matches", consent=True))[0]
     assert "nothing to take over" in consent_lines(_report("ours", "ours", consent=True))[0]
     spent = consent_lines(_report("ours", consent=True, adopted={"revision": "abc", "objects": [{}, {}]}))[0]
-    assert "took over 2 existing object(s) at abc" in spent and "no further effect" in spent
+    assert "took over 2 existing objects at abc" in spent and "no further effect" in spent

@@ -23,7 +23,7 @@ def test_healthy_operator_is_ready_and_not_progressing() -> None:
     health = OperatorHealth("op", Status.CURRENT, (Component(CRD, OK), Component(DEPLOY, OK)), 3.0)
     conds = by_type(health_conditions(health, "op.v1 applied at abc"))
     assert conds["Ready"]["status"] == "True"
-    assert conds["Ready"]["message"] == "op.v1 applied at abc; all 2 component(s) are healthy"
+    assert conds["Ready"]["message"] == "op.v1 applied at abc; all 2 components are healthy"
     assert conds["Progressing"]["status"] == "False" and conds["Degraded"]["status"] == "False"
 
 
@@ -125,7 +125,7 @@ def test_table_status_is_the_ready_reason_and_a_message_is_never_cut():
     ok = status("p.v1", revision=revision, bundle={"package": "p", "name": "p.v1", "version": "1.0.0",
                                                    "namespace": "p-system"},
                 conditions=[{"type": "Ready", "status": "True", "reason": "Healthy",
-                             "message": f"p.v1 applied at {revision}; all 3 component(s) are healthy"}])
+                             "message": f"p.v1 applied at {revision}; all 3 components are healthy"}])
     slow = "Deployment.apps q-system/q-controller: available replicas: 0/1; " + "x" * 80 + " (not healthy after 300s)"
     bad = status("q.v1", conditions=[{"type": "Ready", "status": "False", "reason": "HealthTimeout", "message": slow}])
     rows = summarize({"p": ok, "q": bad}, None, instances={"p": "default", "q": "team-b"})
