@@ -43,13 +43,15 @@ class BundleContent:
     manifests: tuple[ParsedManifest, ...]
     ignored_files: tuple[str, ...] = ()  # files in manifests/ that are not YAML or JSON
     warnings: tuple[str, ...] = ()       # what reading repaired, each naming the file
+    properties: tuple[dict, ...] = ()    # metadata/'s properties (metadata/properties.yaml), as opm reads them
 
     @property
     def name(self) -> str:
         return self.fetched.reference
 
 
-_CACHE_FORMAT = "4"  # 3: manifests are decoded as the cluster does and shape-checked before caching; 4: Secret data
+_CACHE_FORMAT = "5"  # 3: manifests are decoded as the cluster does and shape-checked before caching; 4: Secret data;
+# 5: metadata/'s properties
 
 
 def _cache_path(fetched: FetchedBundle) -> Path | None:
@@ -68,10 +70,10 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
     cache = _cache_path(fetched)
     if cache is not None and cache.is_file():
         try:
-            mediatype, annotations, manifests, ignored, warnings = marshal.loads(cache.read_bytes())
+            mediatype, annotations, manifests, ignored, warnings, properties = marshal.loads(cache.read_bytes())
             return BundleContent(fetched, mediatype, annotations,
                                  tuple(ParsedManifest(f, o) for f, o in manifests), tuple(ignored),
-                                 tuple(warnings))
+                                 tuple(warnings), tuple(properties))
         except (ValueError, EOFError, TypeError):
             pass  # a damaged entry is re-parsed and rewritten
     content = _parse(fetched)
@@ -81,7 +83,8 @@ def read_content(fetched: FetchedBundle) -> BundleContent:
             tmp = cache.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(marshal.dumps((content.mediatype, content.annotations,
                                            [(m.file, m.obj) for m in content.manifests],
-                                           list(content.ignored_files), list(content.warnings))))
+                                           list(content.ignored_files), list(content.warnings),
+                                           list(content.properties))))
             tmp.replace(cache)
         except (OSError, ValueError):
             pass  # the cache is an optimisation; content marshal cannot store is simply not cached
@@ -127,7 +130,8 @@ def _parse(fetched: FetchedBundle) -> BundleContent:
                                        f"kind with one obvious group ({', '.join(sorted(OBVIOUS_API_VERSIONS))})")
             shapes.check_manifest(doc, rel, fetched.reference)
             parsed.append(ParsedManifest(rel, doc))
-    return BundleContent(fetched, mediatype, annotations, tuple(parsed), tuple(ignored), tuple(warnings))
+    return BundleContent(fetched, mediatype, annotations, tuple(parsed), tuple(ignored), tuple(warnings),
+                         _metadata_properties(root))
 
 
 # Kinds whose group is beyond doubt, so that a manifest without apiVersion can still be read, as OLM v0 does.
@@ -231,6 +235,28 @@ def _decoded_as_kubernetes_does(doc: dict[str, Any], rel: str, warnings: list[st
         out["apiVersion"] = OBVIOUS_API_VERSIONS[kind]
         warnings.append(f"{rel}: {kind} without apiVersion read as {out['apiVersion']}")
     return out
+
+
+def _metadata_properties(root: Path) -> tuple[dict, ...]:
+    """The properties of the first file of ``metadata/`` (annotations.yaml aside, read above) that lists some, as
+    opm reads a bundle's metadata/properties.yaml; an unreadable file is left to the catalog's renderer to report."""
+    meta = root / "metadata"
+    if not meta.is_dir():
+        return ()
+    for path in sorted(meta.iterdir()):
+        if path.name == "annotations.yaml" or not path.name.endswith((".yaml", ".yml", ".json")) \
+                or not path.is_file():
+            continue
+        rel = f"metadata/{path.name}"
+        try:
+            docs = yamlio.read_all(path, rel)
+        except InputError:
+            continue
+        for doc in docs:
+            props = doc.get("properties") if isinstance(doc, dict) else None
+            if isinstance(props, list) and props:
+                return tuple(p for p in props if isinstance(p, dict))
+    return ()
 
 
 def _annotations(root: Path, name: str) -> dict[str, str]:

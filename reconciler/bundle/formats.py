@@ -72,7 +72,7 @@ def render_content(content: BundleContent, install: InstallSettings, default_nam
         warnings.append(f"{csv.file}: ClusterServiceVersion {csv.name} has no deployments and the bundle "
                         f"{fetched.reference} yields no other object: it installs nothing")
     metadata = registry_v1.status_metadata(csv, objects)
-    metadata.update(openshift.recorded(csv.annotations, fetched.path))   # OpenShift's upgrade gate, when declared
+    metadata.update(openshift.recorded(csv.annotations, content.properties))   # OpenShift's upgrade gate, when declared
     if inferred is not None:   # what its RBAC needs from other Operators; the synthesized CSV lists none
         listed = {(a["group"], a["plural"]) for a in metadata["apis"]["requires"]}
         metadata["apis"]["requires"] += [a for a in k8s_v1.status_requires(inferred)

@@ -16,19 +16,17 @@ over from OLM must not make that gate vanish.
 from __future__ import annotations
 
 import json
-import os
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 PROPERTY = "olm.maxOpenShiftVersion"
 CSV_PROPERTIES_ANNOTATION = "olm.properties"
 
 
-def declared(csv_annotations: dict[str, Any], bundle_dir: str | os.PathLike[str] | None) -> list[str]:
+def declared(csv_annotations: dict[str, Any], bundle_properties: Iterable[Mapping[str, Any]] = ()) -> list[str]:
     """Every ``olm.maxOpenShiftVersion`` value the bundle declares, as written: those of ``metadata/``'s
-    properties (the first file that has some, as opm reads them), then those of the CSV's annotation."""
-    values: list[str] = []
-    if bundle_dir is not None:
-        values += [_text(p.get("value")) for p in _metadata_properties(bundle_dir) if p.get("type") == PROPERTY]
+    properties (``BundleContent.properties``: the first file that has some, as opm reads them), then those of the
+    CSV's annotation."""
+    values = [_text(p.get("value")) for p in bundle_properties if p.get("type") == PROPERTY]
     raw = csv_annotations.get(CSV_PROPERTIES_ANNOTATION)
     if isinstance(raw, str) and raw.strip():
         try:
@@ -41,28 +39,6 @@ def declared(csv_annotations: dict[str, Any], bundle_dir: str | os.PathLike[str]
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
-
-
-def _metadata_properties(bundle_dir: str | os.PathLike[str]) -> list[dict]:
-    from reconciler import yamlio
-    from reconciler.errors import InputError
-
-    meta = os.path.join(bundle_dir, "metadata")
-    if not os.path.isdir(meta):
-        return []
-    for name in sorted(os.listdir(meta)):
-        path = os.path.join(meta, name)
-        if not name.endswith((".yaml", ".yml", ".json")) or not os.path.isfile(path):
-            continue
-        try:
-            docs = yamlio.read_all(path, f"metadata/{name}")
-        except InputError:
-            continue   # the catalog's renderer reports an unreadable metadata file
-        for doc in docs:
-            props = doc.get("properties") if isinstance(doc, dict) else None
-            if isinstance(props, list) and props:
-                return [p for p in props if isinstance(p, dict)]
-    return []
 
 
 def parse(values: list[str]) -> tuple[tuple[int, int] | None, str]:
@@ -110,10 +86,10 @@ def blocks(value: str, cluster: str) -> str:
             f"be upgraded to {nxt[0]}.{nxt[1]} while it runs")
 
 
-def recorded(csv_annotations: dict[str, Any], bundle_dir: str | os.PathLike[str] | None) -> dict[str, str]:
+def recorded(csv_annotations: dict[str, Any], bundle_properties: Iterable[Mapping[str, Any]] = ()) -> dict[str, str]:
     """What the Operator's status ``metadata`` records: ``maxOpenShiftVersion`` as declared (several values
     joined by commas, which OLM refuses too); nothing when the bundle declares none."""
-    values = declared(csv_annotations, bundle_dir)
+    values = declared(csv_annotations, bundle_properties)
     return {"maxOpenShiftVersion": ",".join(values)} if values else {}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.docblocks import indented_block
 from tests.signing import tools_or_skip
-from tests.support.repo import commit_all, example_copy
+from tests.support.repo import GIT_USER, commit_all, example_copy
 
 FIRST_LINE = "ssh-keygen -q -t ed25519 -N '' -C alice@example.com -f alice"
 # what the page says the dry run prints above its plan
@@ -53,7 +53,7 @@ def test_a_refusal_is_what_the_page_prints(tmp_path, control_plane):
     from tests.docblocks import assert_printed
 
     tools_or_skip()
-    gitops = approved_copy(tmp_path / "gitops", lock=False)
+    gitops = example_copy(tmp_path / "gitops", lock=False)
     env = {**os.environ, "KUBECONFIG": "", "HOME": str(tmp_path),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for name in ("alice", "mallory"):

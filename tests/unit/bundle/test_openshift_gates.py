@@ -33,8 +33,11 @@ def test_the_maximum_comes_from_metadata_properties_and_the_csv_annotation(tmp_p
     assert rendered.metadata["maxOpenShiftVersion"] == "4.14"
     (tmp_path / "bundles" / "a" / "metadata" / "properties.yaml").write_text(
         "properties:\n- type: olm.maxOpenShiftVersion\n  value: \"4.12\"\n")
-    assert declared({"olm.properties": annotation}, tmp_path / "bundles" / "a") == ["4.12", "4.14"]
-    assert recorded({}, tmp_path / "bundles" / "a") == {"maxOpenShiftVersion": "4.12"}
+    listed = read_content(fetch(ref, tmp_path)).properties
+    assert declared({"olm.properties": annotation}, listed) == ["4.12", "4.14"]
+    assert recorded({}, listed) == {"maxOpenShiftVersion": "4.12"}
+    assert render_content(read_content(fetch(ref, tmp_path)), InstallSettings("ns"),
+                          "operators").metadata["maxOpenShiftVersion"] == "4.12,4.14"
     plain = write_bundle(tmp_path, "bundles/b", csv_doc())
     assert "maxOpenShiftVersion" not in render_content(read_content(fetch(plain, tmp_path)), InstallSettings("ns"),
                                                        "operators").metadata
