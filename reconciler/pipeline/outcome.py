@@ -18,7 +18,6 @@ from reconciler.approve import Decision
 from reconciler.bundle.installed import Installed
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.cluster.ownership import Request, SyncResult, sync
-from reconciler.cluster.ownership.takeover.handback import intents as handback_intents
 from reconciler.lock import write_lock
 from reconciler.model.lock import Lockfile
 from reconciler.pipeline.desired import desired_state, pending_state
@@ -155,7 +154,11 @@ def apply(prepared: Prepared, kube: Kube | None, *, dry_run: bool, write_lockfil
 
     desired, instance = desired_operators(prepared, dry_run=dry_run)
     # Operators handed back to OLM v0 are held, neither applied nor pruned, while the sync hands them back
-    back = handback_intents(snapshot, installs, lockfile) if any(d.handback for d in snapshot.operators) else {}
+    back = {}
+    if any(d.handback for d in snapshot.operators):
+        from reconciler.cluster.ownership.takeover.handback import intents as handback_intents   # rarely needed
+
+        back = handback_intents(snapshot, installs, lockfile)
     result = sync(kube, Request([op for op in desired if op.name not in back], dry_run=dry_run,
                                 allow_empty=snapshot.settings.allow_empty,
                                 revision=snapshot.revision, held=prepared.held,

@@ -28,7 +28,6 @@ from reconciler.cluster.ownership.inventory import (
     check_cluster, check_instances, check_repositories, find_moves, held_renames,
 )
 from reconciler.cluster.ownership.prune import prune
-from reconciler.cluster.ownership.takeover.around import Takeovers
 from reconciler.cluster.ownership.record import (
     drifted_objects, ensure_status_crd, inventory_of, mark_failed, members_of, record_pending, status_for,
 )
@@ -38,6 +37,7 @@ from reconciler.report.words import counted
 
 if TYPE_CHECKING:
     from reconciler.cluster.health.wait import OperatorHealth
+    from reconciler.cluster.ownership.takeover.around import Takeovers
     from reconciler.cluster.ownership.takeover.handback import HandBack
 
 Judge = Callable[[list[DesiredOperator]], Mapping[str, "OperatorHealth"]]
@@ -123,10 +123,14 @@ class _Run:
         self.desired = desired       # less those refused while writing
         self.failed: set[str] = set()
         self.status: StatusWriter | None = None   # the status objects' writer, once their kind is ensured
-        self.takeovers = Takeovers(self.kube, request.adopted, request.consenting - request.held,
-                                   instance=instance.name, revision=request.revision, dry_run=request.dry_run,
-                                   back=request.handback) \
-            if request.adopted or request.consenting - request.held or request.handback else None
+        self.takeovers: Takeovers | None = None
+        if request.adopted or request.consenting - request.held or request.handback:
+            # the takeovers' modules only for a run that has one (most runs have none)
+            from reconciler.cluster.ownership.takeover.around import Takeovers
+
+            self.takeovers = Takeovers(self.kube, request.adopted, request.consenting - request.held,
+                                       instance=instance.name, revision=request.revision, dry_run=request.dry_run,
+                                       back=request.handback)
 
     def sync(self) -> SyncResult:
         self.read_records()
