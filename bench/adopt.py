@@ -143,7 +143,8 @@ def main() -> None:
     from bench.peers import opm
     from reconciler.localcluster import ControlPlane, ensure_binaries
     from reconciler.localcluster.olmv0 import ensure_olm
-    from tests.olm.adoption import GROUP, Case, custom, git, settle, subscribe
+    from tests.olm.adoption import GROUP, Case, custom, settle, subscribe
+    from tests.support.repo import git
     from tests.olm.support import write_catalog_of
 
     with tempfile.TemporaryDirectory(prefix="bench-adopt-") as tmp:
