@@ -168,6 +168,23 @@ def test_an_install_an_olm_kept_one_needs_is_named_with_what_needs_it():
     assert needed_by_olm([installs["cm"], installs["db"]], v) == []   # adopted together
 
 
+def test_an_install_an_olm_kept_one_needs_by_package_is_named_too():
+    """catalog-operator reads an installed CSV's dependencies from the properties it projected onto it
+    (olm.package.required among them), not from the CSV's spec alone."""
+    import json
+
+    from reconciler.adopt.olmv0 import needed_by_olm
+
+    dependent = csv(name="db.v1")
+    dependent["metadata"]["annotations"] = {"operatorframework.io/properties": json.dumps({"properties": [
+        {"type": "olm.package.required", "value": {"packageName": "cm", "versionRange": ">=1.0.0"}}]})}
+    v = view([sub(name="cm", installed="cm.v1"), sub(name="db", installed="db.v1")],
+             [csv(name="cm.v1"), dependent], [group()])
+    cm = next(i for i in survey(v).installs if i.package == "cm")
+    (u,) = needed_by_olm([cm], v)
+    assert "ClusterServiceVersion ops/db.v1 (needs package cm) stays with OLM" in u.reason, u.reason
+
+
 @pytest.mark.parametrize("approval, api_version", [("Automatic", "operators.coreos.com/v1"),
                                                    ("Manual", "operators.coreos.com/v2alpha1")])
 def test_the_declaration_means_what_the_subscription_meant(approval, api_version):

@@ -15,7 +15,7 @@ and only that Operator is held back (the others go on): a Subscription that
 installed another bundle than the lock pins (OLM upgraded it since the
 adoption, or the lock moved first), or whose approved InstallPlan is
 installing one; a Subscription another GitOps tool applies (it would create
-it again); an install OLM keeps that needs an API this one provides
+it again); an install OLM keeps that needs this package or an API it provides
 (catalog-operator would install the package again to satisfy it).
 
 Before the sync (OLM stops asking):
@@ -87,6 +87,7 @@ from typing import Any
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import ApiError, Kube
 from reconciler.kube.concurrent import concurrently
+from reconciler.model import olmneeds
 from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import Manifest, ObjectRef
 from reconciler.model.managers import LET_GO, managed_by
@@ -204,18 +205,23 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
 
 
 def _needed_by_olm(kube: Kube, takeovers: list[Takeover]) -> list[Refusal]:
-    """Takeovers whose CSV provides an API that a CSV OLM keeps requires: catalog-operator would install the
-    package again to satisfy it (``adopt`` refuses the same; this holds for a cluster that changed since)."""
+    """Takeovers that a CSV OLM keeps needs, by package or by an API this one provides, read as catalog-operator
+    reads an installed CSV's requirements (``model/olmneeds.py``): once the CSV is gone, catalog-operator would
+    install the package again to satisfy it (``adopt`` refuses the same; this holds for a cluster that changed
+    since)."""
     if not any(t.live_csv for t in takeovers):
         return []
     every = [c for c in _list(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", "")
              if "olm.copiedFrom" not in (c["metadata"].get("labels") or {})]
     taken = {(t.namespace, t.csv) for t in takeovers}
-    staying = [c for c in every if (_ns(c), c["metadata"]["name"]) not in taken]
+    staying = sorted((c for c in every if (_ns(c), c["metadata"]["name"]) not in taken),
+                     key=lambda c: (_ns(c), c["metadata"]["name"]))
     out = []
     for t in takeovers:
-        provided = _apis(t.live_csv or {}, "owned")
-        needing = sorted(f"{_ns(c)}/{c['metadata']['name']}" for c in staying if _apis(c, "required") & provided)
+        if t.live_csv is None:
+            continue
+        needing = [f"{_ns(c)}/{c['metadata']['name']} (needs {', '.join(what)})" for c in staying
+                   if (what := olmneeds.needed(c, t.live_csv, t.package))]
         if needing:
             out.append(Refusal(t.operator, f"olm-v0/{t.namespace}/{t.subscription}",
                                f"ClusterServiceVersion {', '.join(needing)} stays with OLM and needs what {t.csv} "
@@ -223,13 +229,6 @@ def _needed_by_olm(kube: Kube, takeovers: list[Takeover]) -> list[Refusal]:
                                "adopt what needs it too (`reconciler adopt REPO --package ...`) and reconcile both, "
                                f"or leave {t.package} with OLM (remove its declaration)"))
     return out
-
-
-def _apis(csv: dict, which: str) -> set[str]:
-    spec = csv.get("spec") or {}
-    crds = {c.get("name") for c in (spec.get("customresourcedefinitions") or {}).get(which) or []}
-    apis = {f"{a.get('version')}.{a.get('group')}" for a in (spec.get("apiservicedefinitions") or {}).get(which) or []}
-    return {str(n) for n in crds | apis if n}
 
 
 def _moved_on(sub: dict, csv_name: str, plans: Iterable[dict]) -> str:
