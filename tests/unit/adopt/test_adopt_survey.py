@@ -142,6 +142,9 @@ def test_the_groups_service_account_and_upgrade_strategy_are_named():
      "Argo CD (Application platform)"),
     ({"managedFields": [{"manager": "argocd-controller", "operation": "Apply"}],
       "labels": {"app.kubernetes.io/instance": "operators"}}, "Argo CD (Application operators)"),
+    # Argo CD's client-side apply leaves its field manager and no tracking annotation (label tracking off)
+    ({"managedFields": [{"manager": "argocd-controller", "operation": "Update"}]},
+     "Argo CD (its field manager argocd-controller)"),
     ({"labels": {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
      "Flux (Kustomization flux-system/apps)"),
     ({"annotations": {"apps.open-cluster-management.io/hosting-subscription": "policies/operators"}},
