@@ -38,6 +38,7 @@ from typing import Any
 
 from reconciler.kube.client import Kube, ResourceInfo
 from reconciler.errors import ClusterError
+from reconciler.model import olmneeds
 from reconciler.model.deployconfig import CONFIG_SHAPE, DeploymentConfig
 from reconciler.model.managers import LET_GO, managed_by
 from reconciler.model.shape import Mismatch
@@ -555,31 +556,13 @@ def _wrap(text: str, width: int = 110) -> list[str]:
     return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
 
 
-def provided_apis(csv: Manifest) -> set[str]:
-    """The APIs a CSV owns: its CRDs by name (``kind.group`` is how CSVs name them: ``plural.group``) and its
-    APIServices as ``version.group``."""
-    spec = csv.get("spec") or {}
-    crds = {str(c.get("name") or "") for c in (spec.get("customresourcedefinitions") or {}).get("owned") or []}
-    apis = {f"{a.get('version')}.{a.get('group')}" for a in (spec.get("apiservicedefinitions") or {}).get("owned") or []}
-    return {n for n in crds | apis if n}
-
-
-def required_apis(csv: Manifest) -> set[str]:
-    """The APIs a CSV says it needs, named as ``provided_apis`` names them."""
-    spec = csv.get("spec") or {}
-    crds = {str(c.get("name") or "") for c in (spec.get("customresourcedefinitions") or {}).get("required") or []}
-    apis = {f"{a.get('version')}.{a.get('group')}"
-            for a in (spec.get("apiservicedefinitions") or {}).get("required") or []}
-    return {n for n in crds | apis if n}
-
-
 def needed_by_olm(adopting: Iterable[Install], view: ClusterView) -> list[Unmapped]:
-    """Installs being adopted that an install staying with OLM needs (it requires an API their CSV provides).
+    """Installs being adopted that an install staying with OLM needs (by package, or an API their CSV provides).
 
-    catalog-operator resolves what each of its CSVs requires on every resolution: once the CSV that provided an
-    API is gone, it installs the package again (a new Subscription and CSV, and an update of the same-named
-    Deployment), and fights the reconciler for it. Such an install is adopted together with what needs it, or
-    left with it.
+    catalog-operator resolves what each of its CSVs requires on every resolution, read as ``model/olmneeds.py``
+    says: once the CSV that met a requirement is gone, it installs the package again (a new Subscription and
+    CSV, and an update of the same-named Deployment), and fights the reconciler for it. Such an install is
+    adopted together with what needs it, or left with it.
     """
     adopting = list(adopting)
     taken = {(i.namespace, i.csv_name) for i in adopting}
@@ -587,11 +570,10 @@ def needed_by_olm(adopting: Iterable[Install], view: ClusterView) -> list[Unmapp
                and COPIED_FROM not in ((c.get("metadata") or {}).get("labels") or {})]
     out = []
     for inst in adopting:
-        provided = provided_apis(inst.csv)
-        needing = sorted((f"{_ns(c)}/{_name(c)}", sorted(required_apis(c) & provided)) for c in staying
-                         if required_apis(c) & provided)
+        needing = [(f"{_ns(c)}/{_name(c)}", what) for c in sorted(staying, key=lambda c: (_ns(c), _name(c)))
+                   if (what := olmneeds.needed(c, inst.csv, inst.package))]
         if needing:
-            who = ", ".join(f"ClusterServiceVersion {name} (needs {', '.join(apis)})" for name, apis in needing)
+            who = ", ".join(f"ClusterServiceVersion {name} (needs {', '.join(what)})" for name, what in needing)
             out.append(Unmapped("NeededByOLM", inst.where, f"{who} stays with OLM and needs what {inst.csv_name} "
                                 f"provides: once its CSV is gone, catalog-operator installs {inst.package} again to "
                                 "satisfy it, and fights the reconciler for it",

@@ -369,7 +369,9 @@ def _services(csv: Csv) -> tuple[ServiceSpec, ...]:
         port = int(wh.get("containerPort") or 443)
         ports.setdefault(wh["deploymentName"], {})[port] = wh.get("targetPort") or port
     for api in (csv.spec.get("apiservicedefinitions") or {}).get("owned") or []:
-        ports.setdefault(api["deploymentName"], {})[443] = int(api.get("containerPort") or 443)
+        # as OLM v0 serves an APIService: the Service's port is the container's, and so is the APIService's
+        port = int(api.get("containerPort") or 443)
+        ports.setdefault(api["deploymentName"], {})[port] = port
     selectors = {d.get("name"): (((d.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
                  for d in csv.install_spec.get("deployments") or []}
     return tuple(ServiceSpec(_service_name(dep), dep, tuple(sorted(p.items())), dict(selectors[dep]))
@@ -560,7 +562,8 @@ def _api_services(conv: Conversion) -> Iterator[Manifest]:
         svc = _service_for(conv, api["deploymentName"])
         cert = conv.certs[svc.name]
         spec: dict[str, Any] = {"group": api["group"], "version": api["version"],
-                                "service": {"name": svc.name, "namespace": conv.plan.namespace, "port": 443},
+                                "service": {"name": svc.name, "namespace": conv.plan.namespace,
+                                            "port": int(api.get("containerPort") or 443)},
                                 "groupPriorityMinimum": 2000, "versionPriority": 15}
         if cert.ca_bundle:
             spec["caBundle"] = cert.ca_bundle

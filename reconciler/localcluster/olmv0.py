@@ -68,10 +68,12 @@ def olm_present() -> bool:
     return TOOL.present()
 
 
-def catalog_operator_args(binaries: OlmBinaries, kubeconfig: Path, interval: float | None = None) -> list[str]:
+def catalog_operator_args(binaries: OlmBinaries, kubeconfig: Path, interval: float | None = None,
+                          catalog_namespace: str = NAMESPACE) -> list[str]:
     """``interval``: seconds between catalog-operator's full resyncs (``--interval``; its default, 15 minutes,
-    when None)."""
-    return [str(binaries.catalog_operator), f"--kubeconfig={kubeconfig}", f"--namespace={NAMESPACE}",
+    when None). ``catalog_namespace``: OLM's global catalog namespace, whose CatalogSources every namespace's
+    Subscriptions resolve from (``olm`` upstream; OpenShift's is ``openshift-marketplace``)."""
+    return [str(binaries.catalog_operator), f"--kubeconfig={kubeconfig}", f"--namespace={catalog_namespace}",
             *_interval(interval)]
 
 

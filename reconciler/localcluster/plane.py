@@ -119,9 +119,12 @@ class ControlPlane:
 
     def __init__(self, state_dir: Path | str | None = None, binaries: Binaries | None = None, *,
                  detached: bool = False, log: Callable[[str], object] = lambda _: None,
-                 olm: OlmBinaries | None = None, olm_interval: float | None = None) -> None:
+                 olm: OlmBinaries | None = None, olm_interval: float | None = None,
+                 olm_catalog_namespace: str = olmv0.NAMESPACE) -> None:
         self._owns_state_dir = state_dir is None
         self.olm_interval = olm_interval   # seconds between OLM's full resyncs; None: OLM's defaults (5 and 15 min)
+        # OLM's global catalog namespace (catalog-operator's --namespace): OpenShift's is openshift-marketplace
+        self.olm_catalog_namespace = olm_catalog_namespace
         self.state_dir = Path(tempfile.mkdtemp(prefix="reconciler-cluster-") if state_dir is None
                               else state_dir).resolve()
         self._binaries = binaries
@@ -252,7 +255,8 @@ class ControlPlane:
             olmv0.install(api, self._olm, timeout=max(deadline - time.monotonic(), 1.0))
             kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / "olm.kubeconfig", "system:olm",
                                                ["system:masters"])
-            self._launch(_CATALOG_OPERATOR, olmv0.catalog_operator_args(self._olm, kubeconfig, self.olm_interval))
+            self._launch(_CATALOG_OPERATOR, olmv0.catalog_operator_args(self._olm, kubeconfig, self.olm_interval,
+                                                                       self.olm_catalog_namespace))
             self._launch(_OLM_OPERATOR, olmv0.olm_operator_args(self._olm, self.olm_interval),
                          olmv0.olm_operator_env(kubeconfig))
             self._wait(_OLM_OPERATOR, lambda: olmv0.olm_operator_acted(api), deadline)

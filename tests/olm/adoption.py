@@ -131,12 +131,12 @@ def plan_complete(plane: ControlPlane, plan: str) -> bool:
     return bool(syncs) and syncs[-1].rstrip().endswith("phase=Complete")
 
 
-def make_repo(path: Path, cases: list[Case]) -> Path:
-    """A git repository with catalogs/corpus: the same bundles rendered with file://bundles/... images."""
+def make_repo(path: Path, cases: list[Case], catalog: str = "corpus") -> Path:
+    """A git repository with catalogs/<catalog>: the same bundles rendered with file://bundles/... images."""
     path.mkdir()
     for case in cases:
         shutil.copytree(CORPUS / "operators" / case.bundle, path / "bundles" / case.bundle)
-    write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], path / "catalogs" / "corpus",
+    write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], path / "catalogs" / catalog,
                      image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
     commit_all(path, "catalogs")
     return path

@@ -31,6 +31,23 @@ def olm_logs(plane) -> Callable[[], str]:
                              for name in ("catalog-operator", "olm-operator"))
 
 
+def resynced(plane, since: float, namespaces: list[str], interval: float) -> bool:
+    """Whether both OLM controllers of ``plane`` (run with ``olm_interval=interval``) have resynced since ``since``
+    (a time): catalog-operator logged a resolution of each namespace two of its longest resync periods later (each
+    informer resyncs every ``--interval`` give or take 20%); olm-operator takes the same interval, so it has
+    resynced every CSV by then too."""
+    import datetime as dt
+    import re
+
+    late = since + 2 * 1.2 * interval
+    seen = set()
+    for line in (plane.state_dir / "catalog-operator.log").read_text(errors="replace").splitlines():
+        found = re.match(r'time="([^"]+)".*msg="resolving subscriptions in namespace".* namespace=(\S+)', line)
+        if found and dt.datetime.fromisoformat(found.group(1).replace("Z", "+00:00")).timestamp() >= late:
+            seen.add(found.group(2))
+    return set(namespaces) <= seen
+
+
 def get(api, namespace: str, plural: str, name: str, version: str = "v1alpha1") -> dict | None:
     """An OLM object, or None when there is none."""
     import kubernetes.client

@@ -29,7 +29,7 @@ from reconciler.localcluster.olmv0 import ensure_olm
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
 from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo, shell
-from tests.olm.support import needs_corpus, needs_olm, olm_logs, uncaptured
+from tests.olm.support import needs_corpus, needs_olm, olm_logs, resynced, uncaptured
 from tests.support.repo import git
 from tests.support.wait import wait_until
 from tests.olm.test_takeover import CONFIG, snapshot
@@ -92,22 +92,6 @@ def plane(request, tmp_path_factory) -> Iterator[ControlPlane]:
 def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[ControlPlane]:
     with installed_by_olm(request, plane, tmp_path_factory.mktemp("handback-catalog"), CASES):
         yield plane
-
-
-def resynced(plane: ControlPlane, since: float, namespaces: list[str]) -> bool:
-    """Whether both OLM controllers have resynced since ``since`` (a time): catalog-operator logged a resolution
-    of each namespace two of its longest resync periods later (each informer resyncs every ``--interval`` give or
-    take 20%); olm-operator takes the same interval, so it has resynced every CSV by then too."""
-    import datetime as dt
-    import re
-
-    late = since + 2 * 1.2 * INTERVAL
-    seen = set()
-    for line in (plane.state_dir / "catalog-operator.log").read_text(errors="replace").splitlines():
-        found = re.match(r'time="([^"]+)".*msg="resolving subscriptions in namespace".* namespace=(\S+)', line)
-        if found and dt.datetime.fromisoformat(found.group(1).replace("Z", "+00:00")).timestamp() >= late:
-            seen.add(found.group(2))
-    return set(namespaces) <= seen
 
 
 def ours(api) -> list[str]:
@@ -235,8 +219,8 @@ def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed:
     again = run(block[5])
     assert "is OLM v0's again" in again, again
 
-    wait_until(lambda: resynced(installed, since, [c.namespace for c in BACK]), "a full resync of both OLM controllers",
-               timeout=INTERVAL * 8, diagnose=olm_logs(installed))
+    wait_until(lambda: resynced(installed, since, [c.namespace for c in BACK], INTERVAL),
+               "a full resync of both OLM controllers", timeout=INTERVAL * 8, diagnose=olm_logs(installed))
     with installed.admin_client() as api:
         after = snapshot(api, CASES)
         assert after["replicaSets"] == before["replicaSets"], (before["replicaSets"], after["replicaSets"])

@@ -88,10 +88,14 @@ def olm_bookkeeping(api, cases: list[Case] = CASES) -> list[str]:
     left = []
     for case in cases:
         for plural, version in (("subscriptions", "v1alpha1"), ("installplans", "v1alpha1"),
-                                ("clusterserviceversions", "v1alpha1"), ("operatorgroups", "v1"),
-                                ("operatorconditions", "v2")):
+                                ("clusterserviceversions", "v1alpha1"), ("operatorgroups", "v1")):
             items = custom(api).list_namespaced_custom_object(GROUP, version, case.namespace, plural)["items"]
             left += [f"{plural} {case.namespace}/{o['metadata']['name']}" for o in items]
+        # the CSV's OperatorCondition stays, the operator's own: owned by nothing, counted as no package's
+        for o in custom(api).list_namespaced_custom_object(GROUP, "v2", case.namespace, "operatorconditions")["items"]:
+            if o["metadata"].get("ownerReferences") or any(k.startswith("operators.coreos.com/")
+                                                           for k in o["metadata"].get("labels") or {}):
+                left.append(f"operatorconditions {case.namespace}/{o['metadata']['name']}: {o['metadata']}")
         # Nothing OLM made is left owned by no one: every object of these kinds in the namespaces is the
         # reconciler's (but the namespace's default ServiceAccount).
         for ns in {case.namespace, case.watched}:
@@ -105,6 +109,8 @@ def olm_bookkeeping(api, cases: list[Case] = CASES) -> list[str]:
                     labels = o.metadata.labels or {}
                     if kind == "ServiceAccount" and o.metadata.name == "default":
                         continue
+                    if any(r.kind == "OperatorCondition" for r in o.metadata.owner_references or []):
+                        continue   # the access OLM's OperatorCondition controller gives the operator to it
                     ours = LABEL_OPERATOR in labels or "reconciler.dev/installer-for" in labels   # or its installer
                     if not ours or any(k.startswith("olm.owner") for k in labels) \
                             or any(r.kind == "ClusterServiceVersion" for r in o.metadata.owner_references or []):

@@ -142,6 +142,9 @@ def test_the_groups_service_account_and_upgrade_strategy_are_named():
      "Argo CD (Application platform)"),
     ({"managedFields": [{"manager": "argocd-controller", "operation": "Apply"}],
       "labels": {"app.kubernetes.io/instance": "operators"}}, "Argo CD (Application operators)"),
+    # Argo CD's client-side apply leaves its field manager and no tracking annotation (label tracking off)
+    ({"managedFields": [{"manager": "argocd-controller", "operation": "Update"}]},
+     "Argo CD (its field manager argocd-controller)"),
     ({"labels": {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
      "Flux (Kustomization flux-system/apps)"),
     ({"annotations": {"apps.open-cluster-management.io/hosting-subscription": "policies/operators"}},
@@ -166,6 +169,23 @@ def test_an_install_an_olm_kept_one_needs_is_named_with_what_needs_it():
     assert (u.code, u.what) == ("NeededByOLM", "Subscription ops/cm")
     assert "ClusterServiceVersion ops/db.v1 (needs certificates.cert-manager.io) stays with OLM" in u.reason
     assert needed_by_olm([installs["cm"], installs["db"]], v) == []   # adopted together
+
+
+def test_an_install_an_olm_kept_one_needs_by_package_is_named_too():
+    """catalog-operator reads an installed CSV's dependencies from the properties it projected onto it
+    (olm.package.required among them), not from the CSV's spec alone."""
+    import json
+
+    from reconciler.adopt.olmv0 import needed_by_olm
+
+    dependent = csv(name="db.v1")
+    dependent["metadata"]["annotations"] = {"operatorframework.io/properties": json.dumps({"properties": [
+        {"type": "olm.package.required", "value": {"packageName": "cm", "versionRange": ">=1.0.0"}}]})}
+    v = view([sub(name="cm", installed="cm.v1"), sub(name="db", installed="db.v1")],
+             [csv(name="cm.v1"), dependent], [group()])
+    cm = next(i for i in survey(v).installs if i.package == "cm")
+    (u,) = needed_by_olm([cm], v)
+    assert "ClusterServiceVersion ops/db.v1 (needs package cm) stays with OLM" in u.reason, u.reason
 
 
 @pytest.mark.parametrize("approval, api_version", [("Automatic", "operators.coreos.com/v1"),

@@ -328,6 +328,20 @@ def test_owned_api_services_unsupported(tmp_path):
                           "install strategy does not define"
 
 
+def test_an_api_service_is_served_on_its_container_port_as_olm_serves_it(tmp_path):
+    """OLM v0 (pkg/controller/install: certresources.go, apiservice.go) gives an APIService's Service the port
+    named and numbered as the container port, targets that port, and points the APIService at it: the Service
+    a takeover applies over OLM's is the same, and so is the APIService."""
+    csv = csv_doc(apiservicedefinitions={"owned": [{"name": "widgets", "group": "demo.example.com", "version": "v1",
+                                                    "kind": "Widget", "deploymentName": "demo-controller",
+                                                    "containerPort": 5443}]})
+    out = render_demo(tmp_path, csv=csv)
+    (svc,) = [s for s in by_kind(out.objects, "Service") if s["metadata"]["name"] == "demo-controller-service"]
+    assert svc["spec"]["ports"] == [{"name": "5443", "port": 5443, "targetPort": 5443}]
+    (api,) = by_kind(out.objects, "APIService", "apiregistration.k8s.io")
+    assert api["spec"]["service"] == {"name": "demo-controller-service", "namespace": "demo-ns", "port": 5443}
+
+
 def test_v1beta1_crd_converted_to_v1(tmp_path):
     # v1beta1 CRDs are converted now (golden tests in tests/bundle/); other apiextensions versions are not
     out = render_demo(tmp_path, crd_doc(api_version="apiextensions.k8s.io/v1beta1"))

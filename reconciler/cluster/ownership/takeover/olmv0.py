@@ -15,14 +15,15 @@ and only that Operator is held back (the others go on): a Subscription that
 installed another bundle than the lock pins (OLM upgraded it since the
 adoption, or the lock moved first), or whose approved InstallPlan is
 installing one; a Subscription another GitOps tool applies (it would create
-it again); an install OLM keeps that needs an API this one provides
+it again); an install OLM keeps that needs this package or an API it provides
 (catalog-operator would install the package again to satisfy it).
 
 Before the sync (OLM stops asking):
 
 1. the InstallPlans that installed the CSV are deleted: a plan OLM is still
    executing would otherwise create its Subscriptions again, the one OLM
-   generates for a dependency among them;
+   generates for a dependency among them (a Complete plan that also
+   installed a CSV OLM keeps stays: it is that install's record too);
 2. the Subscription is deleted, so catalog-operator resolves, plans and
    upgrades nothing more for the package.
 
@@ -53,16 +54,19 @@ After a sync that applied the Operator (OLM lets go):
    with ``spec.config`` is deleted only now, after its CSV: olm-operator
    reads the overrides from it whenever it syncs the CSV, and without it
    would rewrite the Deployments without them. olm-operator's deletion
-   handler then sets ``spec.conversion.strategy: None`` on every CRD the
-   CSV's conversion webhooks served (it does so for any CSV no other CSV
-   replaces): the takeover waits for that, bounded, and applies the bundle's
-   CRD again at once, so the conversion webhook is back before the run ends
-   (and any APIService found gone is applied again the same way);
+   handler sets ``spec.conversion.strategy: None`` on every CRD the CSV's
+   conversion webhooks served and deletes its APIServices, for a CSV that
+   still carries its OperatorGroup annotations: they are taken off first,
+   and exactly that version is deleted (``_delete_csv``). Should the
+   handler act all the same, the takeover waits for it, bounded, and
+   applies the bundle's CRD again at once, so the conversion webhook is back
+   before the run ends (and any APIService found gone is applied again);
 6. those labelled objects are deleted: the bundle's own, applied, replace
    them; a Deployment is never deleted. The OperatorCondition of the CSV
-   stays: the operator keeps the access OLM's OperatorCondition controller
-   gives it (its Role and RoleBinding) and the conditions it reports there
-   (``Upgradeable``) are read from it; the namespace's OperatorGroup goes when
+   stays, without the CSV as its owner (``_keep_condition``): the operator
+   keeps the access OLM's OperatorCondition controller gives it (its Role
+   and RoleBinding) and the conditions it reports there (``Upgradeable``)
+   are read from it; the namespace's OperatorGroup goes when
    no Subscription or CSV uses it any more, unless OLM's installation ships
    it (``global-operators``) or another tool applies it;
 7. last, OLM's labels (``olm.owner``, ``olm.owner.kind``,
@@ -87,6 +91,7 @@ from typing import Any
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import ApiError, Kube
 from reconciler.kube.concurrent import concurrently
+from reconciler.model import olmneeds
 from reconciler.model.deployconfig import DeploymentConfig
 from reconciler.model.kube import Manifest, ObjectRef
 from reconciler.model.managers import LET_GO, managed_by
@@ -101,8 +106,25 @@ OWNED_KINDS = (("v1", "ServiceAccount"), ("v1", "Service"), ("v1", "Secret"), ("
                ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
                ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
                ("apiregistration.k8s.io/v1", "APIService"), ("apps/v1", "Deployment"))
+# Kinds olm-operator counts as an operator's components (pkg/controller/operators/components.go in OLM v0):
+# while one of them carries ``operators.coreos.com/<package>.<namespace>``, it makes the Operator object again.
+COMPONENT_KINDS = (("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "Namespace"),
+                   ("apiregistration.k8s.io/v1", "APIService"),
+                   ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                   (f"{GROUP}/v1alpha1", "Subscription"), (f"{GROUP}/v1alpha1", "InstallPlan"),
+                   (f"{GROUP}/v1alpha1", "ClusterServiceVersion"), (f"{GROUP}/v2", "OperatorCondition"),
+                   ("v1", "Secret"), ("v1", "ConfigMap"), ("v1", "ServiceAccount"),
+                   ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+                   ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+                   ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"))
 ORPHAN_WAIT = 30.0
+SETTLE_ATTEMPTS, SETTLE_PAUSE = 5, 1.0   # undoing what OLM may still do once the CSVs are gone (``After.settle``)
 CONVERSION_WAIT = 30.0   # how long olm-operator's CSV deletion handler is waited for (it acts within a second)
+CONVERSION_SETTLE = 2.0   # ... when the CSV went without the annotations it acts on (it should not act at all)
+# The annotations olm-operator puts on a CSV from its OperatorGroup; its CSV deletion handler does nothing
+# (no conversion webhook cleared, no APIService deleted) for a CSV deleted without them.
+GROUP_ANNOTATIONS = ("olm.operatorGroup", "olm.operatorNamespace", "olm.targetNamespaces")
+CSV_ATTEMPTS = 5
 RETIRE = "reconciler.dev/retire-from-olm"   # OLM's object for a CSV, to be deleted once the CSV is gone
 # OperatorGroups OLM's own installation ships (``operators``/``openshift-operators`` and ``olm``/
 # ``openshift-operator-lifecycle-manager``): the platform's, left in place whatever is adopted under them.
@@ -125,6 +147,9 @@ class Takeover:
     # The Subscription has spec.config: olm-operator reads the overrides from it each time it syncs the CSV, so
     # it goes only after the CSV (without it OLM would rewrite the Deployments without the overrides).
     configured: bool = False
+    # Complete InstallPlans that installed this CSV and one a Subscription OLM keeps runs, which this Subscription
+    # owns: they stay (that install's record too), and lose the owner reference first
+    shared_plans: tuple[dict, ...] = ()
 
     @property
     def pending(self) -> bool:
@@ -190,12 +215,11 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
                                    f"({mark}): the takeover deletes it, and {tool} would create it again, and OLM "
                                    "with it", f"{LET_GO[tool]}; the next reconcile then takes the install over"))
             continue
-        plans = tuple(sorted(p["metadata"]["name"] for p in every_plan
-                             if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])))
+        plans, shared = _plans(kube, every_plan, csv_name, sub, adopted)
         owned = tuple(index.owned(namespace, csv_name))
         configured = bool(DeploymentConfig.of(((sub or {}).get("spec") or {}).get("config")).value)
         out.append(Takeover(op.name, namespace, subscription, csv_name, str(op.bundle.get("package") or ""), csv,
-                            sub is not None, plans, owned, configured))
+                            sub is not None, plans, owned, configured, shared))
     pending = [t for t in out if t.pending]
     needed = _needed_by_olm(kube, pending)
     refused += needed
@@ -204,18 +228,23 @@ def find(kube: Kube, desired: list[DesiredOperator], adopted: Mapping[str, str])
 
 
 def _needed_by_olm(kube: Kube, takeovers: list[Takeover]) -> list[Refusal]:
-    """Takeovers whose CSV provides an API that a CSV OLM keeps requires: catalog-operator would install the
-    package again to satisfy it (``adopt`` refuses the same; this holds for a cluster that changed since)."""
+    """Takeovers that a CSV OLM keeps needs, by package or by an API this one provides, read as catalog-operator
+    reads an installed CSV's requirements (``model/olmneeds.py``): once the CSV is gone, catalog-operator would
+    install the package again to satisfy it (``adopt`` refuses the same; this holds for a cluster that changed
+    since)."""
     if not any(t.live_csv for t in takeovers):
         return []
     every = [c for c in _list(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", "")
              if "olm.copiedFrom" not in (c["metadata"].get("labels") or {})]
     taken = {(t.namespace, t.csv) for t in takeovers}
-    staying = [c for c in every if (_ns(c), c["metadata"]["name"]) not in taken]
+    staying = sorted((c for c in every if (_ns(c), c["metadata"]["name"]) not in taken),
+                     key=lambda c: (_ns(c), c["metadata"]["name"]))
     out = []
     for t in takeovers:
-        provided = _apis(t.live_csv or {}, "owned")
-        needing = sorted(f"{_ns(c)}/{c['metadata']['name']}" for c in staying if _apis(c, "required") & provided)
+        if t.live_csv is None:
+            continue
+        needing = [f"{_ns(c)}/{c['metadata']['name']} (needs {', '.join(what)})" for c in staying
+                   if (what := olmneeds.needed(c, t.live_csv, t.package))]
         if needing:
             out.append(Refusal(t.operator, f"olm-v0/{t.namespace}/{t.subscription}",
                                f"ClusterServiceVersion {', '.join(needing)} stays with OLM and needs what {t.csv} "
@@ -225,11 +254,34 @@ def _needed_by_olm(kube: Kube, takeovers: list[Takeover]) -> list[Refusal]:
     return out
 
 
-def _apis(csv: dict, which: str) -> set[str]:
-    spec = csv.get("spec") or {}
-    crds = {c.get("name") for c in (spec.get("customresourcedefinitions") or {}).get(which) or []}
-    apis = {f"{a.get('version')}.{a.get('group')}" for a in (spec.get("apiservicedefinitions") or {}).get(which) or []}
-    return {str(n) for n in crds | apis if n}
+def _plans(kube: Kube, every_plan: list[dict], csv_name: str, sub: dict | None,
+           adopted: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[dict, ...]]:
+    """The InstallPlans a takeover deletes: those that installed the CSV and the Subscription's latest (an upgrade
+    waiting for approval, which catalog-operator would still install if someone approved it with the
+    Subscription gone); and those it keeps, shared with an install OLM keeps, that the Subscription owns (the
+    garbage collector would take them with it, so it lets go of them first)."""
+    latest = str((((sub or {}).get("status") or {}).get("installPlanRef") or {}).get("name") or "")
+    ours = [p for p in every_plan if csv_name in (p.get("spec") or {}).get("clusterServiceVersionNames", [])
+            or p["metadata"]["name"] == latest]
+    shared = [p for p in ours if _shared_with_olm(kube, p, csv_name, adopted)]
+    uid = ((sub or {}).get("metadata") or {}).get("uid")
+    owned = tuple(p for p in shared if uid and any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences")
+                                                   or []))
+    return tuple(sorted(p["metadata"]["name"] for p in ours if p not in shared)), owned
+
+
+def _shared_with_olm(kube: Kube, plan: dict, csv_name: str, adopted: Mapping[str, str]) -> bool:
+    """Whether an InstallPlan that installed ``csv_name`` installed, in the same plan, a CSV a Subscription OLM
+    keeps runs (catalog-operator plans a namespace's Subscriptions together): it is that install's record too
+    (its Subscription's ``installPlanRef``), so it stays; once Complete, catalog-operator executes it no more."""
+    others = set((plan.get("spec") or {}).get("clusterServiceVersionNames") or []) - {csv_name}
+    if not others or (plan.get("status") or {}).get("phase") not in ("Complete", "Failed"):
+        return False
+    ns = _ns(plan)
+    taken = {source for source in adopted.values()}
+    return any(f"olm-v0/{ns}/{s['metadata']['name']}" not in taken
+               and ((s.get("status") or {}).get("installedCSV") in others)
+               for s in _list(kube, f"{GROUP}/v1alpha1", "Subscription", ns))
 
 
 def _moved_on(sub: dict, csv_name: str, plans: Iterable[dict]) -> str:
@@ -268,6 +320,15 @@ def before(kube: Kube, takeovers: list[Takeover], *, dry_run: bool) -> list[str]
     """Steps 1 and 2: OLM stops asking. Returns what was (or would be) done, one line per step."""
     lines = []
     for t in takeovers:
+        for shared in t.shared_plans:
+            others = sorted(set(shared["spec"].get("clusterServiceVersionNames") or []) - {t.csv})
+            lines.append(_step(t, f"keep InstallPlan {_where(shared)}, which installed {', '.join(others)} too (for a "
+                              f"Subscription OLM keeps): Subscription {t.subscription}'s owner reference comes off "
+                              "it, so that it outlives the Subscription", dry_run))
+            if not dry_run:
+                _patch(kube, shared, {"metadata": {"ownerReferences": [
+                    r for r in shared["metadata"].get("ownerReferences") or []
+                    if not (r.get("kind") == "Subscription" and r.get("name") == t.subscription)]}})
         for plan in t.plans:
             lines.append(_step(t, f"delete InstallPlan {t.namespace}/{plan}", dry_run))
             if not dry_run:
@@ -294,10 +355,13 @@ class After:
         self.kube, self.takeovers, self.dry_run, self.write = kube, takeovers, dry_run, write
         self.objects = {op.name: {ObjectRef.of(o).key: o for o in op.objects} for op in desired}
         self.lines: list[str] = []
+        self.deleted_operators: list[str] = []   # OLM's Operator objects this run deleted
+        self.conditions: list[tuple[dict, Takeover]] = []   # OperatorConditions kept without their CSV
 
     def run(self) -> list[str]:
         for t in self.takeovers:
             self.one(t)
+        self.settle()
         return self.lines
 
     def step(self, t: Takeover, what: str) -> None:
@@ -330,13 +394,15 @@ class After:
             self.step(t, f"delete Subscription {t.namespace}/{t.subscription} again (OLM made it anew from an "
                          f"InstallPlan it was still executing)")
             _delete(kube, f"{GROUP}/v1alpha1", "Subscription", t.namespace, t.subscription)
+        condition = _get(kube, f"{GROUP}/v2", "OperatorCondition", t.namespace, t.csv)
         if t.live_csv is not None:
             self.step(t, f"delete ClusterServiceVersion {t.namespace}/{t.csv}, orphaning its objects (and its copies "
                          f"in the target namespaces)")
+            unannotated = False
             if not dry_run:
-                _delete(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv, orphan=True)
+                unannotated = _delete_csv(kube, t)
                 _wait_gone(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv)
-            self.restore_conversion(t)
+            self.restore_conversion(t, CONVERSION_SETTLE if unannotated else CONVERSION_WAIT)
             self.restore_apiservices(t)
             if t.configured and t.subscription_exists:
                 self.step(t, f"delete Subscription {t.namespace}/{t.subscription} (kept until now: OLM applied its "
@@ -352,27 +418,30 @@ class After:
             self.step(t, f"delete OLM's {obj['kind']} {_where(obj)} (the bundle's own, applied, replaces it)")
             if not dry_run:
                 _delete(kube, obj["apiVersion"], obj["kind"], _ns(obj), obj["metadata"]["name"])
-        if _get(kube, f"{GROUP}/v2", "OperatorCondition", t.namespace, t.csv) is not None:
-            self.step(t, f"keep OperatorCondition {t.namespace}/{t.csv}: the operator keeps the access OLM gives it "
-                         f"there, and the reconciler reads its Upgradeable condition")
+        if condition is not None:
+            self.step(t, f"keep OperatorCondition {t.namespace}/{t.csv} without its CSV: the operator keeps the "
+                         f"access OLM gives it there, and the reconciler reads its Upgradeable condition")
+            if not dry_run and self.keep_condition(condition, t) is not None:
+                self.conditions.append((condition, t))
         self.lines.extend(self.retire_group(t))
         self.release(t, kept)
 
-    def restore_conversion(self, t: Takeover) -> None:
+    def restore_conversion(self, t: Takeover, wait: float) -> None:
         """olm-operator's CSV deletion handler sets ``conversion.strategy: None`` on the CRDs the CSV's conversion
-        webhooks served (unless another CSV replaces it): wait for that, bounded, and apply the bundle's CRD at
-        once, so the webhook is back before the run ends."""
+        webhooks served (unless another CSV replaces it, or the CSV went without its OperatorGroup annotations:
+        ``_delete_csv``): wait for that, bounded by ``wait``, and apply the bundle's CRD at once, so the webhook
+        is back before the run ends."""
         crds = [n for n in t.conversion_crds if ("apiextensions.k8s.io", "CustomResourceDefinition", "", n)
                 in self.objects.get(t.operator, {})]
         if not crds:
             return
-        self.step(t, f"apply the bundle's conversion webhook again on {', '.join(crds)} as soon as olm-operator, "
-                     f"seeing the CSV gone, sets their conversion strategy to None")
+        self.step(t, f"see that the conversion webhook of {', '.join(crds)} stays, and apply it again at once if "
+                     f"olm-operator, seeing the CSV gone, sets its strategy to None")
         if self.dry_run:
             return
         info = self.kube.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
         assert info is not None
-        deadline = time.monotonic() + CONVERSION_WAIT
+        deadline = time.monotonic() + wait
         left = set(crds)
         while left:
             for name in sorted(left):
@@ -430,7 +499,8 @@ class After:
 
     def release(self, t: Takeover, kept: list[dict]) -> None:
         """Step 7: OLM's labels off what was taken over (the bundle's objects OLM labelled as the package's, CRDs
-        among them), Deployments last; then OLM's Operator object of the package."""
+        among them), Deployments last, and OLM's package label off every other object olm-operator counts as a
+        component of the package (its OperatorCondition, ...); then OLM's Operator object of the package."""
         package_label = f"operators.coreos.com/{t.package}.{t.namespace}"
         labelled = {ObjectRef.of(o).key: o for o in kept}
         for key, obj in self.objects.get(t.operator, {}).items():
@@ -440,9 +510,14 @@ class After:
             live = self.kube.get(info, key[2], key[3]) if info is not None else None
             if live is not None and package_label in ((live.get("metadata") or {}).get("labels") or {}):
                 labelled[key] = live
-        if labelled:
-            self.step(t, f"remove OLM's labels from {counted(len(labelled), 'object')} now the reconciler's")
+        # the other objects OLM counts as the package's (its OperatorCondition, ...) lose that label only
+        others = [o for o in _components(self.kube, package_label) if ObjectRef.of(o).key not in labelled]
+        if labelled or others:
+            self.step(t, f"remove OLM's labels from {counted(len(labelled) + len(others), 'object')} now the "
+                         f"reconciler's or no longer counted as {t.package}'s")
             if not self.dry_run:
+                for obj in others:
+                    _patch(self.kube, obj, {"metadata": {"labels": {package_label: None}}})
                 for obj in sorted(labelled.values(), key=lambda o: o["kind"] == "Deployment"):
                     _strip_labels(self.kube, obj, t)
         name = f"{t.package}.{t.namespace}"
@@ -450,6 +525,82 @@ class After:
             self.step(t, f"delete OLM's Operator {name} (nothing carries its label any more)")
             if not self.dry_run:
                 _delete(self.kube, f"{GROUP}/v1", "Operator", "", name)
+                self.deleted_operators.append(name)
+
+    def keep_condition(self, condition: dict, t: Takeover) -> bool | None:
+        """``_keep_condition``, or None when the reconciler may not make the OperatorCondition again (deploy/
+        does not grant it: docs/deploy.md), said in a line."""
+        try:
+            return _keep_condition(self.kube, condition, t)
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+            self.step(t, f"could not make OperatorCondition {t.namespace}/{t.csv} again after the garbage collector "
+                         f"took it with the CSV ({exc}): its operator no longer finds it")
+            return None
+
+    def settle(self) -> None:
+        """What OLM may still do from events it queued while the CSVs went, undone until it holds: once every
+        takeover of the run is done, after a pause, an Operator object olm-operator made again (from a component
+        event queued before the labels went) is deleted again, and an OperatorCondition the garbage collector
+        took after all (olm-operator gives it back its CSV owner while the CSV is being deleted) is made again
+        (bounded; the next run's takeover does the same)."""
+        operators, conditions = list(self.deleted_operators), list(self.conditions)
+        for _ in range(SETTLE_ATTEMPTS):
+            if not operators and not conditions:
+                return
+            time.sleep(SETTLE_PAUSE)
+            operators = [n for n in operators if _get(self.kube, f"{GROUP}/v1", "Operator", "", n) is not None]
+            for name in operators:
+                _delete(self.kube, f"{GROUP}/v1", "Operator", "", name)
+            conditions = [(c, t) for c, t in conditions if self.keep_condition(c, t)]
+
+
+def _keep_condition(kube: Kube, kept: dict, t: Takeover) -> bool:
+    """The CSV's OperatorCondition (``kept``, as read before the CSV went) there without the CSV as its owner;
+    True when it had to be changed (its owner reference taken off, or made again as it was, its status too).
+
+    olm-operator's OperatorCondition generator sets the CSV as the owner whenever it syncs the CSV, a CSV being
+    deleted included, so the garbage collector's orphaning does not hold: once the CSV is gone, the owner
+    reference is taken off, and an OperatorCondition already collected is made again. OLM's OperatorCondition
+    controller, still running, keeps its Role and RoleBinding, which give the operator access to it.
+    """
+    info = kube.resource(f"{GROUP}/v2", "OperatorCondition")
+    if info is None:
+        return False
+    live = kube.get(info, t.namespace, t.csv)
+    if live is not None:
+        refs = live["metadata"].get("ownerReferences") or []
+        mine = [r for r in refs if not (r.get("kind") == "ClusterServiceVersion" and r.get("name") == t.csv)]
+        if len(mine) == len(refs):
+            return False
+        _patch(kube, live, {"metadata": {"ownerReferences": mine}})
+        return True
+    meta = kept["metadata"]
+    package_label = f"operators.coreos.com/{t.package}.{t.namespace}"
+    body = {"apiVersion": f"{GROUP}/v2", "kind": "OperatorCondition",
+            "metadata": {"name": t.csv, "namespace": t.namespace,
+                         "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k != package_label}},
+            "spec": kept.get("spec") or {}}
+    try:
+        kube.request("POST", info.path(t.namespace), body=body, repeatable=True)
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+    if (kept.get("status") or {}).get("conditions"):
+        kube.request("PATCH", info.path(t.namespace, t.csv) + "/status", body={"status": kept["status"]},
+                     content_type="application/merge-patch+json")
+    return True
+
+
+def _components(kube: Kube, selector: str) -> list[dict]:
+    """Every object of the kinds olm-operator counts as an operator's components that carries ``selector``
+    (OLM's ``operators.coreos.com/<package>.<namespace>`` label), as metadata: olm-operator makes the package's
+    ``Operator`` object again while any of them carries it."""
+    def one(kind: tuple[str, str]) -> list[dict]:
+        info = kube.resource(*kind)
+        return [] if info is None else kube.list(info, label_selector=selector, metadata_only=True)
+    return [o for found in concurrently(one, list(COMPONENT_KINDS)) for o in found]
 
 
 def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator], *, dry_run: bool,
@@ -564,6 +715,45 @@ def _delete(kube: Kube, api_version: str, kind: str, namespace: str, name: str, 
     except ApiError as exc:
         if exc.status != 404:
             raise
+
+
+def _delete_csv(kube: Kube, t: Takeover) -> bool:
+    """Delete the CSV with ``propagationPolicy: Orphan`` as it is once its OperatorGroup annotations are off;
+    True when the version deleted is one without them.
+
+    olm-operator's CSV deletion handler reads the deleted CSV's ``olm.operatorGroup``, ``olm.operatorNamespace``
+    and ``olm.targetNamespaces`` and does nothing without them: no conversion webhook set to None, no APIService
+    deleted. It also puts them back whenever it syncs the CSV (and does nothing else on that sync), so the
+    delete carries a precondition on the very version the annotations were taken off; when olm-operator was
+    faster, it is tried again (bounded), and in the end the CSV is deleted as it is (the conversion webhooks
+    and APIServices are then applied again after it: ``After.restore_conversion``, ``restore_apiservices``).
+    """
+    info = kube.resource(f"{GROUP}/v1alpha1", "ClusterServiceVersion")
+    if info is None:
+        return False
+    path = info.path(t.namespace, t.csv)
+    for _ in range(CSV_ATTEMPTS):
+        live = kube.get(info, t.namespace, t.csv)
+        if live is None:
+            return True
+        annotations = live["metadata"].get("annotations") or {}
+        version = live["metadata"]["resourceVersion"]
+        try:
+            if any(k in annotations for k in GROUP_ANNOTATIONS):
+                version = kube.request("PATCH", path, content_type="application/merge-patch+json", body={
+                    "metadata": {"resourceVersion": version,
+                                 "annotations": {k: None for k in GROUP_ANNOTATIONS}}})["metadata"]["resourceVersion"]
+            kube.request("DELETE", path, body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                               "propagationPolicy": "Orphan",
+                                               "preconditions": {"resourceVersion": version}})
+            return True
+        except ApiError as exc:
+            if exc.status == 404:
+                return True
+            if exc.status != 409:
+                raise
+    _delete(kube, f"{GROUP}/v1alpha1", "ClusterServiceVersion", t.namespace, t.csv, orphan=True)
+    return False
 
 
 def _wait_gone(kube: Kube, api_version: str, kind: str, namespace: str, name: str) -> None:
