@@ -333,9 +333,13 @@ class Kube:
                     self._groups.setdefault(f"{group}/{version}" if group else version, kinds)
 
     def resource(self, api_version: str, kind: str, *, refresh: bool = True) -> ResourceInfo | None:
-        """The resource serving kind at apiVersion, or None if the server does not serve it."""
+        """The resource serving kind at apiVersion, or None if the server does not serve it. A kind missing from
+        what an earlier lookup read is read again (a CRD may have been applied since); one missing from what
+        this lookup has just read is not."""
+        with self._discovery_lock:
+            known_before = api_version in self._groups
         info = self._group_version(api_version).get(kind)
-        if info is None and refresh:
+        if info is None and refresh and known_before:
             with self._discovery_lock:
                 self._groups.pop(api_version, None)
             info = self._group_version(api_version).get(kind)
