@@ -265,7 +265,7 @@ def test_the_operator_s_own_upgradeable_false_is_in_its_status(installed: Contro
     from reconciler.bundle.openshift import cluster_version
     from reconciler.kube.client import Kube
 
-    repo, run = taken_over["repo"], taken_over["run"]
+    run = taken_over["run"]
     case = WEBHOOKS
     with installed.admin_client() as api:
         objects = custom(api)
