@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reconciler.cluster.apply import ANNOTATION_DIGEST, Action, Change, ChangeSet
+from reconciler.cluster.ownership.takeover.calls import (delete as _delete, get as _get, list_of as _list,
+                                                          patch as _patch, where as _where)
 from reconciler.cluster.ownership.takeover.olmv0 import Refusal
 from reconciler.cluster.status import objects as status_objects
 from reconciler.kube.client import ApiError, Kube
@@ -749,21 +751,7 @@ def _template_annotations(dep: Manifest) -> dict:
     return (((dep.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("annotations") or {}
 
 
-def _where(obj: Manifest) -> str:
-    ns = (obj.get("metadata") or {}).get("namespace") or ""
-    return f"{ns}/{obj['metadata']['name']}" if ns else obj["metadata"]["name"]
 
-
-def _get(kube: Kube, api_version: str, kind: str, namespace: str, name: str) -> Manifest | None:
-    info = kube.resource(api_version, kind)
-    return None if info is None or not name else kube.get(info, namespace if info.namespaced else "", name)
-
-
-def _list(kube: Kube, api_version: str, kind: str, namespace: str, selector: str | None = None) -> list[Manifest]:
-    info = kube.resource(api_version, kind)
-    if info is None:
-        return []
-    return kube.list(info, namespace=namespace if info.namespaced else "", label_selector=selector)
 
 
 def _create(kube: Kube, api_version: str, kind: str, namespace: str, body: dict) -> Manifest:
@@ -778,21 +766,3 @@ def _create(kube: Kube, api_version: str, kind: str, namespace: str, body: dict)
         assert found is not None
         return found
 
-
-def _patch(kube: Kube, obj: Manifest, patch: dict) -> None:
-    """A JSON merge patch (gone is done)."""
-    info = kube.resource(obj["apiVersion"], obj["kind"])
-    assert info is not None
-    ns = (obj.get("metadata") or {}).get("namespace") or ""
-    try:
-        kube.request("PATCH", info.path(ns if info.namespaced else "", obj["metadata"]["name"]), body=patch,
-                     content_type="application/merge-patch+json")
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
-
-
-def _delete(kube: Kube, api_version: str, kind: str, namespace: str, name: str) -> None:
-    info = kube.resource(api_version, kind)
-    if info is not None:
-        kube.delete(info, namespace if info.namespaced else "", name)

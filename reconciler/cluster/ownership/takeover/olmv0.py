@@ -89,6 +89,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.cluster.apply import DesiredOperator
+from reconciler.cluster.ownership.takeover.calls import (delete as _delete, get as _get, list_of as _list,
+                                                          namespace_of as _ns, patch as _patch, where as _where)
 from reconciler.kube.client import ApiError, Kube
 from reconciler.kube.concurrent import concurrently
 from reconciler.model import olmneeds
@@ -677,44 +679,12 @@ def _strip_labels(kube: Kube, obj: dict, t: Takeover) -> None:
         _patch(kube, obj, patch)
 
 
-def _patch(kube: Kube, obj: dict, patch: dict) -> None:
-    """A JSON merge patch of ``obj``'s metadata (never its spec: no pod template changes); gone is done."""
-    info = kube.resource(obj["apiVersion"], obj["kind"])
-    assert info is not None
-    try:
-        kube.request("PATCH", info.path(_ns(obj), obj["metadata"]["name"]), body=patch,
-                     content_type="application/merge-patch+json")
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
-
 
 def _step(t: Takeover, what: str, dry_run: bool) -> str:
     return f"takeover of {t.operator} from OLM v0: {'would ' if dry_run else ''}{what}"
 
 
-def _get(kube: Kube, api_version: str, kind: str, namespace: str, name: str) -> dict | None:
-    info = kube.resource(api_version, kind)
-    return None if info is None or not name else kube.get(info, namespace, name)
 
-
-def _list(kube: Kube, api_version: str, kind: str, namespace: str, selector: str | None = None) -> list[dict]:
-    info = kube.resource(api_version, kind)
-    if info is None:
-        return []
-    return kube.list(info, namespace=namespace if info.namespaced else "", label_selector=selector)
-
-
-def _delete(kube: Kube, api_version: str, kind: str, namespace: str, name: str, orphan: bool = False) -> None:
-    info = kube.resource(api_version, kind)
-    if info is None:
-        return
-    query = [("propagationPolicy", "Orphan" if orphan else "Background")]
-    try:
-        kube.request("DELETE", info.path(namespace if info.namespaced else "", name), query=query)
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
 
 
 def _delete_csv(kube: Kube, t: Takeover) -> bool:
@@ -762,11 +732,3 @@ def _wait_gone(kube: Kube, api_version: str, kind: str, namespace: str, name: st
     if info is not None:
         kube.wait_gone(info, namespace, name, ORPHAN_WAIT)
 
-
-def _ns(obj: dict) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "")
-
-
-def _where(obj: dict) -> str:
-    ns = _ns(obj)
-    return f"{ns}/{obj['metadata']['name']}" if ns else obj["metadata"]["name"]

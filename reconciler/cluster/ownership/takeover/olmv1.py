@@ -55,7 +55,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.cluster.ownership.takeover.olmv0 import OWNED_KINDS, _delete, _get, _list, _ns, _patch, _where
+from reconciler.cluster.ownership.takeover.calls import (delete as _delete, get as _get, list_of as _list,
+                                                          namespace_of as _ns, patch as _patch, where as _where)
+from reconciler.cluster.ownership.takeover.olmv0 import OWNED_KINDS
 from reconciler.cluster.apply import DesiredOperator
 from reconciler.kube.client import Kube
 from reconciler.errors import PolicyError
