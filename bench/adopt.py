@@ -1,7 +1,7 @@
 """Adopting a cluster that OLM v0 runs: how long `reconciler adopt` takes and how many API requests it makes.
 
   python -m bench.adopt [--installs 50] [--repeat 3] [--corpus ../shared/corpus/operators] [--packages P ...]
-                        [--copied-csvs]
+                        [--copied-csvs] [--takeover] [--one-namespace NS]
 
 A local control plane with the real OLM v0 (``ControlPlane(olm=...)``) is
 started here; ``--installs`` corpus packages (``bundles``: one bundle per
@@ -17,6 +17,17 @@ process ``--repeat`` times into fresh copies of the repository (the first
 also fills the catalog cache): wall-clock time, and the requests sent to the
 API server, counted at the one place the reconciler sends them
 (``Kube.request``). There is no peer: nothing else adopts OLM v0 installs.
+
+``--takeover`` then commits the last adoption and runs ``reconcile`` of it
+once, in this process, with OLM still running: the takeover's wall-clock
+time and requests, the ReplicaSets it made (a new one is a pod restarted;
+there should be none), and the longest time any CRD that had a conversion
+webhook, or any APIService, went unserved while it ran (watched every 0.1 s;
+it should be zero). ``--one-namespace NS`` installs every package in the
+one namespace ``NS`` under one AllNamespaces OperatorGroup
+(``global-operators``), as OpenShift's ``openshift-operators`` holds them,
+instead of each in a namespace of its own (only packages that support
+AllNamespaces are chosen).
 """
 
 from __future__ import annotations
@@ -52,7 +63,8 @@ OLM_FAILS = {
 DEPENDENCY_PROPERTIES = ("olm.package", "olm.gvk", "olm.constraint")
 
 
-def bundles(corpus: Path, count: int, only: tuple[str, ...] = ()) -> list[tuple[Path, str, str]]:
+def bundles(corpus: Path, count: int, only: tuple[str, ...] = (), *,
+            all_namespaces: bool = False) -> list[tuple[Path, str, str]]:
     """``count`` corpus bundles OLM installs alone and the reconciler converts: (dir, CSV name, install mode).
 
     One bundle per package (the reconciler installs a package once per
@@ -74,7 +86,7 @@ def bundles(corpus: Path, count: int, only: tuple[str, ...] = ()) -> list[tuple[
         versions = sorted((v for v in package.iterdir() if (v / "manifests").is_dir()), key=_version_key,
                           reverse=True)
         for version in versions:
-            fit = _fits(version, yamlio, render, ReconcilerError, InstallSettings)
+            fit = _fits(version, yamlio, render, ReconcilerError, InstallSettings, all_namespaces)
             if fit is not None:
                 out.append((version, *fit))
                 break
@@ -83,8 +95,9 @@ def bundles(corpus: Path, count: int, only: tuple[str, ...] = ()) -> list[tuple[
     raise SystemExit(f"the corpus has {len(out)} packages with a bundle that fits, not {count}")
 
 
-def _fits(version: Path, yamlio, render, error, settings) -> tuple[str, str] | None:
-    """(CSV name, install mode) when OLM installs the bundle alone and the reconciler converts it, else None."""
+def _fits(version: Path, yamlio, render, error, settings, all_namespaces: bool = False) -> tuple[str, str] | None:
+    """(CSV name, install mode) when OLM installs the bundle alone and the reconciler converts it, else None
+    (``all_namespaces``: in AllNamespaces only)."""
     metadata = version / "metadata"
     if (metadata / "dependencies.yaml").exists() or (
             (metadata / "properties.yaml").exists()
@@ -102,6 +115,8 @@ def _fits(version: Path, yamlio, render, error, settings) -> tuple[str, str] | N
     modes = {m.get("type") for m in csv["spec"].get("installModes") or [] if m.get("supported")}
     order = ("AllNamespaces", "OwnNamespace") if csv["spec"].get("webhookdefinitions") else \
         ("OwnNamespace", "AllNamespaces")
+    if all_namespaces:
+        order = ("AllNamespaces",)
     for mode in (m for m in order if m in modes):
         try:
             render(f"file://{version}", Path("/"), settings("bench", ("",) if mode == "AllNamespaces" else ("bench",)),
@@ -135,10 +150,15 @@ def main() -> None:
                         help="only these corpus packages (by default every fitting one but those OLM_FAILS names)")
     parser.add_argument("--copied-csvs", action="store_true",
                         help="leave OLM's copies of AllNamespaces CSVs on (OLM's default): adopt lists them too")
+    parser.add_argument("--takeover", action="store_true",
+                        help="then commit the last adoption and reconcile it once: the takeover's time, requests, "
+                             "new ReplicaSets and the longest time a conversion webhook or APIService was unserved")
+    parser.add_argument("--one-namespace", metavar="NS",
+                        help="every install in namespace NS under one AllNamespaces OperatorGroup (global-operators)")
     args = parser.parse_args()
     if not args.corpus.is_dir():
         raise SystemExit(f"no corpus at {args.corpus}")
-    chosen = bundles(args.corpus, args.installs, args.packages)
+    chosen = bundles(args.corpus, args.installs, args.packages, all_namespaces=bool(args.one_namespace))
 
     from bench.peers import opm
     from reconciler.localcluster import ControlPlane, ensure_binaries
@@ -155,12 +175,17 @@ def main() -> None:
             write_catalog_of([d for d, _, _ in chosen], work / "catalog")
             cases = [Case(f"{d.parent.name}/{d.name}", name, f"{'AllNamespaces' if mode == 'AllNamespaces' else 'Own'}{i}")
                      for i, (d, name, mode) in enumerate(chosen)]
+            for c in cases if args.one_namespace else ():
+                c.namespace = c.watched = args.one_namespace
             with opm.serve(work / "catalog", work / "serve") as address, plane.admin_client() as api:
                 if not args.copied_csvs:
                     copied_csvs_off(api)
                 start = time.perf_counter()
-                for c in cases:
-                    subscribe(api, c, address)
+                if args.one_namespace:
+                    subscribe_together(api, cases, args.one_namespace, address)
+                else:
+                    for c in cases:
+                        subscribe(api, c, address)
                 for c in cases:
                     settle(api, c, plane)
                 modes = {m: sum(1 for *_, x in chosen if x == m) for m in ("OwnNamespace", "AllNamespaces")}
@@ -179,6 +204,7 @@ def main() -> None:
                 git(repo, "add", "-A")
                 git(repo, "commit", "-q", "-m", "catalog")
                 rows = [measure(plane, repo, work / f"run{i}") for i in range(args.repeat)]
+                taken = takeover(plane, api, work / f"run{args.repeat - 1}") if args.takeover else None
         finally:
             plane.stop()
     seconds = [r[0] for r in rows]
@@ -187,6 +213,116 @@ def main() -> None:
     print(f"{f'adopt, {args.installs} OLM v0 installs':<44} {statistics.median(seconds):>9.2f} "
           f"{min(seconds):>7.2f} {statistics.median(requests):>9.0f} {rows[0][2]:>8}")
     print(f"(runs: {', '.join(f'{s:.2f}s/{n}' for s, n, _ in rows)}; no peer: nothing else adopts OLM v0 installs)")
+    if taken is not None:
+        where = f"in {args.one_namespace}" if args.one_namespace else "each in a namespace of its own"
+        print(f"\ntakeover by reconcile of the {rows[0][2]} adopted installs ({where}), OLM running: "
+              f"{taken['seconds']:.1f}s, {taken['requests']} requests, exit {taken['exit']}; "
+              f"{taken['new_replica_sets']} new ReplicaSets; longest unserved: {taken['unserved']:.1f}s "
+              f"({taken['watched']} CRDs with a conversion webhook and APIServices watched)")
+
+
+def subscribe_together(api, cases: list, namespace: str, address: str) -> None:
+    """Every case's Subscription in ``namespace``, beside one CatalogSource and the AllNamespaces OperatorGroup
+    ``global-operators``, as OpenShift's ``openshift-operators`` holds them."""
+    import kubernetes.client
+
+    from tests.olm.adoption import GROUP, custom
+
+    kubernetes.client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+    c = custom(api)
+    c.create_namespaced_custom_object(GROUP, "v1alpha1", namespace, "catalogsources", {
+        "apiVersion": f"{GROUP}/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "corpus"},
+        "spec": {"sourceType": "grpc", "address": address}})
+    c.create_namespaced_custom_object(GROUP, "v1", namespace, "operatorgroups", {
+        "apiVersion": f"{GROUP}/v1", "kind": "OperatorGroup", "metadata": {"name": "global-operators"}, "spec": {}})
+    for case in cases:
+        c.create_namespaced_custom_object(GROUP, "v1alpha1", namespace, "subscriptions", {
+            "apiVersion": f"{GROUP}/v1alpha1", "kind": "Subscription", "metadata": {"name": case.package},
+            "spec": {"name": case.package, "source": "corpus", "sourceNamespace": namespace,
+                     "installPlanApproval": "Automatic"}})
+
+
+def _served(api) -> dict[str, bool]:
+    """Each CRD with a conversion webhook (by name) and each APIService (``apiservice/NAME``): whether it is
+    served now (the webhook with its caBundle; the APIService Available)."""
+    import kubernetes.client
+
+    out = {}
+    for crd in kubernetes.client.ApiextensionsV1Api(api).list_custom_resource_definition().items:
+        conversion = crd.spec.conversion
+        if conversion is not None and conversion.strategy == "Webhook":
+            config = conversion.webhook.client_config if conversion.webhook else None
+            out[crd.metadata.name] = bool(config and config.ca_bundle)
+        else:
+            out[crd.metadata.name] = False
+    for svc in kubernetes.client.ApiregistrationV1Api(api).list_api_service().items:
+        if svc.spec.service is not None:   # the cluster's own groups are served locally
+            out[f"apiservice/{svc.metadata.name}"] = any(
+                c.type == "Available" and c.status == "True" for c in (svc.status.conditions or []))
+    return out
+
+
+def takeover(plane, api, repo: Path) -> dict:
+    """Commit the adoption in ``repo`` and reconcile it once in this process: seconds, requests (at
+    ``Kube.request``), its exit code, the ReplicaSets it made, and the longest time any CRD that served a
+    conversion webhook before (or APIService that was Available) was unserved while it ran."""
+    import io
+    import threading
+
+    import kubernetes.client
+
+    from reconciler.cli.parser import main as cli
+    from reconciler.kube.client import Kube
+    from tests.support.repo import git
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Adopt what OLM v0 runs")
+    apps = kubernetes.client.AppsV1Api(api)
+    replica_sets = {rs.metadata.uid for rs in apps.list_replica_set_for_all_namespaces().items}
+    before = _served(api)
+    watched = sorted(k for k, ok in before.items() if ok)
+    gaps = {k: 0.0 for k in watched}
+    down_since: dict[str, float] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            now = time.monotonic()
+            state = _served(api)
+            for k in watched:
+                if not state.get(k, False):
+                    down_since.setdefault(k, now)
+                elif k in down_since:
+                    gaps[k] = max(gaps[k], now - down_since.pop(k))
+            done.wait(0.1)
+        now = time.monotonic()
+        for k, since in down_since.items():
+            gaps[k] = max(gaps[k], now - since)
+
+    sent = [0]
+    real = Kube.request
+
+    def counted(self, *args, **kwargs):
+        sent[0] += 1
+        return real(self, *args, **kwargs)
+
+    printed = io.StringIO()
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    Kube.request = counted
+    start = time.perf_counter()
+    try:
+        code = cli(["reconcile", str(repo), "--kubeconfig", str(plane.kubeconfig_path), "-q"], printed)
+    finally:
+        seconds = time.perf_counter() - start
+        Kube.request = real
+        done.set()
+        thread.join()
+    if code not in (0, 1):
+        print(printed.getvalue()[-3000:])
+    made = [rs for rs in apps.list_replica_set_for_all_namespaces().items if rs.metadata.uid not in replica_sets]
+    return {"seconds": seconds, "requests": sent[0], "exit": code, "new_replica_sets": len(made),
+            "unserved": max(gaps.values(), default=0.0), "watched": len(watched)}
 
 
 def copied_csvs_off(api) -> None:
