@@ -185,7 +185,9 @@ def test_an_apiservice_bundle(deployed, k8s, bundles, capsys):
     assert "Summary: 12 created" in run.out, run.out
     service = get(k8s, "apiregistration.k8s.io/v1", "APIService", f"v1beta1.{group}")
     assert service is not None and service["metadata"]["labels"]["reconciler.dev/operator"] == name
-    assert service["spec"]["service"] == {"name": "demo-controller-service", "namespace": f"ns-{name}", "port": 443}
+    # served on the CSV's containerPort, as OLM v0 serves an APIService (its Service's port is that port too)
+    assert service["spec"]["service"] == {"name": "demo-controller-service", "namespace": f"ns-{name}",
+                                          "port": 6443}
     assert service["spec"]["caBundle"]
     passed("APIService bundle")
 
