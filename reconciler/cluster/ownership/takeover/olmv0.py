@@ -530,15 +530,15 @@ class After:
                 self.deleted_operators.append(name)
 
     def keep_condition(self, condition: dict, t: Takeover) -> bool | None:
-        """``_keep_condition``, or None when the reconciler may not make the OperatorCondition again (deploy/
-        does not grant it: docs/deploy.md), said in a line."""
+        """``_keep_condition``, or None when the reconciler may not change the OperatorCondition or make it again
+        (deploy/olm-takeover does not grant it: docs/deploy.md), said in a line."""
         try:
             return _keep_condition(self.kube, condition, t)
         except ApiError as exc:
             if exc.status != 403:
                 raise
-            self.step(t, f"could not make OperatorCondition {t.namespace}/{t.csv} again after the garbage collector "
-                         f"took it with the CSV ({exc}): its operator no longer finds it")
+            self.step(t, f"could not keep OperatorCondition {t.namespace}/{t.csv} without its CSV ({exc}): the "
+                         f"garbage collector takes it with the CSV, and its operator no longer finds it")
             return None
 
     def settle(self) -> None:
