@@ -72,18 +72,28 @@ def write_catalog(bundle_dir: Path, catalog_dir: Path) -> dict:
     return write_catalog_of([bundle_dir], catalog_dir)[0]
 
 
-def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bundle_dir: "") -> list[dict]:
+def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bundle_dir: "", *,
+                     by_opm: bool = False) -> list[dict]:
     """A file-based catalog of the bundles, each alone in its package's default channel; their blobs.
 
     ``image(bundle_dir)`` is the image each blob records ("" for none: OLM installs from the inline objects).
+    ``by_opm``: each blob as opm renders the bundle directory (the catalog OLM serves then owes nothing to the
+    reconciler's own rendering, which the repository's catalog uses); no ``image`` then.
     """
     from reconciler import yamlio
 
     docs, blobs = [], []
     for bundle_dir in bundle_dirs:
         ref = image(bundle_dir)
-        done = subprocess.run([sys.executable, "-m", "reconciler", "catalog", "render", str(bundle_dir)]
-                              + (["--image", ref] if ref else []), capture_output=True, text=True, timeout=300)
+        if by_opm:
+            from bench.peers import opm
+
+            assert not ref, "opm renders a bundle directory without an image"
+            argv = [str(opm.opm_binary(log=print)), "render", str(bundle_dir), "-o", "json"]
+        else:
+            argv = [sys.executable, "-m", "reconciler", "catalog", "render", str(bundle_dir)] \
+                + (["--image", ref] if ref else [])
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         blob = json.loads(done.stdout)
         annotations = yamlio.read_all(bundle_dir / "metadata" / "annotations.yaml")[0]["annotations"]

@@ -106,7 +106,8 @@ def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[Contro
     with uncaptured(request):
         opm.opm_binary(log=print)
     directory = tmp_path_factory.mktemp("openshift-catalog")
-    write_catalog_of([CORPUS / "operators" / c.bundle for c in CASES], directory / "catalog")
+    # rendered by opm, as a catalog image's would be: the repository's own catalog is the reconciler's rendering
+    write_catalog_of([CORPUS / "operators" / c.bundle for c in CASES], directory / "catalog", by_opm=True)
     with opm.serve(directory / "catalog", directory / "serve") as address, plane.admin_client() as api:
         core, objects = kubernetes.client.CoreV1Api(api), custom(api)
         objects.create_namespaced_custom_object(GROUP, "v1alpha1", MARKETPLACE, "catalogsources", {
