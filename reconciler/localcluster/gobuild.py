@@ -80,10 +80,15 @@ class GoTool:
         """Where the build put the ``module_files`` of ``subdirectory``."""
         return self.directory / subdirectory
 
+    def _built(self) -> bool:
+        return all(p.is_file() and os.access(p, os.X_OK) for p in self.paths().values())
+
+    def _missing_files(self) -> list[tuple[str, str, str]]:
+        return [f for f in self.module_files
+                if not (self.files_dir(f[2]).is_dir() and any(self.files_dir(f[2]).iterdir()))]
+
     def present(self) -> bool:
-        return (all(p.is_file() and os.access(p, os.X_OK) for p in self.paths().values())
-                and all(self.files_dir(sub).is_dir() and any(self.files_dir(sub).iterdir())
-                        for _, _, sub in self.module_files))
+        return self._built() and not self._missing_files()
 
     def ensure(self, log: Callable[[str], object] = print) -> dict[str, Path]:
         """The cached executables by name, built first when missing."""
@@ -97,7 +102,15 @@ class GoTool:
             except BlockingIOError:
                 log(f"waiting for another process that is building {self.label} into {final}")
                 fcntl.flock(lock, fcntl.LOCK_EX)
-            if not self.present():
+            if self._built() and self._missing_files():
+                # a build from before a data file was added to module_files: copied, not built again
+                go = shutil.which("go")
+                if go is None:
+                    raise ControlPlaneError(f"{self.label} {self.version}'s files {self._missing_files()[0][1]} "
+                                            f"are not in its cache ({final}) and `go` is not on PATH to fetch them",
+                                            hint="install Go (https://go.dev/dl/) and retry")
+                self._copy_module_files(go, final, self._missing_files())
+            elif not self.present():
                 self._build(final, log)
         return self.paths()
 
@@ -145,9 +158,11 @@ class GoTool:
             shutil.rmtree(staging, ignore_errors=True)
         log(f"built {what} in {time.monotonic() - started:.0f}s")
 
-    def _copy_module_files(self, go: str, staging: Path) -> None:
-        """Copy ``module_files`` out of the module cache the build just filled (read-only files made writable)."""
-        for module, pattern, subdirectory in self.module_files:
+    def _copy_module_files(self, go: str, staging: Path,
+                           which: list[tuple[str, str, str]] | None = None) -> None:
+        """Copy ``module_files`` (or ``which`` of them) out of the module cache the build filled (read-only files
+        made writable)."""
+        for module, pattern, subdirectory in self.module_files if which is None else which:
             found = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", module], cwd=self.module_dir,
                                    env=self._env(), stdin=subprocess.DEVNULL, capture_output=True, text=True)
             source = Path(found.stdout.strip())
@@ -156,7 +171,7 @@ class GoTool:
                 raise ControlPlaneError(f"{module} has no files {pattern} in the module cache "
                                         f"({found.stderr.strip() or source})")
             target = staging / subdirectory
-            target.mkdir()
+            target.mkdir(exist_ok=True)
             for path in matches:
                 shutil.copyfile(path, target / path.name)
                 (target / path.name).chmod(0o644)
