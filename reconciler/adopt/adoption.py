@@ -96,7 +96,8 @@ class Adoption:
     unmapped: list[Unmapped] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)   # path -> new content
     platform: list[Unmapped] = field(default_factory=list)    # OLM's own components: never adopted, not a failure
-    unselected: list[Adoptable] = field(default_factory=list)  # left to OLM as asked (--namespace, --package)
+    # left to OLM as asked (--namespace, --package): installs, and those that would have been left with a reason
+    unselected: list[Adoptable | Unmapped] = field(default_factory=list)
     frozen: list[str] = field(default_factory=list)            # what --freeze did, one line each
 
     def counts(self) -> dict[str, Any]:
@@ -123,7 +124,8 @@ def adopt(repo: str | Path, kube: Any, *, dry_run: bool, select: Selection = Sel
     installs = proxy.recorded(kube, [i for i in chosen if i.where not in needs])   # OLM's proxy variables kept
     result = Adoption(unmapped=[u for u in found.unmapped if select.wants(u.namespace, u.package)] + needed,
                       platform=list(found.platform),
-                      unselected=[i for i in found.installs if not select.wants(i.namespace, i.package)])
+                      unselected=[i for i in [*found.installs, *found.unmapped]
+                                  if not select.wants(i.namespace, i.package)])
     snapshot = read_repository(root)
     names = _names(installs)
     plans: list[tuple[Adoptable, str, dict]] = []

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for u in result.platform:
         print(f"left to OLM {u.what}: {u.reason}", file=out)
     for inst in result.unselected:
-        print(f"left to OLM {inst.where}: not asked for (--namespace, --package)", file=out)
+        print(f"left to OLM {_what(inst)}: not asked for (--namespace, --package)", file=out)
     if not result.adopted and not result.unmapped and not result.unselected:
         print("OLM runs no install in this cluster: nothing to adopt", file=out)
     verb = "would write" if args.dry_run else "wrote"
@@ -175,9 +175,13 @@ def olm_document(result, server: str, *, dry_run: bool) -> dict:  # noqa: ANN001
                         for a in result.adopted],
             "notAdopted": [left(u) for u in result.unmapped],
             "platform": [left(u) for u in result.platform],
-            "notSelected": [{"what": i.where, "namespace": i.namespace, "package": i.package}
+            "notSelected": [{"what": _what(i), "namespace": i.namespace, "package": i.package}
                             for i in result.unselected],
             "files": sorted(result.files), "frozen": list(result.frozen), "summary": result.counts()}
+
+
+def _what(left) -> str:  # noqa: ANN001 - an install (``where``) or an olmv0.Unmapped (``what``)
+    return getattr(left, "where", None) or left.what
 
 
 def import_catalogs(args: argparse.Namespace, kube: Kube, out: TextIO) -> None:
