@@ -11,11 +11,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def indented_block(document: str, first_line: str) -> list[str]:
+def indented_block(document: str, first_line: str, *, after: str = "") -> list[str]:
     """The lines of the block indented by four spaces in ``document`` (relative to the root) that starts with
-    ``first_line``, without their indentation."""
+    ``first_line`` (the first such block after the line ``after``, when given), without their indentation."""
     lines = (ROOT / document).read_text().splitlines()
-    start = lines.index(f"    {first_line}")
+    start = lines.index(f"    {first_line}", lines.index(after) + 1 if after else 0)
     block = []
     for line in lines[start:]:
         if not line.startswith("    "):

@@ -42,9 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             a.add_argument("--with-olm", action="store_true",
                            help="run OLM v0 (olm-operator and catalog-operator, built once from pinned sources) "
                                 "on the cluster too, or add it to the running one")
+            a.add_argument("--openshift", action="store_true",
+                           help="with --with-olm: lay OLM out as OpenShift does, to rehearse a migration of such a "
+                                "cluster: its global catalog namespace is openshift-marketplace (where "
+                                "--serve-catalog registers catalogs) and openshift-operators holds the "
+                                "AllNamespaces OperatorGroup global-operators (chosen when OLM starts)")
             a.add_argument("--serve-catalog", action="append", default=[], type=Path, metavar="DIR",
                            help="serve the repository catalog DIR (REPO/catalogs/NAME) to OLM as CatalogSource "
-                                "NAME in namespace olm: rendered with its bundles' objects inline (no image OLM "
+                                "NAME in OLM's catalog namespace (olm, or openshift-marketplace): rendered with its bundles' objects inline (no image OLM "
                                 "would unpack) and served by opm on loopback (built once); repeatable, and given "
                                 "again it serves the catalog's current content")
     cl.set_defaults(run=run)
@@ -55,8 +60,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     state_dir = args.state_dir or (localcluster.named_state_dir(args.name) if args.name else None)
     if args.action == "up":
+        if args.openshift and not args.with_olm:
+            from reconciler.errors import UsageError
+
+            raise UsageError("--openshift lays out OLM, and OLM runs only with --with-olm",
+                             hint="run `reconciler cluster up --with-olm --openshift`")
         localcluster.cluster_up(state_dir, log=lambda m: print(m, file=out), with_olm=args.with_olm,
-                                serve=args.serve_catalog)
+                                serve=args.serve_catalog, openshift=args.openshift)
         print(f"export KUBECONFIG={localcluster.cluster_kubeconfig(state_dir)}", file=out)
         return EXIT_OK
     if args.action == "down":

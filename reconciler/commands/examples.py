@@ -84,6 +84,7 @@ EXAMPLES: dict[str, str] = {
   reconciler cluster up --name mine          # a private cluster, which another `cluster down` leaves alone
   reconciler cluster up --with-olm           # OLM v0 runs on it too (namespace olm)
   reconciler cluster up --with-olm --serve-catalog platform-repo/catalogs/community   # and serves OLM that catalog
+  reconciler cluster up --name openshift --with-olm --openshift   # OLM laid out as OpenShift lays it out
   export KUBECONFIG=$(reconciler cluster kubeconfig)""",
     "cluster down": """\
   reconciler cluster down""",

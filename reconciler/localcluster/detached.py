@@ -40,10 +40,12 @@ def named_state_dir(name: str) -> Path:
 
 def cluster_up(state_dir: Path | str | None = None,
                log: Callable[[str], object] = print, *, with_olm: bool = False,
-               serve: Iterable[Path] = ()) -> ControlPlane:
+               serve: Iterable[Path] = (), openshift: bool = False) -> ControlPlane:
     """Start the detached control plane, or return the one already running and healthy.
 
-    ``with_olm``: OLM v0 runs on it as well (built first when missing), added to a running one that has none.
+    ``with_olm``: OLM v0 runs on it as well (built first when missing), added to a running one that has none;
+    ``openshift``: laid out as OpenShift lays it out (``ControlPlane(openshift=True)``; OLM's layout is chosen
+    when OLM starts, so a running OLM laid out otherwise is refused).
     ``serve``: repository catalog directories served to OLM (``ControlPlane.serve_catalog``), each checked
     before anything starts; opm is built first when missing.
     """
@@ -58,17 +60,24 @@ def cluster_up(state_dir: Path | str | None = None,
         existing = _recorded(state_dir, log)
         if existing is not None:
             if existing.healthy():
+                if openshift and existing.olm_version and not existing.openshift:
+                    raise ControlPlaneError(
+                        f"the local cluster already runs OLM {existing.olm_version} laid out as upstream lays it out "
+                        f"(catalogs in namespace olm), and --openshift cannot change that on a running OLM",
+                        hint="run `reconciler cluster down` first (with the same --name or --state-dir), then "
+                             "`cluster up --with-olm --openshift`")
                 log(f"the local cluster ({existing.version}) is already running at {existing.server}"
                     + (f" with OLM {existing.olm_version}" if existing.olm_version else "")
                     + f": reusing it (its state: {state_dir})")
                 if with_olm and not existing.olm_version:
+                    existing.openshift = openshift
                     existing.start_olm(ensure_olm(log))
                 _serve(existing, serve, opm)
                 return existing
             log("cleaning up a local cluster that is no longer running")
             existing.stop()
         plane = ControlPlane(state_dir, ensure_binaries(log), detached=True, log=log,
-                             olm=ensure_olm(log) if with_olm else None)
+                             olm=ensure_olm(log) if with_olm else None, openshift=openshift)
         plane.start()
         try:
             _serve(plane, serve, opm)

@@ -37,12 +37,17 @@ OLM_VERSION = pinned(MODULE_DIR, MODULE)
 NAMESPACE = "olm"
 OPERATOR_GROUP = "olm-operators"
 CRD_GROUP = "operators.coreos.com"
+# OpenShift's layout (``ControlPlane(openshift=True)``): its global catalog namespace, where its CatalogSources
+# are, and the namespace of its AllNamespaces OperatorGroup, where most operators are installed.
+OPENSHIFT_CATALOGS = "openshift-marketplace"
+OPENSHIFT_OPERATORS, GLOBAL_GROUP = "openshift-operators", "global-operators"
 
 TOOL = GoTool(
     label="olm", version=OLM_VERSION, module_dir=MODULE_DIR,
     packages=(f"{MODULE}/cmd/olm", f"{MODULE}/cmd/catalog"), outputs=("olm", "catalog"),
     ldflags=("-s", "-w", f"-X {MODULE}/pkg/version.OLMVersion={OLM_VERSION.lstrip('v')}"),
-    module_files=((MODULE, "deploy/chart/crds/*.yaml", "crds"),),
+    module_files=((MODULE, "deploy/chart/crds/*.yaml", "crds"),
+                  (MODULE, "deploy/upstream/quickstart/olm.yaml", "quickstart")),
 )
 
 
@@ -61,6 +66,25 @@ def ensure_olm(log: Callable[[str], object] = print) -> OlmBinaries:
     paths = TOOL.ensure(log)
     return OlmBinaries(olm_operator=paths["olm"], catalog_operator=paths["catalog"], crds=TOOL.files_dir("crds"),
                        version=OLM_VERSION)
+
+
+def packageserver(binaries: OlmBinaries) -> list[dict]:
+    """OLM's own packageserver as the pinned module's quickstart installs it: its ClusterServiceVersion (labelled
+    ``olm.version``, in OLM's namespace, under its OperatorGroup) and the ServiceAccount, ClusterRole and binding
+    that CSV's permissions name. No process serves its API here (kwok runs no container)."""
+    wanted = {("ServiceAccount", "olm-operator-serviceaccount"),
+              ("ClusterRole", "system:controller:operator-lifecycle-manager"),
+              ("ClusterRoleBinding", "olm-operator-binding-olm"), ("ClusterServiceVersion", "packageserver")}
+    path = binaries.crds.parent / "quickstart" / "olm.yaml"
+    found = [d for d in yamlio.read_all(path) if isinstance(d, dict)
+             and (d.get("kind"), (d.get("metadata") or {}).get("name")) in wanted]
+    if len(found) != len(wanted):
+        raise ControlPlaneError(f"OLM's quickstart ({path}) no longer holds its packageserver as expected",
+                                path=str(path))
+    for doc in found:
+        if doc["metadata"].get("namespace"):
+            doc["metadata"]["namespace"] = NAMESPACE
+    return found
 
 
 def olm_present() -> bool:
@@ -92,8 +116,11 @@ def olm_operator_env(kubeconfig: Path) -> dict[str, str]:
     return {"KUBECONFIG": str(kubeconfig), "OPERATOR_NAMESPACE": NAMESPACE, "OPERATOR_NAME": "olm-operator"}
 
 
-def install(api: kubernetes.client.ApiClient, binaries: OlmBinaries, timeout: float = 60.0) -> None:
-    """OLM's CRDs (waiting until they are established), its namespace and the OperatorGroup of that namespace.
+def install(api: kubernetes.client.ApiClient, binaries: OlmBinaries, timeout: float = 60.0, *,
+            openshift: bool = False) -> None:
+    """OLM's CRDs (waiting until they are established), its namespace and the OperatorGroup of that namespace;
+    ``openshift``: OpenShift's catalog namespace too, and its ``openshift-operators`` under ``global-operators``
+    (an AllNamespaces OperatorGroup).
 
     What exists already is left as it is, so OLM can be added to a running cluster again after a restart.
     """
@@ -123,6 +150,13 @@ def install(api: kubernetes.client.ApiClient, binaries: OlmBinaries, timeout: fl
            {"apiVersion": f"{CRD_GROUP}/v1", "kind": "OperatorGroup",
             "metadata": {"name": OPERATOR_GROUP, "namespace": NAMESPACE},
             "spec": {"targetNamespaces": [NAMESPACE]}})
+    if openshift:
+        for namespace in (OPENSHIFT_CATALOGS, OPENSHIFT_OPERATORS):
+            create(kubernetes.client.CoreV1Api(api).create_namespace, {"metadata": {"name": namespace}})
+        create(kubernetes.client.CustomObjectsApi(api).create_namespaced_custom_object,
+               CRD_GROUP, "v1", OPENSHIFT_OPERATORS, "operatorgroups",
+               {"apiVersion": f"{CRD_GROUP}/v1", "kind": "OperatorGroup",
+                "metadata": {"name": GLOBAL_GROUP, "namespace": OPENSHIFT_OPERATORS}, "spec": {}})
 
 
 def olm_operator_acted(api: kubernetes.client.ApiClient) -> bool:

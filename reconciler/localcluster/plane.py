@@ -119,12 +119,12 @@ class ControlPlane:
 
     def __init__(self, state_dir: Path | str | None = None, binaries: Binaries | None = None, *,
                  detached: bool = False, log: Callable[[str], object] = lambda _: None,
-                 olm: OlmBinaries | None = None, olm_interval: float | None = None,
-                 olm_catalog_namespace: str = olmv0.NAMESPACE) -> None:
+                 olm: OlmBinaries | None = None, olm_interval: float | None = None, openshift: bool = False) -> None:
         self._owns_state_dir = state_dir is None
         self.olm_interval = olm_interval   # seconds between OLM's full resyncs; None: OLM's defaults (5 and 15 min)
-        # OLM's global catalog namespace (catalog-operator's --namespace): OpenShift's is openshift-marketplace
-        self.olm_catalog_namespace = olm_catalog_namespace
+        # OLM laid out as OpenShift lays it out (``olmv0.install``): its global catalog namespace (catalog-operator's
+        # --namespace, where served catalogs go) is openshift-marketplace, and openshift-operators is there
+        self.openshift = openshift
         self.state_dir = Path(tempfile.mkdtemp(prefix="reconciler-cluster-") if state_dir is None
                               else state_dir).resolve()
         self._binaries = binaries
@@ -155,7 +155,8 @@ class ControlPlane:
                                     hint="run `reconciler cluster down`, then `reconciler cluster up`") from None
         olm = state.get("olm")
         plane = cls(state_dir, binaries, detached=True, log=log,
-                    olm=OlmBinaries(**{k: Path(v) if k != "version" else v for k, v in olm.items()}) if olm else None)
+                    olm=OlmBinaries(**{k: Path(v) if k != "version" else v for k, v in olm.items()}) if olm else None,
+                    olm_interval=state.get("olmInterval"), openshift=bool(state.get("openshift")))
         plane.pids, plane.ports = state["pids"], state["ports"]
         plane.served = state.get("catalogs") or {}
         return plane
@@ -178,6 +179,11 @@ class ControlPlane:
     @property
     def version(self) -> str:
         return self._binaries.version if self._binaries else ""
+
+    @property
+    def olm_catalog_namespace(self) -> str:
+        """OLM's global catalog namespace, where ``serve_catalog`` registers its CatalogSources."""
+        return olmv0.OPENSHIFT_CATALOGS if self.openshift else olmv0.NAMESPACE
 
     @property
     def olm_version(self) -> str:
@@ -252,7 +258,7 @@ class ControlPlane:
     def _start_olm(self, deadline: float) -> None:
         self._log(f"installing OLM {self._olm.version}'s CRDs")
         with self.admin_client() as api:
-            olmv0.install(api, self._olm, timeout=max(deadline - time.monotonic(), 1.0))
+            olmv0.install(api, self._olm, timeout=max(deadline - time.monotonic(), 1.0), openshift=self.openshift)
             kubeconfig = self.write_kubeconfig(self._kubeconfigs_dir() / "olm.kubeconfig", "system:olm",
                                                ["system:masters"])
             self._launch(_CATALOG_OPERATOR, olmv0.catalog_operator_args(self._olm, kubeconfig, self.olm_interval,
@@ -260,7 +266,9 @@ class ControlPlane:
             self._launch(_OLM_OPERATOR, olmv0.olm_operator_args(self._olm, self.olm_interval),
                          olmv0.olm_operator_env(kubeconfig))
             self._wait(_OLM_OPERATOR, lambda: olmv0.olm_operator_acted(api), deadline)
-        self._log(f"OLM {self._olm.version} is running (namespace {olmv0.NAMESPACE})")
+        self._log(f"OLM {self._olm.version} is running (namespace {olmv0.NAMESPACE}"
+                  + (f"; laid out as OpenShift: catalogs in {olmv0.OPENSHIFT_CATALOGS}, {olmv0.OPENSHIFT_OPERATORS} "
+                     f"under OperatorGroup {olmv0.GLOBAL_GROUP}" if self.openshift else "") + ")")
 
     def serve_catalog(self, catalog_dir: Path, opm: Path, timeout: float = 60.0) -> dict[str, str]:
         """Serve the repository catalog in ``catalog_dir`` to OLM: rendered for it (``catalogs.py``), by ``opm
@@ -302,18 +310,18 @@ class ControlPlane:
                 if attempt == _PORT_ATTEMPTS:
                     raise ControlPlaneError(f"could not find a free port for catalog {name}") from None
         with self.admin_client() as api:
-            source = catalogs.catalog_source(name, olmv0.NAMESPACE, address, str(catalog_dir))
+            source = catalogs.catalog_source(name, self.olm_catalog_namespace, address, str(catalog_dir))
             objects = kubernetes.client.CustomObjectsApi(api)
             try:
-                objects.create_namespaced_custom_object(olmv0.CRD_GROUP, "v1alpha1", olmv0.NAMESPACE,
+                objects.create_namespaced_custom_object(olmv0.CRD_GROUP, "v1alpha1", self.olm_catalog_namespace,
                                                         "catalogsources", source, _preload_content=False)
             except ApiException as exc:
                 if exc.status != 409:
                     raise
-                objects.patch_namespaced_custom_object(olmv0.CRD_GROUP, "v1alpha1", olmv0.NAMESPACE,
+                objects.patch_namespaced_custom_object(olmv0.CRD_GROUP, "v1alpha1", self.olm_catalog_namespace,
                                                        "catalogsources", name, source, _preload_content=False)
         self._log(f"serving catalog {name} ({catalog_dir}, {bundles} bundle{'' if bundles == 1 else 's'} with "
-                  f"their objects inline) to OLM as CatalogSource {olmv0.NAMESPACE}/{name} at {address}")
+                  f"their objects inline) to OLM as CatalogSource {self.olm_catalog_namespace}/{name} at {address}")
         self._write_state()
         return self.served[name]
 
@@ -676,7 +684,7 @@ class ControlPlane:
         state = {"version": self.version, "pids": self.pids, "ports": self.ports,
                  "binaries": {k: str(v) for k, v in asdict(self._binaries).items()},
                  "olm": {k: str(v) for k, v in asdict(self._olm).items()} if self._olm else None,
-                 "catalogs": self.served}
+                 "catalogs": self.served, "olmInterval": self.olm_interval, "openshift": self.openshift}
         tmp = self.state_dir / f".{_STATE_FILE}.tmp"
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.state_dir / _STATE_FILE)

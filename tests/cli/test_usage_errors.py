@@ -129,6 +129,8 @@ CASES = [
     ("--serve-catalog {}: not a catalog directory of a repository", "gitops",
      ["cluster", "up", "--with-olm", "--serve-catalog", "REPO"],
      ["not a catalog directory of a repository (REPO/catalogs/NAME)", "e.g. platform-repo/catalogs/community"], []),
+    ("--openshift lays out OLM, and OLM runs only with --with-olm", None, ["cluster", "up", "--openshift"],
+     ["--openshift lays out OLM", "cluster up --with-olm --openshift"], []),
     ("--name {}: a cluster name is lowercase", None, ["cluster", "kubeconfig", "--name", "Not_A_Name"],
      ["--name 'Not_A_Name'"], []),
     ("the repository is not in a git work tree, so {}", "fleet-no-git",

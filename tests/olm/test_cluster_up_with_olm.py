@@ -187,3 +187,45 @@ def refusals_name_their_cause(tmp_path: Path, env: dict, kubectl: Path) -> None:
     done = adopt(broken)
     assert done.returncode == 2, done.stdout + done.stderr   # as adopt --help says of an invalid catalog
     assert done.stderr.startswith("error: catalogs/community/plumbus.yaml: invalid YAML"), done.stderr
+
+
+OPENSHIFT = "reconciler cluster up --name openshift --with-olm --openshift --serve-catalog platform-repo/catalogs/community"
+
+
+def test_the_openshift_shaped_rehearsal_runs_as_printed(request, tmp_path):
+    """docs/migration.md's rehearsal on an OpenShift-shaped cluster, as printed, on a private cluster of its own:
+    the catalog is served in openshift-marketplace, plumbus installed in openshift-operators under
+    global-operators, adopted and taken over, and global-operators kept."""
+    from bench.peers.kubectl import kubectl_binary
+
+    from reconciler.localcluster.catalogs import OPM_TOOL
+    from tests.docblocks import run_walkthrough
+
+    cache = tmp_path / "cache"
+    for tool in (TOOL, KWOK_TOOL, OLM_TOOL, OPM_TOOL):
+        with uncaptured(request):
+            tool.ensure(print)
+        (cache / tool.label).mkdir(parents=True)
+        (cache / tool.label / tool.directory.name).symlink_to(tool.directory)
+    block = indented_block("docs/migration.md", REHEARSAL, after="### On an OpenShift-shaped cluster")
+    assert OPENSHIFT in block and block[-1] == "reconciler cluster down --name openshift", block
+    home = tmp_path / "reader"
+    home.mkdir()
+    env = {"RECONCILER_CACHE_DIR": str(cache), "TMPDIR": str(tmp_path),
+           "PATH": f"{kubectl_binary(print).parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+                   f"{os.environ['PATH']}"}
+    try:
+        steps = run_walkthrough(block, home, env=env)
+    finally:   # the cluster goes whatever happened to the block
+        subprocess.run([sys.executable, "-m", "reconciler", "cluster", "down", "--name", "openshift"],
+                       env={**os.environ, **env}, capture_output=True, timeout=120)
+    out = {line: text for line, text, _ in steps}
+    assert "laid out as OpenShift: catalogs in openshift-marketplace, openshift-operators under OperatorGroup " \
+           "global-operators" in out[OPENSHIFT], out[OPENSHIFT]
+    assert "to OLM as CatalogSource openshift-marketplace/community at 127.0.0.1:" in out[OPENSHIFT], out[OPENSHIFT]
+    assert "adopted Subscription openshift-operators/plumbus: Operator plumbus" in out["reconciler adopt platform-repo"]
+    takeover = out["reconciler reconcile platform-repo"]
+    assert "takeover of plumbus from OLM v0: " in takeover, takeover
+    assert "keep OperatorGroup openshift-operators/global-operators: OLM's installation ships it" in takeover, takeover
+    assert "takeover of" not in steps[-2][1], steps[-2][1]
+    assert "the local cluster is stopped" in steps[-1][1], steps[-1][1]
