@@ -37,11 +37,17 @@ class Case:
     def __init__(self, bundle: str, csv: str, mode: str, approval: str = "Automatic", config: dict | None = None,
                  orphan: bool = False, dependency_of: Case | None = None, channel: str = "") -> None:
         self.bundle, self.csv, self.mode, self.approval, self.config = bundle, csv, mode, approval, config
+        self.source: Path | None = None   # the bundle's directory when it is not the corpus's ``bundle``
         self.orphan, self.dependency_of = orphan, dependency_of
         self.package = bundle.split("/")[0]
         self.namespace = dependency_of.namespace if dependency_of else f"adopt-{mode.lower()}-{SUFFIX}"
         self.watched = f"adopt-watched-{SUFFIX}" if mode == "SingleNamespace" else self.namespace
         self.subscription = f"{self.package}-{channel}-corpus-{self.namespace}" if dependency_of else self.package
+
+    @property
+    def path(self) -> Path:
+        """The bundle's directory."""
+        return self.source or CORPUS / "operators" / self.bundle
 
     @property
     def targets(self) -> list[str] | None:
@@ -135,9 +141,9 @@ def make_repo(path: Path, cases: list[Case], catalog: str = "corpus") -> Path:
     """A git repository with catalogs/<catalog>: the same bundles rendered with file://bundles/... images."""
     path.mkdir()
     for case in cases:
-        shutil.copytree(CORPUS / "operators" / case.bundle, path / "bundles" / case.bundle)
-    write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], path / "catalogs" / catalog,
-                     image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+        shutil.copytree(case.path, path / "bundles" / case.bundle)
+    write_catalog_of([c.path for c in cases], path / "catalogs" / catalog,
+                     image=lambda d: f"file://bundles/{d.parent.name}/{d.name}", by_opm=False)
     commit_all(path, "catalogs")
     return path
 
@@ -186,7 +192,7 @@ def installed_by_olm(request, plane: ControlPlane, directory: Path, cases: list[
 
     with uncaptured(request):
         opm.opm_binary(log=print)
-    write_catalog_of([CORPUS / "operators" / c.bundle for c in cases], directory / "catalog")
+    write_catalog_of([c.path for c in cases], directory / "catalog")
     with opm.serve(directory / "catalog", directory / "serve") as address, plane.admin_client() as api:
         for case in cases:
             subscribe(api, case, address)

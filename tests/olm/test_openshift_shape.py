@@ -12,16 +12,26 @@ seconds and whose global catalog namespace is OpenShift's
   (its field manager and tracking annotation): adopt refuses it with the way
   out, and it stays with OLM;
 * ``team-a``, an OwnNamespace group mixing odoo-operator, adopted, and
-  ruptura-operator, left with OLM (adopt is given ``--package``).
-
-The corpus has no bundle serving an APIService, so none is in the shape.
+  ruptura-operator, left with OLM (adopt is given ``--package``);
+* OLM's own packageserver CSV in OLM's namespace, as OLM's installation
+  ships it (the pinned module's quickstart, ``olmv0.packageserver``): adopt
+  lists it as OLM's own and still exits 0;
+* in ``openshift-operators`` too, an operator serving an aggregated API
+  through an APIService: the corpus has no such bundle, so it is built from
+  the one real CSV at hand that serves one, the packageserver's, renamed
+  (package ``package-server``, API group ``PACKAGES``) so it does not claim
+  OLM's own APIService. Both aggregated APIs are answered where their
+  Services point (``tests.olm.served``: kwok runs no container), so OLM sees
+  them available, as on a cluster, and the run is watched every 0.1 s for
+  any moment either APIService is absent or unavailable.
 
 The repository adopts the chosen packages (exit 0), commits, and the
 reconcile takes them over; then both OLM controllers resync fully, and what
 must hold: no new ReplicaSet and the same pod templates, no CRD and no custom
 resource deleted, the conversion webhook in place with OLM's caBundle, OLM
 recreated nothing for the adopted packages (no Subscription, CSV, InstallPlan
-or Operator object), each adopted CSV's OperatorCondition kept without an
+or Operator object), the APIServices never absent nor unavailable and with the
+same caBundle and Service, each adopted CSV's OperatorCondition kept without an
 owner, the installs left with OLM still Succeeded under OLM with the
 InstallPlan they share with an adopted one (catalog-operator plans a
 namespace's Subscriptions together), and the next ``reconcile --exit-code``
@@ -30,17 +40,22 @@ exits 0.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import kubernetes.client
 import pytest
 
-from reconciler.localcluster import ControlPlane, ensure_binaries
+from reconciler import yamlio
+from reconciler.localcluster import ControlPlane, ensure_binaries, olmv0
 from reconciler.localcluster.olmv0 import ensure_olm
 from tests.olm.adoption import GROUP, Case, custom, make_repo, settle, shell
-from tests.olm.support import (CORPUS, get, needs_corpus, needs_olm, olm_logs, resynced, uncaptured,
+from tests.olm.served import Served
+from tests.olm.support import (get, needs_corpus, needs_olm, olm_logs, resynced, uncaptured,
                                write_catalog_of)
 from tests.olm.test_takeover import snapshot
 from tests.support.wait import wait_until
@@ -48,8 +63,8 @@ from tests.support.wait import wait_until
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
 INTERVAL = 15   # seconds between the full resyncs of both OLM controllers on this plane
-MARKETPLACE, CATALOG = "openshift-marketplace", "redhat-operators"
-GLOBAL, TEAM = "openshift-operators", "team-a"
+MARKETPLACE, CATALOG = olmv0.OPENSHIFT_CATALOGS, "redhat-operators"
+GLOBAL, TEAM = olmv0.OPENSHIFT_OPERATORS, "team-a"
 
 
 def placed(case: Case, namespace: str) -> Case:
@@ -64,8 +79,13 @@ ARGO_MANAGED = placed(Case("move2kube-operator/0.3.15-rc.0", "move2kube-operator
                       GLOBAL)
 ODOO = placed(Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace"), TEAM)
 KEPT = placed(Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace"), TEAM)
-CASES = [ARGOCD, CLOUDTRAIL, ARGO_MANAGED, ODOO, KEPT]
-ADOPTED = [ARGOCD, CLOUDTRAIL, ODOO]
+PACKAGES = "packages.shape.example"   # the API group of the bundle built from OLM's packageserver CSV
+SERVING = placed(Case("package-server/0.18.3", "package-server.v0.18.3", "AllNamespaces"), GLOBAL)
+CASES = [ARGOCD, CLOUDTRAIL, ARGO_MANAGED, ODOO, KEPT, SERVING]
+ADOPTED = [ARGOCD, CLOUDTRAIL, ODOO, SERVING]
+# The aggregated APIs of the shape: OLM's own packageserver's and the adopted operator's
+APISERVICES = {"v1.packages.operators.coreos.com": [("packagemanifests", "PackageManifest", True)],
+               f"v1.{PACKAGES}": [("packagemanifests", "PackageManifest", True)]}
 WITH_OLM = [ARGO_MANAGED, KEPT]
 TRACKING = f"platform:{GROUP}/Subscription:{GLOBAL}/{ARGO_MANAGED.package}"
 # Custom resources that must survive, each in its CRD's storage version (no conversion: kwok runs no webhook server)
@@ -80,15 +100,54 @@ def plane(request, tmp_path_factory) -> Iterator[ControlPlane]:
     with uncaptured(request):
         binaries, olm = ensure_binaries(log=print), ensure_olm(log=print)
     plane = ControlPlane(tmp_path_factory.mktemp("openshift-plane"), binaries, olm_interval=INTERVAL,
-                         olm_catalog_namespace=MARKETPLACE)
+                         openshift=True)
     try:
         plane.start(timeout=240)
-        with plane.admin_client() as api:
-            kubernetes.client.CoreV1Api(api).create_namespace({"metadata": {"name": MARKETPLACE}})
         plane.start_olm(olm)
         yield plane
     finally:
         plane.stop()
+
+
+def serving_bundle(olm: olmv0.OlmBinaries, directory: Path) -> Path:
+    """A registry+v1 bundle of OLM's packageserver CSV as its quickstart ships it, as an install: OLM's platform
+    label and namespace off, named as package ``package-server`` (its Deployment too), its API group (and the
+    rules naming it) renamed to ``PACKAGES``; its pod, permissions, install modes and containerPort as they are."""
+    csv = copy.deepcopy(next(d for d in olmv0.packageserver(olm) if d["kind"] == "ClusterServiceVersion"))
+    csv["metadata"] = {"name": SERVING.csv}
+    for api in csv["spec"]["apiservicedefinitions"]["owned"]:
+        api["group"], api["deploymentName"] = PACKAGES, SERVING.package
+    # OLM names the APIService's Service, and the RoleBinding in kube-system and ClusterRoleBinding it makes for
+    # it, after the Deployment alone: two CSVs serving with one Deployment name fight over them, OLM itself too
+    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
+    deployment["name"] = SERVING.package
+    for permission in csv["spec"]["install"]["spec"].get("clusterPermissions") or []:
+        for rule in permission["rules"]:
+            rule["apiGroups"] = [PACKAGES if g == "packages.operators.coreos.com" else g for g in rule["apiGroups"]]
+    bundle = directory / SERVING.bundle
+    (bundle / "manifests").mkdir(parents=True)
+    (bundle / "metadata").mkdir()
+    (bundle / "manifests" / f"{SERVING.package}.clusterserviceversion.yaml").write_text(yamlio.dump(csv))
+    (bundle / "metadata" / "annotations.yaml").write_text(yamlio.dump({"annotations": {
+        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
+        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
+        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
+        "operators.operatorframework.io.bundle.package.v1": SERVING.package,
+        "operators.operatorframework.io.bundle.channels.v1": "stable",
+        "operators.operatorframework.io.bundle.channel.default.v1": "stable"}}))
+    return bundle
+
+
+def platform(api, olm: olmv0.OlmBinaries) -> None:
+    """OLM's packageserver, as OLM's installation makes it: its ServiceAccount and RBAC, then its CSV."""
+    from kubernetes import utils
+
+    for doc in olmv0.packageserver(olm):
+        if doc["kind"] == "ClusterServiceVersion":
+            custom(api).create_namespaced_custom_object(GROUP, "v1alpha1", olmv0.NAMESPACE,
+                                                        "clusterserviceversions", doc)
+        else:
+            utils.create_from_dict(api, doc)
 
 
 def subscription(case: Case) -> dict:
@@ -100,25 +159,29 @@ def subscription(case: Case) -> dict:
 
 @pytest.fixture(scope="module")
 def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[ControlPlane]:
-    """Every case installed by OLM v0 from redhat-operators (one catalog of their bundles, served by opm)."""
+    """Every case installed by OLM v0 from redhat-operators (one catalog of their bundles, served by opm), beside
+    OLM's own packageserver; both aggregated APIs served (``Served``) until the module's tests are done."""
     from bench.peers import opm
 
     with uncaptured(request):
         opm.opm_binary(log=print)
+        olm = ensure_olm(log=print)
     directory = tmp_path_factory.mktemp("openshift-catalog")
+    SERVING.source = serving_bundle(olm, directory / "bundles")
     # rendered by opm, as a catalog image's would be: the repository's own catalog is the reconciler's rendering
-    write_catalog_of([CORPUS / "operators" / c.bundle for c in CASES], directory / "catalog", by_opm=True)
-    with opm.serve(directory / "catalog", directory / "serve") as address, plane.admin_client() as api:
+    write_catalog_of([c.path for c in CASES], directory / "catalog")
+    with opm.serve(directory / "catalog", directory / "serve") as address, plane.admin_client() as api, \
+            ExitStack() as serving:
+        platform(api, olm)
         core, objects = kubernetes.client.CoreV1Api(api), custom(api)
         objects.create_namespaced_custom_object(GROUP, "v1alpha1", MARKETPLACE, "catalogsources", {
             "apiVersion": f"{GROUP}/v1alpha1", "kind": "CatalogSource", "metadata": {"name": CATALOG},
             "spec": {"sourceType": "grpc", "address": address, "displayName": "Red Hat Operators"}})
-        for ns, group in ((GLOBAL, {"name": "global-operators", "spec": {}}),
-                          (TEAM, {"name": TEAM, "spec": {"targetNamespaces": [TEAM]}})):
-            core.create_namespace({"metadata": {"name": ns}})
-            objects.create_namespaced_custom_object(GROUP, "v1", ns, "operatorgroups", {
-                "apiVersion": f"{GROUP}/v1", "kind": "OperatorGroup", "metadata": {"name": group["name"]},
-                "spec": group["spec"]})
+        # openshift-operators and its global-operators are the plane's (``ControlPlane(openshift=True)``)
+        core.create_namespace({"metadata": {"name": TEAM}})
+        objects.create_namespaced_custom_object(GROUP, "v1", TEAM, "operatorgroups", {
+            "apiVersion": f"{GROUP}/v1", "kind": "OperatorGroup", "metadata": {"name": TEAM},
+            "spec": {"targetNamespaces": [TEAM]}})
         for case in CASES:
             body = subscription(case)
             if case is ARGO_MANAGED:   # as Argo CD applies it: its field manager and its tracking annotation
@@ -127,9 +190,59 @@ def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[Contro
                                                         field_manager="argocd-controller")
             else:
                 objects.create_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions", body)
+        for name, resources in APISERVICES.items():
+            served = serving.enter_context(Served(api, name, resources))
+            wait_until(served.ready, f"APIService {name}, its Service and serving certificate",
+                       timeout=240, every=0.5, diagnose=olm_logs(plane))
+        wait_until(lambda: (get(api, olmv0.NAMESPACE, "clusterserviceversions", "packageserver") or {}).get(
+            "status", {}).get("phase") == "Succeeded", "OLM's packageserver Succeeded", timeout=240, every=0.5,
+            diagnose=olm_logs(plane))
         for case in CASES:
             settle(api, case, plane)
         yield plane
+
+
+def apiservices(api) -> dict:
+    """Each APIService of the shape: its caBundle and Service."""
+    out = {}
+    for name in APISERVICES:
+        spec = kubernetes.client.ApiregistrationV1Api(api).read_api_service(name).spec
+        out[name] = (spec.ca_bundle, spec.service.to_dict())
+    return out
+
+
+class Unserved(threading.Thread):
+    """Every 0.1 s until stopped: each moment an APIService of the shape was absent or not Available."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        super().__init__(daemon=True)
+        self.plane, self.seen, self.done = plane, [], threading.Event()
+
+    def run(self) -> None:
+        from kubernetes.client.rest import ApiException
+
+        with self.plane.admin_client() as api:
+            registration = kubernetes.client.ApiregistrationV1Api(api)
+            while not self.done.wait(0.1):
+                for name in APISERVICES:
+                    try:
+                        status = registration.read_api_service(name).status
+                    except ApiException as exc:
+                        if exc.status != 404:
+                            raise
+                        self.seen.append((time.time(), name, "absent"))
+                        continue
+                    available = [c for c in status.conditions or [] if c.type == "Available"]
+                    if not available or available[0].status != "True":
+                        self.seen.append((time.time(), name, available and available[0].message))
+
+    def __enter__(self) -> Unserved:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.join()
 
 
 def conversions(api) -> dict:
@@ -210,6 +323,8 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
     assert set(before_conversions) == {"argocds.argoproj.io"} and all(ca for ca, _ in before_conversions.values()), \
         before_conversions   # OLM serves the conversion webhook, with a CA of its own
     assert len(before_crs) == len(CRS), before_crs
+    with installed.admin_client() as api:
+        before_apiservices = apiservices(api)
     make_repo(tmp_path / "platform-repo", CASES, catalog=CATALOG)
     run = shell(installed.kubeconfig_path, tmp_path)
 
@@ -220,10 +335,15 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
         preview
     for case in ADOPTED + [KEPT]:
         assert f"would write operators/{case.package}.yaml" in preview, preview
+    assert f"left to OLM ClusterServiceVersion {olmv0.NAMESPACE}/packageserver: OLM's own component" in preview, \
+        preview
     assert not (tmp_path / "platform-repo" / "operators").exists()
 
     chosen = " ".join(f"--package {c.package}" for c in ADOPTED)
-    adopted = run(f"reconciler adopt platform-repo {chosen}")
+    adopted = run(f"reconciler adopt platform-repo {chosen}")   # exit 0: the rest is asked for by no one, or OLM's
+    assert f"Summary: {len(ADOPTED)} adopted, 0 left with a reason, 1 OLM's own, 2 not asked for" in adopted, adopted
+    for case in WITH_OLM:   # the Argo CD one too, though it would have been refused: it was not asked for
+        assert f"left to OLM Subscription {case.namespace}/{case.subscription}: not asked for" in adopted, adopted
     for case in ADOPTED:
         assert f"adopted Subscription {case.namespace}/{case.subscription}: Operator {case.package}" in adopted, \
             adopted
@@ -238,10 +358,12 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
     with installed.admin_client() as api:
         assert snapshot(api, CASES, cr=None) == before   # nothing done yet
 
-    run("reconciler reconcile platform-repo")
-    since = time.time()
-    wait_until(lambda: resynced(installed, since, [GLOBAL, TEAM], INTERVAL), "a full resync of both OLM controllers",
-               timeout=INTERVAL * 8, diagnose=olm_logs(installed))
+    with Unserved(installed) as unserved:
+        run("reconciler reconcile platform-repo")
+        since = time.time()
+        wait_until(lambda: resynced(installed, since, [GLOBAL, TEAM], INTERVAL),
+                   "a full resync of both OLM controllers", timeout=INTERVAL * 8, diagnose=olm_logs(installed))
+    assert unserved.seen == [], unserved.seen[:20]   # not for a moment: the takeover's order of steps
     with installed.admin_client() as api:
         after = snapshot(api, CASES, cr=None)
         assert after["replicaSets"] == before["replicaSets"], (before["replicaSets"], after["replicaSets"])
@@ -250,6 +372,9 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
         assert set(before["crds"]) <= set(after["crds"]), set(before["crds"]) - set(after["crds"])
         assert custom_resources(api) == before_crs
         assert conversions(api) == before_conversions   # the webhook in place, with the CA the pods serve
+        assert apiservices(api) == before_apiservices
+        assert (get(api, olmv0.NAMESPACE, "clusterserviceversions", "packageserver") or {}).get(
+            "status", {}).get("phase") == "Succeeded"   # OLM's own, untouched
         assert recreated(api, kept_plans) == [], recreated(api, kept_plans)
         assert with_olm(api) == [], with_olm(api)
         for case in ADOPTED:   # the operator's own OperatorCondition stays, owned by nothing
