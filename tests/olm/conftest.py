@@ -38,12 +38,13 @@ def olm_plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture(scope="module")
 def catalog_address(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``BUNDLE`` rendered by ``reconciler catalog render`` into a catalog of one channel, served by the pinned opm."""
+    """``BUNDLE`` rendered by ``reconciler catalog render`` into a catalog of one channel, served by the pinned opm
+    (test_olm_v0: OLM installs from the reconciler's rendering, as ``cluster up --serve-catalog`` serves it)."""
     from bench.peers import opm
 
     with uncaptured(request):
         opm.opm_binary(log=print)
     directory = tmp_path_factory.mktemp("olm-catalog")
-    write_catalog(BUNDLE, directory / "catalog")
+    write_catalog(BUNDLE, directory / "catalog", by_opm=False)
     with opm.serve(directory / "catalog", directory / "serve") as address:
         yield address

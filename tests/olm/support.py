@@ -67,18 +67,20 @@ def uncaptured(request: pytest.FixtureRequest):
     return request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled()
 
 
-def write_catalog(bundle_dir: Path, catalog_dir: Path) -> dict:
-    """A file-based catalog of the bundle alone, in its default channel; returns the bundle's blob."""
-    return write_catalog_of([bundle_dir], catalog_dir)[0]
+def write_catalog(bundle_dir: Path, catalog_dir: Path, *, by_opm: bool = True) -> dict:
+    """A file-based catalog of the bundle alone, in its default channel (``write_catalog_of``); the bundle's blob."""
+    return write_catalog_of([bundle_dir], catalog_dir, by_opm=by_opm)[0]
 
 
 def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bundle_dir: "", *,
-                     by_opm: bool = False) -> list[dict]:
+                     by_opm: bool = True) -> list[dict]:
     """A file-based catalog of the bundles, each alone in its package's default channel; their blobs.
 
     ``image(bundle_dir)`` is the image each blob records ("" for none: OLM installs from the inline objects).
-    ``by_opm``: each blob as opm renders the bundle directory (the catalog OLM serves then owes nothing to the
-    reconciler's own rendering, which the repository's catalog uses); no ``image`` then.
+    ``by_opm``: each blob as opm renders the bundle directory, as the catalog of an index image or a catalog
+    OLM serves is made, so that what a peer is given owes nothing to the reconciler's own rendering (the image
+    then set on the blob, as a catalog built from bundle images records it); ``by_opm=False`` for a repository's
+    catalog, which ``reconciler catalog render`` writes.
     """
     from reconciler import yamlio
 
@@ -88,7 +90,6 @@ def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bu
         if by_opm:
             from bench.peers import opm
 
-            assert not ref, "opm renders a bundle directory without an image"
             argv = [str(opm.opm_binary(log=print)), "render", str(bundle_dir), "-o", "json"]
         else:
             argv = [sys.executable, "-m", "reconciler", "catalog", "render", str(bundle_dir)] \
@@ -96,6 +97,8 @@ def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bu
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         blob = json.loads(done.stdout)
+        if by_opm and ref:
+            blob["image"] = ref
         annotations = yamlio.read_all(bundle_dir / "metadata" / "annotations.yaml")[0]["annotations"]
         # a bundle that names no default channel is in its first channel, as opm defaults it
         channel = annotations.get("operators.operatorframework.io.bundle.channel.default.v1") or \

@@ -221,7 +221,8 @@ def resolve_next(repo: Path, env: dict, bundles: list = NEXT) -> None:
     for case, bundle, _, _ in bundles:
         shutil.copytree(CORPUS / "operators" / bundle, repo / "bundles" / bundle)
         (blobs[case.package],) = write_catalog_of([CORPUS / "operators" / bundle], repo / "next",
-                                                  image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+                                                  image=lambda d: f"file://bundles/{d.parent.name}/{d.name}",
+                                                  by_opm=False)
         shutil.rmtree(repo / "next")
     docs = [json.loads(line) for line in catalog.read_text().splitlines()]
     for doc in docs:
