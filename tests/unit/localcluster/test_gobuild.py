@@ -40,3 +40,28 @@ def test_a_build_with_module_files_is_present_only_with_them(tmp_path, monkeypat
     assert not tool.present()
     (tool.files_dir("crds") / "a.yaml").write_text("kind: CustomResourceDefinition\n")
     assert tool.present()
+
+
+def test_a_build_from_before_a_module_file_was_added_gets_the_file_not_a_rebuild(tmp_path, monkeypatch):
+    """A data file added to ``module_files`` later (OLM's quickstart beside its CRDs) is copied into the cached
+    build from the module cache; the binaries are not built again (`go build` here would fail)."""
+    monkeypatch.setenv("RECONCILER_CACHE_DIR", str(tmp_path / "cache"))
+    module = tmp_path / "module"
+    (module / "deploy").mkdir(parents=True)
+    (module / "deploy" / "olm.yaml").write_text("kind: ClusterServiceVersion\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "go").write_text(f"#!/bin/sh\n[ \"$1 $2\" = \"list -m\" ] && echo {module} && exit 0\n"
+                                "echo 'no build expected' >&2; exit 1\n")
+    (bin_dir / "go").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    (tmp_path / "go.mod").write_text("module example.com/peer\n\ngo 1.24\n\nrequire example.com/dep v1.2.3\n")
+    (tmp_path / "go.sum").write_text("")
+    tool = _tool(tmp_path, module_files=(("example.com/dep", "deploy/olm.yaml", "quickstart"),))
+    tool.directory.mkdir(parents=True)
+    (tool.directory / "peer").write_text("#!/bin/sh\n")
+    (tool.directory / "peer").chmod(0o755)
+    assert not tool.present()
+    assert tool.ensure(log=lambda _: None) == {"peer": tool.directory / "peer"}
+    assert (tool.files_dir("quickstart") / "olm.yaml").read_text() == "kind: ClusterServiceVersion\n"
+    assert tool.present()
