@@ -513,7 +513,9 @@ class After:
             if live is not None and package_label in ((live.get("metadata") or {}).get("labels") or {}):
                 labelled[key] = live
         # the other objects OLM counts as the package's (its OperatorCondition, ...) lose that label only
-        others = [o for o in _components(self.kube, package_label) if ObjectRef.of(o).key not in labelled]
+        name = f"{t.package}.{t.namespace}"
+        operator = _get(self.kube, f"{GROUP}/v1", "Operator", "", name)
+        others = [o for o in _components(self.kube, package_label, operator) if ObjectRef.of(o).key not in labelled]
         if labelled or others:
             self.step(t, f"remove OLM's labels from {counted(len(labelled) + len(others), 'object')} now the "
                          f"reconciler's or no longer counted as {t.package}'s")
@@ -522,8 +524,7 @@ class After:
                     _patch(self.kube, obj, {"metadata": {"labels": {package_label: None}}})
                 for obj in sorted(labelled.values(), key=lambda o: o["kind"] == "Deployment"):
                     _strip_labels(self.kube, obj, t)
-        name = f"{t.package}.{t.namespace}"
-        if _get(self.kube, f"{GROUP}/v1", "Operator", "", name) is not None:
+        if operator is not None:
             self.step(t, f"delete OLM's Operator {name} (nothing carries its label any more)")
             if not self.dry_run:
                 _delete(self.kube, f"{GROUP}/v1", "Operator", "", name)
@@ -552,9 +553,12 @@ class After:
             if not operators and not conditions:
                 return
             time.sleep(SETTLE_PAUSE)
-            operators = [n for n in operators if _get(self.kube, f"{GROUP}/v1", "Operator", "", n) is not None]
-            for name in operators:
+            again = [(n, o) for n in operators if (o := _get(self.kube, f"{GROUP}/v1", "Operator", "", n)) is not None]
+            for name, operator in again:   # what it lists carries the label still (made since, or missed)
+                for obj in _refs(self.kube, operator):
+                    _patch(self.kube, obj, {"metadata": {"labels": {f"operators.coreos.com/{name}": None}}})
                 _delete(self.kube, f"{GROUP}/v1", "Operator", "", name)
+            operators = [n for n, _ in again]
             conditions = [(c, t) for c, t in conditions if self.keep_condition(c, t)]
 
 
@@ -595,14 +599,35 @@ def _keep_condition(kube: Kube, kept: dict, t: Takeover) -> bool:
     return True
 
 
-def _components(kube: Kube, selector: str) -> list[dict]:
+def _components(kube: Kube, selector: str, operator: Manifest | None) -> list[dict]:
     """Every object of the kinds olm-operator counts as an operator's components that carries ``selector``
     (OLM's ``operators.coreos.com/<package>.<namespace>`` label), as metadata: olm-operator makes the package's
-    ``Operator`` object again while any of them carries it."""
+    ``Operator`` object again while any of them carries it.
+
+    olm-operator lists them in that ``Operator`` object's ``status.components.refs``, kept as it watches them:
+    read there, one GET for the package instead of a LIST of each of the 16 kinds (``settle`` reads the object
+    again should OLM make it anew, for any it had not listed yet). Without the object (or its status), the
+    kinds are listed by the label."""
+    if operator is not None and "refs" in ((operator.get("status") or {}).get("components") or {}):
+        return _refs(kube, operator)
+
     def one(kind: tuple[str, str]) -> list[dict]:
         info = kube.resource(*kind)
         return [] if info is None else kube.list(info, label_selector=selector, metadata_only=True)
     return [o for found in concurrently(one, list(COMPONENT_KINDS)) for o in found]
+
+
+def _refs(kube: Kube, operator: Manifest) -> list[dict]:
+    """The components an OLM ``Operator`` object lists, as objects to patch (apiVersion, kind, name,
+    namespace); those of kinds olm-operator does not count, or the cluster does not serve, are left out."""
+    counted_kinds = {k for _, k in COMPONENT_KINDS}
+    out = []
+    for ref in ((operator.get("status") or {}).get("components") or {}).get("refs") or []:
+        if ref.get("kind") in counted_kinds and ref.get("apiVersion") and ref.get("name") \
+                and kube.resource(ref["apiVersion"], ref["kind"]) is not None:
+            meta = {"name": ref["name"], **({"namespace": ref["namespace"]} if ref.get("namespace") else {})}
+            out.append({"apiVersion": ref["apiVersion"], "kind": ref["kind"], "metadata": meta})
+    return out
 
 
 def after(kube: Kube, takeovers: list[Takeover], desired: list[DesiredOperator], *, dry_run: bool,
