@@ -1,7 +1,7 @@
 """Adopting a cluster that OLM v0 runs: how long `reconciler adopt` takes and how many API requests it makes.
 
   python -m bench.adopt [--installs 50] [--repeat 3] [--corpus ../shared/corpus/operators] [--packages P ...]
-                        [--copied-csvs] [--takeover] [--one-namespace NS]
+                        [--copied-csvs] [--takeover] [--one-namespace NS] [--synthetic]
 
 A local control plane with the real OLM v0 (``ControlPlane(olm=...)``) is
 started here; ``--installs`` corpus packages (``bundles``: one bundle per
@@ -27,12 +27,18 @@ it should be zero). ``--one-namespace NS`` installs every package in the
 one namespace ``NS`` under one AllNamespaces OperatorGroup
 (``global-operators``), as OpenShift's ``openshift-operators`` holds them,
 instead of each in a namespace of its own (only packages that support
-AllNamespaces are chosen).
+AllNamespaces are chosen). ``--synthetic`` installs bundles made for the
+benchmark instead (``synthetic``: one CRD, one Deployment, a Role each), for
+the sizes the corpus cannot reach (it holds 44 packages that fit one
+namespace); the requests of the takeover are also counted by verb and
+resource.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import shutil
 import statistics
 import tempfile
@@ -95,6 +101,47 @@ def bundles(corpus: Path, count: int, only: tuple[str, ...] = (), *,
     raise SystemExit(f"the corpus has {len(out)} packages with a bundle that fits, not {count}")
 
 
+def synthetic(directory: Path, count: int, *, all_namespaces: bool = False) -> list[tuple[Path, str, str]]:
+    """``count`` small registry+v1 bundles made for sizes the corpus cannot reach (it holds 44 packages that fit
+    one namespace): each its own package ``bench-NNN`` with one CRD, one Deployment and a Role for it, in
+    OwnNamespace and AllNamespaces; as ``bundles`` lists them."""
+    from tests.olm.support import write_bundle
+
+    out = []
+    for i in range(count):
+        package, group = f"bench-{i:03d}", f"bench{i:03d}.example.com"
+        csv_name = f"{package}.v1.0.0"
+        bundle = directory / package / "1.0.0"
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": f"widgets.{group}"},
+               "spec": {"group": group, "scope": "Namespaced",
+                        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                        "versions": [{"name": "v1", "served": True, "storage": True,
+                                      "schema": {"openAPIV3Schema": {"type": "object",
+                                                                     "x-kubernetes-preserve-unknown-fields": True}}}]}}
+        deployment = {"name": f"{package}-controller", "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": package}},
+            "template": {"metadata": {"labels": {"app": package}}, "spec": {
+                "serviceAccountName": package,
+                "containers": [{"name": "manager", "image": f"registry.example.com/{package}:1.0.0"}]}}}}
+        csv = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+               "metadata": {"name": csv_name},
+               "spec": {"displayName": package, "version": "1.0.0",
+                        "installModes": [{"type": t, "supported": t in ("OwnNamespace", "AllNamespaces")}
+                                         for t in ("OwnNamespace", "SingleNamespace", "MultiNamespace",
+                                                   "AllNamespaces")],
+                        "customresourcedefinitions": {"owned": [{"name": f"widgets.{group}", "version": "v1",
+                                                                 "kind": "Widget"}]},
+                        "install": {"strategy": "deployment", "spec": {
+                            "deployments": [deployment],
+                            "permissions": [{"serviceAccountName": package, "rules": [
+                                {"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}]}}}}
+        write_bundle(bundle, package, {f"widgets.{group}.crd.yaml": crd,
+                                       f"{package}.clusterserviceversion.yaml": csv})
+        out.append((bundle, csv_name, "AllNamespaces" if all_namespaces else "OwnNamespace"))
+    return out
+
+
 def _fits(version: Path, yamlio, render, error, settings, all_namespaces: bool = False) -> tuple[str, str] | None:
     """(CSV name, install mode) when OLM installs the bundle alone and the reconciler converts it, else None
     (``all_namespaces``: in AllNamespaces only)."""
@@ -153,12 +200,17 @@ def main() -> None:
     parser.add_argument("--takeover", action="store_true",
                         help="then commit the last adoption and reconcile it once: the takeover's time, requests, "
                              "new ReplicaSets and the longest time a conversion webhook or APIService was unserved")
+    parser.add_argument("--synthetic", action="store_true",
+                        help="install --installs bundles made for the benchmark (``synthetic``) instead of the "
+                             "corpus's: the sizes the corpus cannot reach")
     parser.add_argument("--one-namespace", metavar="NS",
                         help="every install in namespace NS under one AllNamespaces OperatorGroup (global-operators)")
     args = parser.parse_args()
-    if not args.corpus.is_dir():
+    if not args.synthetic and not args.corpus.is_dir():
         raise SystemExit(f"no corpus at {args.corpus}")
-    chosen = bundles(args.corpus, args.installs, args.packages, all_namespaces=bool(args.one_namespace))
+    made = Path(tempfile.mkdtemp(prefix="bench-adopt-bundles-"))
+    chosen = synthetic(made, args.installs, all_namespaces=bool(args.one_namespace)) if args.synthetic else \
+        bundles(args.corpus, args.installs, args.packages, all_namespaces=bool(args.one_namespace))
 
     from bench.peers import opm
     from reconciler.localcluster import ControlPlane, ensure_binaries
@@ -167,7 +219,7 @@ def main() -> None:
     from tests.support.repo import git
     from tests.olm.support import write_catalog_of
 
-    with tempfile.TemporaryDirectory(prefix="bench-adopt-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-adopt-") as tmp, _removed(made):
         work = Path(tmp)
         plane = ControlPlane(work / "plane", ensure_binaries(log=print), olm=ensure_olm(log=print))
         plane.start(timeout=240)
@@ -199,7 +251,7 @@ def main() -> None:
                 for d, _, _ in chosen:
                     shutil.copytree(d, repo / "bundles" / d.parent.name / d.name)
                 write_catalog_of([d for d, _, _ in chosen], repo / "catalogs" / "corpus",
-                                 image=lambda d: f"file://bundles/{d.parent.name}/{d.name}")
+                                 image=lambda d: f"file://bundles/{d.parent.name}/{d.name}", by_opm=False)
                 git(repo, "init", "-q", "-b", "main")
                 git(repo, "add", "-A")
                 git(repo, "commit", "-q", "-m", "catalog")
@@ -219,6 +271,15 @@ def main() -> None:
               f"{taken['seconds']:.1f}s, {taken['requests']} requests, exit {taken['exit']}; "
               f"{taken['new_replica_sets']} new ReplicaSets; longest unserved: {taken['unserved']:.1f}s "
               f"({taken['watched']} CRDs with a conversion webhook and APIServices watched)")
+        print("its requests, most first: " + ", ".join(f"{n} {what}" for what, n in taken["by"].most_common(15)))
+
+
+@contextlib.contextmanager
+def _removed(directory: Path):
+    try:
+        yield
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def subscribe_together(api, cases: list, namespace: str, address: str) -> None:
@@ -300,11 +361,13 @@ def takeover(plane, api, repo: Path) -> dict:
             gaps[k] = max(gaps[k], now - since)
 
     sent = [0]
+    by: collections.Counter = collections.Counter()
     real = Kube.request
 
-    def counted(self, *args, **kwargs):
+    def counted(self, method, path, *args, **kwargs):
         sent[0] += 1
-        return real(self, *args, **kwargs)
+        by[_request_kind(method, path, kwargs.get("query"))] += 1
+        return real(self, method, path, *args, **kwargs)
 
     printed = io.StringIO()
     thread = threading.Thread(target=watch, daemon=True)
@@ -322,7 +385,21 @@ def takeover(plane, api, repo: Path) -> dict:
         print(printed.getvalue()[-3000:])
     made = [rs for rs in apps.list_replica_set_for_all_namespaces().items if rs.metadata.uid not in replica_sets]
     return {"seconds": seconds, "requests": sent[0], "exit": code, "new_replica_sets": len(made),
-            "unserved": max(gaps.values(), default=0.0), "watched": len(watched)}
+            "unserved": max(gaps.values(), default=0.0), "watched": len(watched), "by": by}
+
+
+def _request_kind(method: str, path: str, query) -> str:
+    """A request as its verb and resource: ``GET list deployments (selector)``, ``PATCH subscriptions``."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    parts = parts[3:] if parts[:1] == ["apis"] else parts[2:]   # past /apis/GROUP/VERSION or /api/v1
+    if parts[:1] == ["namespaces"] and len(parts) > 2:
+        parts = parts[2:]
+    resource = parts[0] if parts else "discovery"
+    one = len(parts) > 1
+    sub = f"/{parts[2]}" if len(parts) > 2 else ""
+    selector = any(k in ("labelSelector", "fieldSelector") for k, _ in query or [])
+    verb = method if method != "GET" or one else "LIST"
+    return f"{verb} {resource}{sub}" + (" (selector)" if selector else "")
 
 
 def copied_csvs_off(api) -> None:
