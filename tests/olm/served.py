@@ -1,4 +1,5 @@
-"""An aggregated API answered where its APIService sends the API server, as the operator's pod would answer it.
+"""An aggregated API answered where its APIService sends the API server, as the operator's pod would answer it;
+and an operator bundle that serves one, built from OLM's packageserver (``apiservice_bundle``).
 
 kwok runs no container, so nothing listens behind a Service: an APIService
 whose Service has no server stays ``Available=False``, OLM v0 keeps its CSV
@@ -19,6 +20,7 @@ the API unavailable, which the tests see.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import ssl
 import tempfile
@@ -29,6 +31,11 @@ from types import TracebackType
 
 import kubernetes.client
 from kubernetes.client.rest import ApiException
+
+from reconciler.localcluster import olmv0
+from tests.olm.support import write_bundle
+
+PACKAGES = "packages.operators.coreos.com"   # the packageserver's API group
 
 
 class Served:
@@ -128,3 +135,62 @@ def _empty_list(path: str, group: str, version: str, resources: list[tuple[str, 
         if name == plural:
             return {"kind": f"{kind}List", "apiVersion": f"{group}/{version}", "metadata": {}, "items": []}
     return None
+
+
+class Unserved(threading.Thread):
+    """``with Unserved(plane, names) as watch:`` reads the APIServices ``names`` every 0.1 s while the block runs;
+    ``watch.seen``: each (time, name, why) one was absent or not Available."""
+
+    def __init__(self, plane, names: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.plane, self.names = plane, names
+        self.seen: list[tuple[float, str, str]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        import time
+
+        with self.plane.admin_client() as api:
+            registration = kubernetes.client.ApiregistrationV1Api(api)
+            while not self.done.wait(0.1):
+                for name in self.names:
+                    try:
+                        status = registration.read_api_service(name).status
+                    except ApiException as exc:
+                        if exc.status != 404:
+                            raise
+                        self.seen.append((time.time(), name, "absent"))
+                        continue
+                    available = [c for c in status.conditions or [] if c.type == "Available"]
+                    if not available or available[0].status != "True":
+                        self.seen.append((time.time(), name, available[0].message if available else "no condition"))
+
+    def __enter__(self) -> Unserved:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.join()
+
+
+def apiservice_bundle(olm: olmv0.OlmBinaries, directory: Path, package: str, group: str) -> Path:
+    """``directory/package/<version>``: a registry+v1 bundle of OLM's packageserver CSV as its quickstart ships it
+    (``olmv0.packageserver``), made an install. The corpus has no bundle that serves an APIService, and this is
+    the one real CSV at hand that does. OLM's platform label and namespace come off; it is named ``package``
+    (its Deployment too: OLM names an APIService's Service, and the RoleBinding and ClusterRoleBinding it makes
+    for it, after the Deployment alone, so two CSVs serving from one Deployment name fight over them, OLM itself
+    too); its API group, and the rules naming it, become ``group``, so it claims nothing of OLM's own. Its pod,
+    permissions, install modes and containerPort are as they are."""
+    csv = copy.deepcopy(next(d for d in olmv0.packageserver(olm) if d["kind"] == "ClusterServiceVersion"))
+    version = csv["spec"]["version"]
+    csv["metadata"] = {"name": f"{package}.v{version}"}
+    for api in csv["spec"]["apiservicedefinitions"]["owned"]:
+        api["group"], api["deploymentName"] = group, package
+    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
+    deployment["name"] = package
+    for permission in csv["spec"]["install"]["spec"].get("clusterPermissions") or []:
+        for rule in permission["rules"]:
+            rule["apiGroups"] = [group if g == PACKAGES else g for g in rule["apiGroups"]]
+    return write_bundle(directory / package / version, package,
+                        {f"{package}.clusterserviceversion.yaml": csv})

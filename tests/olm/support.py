@@ -110,3 +110,21 @@ def write_catalog_of(bundle_dirs: list[Path], catalog_dir: Path, image=lambda bu
     catalog_dir.mkdir(parents=True)
     (catalog_dir / "catalog.json").write_text("\n".join(json.dumps(doc) for doc in docs) + "\n")
     return blobs
+
+
+def write_bundle(bundle: Path, package: str, manifests: dict[str, dict], channel: str = "stable") -> Path:
+    """A registry+v1 bundle directory of ``manifests`` (file name -> object) for ``package``, in ``channel``."""
+    from reconciler import yamlio
+
+    (bundle / "manifests").mkdir(parents=True)
+    (bundle / "metadata").mkdir()
+    for name, doc in manifests.items():
+        (bundle / "manifests" / name).write_text(yamlio.dump(doc))
+    (bundle / "metadata" / "annotations.yaml").write_text(yamlio.dump({"annotations": {
+        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
+        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
+        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
+        "operators.operatorframework.io.bundle.package.v1": package,
+        "operators.operatorframework.io.bundle.channels.v1": channel,
+        "operators.operatorframework.io.bundle.channel.default.v1": channel}}))
+    return bundle

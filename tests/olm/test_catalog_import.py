@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 from pathlib import Path
 
 import kubernetes.client
@@ -28,7 +27,7 @@ from reconciler.oci import auth
 from reconciler.catalog.source import CONFIGS_LABEL
 from tests.bundle.oci_registry import LOGIN, oci_registry, oci_registry_with_login  # noqa: F401
 from tests.olm.adoption import GROUP, Case, custom, settle, shell
-from tests.olm.support import CORPUS, needs_corpus, needs_olm, uncaptured, write_catalog_of
+from tests.olm.support import CORPUS, needs_corpus, needs_olm, uncaptured, write_bundle, write_catalog_of
 from tests.support.repo import commit_all, git, init
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
@@ -109,19 +108,10 @@ def test_import_each_kind_of_catalog_source_then_adopt(request, olm_plane, tmp_p
     # legacy-catalog: the ConfigMap, and the same bundle (CSV and CRDs) as OLM serves it
     package, channel = BY_CONFIGMAP.package, "alpha"
     cm = config_map_of(corpus["legacy-catalog"], package, channel)
-    legacy = work / "legacy-bundle"
-    (legacy / "manifests").mkdir(parents=True)
-    for f in (corpus["legacy-catalog"] / "manifests").iterdir():
-        if yamlio.read_all(f)[0].get("kind") in ("ClusterServiceVersion", "CustomResourceDefinition"):
-            shutil.copy(f, legacy / "manifests" / f.name)
-    (legacy / "metadata").mkdir(exist_ok=True)
-    (legacy / "metadata" / "annotations.yaml").write_text(yamlio.dump({"annotations": {
-        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
-        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
-        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
-        "operators.operatorframework.io.bundle.package.v1": package,
-        "operators.operatorframework.io.bundle.channels.v1": channel,
-        "operators.operatorframework.io.bundle.channel.default.v1": channel}}))
+    legacy = write_bundle(work / "legacy-bundle", package, {
+        f.name: doc for f in sorted((corpus["legacy-catalog"] / "manifests").iterdir())
+        if (doc := yamlio.read_all(f)[0]).get("kind") in ("ClusterServiceVersion", "CustomResourceDefinition")},
+        channel)
 
     served = {"community-operators": corpus["community-operators"], "team-catalog": corpus["team-catalog"],
               "legacy-catalog": legacy}

@@ -40,8 +40,6 @@ exits 0.
 
 from __future__ import annotations
 
-import copy
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -50,11 +48,10 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from reconciler import yamlio
 from reconciler.localcluster import ControlPlane, ensure_binaries, olmv0
 from reconciler.localcluster.olmv0 import ensure_olm
 from tests.olm.adoption import GROUP, Case, custom, make_repo, settle, shell
-from tests.olm.served import Served
+from tests.olm.served import Served, Unserved, apiservice_bundle
 from tests.olm.support import (get, needs_corpus, needs_olm, olm_logs, resynced, uncaptured,
                                write_catalog_of)
 from tests.olm.test_takeover import snapshot
@@ -109,35 +106,6 @@ def plane(request, tmp_path_factory) -> Iterator[ControlPlane]:
         plane.stop()
 
 
-def serving_bundle(olm: olmv0.OlmBinaries, directory: Path) -> Path:
-    """A registry+v1 bundle of OLM's packageserver CSV as its quickstart ships it, as an install: OLM's platform
-    label and namespace off, named as package ``package-server`` (its Deployment too), its API group (and the
-    rules naming it) renamed to ``PACKAGES``; its pod, permissions, install modes and containerPort as they are."""
-    csv = copy.deepcopy(next(d for d in olmv0.packageserver(olm) if d["kind"] == "ClusterServiceVersion"))
-    csv["metadata"] = {"name": SERVING.csv}
-    for api in csv["spec"]["apiservicedefinitions"]["owned"]:
-        api["group"], api["deploymentName"] = PACKAGES, SERVING.package
-    # OLM names the APIService's Service, and the RoleBinding in kube-system and ClusterRoleBinding it makes for
-    # it, after the Deployment alone: two CSVs serving with one Deployment name fight over them, OLM itself too
-    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
-    deployment["name"] = SERVING.package
-    for permission in csv["spec"]["install"]["spec"].get("clusterPermissions") or []:
-        for rule in permission["rules"]:
-            rule["apiGroups"] = [PACKAGES if g == "packages.operators.coreos.com" else g for g in rule["apiGroups"]]
-    bundle = directory / SERVING.bundle
-    (bundle / "manifests").mkdir(parents=True)
-    (bundle / "metadata").mkdir()
-    (bundle / "manifests" / f"{SERVING.package}.clusterserviceversion.yaml").write_text(yamlio.dump(csv))
-    (bundle / "metadata" / "annotations.yaml").write_text(yamlio.dump({"annotations": {
-        "operators.operatorframework.io.bundle.mediatype.v1": "registry+v1",
-        "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
-        "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
-        "operators.operatorframework.io.bundle.package.v1": SERVING.package,
-        "operators.operatorframework.io.bundle.channels.v1": "stable",
-        "operators.operatorframework.io.bundle.channel.default.v1": "stable"}}))
-    return bundle
-
-
 def platform(api, olm: olmv0.OlmBinaries) -> None:
     """OLM's packageserver, as OLM's installation makes it: its ServiceAccount and RBAC, then its CSV."""
     from kubernetes import utils
@@ -167,7 +135,7 @@ def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[Contro
         opm.opm_binary(log=print)
         olm = ensure_olm(log=print)
     directory = tmp_path_factory.mktemp("openshift-catalog")
-    SERVING.source = serving_bundle(olm, directory / "bundles")
+    SERVING.source = apiservice_bundle(olm, directory / "bundles", SERVING.package, PACKAGES)
     # rendered by opm, as a catalog image's would be: the repository's own catalog is the reconciler's rendering
     write_catalog_of([c.path for c in CASES], directory / "catalog")
     with opm.serve(directory / "catalog", directory / "serve") as address, plane.admin_client() as api, \
@@ -209,40 +177,6 @@ def apiservices(api) -> dict:
         spec = kubernetes.client.ApiregistrationV1Api(api).read_api_service(name).spec
         out[name] = (spec.ca_bundle, spec.service.to_dict())
     return out
-
-
-class Unserved(threading.Thread):
-    """Every 0.1 s until stopped: each moment an APIService of the shape was absent or not Available."""
-
-    def __init__(self, plane: ControlPlane) -> None:
-        super().__init__(daemon=True)
-        self.plane, self.seen, self.done = plane, [], threading.Event()
-
-    def run(self) -> None:
-        from kubernetes.client.rest import ApiException
-
-        with self.plane.admin_client() as api:
-            registration = kubernetes.client.ApiregistrationV1Api(api)
-            while not self.done.wait(0.1):
-                for name in APISERVICES:
-                    try:
-                        status = registration.read_api_service(name).status
-                    except ApiException as exc:
-                        if exc.status != 404:
-                            raise
-                        self.seen.append((time.time(), name, "absent"))
-                        continue
-                    available = [c for c in status.conditions or [] if c.type == "Available"]
-                    if not available or available[0].status != "True":
-                        self.seen.append((time.time(), name, available and available[0].message))
-
-    def __enter__(self) -> Unserved:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.join()
 
 
 def conversions(api) -> dict:
@@ -358,7 +292,7 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
     with installed.admin_client() as api:
         assert snapshot(api, CASES, cr=None) == before   # nothing done yet
 
-    with Unserved(installed) as unserved:
+    with Unserved(installed, list(APISERVICES)) as unserved:
         run("reconciler reconcile platform-repo")
         since = time.time()
         wait_until(lambda: resynced(installed, since, [GLOBAL, TEAM], INTERVAL),
