@@ -61,7 +61,8 @@ def _forget_default_instance(k8s: Kube) -> None:
 
 
 CAPABILITIES = ("first install", "upgrade", "dry run", "diff", "prune", "APIService bundle", "webhook bundle",
-                "drift correction", "approval wait", "fleet loop", "commit verification", "adoption")
+                "drift correction", "approval wait", "fleet loop", "commit verification", "adoption",
+                "shared namespace takeover")
 _PASSED: set[str] = set()
 _AUDIT: list[bytes] = []   # audit events of deploy/'s ServiceAccount on planes other than the suite's
 
