@@ -23,7 +23,11 @@ seconds and whose global catalog namespace is OpenShift's
   OLM's own APIService. Both aggregated APIs are answered where their
   Services point (``tests.olm.served``: kwok runs no container), so OLM sees
   them available, as on a cluster, and the run is watched every 0.1 s for
-  any moment either APIService is absent or unavailable.
+  any moment either APIService is absent or unavailable;
+* in ``openshift-operators`` still, alloydb-omni-operator, kept with OLM, and
+  cert-manager, which OLM installed as its dependency under a Subscription
+  it made itself: adopting cert-manager alone is refused with the reason
+  (catalog-operator would install it again for alloydb-omni-operator).
 
 The repository adopts the chosen packages (exit 0), commits, and the
 reconcile takes them over; then both OLM controllers resync fully, and what
@@ -78,12 +82,16 @@ ODOO = placed(Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace"
 KEPT = placed(Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace"), TEAM)
 PACKAGES = "packages.shape.example"   # the API group of the bundle built from OLM's packageserver CSV
 SERVING = placed(Case("package-server/0.18.3", "package-server.v0.18.3", "AllNamespaces"), GLOBAL)
-CASES = [ARGOCD, CLOUDTRAIL, ARGO_MANAGED, ODOO, KEPT, SERVING]
+DEPENDENT = placed(Case("alloydb-omni-operator/1.3.0", "alloydb-omni-operator.v1.3.0", "AllNamespaces"), GLOBAL)
+DEPENDENCY = Case("cert-manager/1.12.2", "cert-manager.v1.12.2", "AllNamespaces", dependency_of=DEPENDENT)
+# as OLM names the Subscription it makes for a dependency: package, channel, catalog and its namespace
+DEPENDENCY.subscription = f"{DEPENDENCY.package}-stable-{CATALOG}-{MARKETPLACE}"
+CASES = [ARGOCD, CLOUDTRAIL, ARGO_MANAGED, ODOO, KEPT, SERVING, DEPENDENT, DEPENDENCY]
 ADOPTED = [ARGOCD, CLOUDTRAIL, ODOO, SERVING]
 # The aggregated APIs of the shape: OLM's own packageserver's and the adopted operator's
 APISERVICES = {"v1.packages.operators.coreos.com": [("packagemanifests", "PackageManifest", True)],
                f"v1.{PACKAGES}": [("packagemanifests", "PackageManifest", True)]}
-WITH_OLM = [ARGO_MANAGED, KEPT]
+WITH_OLM = [ARGO_MANAGED, KEPT, DEPENDENT, DEPENDENCY]
 TRACKING = f"platform:{GROUP}/Subscription:{GLOBAL}/{ARGO_MANAGED.package}"
 # Custom resources that must survive, each in its CRD's storage version (no conversion: kwok runs no webhook server)
 CRS = [("argoproj.io", "v1beta1", "argocds", "ArgoCD", TEAM, {}),
@@ -150,7 +158,10 @@ def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[Contro
         objects.create_namespaced_custom_object(GROUP, "v1", TEAM, "operatorgroups", {
             "apiVersion": f"{GROUP}/v1", "kind": "OperatorGroup", "metadata": {"name": TEAM},
             "spec": {"targetNamespaces": [TEAM]}})
-        for case in CASES:
+        # alloydb-omni-operator (and so cert-manager) first, the rest once it runs, as a cluster's installs come
+        # one after another: all at once, catalog-operator plans openshift-operators in one InstallPlan that,
+        # with every bundle's objects inline, is more than the API server stores (2 MiB)
+        for case in [DEPENDENT, *[c for c in CASES if c not in (DEPENDENT, DEPENDENCY)]]:
             body = subscription(case)
             if case is ARGO_MANAGED:   # as Argo CD applies it: its field manager and its tracking annotation
                 body["metadata"]["annotations"] = {"argocd.argoproj.io/tracking-id": TRACKING}
@@ -158,6 +169,9 @@ def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[Contro
                                                         field_manager="argocd-controller")
             else:
                 objects.create_namespaced_custom_object(GROUP, "v1alpha1", case.namespace, "subscriptions", body)
+            if case is DEPENDENT:
+                settle(api, DEPENDENT, plane)
+                settle(api, DEPENDENCY, plane)
         for name, resources in APISERVICES.items():
             served = serving.enter_context(Served(api, name, resources))
             wait_until(served.ready, f"APIService {name}, its Service and serving certificate",
@@ -166,7 +180,8 @@ def installed(request, plane: ControlPlane, tmp_path_factory) -> Iterator[Contro
             "status", {}).get("phase") == "Succeeded", "OLM's packageserver Succeeded", timeout=240, every=0.5,
             diagnose=olm_logs(plane))
         for case in CASES:
-            settle(api, case, plane)
+            if case not in (DEPENDENT, DEPENDENCY):
+                settle(api, case, plane)
         yield plane
 
 
@@ -272,10 +287,16 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
     assert f"left to OLM ClusterServiceVersion {olmv0.NAMESPACE}/packageserver: OLM's own component" in preview, \
         preview
     assert not (tmp_path / "platform-repo" / "operators").exists()
+    # A dependency alone, its dependent left with OLM: refused, with the reason and the way out
+    alone = run(f"reconciler adopt platform-repo --dry-run --package {DEPENDENCY.package}", code=1)
+    assert (f"not adopted Subscription {GLOBAL}/{DEPENDENCY.subscription}: ClusterServiceVersion "
+            f"{GLOBAL}/{DEPENDENT.csv} (needs" in alone and f"stays with OLM and needs what {DEPENDENCY.csv} provides"
+            in alone and "adopt them together (name both with --package" in alone), alone
 
     chosen = " ".join(f"--package {c.package}" for c in ADOPTED)
     adopted = run(f"reconciler adopt platform-repo {chosen}")   # exit 0: the rest is asked for by no one, or OLM's
-    assert f"Summary: {len(ADOPTED)} adopted, 0 left with a reason, 1 OLM's own, 2 not asked for" in adopted, adopted
+    assert f"Summary: {len(ADOPTED)} adopted, 0 left with a reason, 1 OLM's own, {len(WITH_OLM)} not asked for" \
+        in adopted, adopted
     for case in WITH_OLM:   # the Argo CD one too, though it would have been refused: it was not asked for
         assert f"left to OLM Subscription {case.namespace}/{case.subscription}: not asked for" in adopted, adopted
     for case in ADOPTED:
