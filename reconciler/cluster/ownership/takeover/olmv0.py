@@ -72,9 +72,11 @@ After a sync that applied the Operator (OLM lets go):
 7. last, OLM's labels (``olm.owner``, ``olm.owner.kind``,
    ``olm.owner.namespace``, ``olm.managed``,
    ``operators.coreos.com/<package>.<namespace>``) are removed from what
-   was taken over, CRDs included, Deployments last of all; then OLM's
-   ``Operator`` object of the package goes (olm-operator made it for the
-   objects that carried that label, and makes it again while one does).
+   was taken over, CRDs included, Deployments last of all, and the package
+   label from every other object OLM's ``Operator`` object of the package
+   lists as its component (``status.components.refs``); then that object
+   goes (olm-operator made it for the objects that carried the label, and
+   makes it again while one does).
 
 CRDs and custom resources are never deleted by any step. ``reconcile
 --dry-run`` lists each step that a real run would take, in this order.
