@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,9 @@ KIND = "Operator"
 # Kubernetes' controllers and Flux record progress.
 PROGRESS_REASONS = frozenset({"Progressing", "PendingApproval"})
 KEPT = 1024   # Events remembered, the oldest forgotten first
+
+
+WRITE_ID = f"{API_GROUP}/write-id"   # the annotation naming the write that POSTed an Event (``_Write.recount``)
 
 
 def event_type(cond: dict[str, Any]) -> str:
@@ -115,9 +119,13 @@ class _Write:
         self.event_name = f"{name}.{key}"
         self.where = f"Event about {KIND} {name}"
         self.known = (kube.server, self.namespace, self.event_name)
+        # which write this is: a POST retried after its answer was lost finds its own Event by it, where two
+        # occurrences within one second from two processes look alike in every other field
+        self.write_id = uuid.uuid4().hex
         self.body = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": self.event_name, "namespace": self.namespace},
+            "metadata": {"name": self.event_name, "namespace": self.namespace,
+                         "annotations": {WRITE_ID: self.write_id}},
             "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": name, "uid": about.get("uid"),
                                "resourceVersion": about.get("resourceVersion")},
             "type": type_, "reason": reason, "message": message, "count": 1,
@@ -158,8 +166,7 @@ class _Write:
         existing = self.kube.get(self.events, self.namespace, self.event_name)
         if existing is None:
             return   # gone meanwhile: best effort
-        if existing.get("firstTimestamp") == self.now \
-                and existing.get("reportingInstance") == self.body["reportingInstance"] \
+        if ((existing.get("metadata") or {}).get("annotations") or {}).get(WRITE_ID) == self.write_id \
                 and int(existing.get("count") or 1) == 1:
             self.memory.remember(self.known, existing)   # this very POST, retried after its answer was lost
             return
