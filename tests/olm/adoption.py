@@ -30,18 +30,20 @@ SUFFIX = uuid.uuid4().hex[:6]
 
 
 class Case:
-    """One OLM v0 install. A ``dependency_of`` case is not subscribed to: OLM installs it in its dependent's
+    """One OLM v0 install, in a namespace of its own (``namespace``: in that one, which it watches). A
+    ``dependency_of`` case is not subscribed to: OLM installs it in its dependent's
     namespace to satisfy the dependent's bundle, under a Subscription it makes itself, named as OLM names those
     (package, ``channel``, catalog and its namespace)."""
 
     def __init__(self, bundle: str, csv: str, mode: str, approval: str = "Automatic", config: dict | None = None,
-                 orphan: bool = False, dependency_of: Case | None = None, channel: str = "") -> None:
+                 orphan: bool = False, dependency_of: Case | None = None, channel: str = "",
+                 namespace: str = "") -> None:
         self.bundle, self.csv, self.mode, self.approval, self.config = bundle, csv, mode, approval, config
         self.source: Path | None = None   # the bundle's directory when it is not the corpus's ``bundle``
         self.orphan, self.dependency_of = orphan, dependency_of
         self.package = bundle.split("/")[0]
-        self.namespace = dependency_of.namespace if dependency_of else f"adopt-{mode.lower()}-{SUFFIX}"
-        self.watched = f"adopt-watched-{SUFFIX}" if mode == "SingleNamespace" else self.namespace
+        self.namespace = namespace or (dependency_of.namespace if dependency_of else f"adopt-{mode.lower()}-{SUFFIX}")
+        self.watched = f"adopt-watched-{SUFFIX}" if mode == "SingleNamespace" and not namespace else self.namespace
         self.subscription = f"{self.package}-{channel}-corpus-{self.namespace}" if dependency_of else self.package
 
     @property

@@ -20,15 +20,16 @@ import pytest
 
 from reconciler.localcluster import ControlPlane, ensure_binaries
 from reconciler.localcluster.olmv0 import ensure_olm
-from tests.olm.support import BUNDLE, uncaptured, write_catalog
+from tests.olm.support import BUNDLE, INTERVAL, uncaptured, write_catalog
 
 
 @pytest.fixture(scope="module")
 def olm_plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """A control plane running OLM v0 (olm-operator and catalog-operator), built first if the cache is cold."""
+    """A control plane running OLM v0 (olm-operator and catalog-operator), built first if the cache is cold; both
+    resync every ``INTERVAL`` seconds, so that a test can wait through whole resyncs (``wait_resynced``)."""
     with uncaptured(request):
         binaries, olm = ensure_binaries(log=print), ensure_olm(log=print)
-    plane = ControlPlane(tmp_path_factory.mktemp("olm-plane"), binaries, olm=olm)
+    plane = ControlPlane(tmp_path_factory.mktemp("olm-plane"), binaries, olm=olm, olm_interval=INTERVAL)
     try:
         plane.start(timeout=240)
         yield plane

@@ -25,6 +25,7 @@ import json
 import ssl
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -148,8 +149,6 @@ class Unserved(threading.Thread):
         self.done = threading.Event()
 
     def run(self) -> None:
-        import time
-
         with self.plane.admin_client() as api:
             registration = kubernetes.client.ApiregistrationV1Api(api)
             while not self.done.wait(0.1):

@@ -31,21 +31,40 @@ def olm_logs(plane) -> Callable[[], str]:
                              for name in ("catalog-operator", "olm-operator"))
 
 
-def resynced(plane, since: float, namespaces: list[str], interval: float) -> bool:
-    """Whether both OLM controllers of ``plane`` (run with ``olm_interval=interval``) have resynced since ``since``
-    (a time): catalog-operator logged a resolution of each namespace two of its longest resync periods later (each
-    informer resyncs every ``--interval`` give or take 20%); olm-operator takes the same interval, so it has
-    resynced every CSV by then too."""
+# seconds between the full resyncs of both OLM controllers on the OLM tests' planes (their --interval): short,
+# so that a test waits through whole resyncs of OLM after a takeover (``wait_resynced``)
+INTERVAL = 10
+
+
+def resynced(plane, since: float, namespaces: list[str]) -> bool:
+    """Whether both OLM controllers of ``plane`` (run with ``olm_interval``) have resynced since ``since`` (a
+    time): catalog-operator began a sync of each namespace (``resolving sources``, logged whether or not the
+    namespace still has Subscriptions) two of its longest resync periods later (each informer resyncs every
+    ``--interval`` give or take 20%); olm-operator takes the same interval, so it has resynced every CSV by then
+    too."""
     import datetime as dt
     import re
 
-    late = since + 2 * 1.2 * interval
+    assert plane.olm_interval, "OLM runs with its default resync of minutes on this plane: give it olm_interval"
+    late = since + 2 * 1.2 * plane.olm_interval
     seen = set()
     for line in (plane.state_dir / "catalog-operator.log").read_text(errors="replace").splitlines():
-        found = re.match(r'time="([^"]+)".*msg="resolving subscriptions in namespace".* namespace=(\S+)', line)
+        found = re.match(r'time="([^"]+)".*msg="resolving sources".* namespace=(\S+)', line)
         if found and dt.datetime.fromisoformat(found.group(1).replace("Z", "+00:00")).timestamp() >= late:
             seen.add(found.group(2))
     return set(namespaces) <= seen
+
+
+def wait_resynced(plane, namespaces: list[str], since: float | None = None) -> None:
+    """Wait until both OLM controllers of ``plane`` have resynced ``namespaces`` fully since ``since`` (now, by
+    default): what a takeover must survive is whatever OLM does on its next passes, not in the next seconds."""
+    import time
+
+    from tests.support.wait import wait_until
+
+    since = time.time() if since is None else since
+    wait_until(lambda: resynced(plane, since, namespaces), "a full resync of both OLM controllers",
+               timeout=plane.olm_interval * 8, diagnose=olm_logs(plane))
 
 
 def get(api, namespace: str, plural: str, name: str, version: str = "v1alpha1") -> dict | None:

@@ -29,14 +29,13 @@ from reconciler.localcluster.olmv0 import ensure_olm
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
 from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo, shell
-from tests.olm.support import needs_corpus, needs_olm, olm_logs, resynced, uncaptured
+from tests.olm.support import INTERVAL, needs_corpus, needs_olm, olm_logs, uncaptured, wait_resynced
 from tests.support.repo import git
 from tests.support.wait import wait_until
 from tests.olm.test_takeover import CONFIG, snapshot
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
-INTERVAL = 15   # seconds between the full resyncs of both OLM controllers on this plane
 PROXY = {"httpProxy": "http://proxy.example.com:3128", "httpsProxy": "http://proxy.example.com:3129",
          "noProxy": ".cluster.local,.svc,10.0.0.0/16"}
 CASES = [
@@ -219,8 +218,7 @@ def test_adopted_installs_are_handed_back_to_olm_and_stay_as_they_ran(installed:
     again = run(block[5])
     assert "is OLM v0's again" in again, again
 
-    wait_until(lambda: resynced(installed, since, [c.namespace for c in BACK], INTERVAL),
-               "a full resync of both OLM controllers", timeout=INTERVAL * 8, diagnose=olm_logs(installed))
+    wait_resynced(installed, [c.namespace for c in BACK], since)
     with installed.admin_client() as api:
         after = snapshot(api, CASES)
         assert after["replicaSets"] == before["replicaSets"], (before["replicaSets"], after["replicaSets"])

@@ -44,7 +44,6 @@ exits 0.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -56,33 +55,28 @@ from reconciler.localcluster import ControlPlane, ensure_binaries, olmv0
 from reconciler.localcluster.olmv0 import ensure_olm
 from tests.olm.adoption import GROUP, Case, custom, make_repo, settle, shell
 from tests.olm.served import Served, Unserved, apiservice_bundle
-from tests.olm.support import (get, needs_corpus, needs_olm, olm_logs, resynced, uncaptured,
+from tests.olm.support import (INTERVAL, get, needs_corpus, needs_olm, olm_logs, uncaptured, wait_resynced,
                                write_catalog_of)
 from tests.olm.test_takeover import snapshot
 from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
 
-INTERVAL = 15   # seconds between the full resyncs of both OLM controllers on this plane
 MARKETPLACE, CATALOG = olmv0.OPENSHIFT_CATALOGS, "redhat-operators"
 GLOBAL, TEAM = olmv0.OPENSHIFT_OPERATORS, "team-a"
 
 
-def placed(case: Case, namespace: str) -> Case:
-    case.namespace = case.watched = namespace
-    return case
-
-
-ARGOCD = placed(Case("argocd-operator/0.10.0", "argocd-operator.v0.10.0", "AllNamespaces"), GLOBAL)
-CLOUDTRAIL = placed(Case("ack-cloudtrail-controller/1.6.0", "ack-cloudtrail-controller.v1.6.0", "AllNamespaces"),
-                    GLOBAL)
-ARGO_MANAGED = placed(Case("move2kube-operator/0.3.15-rc.0", "move2kube-operator.v0.3.15-rc.0", "AllNamespaces"),
-                      GLOBAL)
-ODOO = placed(Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace"), TEAM)
-KEPT = placed(Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace"), TEAM)
+ARGOCD = Case("argocd-operator/0.10.0", "argocd-operator.v0.10.0", "AllNamespaces", namespace=GLOBAL)
+CLOUDTRAIL = Case("ack-cloudtrail-controller/1.6.0", "ack-cloudtrail-controller.v1.6.0", "AllNamespaces",
+                  namespace=GLOBAL)
+ARGO_MANAGED = Case("move2kube-operator/0.3.15-rc.0", "move2kube-operator.v0.3.15-rc.0", "AllNamespaces",
+                    namespace=GLOBAL)
+ODOO = Case("odoo-operator/0.0.2", "odoo-operator.v0.0.2", "OwnNamespace", namespace=TEAM)
+KEPT = Case("ruptura-operator/0.9.1", "ruptura-operator.v0.9.1", "OwnNamespace", namespace=TEAM)
 PACKAGES = "packages.shape.example"   # the API group of the bundle built from OLM's packageserver CSV
-SERVING = placed(Case("package-server/0.18.3", "package-server.v0.18.3", "AllNamespaces"), GLOBAL)
-DEPENDENT = placed(Case("alloydb-omni-operator/1.3.0", "alloydb-omni-operator.v1.3.0", "AllNamespaces"), GLOBAL)
+SERVING = Case("package-server/0.18.3", "package-server.v0.18.3", "AllNamespaces", namespace=GLOBAL)
+DEPENDENT = Case("alloydb-omni-operator/1.3.0", "alloydb-omni-operator.v1.3.0", "AllNamespaces",
+                 namespace=GLOBAL)
 DEPENDENCY = Case("cert-manager/1.12.2", "cert-manager.v1.12.2", "AllNamespaces", dependency_of=DEPENDENT)
 # as OLM names the Subscription it makes for a dependency: package, channel, catalog and its namespace
 DEPENDENCY.subscription = f"{DEPENDENCY.package}-stable-{CATALOG}-{MARKETPLACE}"
@@ -315,9 +309,7 @@ def test_an_openshift_shaped_cluster_is_adopted_in_part_and_olm_undoes_nothing(i
 
     with Unserved(installed, list(APISERVICES)) as unserved:
         run("reconciler reconcile platform-repo")
-        since = time.time()
-        wait_until(lambda: resynced(installed, since, [GLOBAL, TEAM], INTERVAL),
-                   "a full resync of both OLM controllers", timeout=INTERVAL * 8, diagnose=olm_logs(installed))
+        wait_resynced(installed, [GLOBAL, TEAM])
     assert unserved.seen == [], unserved.seen[:20]   # not for a moment: the takeover's order of steps
     with installed.admin_client() as api:
         after = snapshot(api, CASES, cr=None)

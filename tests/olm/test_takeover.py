@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from reconciler.localcluster import ControlPlane
 from reconciler.model.kube import LABEL_OPERATOR
 from tests.docblocks import indented_block
 from tests.olm.adoption import GROUP, Case, custom, get, installed_by_olm, make_repo, shell
-from tests.olm.support import needs_corpus, needs_olm
+from tests.olm.support import needs_corpus, needs_olm, wait_resynced
 from tests.support.repo import commit_all
 
 pytestmark = [pytest.mark.cluster, pytest.mark.olm, pytest.mark.corpus, needs_olm, needs_corpus]
@@ -165,7 +164,7 @@ def test_reconcile_takes_the_adopted_installs_over_without_disruption(installed:
         assert get(api, CASES[0].namespace, "subscriptions", CASES[0].package) is not None   # nothing done yet
 
     run(block[5])
-    time.sleep(10)   # time for OLM's controllers and the garbage collector to act, if they were going to
+    wait_resynced(installed, [c.namespace for c in CASES])   # what OLM does on its next passes must undo nothing
     with installed.admin_client() as api:
         after = snapshot(api)
         assert after["replicaSets"] == before["replicaSets"]   # no new ReplicaSet: no pod restarted
@@ -196,7 +195,7 @@ def upgrade_through_the_repository(installed: ControlPlane, repo: Path, env: dic
     done = subprocess.run([sys.executable, "-m", "reconciler", "reconcile", str(repo)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, f"{done.stdout}{done.stderr}"
-    time.sleep(5)   # time for OLM to act, if it still did
+    wait_resynced(installed, sorted({case.namespace for case, *_ in bundles}))   # OLM, no longer asked, acts not
     with installed.admin_client() as api:
         for case, _, deployment, wanted in bundles:
             dep = kubernetes.client.AppsV1Api(api).read_namespaced_deployment(deployment, case.namespace)

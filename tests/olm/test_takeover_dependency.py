@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import pytest
 from reconciler import yamlio
 from reconciler.localcluster import ControlPlane
 from tests.olm.adoption import Case, get, installed_by_olm, make_repo, reconciler
-from tests.olm.support import needs_corpus, needs_olm
+from tests.olm.support import needs_corpus, needs_olm, wait_resynced
 from tests.olm.test_takeover import olm_bookkeeping, resolve_next, snapshot, upgrade_through_the_repository
 from tests.support.repo import commit_all
 
@@ -112,7 +111,7 @@ def test_a_dependency_olm_installed_is_adopted_as_its_own_operator_and_taken_ove
         assert (f"takeover of {case.package} from OLM v0: would delete ClusterServiceVersion {case.namespace}/"
                 f"{case.csv}, orphaning its objects") in preview, preview
     run("reconcile", str(repo), kubeconfig=kubeconfig)
-    time.sleep(10)   # time for OLM's controllers and the garbage collector to act, if they were going to
+    wait_resynced(installed, [c.namespace for c in CASES])   # what OLM does on its next passes must undo nothing
     with installed.admin_client() as api:
         after = snapshot(api, CASES, cr=None)
         assert after["replicaSets"] == before["replicaSets"]   # no new ReplicaSet: no pod restarted

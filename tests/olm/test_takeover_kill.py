@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from reconciler.localcluster import ControlPlane
 from tests.olm.adoption import get, installed_by_olm, killed, make_repo, reconciler
-from tests.olm.support import needs_corpus, needs_olm
+from tests.olm.support import needs_corpus, needs_olm, wait_resynced
 from tests.olm.test_takeover import CASES, CR, olm_bookkeeping, snapshot
 from tests.support.repo import commit_all
 
@@ -68,7 +67,7 @@ def test_a_takeover_killed_anywhere_converges(installed: ControlPlane, tmp_path:
     assert states == [(True, True)] and None in finished[:2], (states, finished)   # the takeover was cut short
     final = reconciler(*argv)
     assert final.returncode == 0, f"seed {seed}\n{final.stdout}{final.stderr}"
-    time.sleep(10)   # time for OLM's controllers and the garbage collector to act, if they were going to
+    wait_resynced(installed, [c.namespace for c in CASES])   # what OLM does on its next passes must undo nothing
     with installed.admin_client() as api:
         after = snapshot(api)
         assert after["replicaSets"] == before["replicaSets"], seed
