@@ -49,9 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "AllNamespaces OperatorGroup global-operators (chosen when OLM starts)")
             a.add_argument("--serve-catalog", action="append", default=[], type=Path, metavar="DIR",
                            help="serve the repository catalog DIR (REPO/catalogs/NAME) to OLM as CatalogSource "
-                                "NAME in OLM's catalog namespace (olm, or openshift-marketplace): rendered with its bundles' objects inline (no image OLM "
-                                "would unpack) and served by opm on loopback (built once); repeatable, and given "
-                                "again it serves the catalog's current content")
+                                "NAME in OLM's catalog namespace (olm, or openshift-marketplace): rendered with its "
+                                "bundles' objects inline (no image OLM would unpack) and served by opm on loopback "
+                                "(built once); repeatable, and given again it serves the catalog's current content")
     cl.set_defaults(run=run)
 
 

@@ -102,14 +102,15 @@ class GoTool:
             except BlockingIOError:
                 log(f"waiting for another process that is building {self.label} into {final}")
                 fcntl.flock(lock, fcntl.LOCK_EX)
-            if self._built() and self._missing_files():
+            missing = self._missing_files()
+            if self._built() and missing:
                 # a build from before a data file was added to module_files: copied, not built again
                 go = shutil.which("go")
                 if go is None:
-                    raise ControlPlaneError(f"{self.label} {self.version}'s files {self._missing_files()[0][1]} "
-                                            f"are not in its cache ({final}) and `go` is not on PATH to fetch them",
+                    raise ControlPlaneError(f"{self.label} {self.version}'s files {missing[0][1]} are not in its "
+                                            f"cache ({final}) and `go` is not on PATH to fetch them",
                                             hint="install Go (https://go.dev/dl/) and retry")
-                self._copy_module_files(go, final, self._missing_files())
+                self._copy_module_files(go, final, missing)
             elif not self.present():
                 self._build(final, log)
         return self.paths()

@@ -71,7 +71,9 @@ def ensure_olm(log: Callable[[str], object] = print) -> OlmBinaries:
 def packageserver(binaries: OlmBinaries) -> list[dict]:
     """OLM's own packageserver as the pinned module's quickstart installs it: its ClusterServiceVersion (labelled
     ``olm.version``, in OLM's namespace, under its OperatorGroup) and the ServiceAccount, ClusterRole and binding
-    that CSV's permissions name. No process serves its API here (kwok runs no container)."""
+    that CSV's permissions name. Nothing serves its API on the local cluster (kwok runs no container), so OLM keeps
+    it InstallWaiting and discovery of its group fails, unless something answers there
+    (tests/olm/served.py does)."""
     wanted = {("ServiceAccount", "olm-operator-serviceaccount"),
               ("ClusterRole", "system:controller:operator-lifecycle-manager"),
               ("ClusterRoleBinding", "olm-operator-binding-olm"), ("ClusterServiceVersion", "packageserver")}
